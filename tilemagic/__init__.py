@@ -1,0 +1,41 @@
+"""tilemagic: ``%%tilecopy`` — TIRx-style tile-copy dispatch, lowering, TMEM heatmaps and round trips.
+
+>>> import tilemagic
+>>> res = tilemagic.tilecopy(source, launch="sim")   # doctest: +SKIP
+
+In IPython/Jupyter: ``%load_ext tilemagic``, then ``%%tilecopy`` cells.  Importing
+tilemagic imports neither CuPy, nor matplotlib's pyplot, nor ipywidgets.
+"""
+
+from .errors import (  # noqa: F401
+    DispatchError,
+    LaunchError,
+    LoweringError,
+    Span,
+    TileMagicError,
+    TileSyntaxError,
+    TileTypeError,
+)
+from .pipeline import tilecopy  # noqa: F401
+from .result import TileCopyResult  # noqa: F401
+
+__version__ = "0.1.0"
+
+
+def load_ipython_extension(ip):
+    """``%load_ext tilemagic``: register ``%%tilecopy`` and ``%tilemagic`` (idempotent)."""
+    from .magics import TileMagics
+
+    magics = TileMagics(shell=ip)
+    ip.register_magics(magics)
+    if magics not in ip.configurables:
+        ip.configurables.append(magics)
+
+
+def unload_ipython_extension(ip):
+    """``%unload_ext tilemagic``: remove the magics again."""
+    mm = ip.magics_manager
+    for kind, name in (("cell", "tilecopy"), ("line", "tilemagic")):
+        mm.magics[kind].pop(name, None)
+    mm.registry.pop("TileMagics", None)
+    ip.configurables[:] = [c for c in ip.configurables if type(c).__name__ != "TileMagics"]

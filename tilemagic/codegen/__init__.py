@@ -1,0 +1,1 @@
+"""CUDA code generation (native tcgen05 or emulated TMEM)."""

@@ -1,0 +1,335 @@
+"""CUDA C++ from the IR: native tcgen05 inline PTX (sm_100a) or emulated TMEM.
+
+``generate(kernel, mode="native")`` gives the source shown beside the IR and run
+on CC 10.x GPUs (``-arch=sm_100a``).  ``mode="emulated"`` gives the same kernel
+with every tcgen05 instruction replaced by a call into
+``tmem_emulation.cuh`` (inlined into the source, so it is self-contained), TMEM
+living in a global scratch buffer: that is what runs on pre-Blackwell GPUs.
+Every line carries the description line it came from (``CudaSource.lines``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import List, Optional, Tuple
+
+from ..ir import nodes as ir
+from ..ir.printer import Lines, scale_index
+
+# emulation status codes -> message ({1},{2},{3} are tm_status[1..3]); shared with the simulator
+EMU_STATUS = {
+    1: "tcgen05.alloc of {1} columns: nCols must be a power of two in [32, 512] (PTX ISA §9.7.16.7.1)",
+    2: "tcgen05.alloc of {1} columns by warp {2} after tcgen05.relinquish_alloc_permit (illegal, PTX ISA §9.7.16.7.1)",
+    3: "tcgen05.alloc of {1} columns cannot be satisfied: TMEM is full (the hardware would spin forever)",
+    4: "tcgen05.dealloc of {2} columns at column {1} does not match an allocation",
+    5: "tcgen05.ld/st by thread {1} touches TMEM lane {2}, column {3}: outside the allocated columns",
+    6: "strict: thread {1}'s TMEM address has lane quadrant {2} but it runs in warp {3} "
+       "(ptxas -g-tmem-access-check would trap: quadrant bits must be 0 or warp_id % 4)",
+    7: "TMEM still allocated at kernel exit (slot mask {1:#x}): missing tcgen05.dealloc",
+    8: "tcgen05 instruction issued by a partial warp (thread {1}); .sync.aligned needs all 32 lanes",
+    9: "tcgen05.dealloc by warp {1}, but warp {2} allocated (the same warp must alloc and dealloc)",
+}
+SHAPE_ID = {"32x32b": 0, "16x64b": 1, "16x128b": 2, "16x256b": 3, "16x32bx2": 4}
+TM_SCRATCH_WORDS = 128 * 512 + 4
+
+_THREAD_DEFS = {
+    "laneid": "const int laneid = threadIdx.x % 32;",
+    "warpid": "const int warpid = threadIdx.x / 32;",
+    "tid_in_wg": "const int tid_in_wg = threadIdx.x % 128;",
+    "wid_in_wg": "const int wid_in_wg = (threadIdx.x / 32) % 4;",
+}
+_CPREC = {"&&": 1, "==": 2, "!=": 2, "<": 3, "<=": 3, ">": 3, ">=": 3, "+": 4, "-": 4, "*": 5, "/": 5, "%": 5}
+_COP = {"//": "/", "and": "&&"}
+_PTX_FORM = {16: ("v4.u32", 4, "r"), 8: ("v2.u32", 2, "r"), 4: ("u32", 1, "r"), 2: ("u16", 1, "h"), 1: ("u8", 1, "h")}
+
+
+@dataclass
+class CudaSource:
+    """A complete CUDA translation unit for one kernel.
+
+    Attributes
+    ----------
+    text : str
+    kernel_name : str
+        Declared ``extern "C" __global__``.
+    mode : {"native", "emulated"}
+    params : tuple of Buffer
+        Global buffers in argument order.
+    extra_params : tuple of (name, dtype, n_elements)
+        Trailing zero-initialised arguments the runtime allocates (emulated mode:
+        ``tm_scratch`` uint32[128*512+4], ``tm_status`` int32[8]).
+    threads : int
+        Block size (1 CTA).
+    lines : list of int or None
+        For each line of ``text``, the description line it came from.
+    uses_tcgen05 : bool
+        The native source needs ``-arch=sm_100a`` (or another CC 10.x ``a`` target).
+    """
+
+    text: str
+    kernel_name: str
+    mode: str
+    params: Tuple[ir.Buffer, ...]
+    extra_params: Tuple[Tuple[str, str, int], ...]
+    threads: int
+    lines: List[Optional[int]] = field(default_factory=list)
+    uses_tcgen05: bool = False
+
+
+def uses_tcgen05(kernel: ir.Kernel) -> bool:
+    return any(isinstance(s, (ir.TcgenLdSt, ir.TcgenAlloc, ir.TcgenWait, ir.TcgenFence, ir.TcgenDealloc,
+                              ir.TcgenRelinquish)) for s in ir.walk(kernel.body))
+
+
+def emulation_header() -> str:
+    return resources.files("tilemagic.codegen").joinpath("tmem_emulation.cuh").read_text()
+
+
+def _flat_index(buf: ir.Buffer, indices) -> ir.Expr:
+    """Physical element index of an access: local buffers are indexed flat, global/shared by
+    logical indices mapped through the buffer layout's per-dimension strides."""
+    if buf.scope == "local":
+        return indices[0]
+    strides, off = _strides(buf)
+    e: ir.Expr = ir.Const(off)
+    for i, s in zip(indices, strides):
+        e = ir.add(e, ir.mul(i, s))
+    return e
+
+
+_STRIDE_CACHE = {}
+
+
+def _strides(buf):
+    key = id(buf)
+    hit = _STRIDE_CACHE.get(key)
+    if hit is not None and hit[0] is buf:
+        return hit[1]
+    from ..lower.common import affine_dims
+
+    if buf.layout is None:
+        st, n = [], 1
+        for d in reversed(buf.shape):
+            st.append(n)
+            n *= d
+        res = (tuple(reversed(st)), 0)
+    else:
+        res = affine_dims(buf.layout, buf.shape)
+        if res is None:
+            raise ValueError(f"layout of {buf.name} is not affine per dimension")
+    _STRIDE_CACHE[key] = (buf, res)
+    return res
+
+
+def cexpr(e: ir.Expr, prec: int = 0) -> str:
+    if isinstance(e, ir.Const):
+        return str(e.value)
+    if isinstance(e, ir.ThreadVar):
+        return "threadIdx.x" if e.kind == "tx" else e.kind
+    if isinstance(e, ir.LoopVar):
+        return e.name
+    if isinstance(e, ir.Load):
+        return f"{e.buf.name}[{cexpr(_flat_index(e.buf, e.indices))}]"
+    if isinstance(e, ir.Bin):
+        op = _COP.get(e.op, e.op)
+        p = _CPREC[op]
+        s = f"{cexpr(e.a, p)} {op} {cexpr(e.b, p + 1)}"
+        return f"({s})" if p < prec else s
+    raise TypeError(e)
+
+
+def _words(buf: ir.Buffer, index: ir.Expr, nbytes: int):
+    """C lvalues of the register words of ``buf`` covering ``nbytes`` from element ``index``."""
+    form, n, _ = _PTX_FORM[nbytes]
+    wbytes = nbytes // n
+    ctype = {4: "uint32_t", 2: "uint16_t", 1: "uint8_t"}[wbytes]
+    base = scale_index(index, buf.elem_bytes, wbytes)
+    return [f"(({ctype}*){buf.name})[{cexpr(ir.add(base, k))}]" for k in range(n)]
+
+
+def _addr_operand(buf: ir.Buffer, index: ir.Expr):
+    ptr = f"{buf.name} + {cexpr(index, 4)}" if not (isinstance(index, ir.Const) and index.value == 0) else buf.name
+    if buf.scope == "shared":
+        return '"r"((uint32_t)__cvta_generic_to_shared(' + ptr + "))"
+    return f'"l"({ptr})'
+
+
+def _asm(L: Lines, text: str, outs, ins, src, clobber=True):
+    o = ", ".join(outs)
+    i = ", ".join(ins)
+    tail = ' : "memory"' if clobber else ""
+    L.add(f'asm volatile("{text}" : {o} : {i}{tail});', src)
+
+
+def _vecmove(L: Lines, s: ir.VecMove, src):
+    form, n, cons = _PTX_FORM[s.nbytes]
+    regs_list = ", ".join(f"%{k}" for k in range(n))
+    regs_list = f"{{{regs_list}}}" if n > 1 else regs_list
+    if s.dst.scope == "local" and s.src.scope != "local":
+        outs = _words(s.dst, s.dst_index, s.nbytes)
+        if s.nbytes == 1:
+            L.add("{", src)
+            L.depth += 1
+            L.add("uint16_t v;", src)
+            _asm(L, f"ld.{s.src.scope}.u8 %0, [%1];", ['"=h"(v)'], [_addr_operand(s.src, s.src_index)], src)
+            L.add(f"{outs[0]} = (uint8_t)v;", src)
+            L.depth -= 1
+            L.add("}", src)
+            return
+        _asm(L, f"ld.{s.src.scope}.{form} {regs_list}, [%{n}];", [f'"={cons}"({w})' for w in outs],
+             [_addr_operand(s.src, s.src_index)], src)
+    elif s.src.scope == "local" and s.dst.scope != "local":
+        ins = _words(s.src, s.src_index, s.nbytes)
+        if s.nbytes == 1:
+            ins = [f"(uint16_t){ins[0]}"]
+        shifted = ", ".join(f"%{k + 1}" for k in range(n))
+        shifted = f"{{{shifted}}}" if n > 1 else shifted
+        _asm(L, f"st.{s.dst.scope}.{form} [%0], {shifted};", [],
+             [_addr_operand(s.dst, s.dst_index)] + [f'"{cons}"({w})' for w in ins], src)
+    else:
+        raise NotImplementedError("memory-to-memory vector moves are emitted by gmem_smem (issue 4)")
+
+
+def _tcgen_native(L: Lines, s, src):
+    if isinstance(s, ir.TcgenAlloc):
+        _asm(L, "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;", [],
+             [f'"r"((uint32_t)__cvta_generic_to_shared({s.addr.name}))', f'"r"({s.ncols})'], src)
+    elif isinstance(s, ir.TcgenRelinquish):
+        L.add('asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");', src)
+    elif isinstance(s, ir.TcgenDealloc):
+        _asm(L, "tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;", [],
+             [f'"r"({s.addr.name}[0])', f'"r"({s.ncols})'], src)
+    elif isinstance(s, ir.TcgenFence):
+        L.add(f'asm volatile("tcgen05.fence::{s.kind};" ::: "memory");', src)
+    elif isinstance(s, ir.TcgenWait):
+        L.add(f'asm volatile("tcgen05.wait::{s.kind}.sync.aligned;" ::: "memory");', src)
+    elif isinstance(s, ir.TcgenLdSt):
+        addr = _taddr(s)
+        n = s.regs
+        regs = [f"((uint32_t*){s.local.name})[{s.reg_base + i}]" for i in range(n)]
+        reglist = ", ".join(f"%{k}" for k in range(n))
+        if s.op == "ld":
+            _asm(L, f"{s.chain} {{{reglist}}}, [%{n}];", [f'"=r"({r})' for r in regs], [f'"r"({addr})'], src)
+        else:
+            shifted = ", ".join(f"%{k + 1}" for k in range(n))
+            _asm(L, f"{s.chain} [%0], {{{shifted}}};", [], [f'"r"({addr})'] + [f'"r"({r})' for r in regs], src)
+
+
+def _taddr(s):
+    if s.row == 0 and s.col == 0:
+        return f"{s.addr.name}[0]"
+    return f"get_tmem_addr({s.addr.name}[0], {s.row}, {s.col})"
+
+
+def _tcgen_emulated(L: Lines, s, src):
+    if isinstance(s, ir.TcgenAlloc):
+        L.add(f"tm_emu_alloc(tm, {s.addr.name}, {s.ncols}u);", src)
+    elif isinstance(s, ir.TcgenRelinquish):
+        L.add("tm_emu_relinquish(tm);", src)
+    elif isinstance(s, ir.TcgenDealloc):
+        L.add(f"tm_emu_dealloc(tm, {s.addr.name}[0], {s.ncols}u);", src)
+    elif isinstance(s, ir.TcgenFence):
+        L.add(f"__threadfence_block();  // tcgen05.fence::{s.kind}", src)
+    elif isinstance(s, ir.TcgenWait):
+        L.add(f"__threadfence_block();  // tcgen05.wait::{s.kind} (emulated ld/st complete at issue)", src)
+    elif isinstance(s, ir.TcgenLdSt):
+        L.add(f"tm_emu_ldst(tm, {1 if s.op == 'ld' else 0}, {SHAPE_ID[s.shape]}, {s.num}, {_taddr(s)}, "
+              f"((uint32_t*){s.local.name}) + {s.reg_base}, 0u);  // {s.chain}", src)
+
+
+def _stmt(L: Lines, s: ir.Stmt, mode: str):
+    src = s.span.line if s.span else None
+    if isinstance(s, ir.Seq):
+        for c in s.body:
+            _stmt(L, c, mode)
+    elif isinstance(s, ir.Comment):
+        L.add(f"// {s.text}", src)
+    elif isinstance(s, ir.If):
+        L.add(f"if ({cexpr(s.cond)}) {{", src)
+        L.depth += 1
+        _stmt(L, s.then, mode)
+        L.depth -= 1
+        L.add("}", src)
+    elif isinstance(s, ir.Grid):
+        for v, ext in zip(s.vars, s.extents):
+            L.add(f"for (int {v.name} = 0; {v.name} < {ext}; ++{v.name}) {{", src)
+            L.depth += 1
+        _stmt(L, s.body, mode)
+        for _ in s.vars:
+            L.depth -= 1
+            L.add("}", src)
+    elif isinstance(s, ir.Store):
+        L.add(f"{s.buf.name}[{cexpr(_flat_index(s.buf, s.indices))}] = {cexpr(s.value)};", src)
+    elif isinstance(s, ir.VecMove):
+        _vecmove(L, s, src)
+    elif isinstance(s, ir.Barrier):
+        L.add("__syncthreads();", src)
+    else:
+        (_tcgen_native if mode == "native" else _tcgen_emulated)(L, s, src)
+
+
+_GET_TMEM_ADDR = """\
+// TMEM address = lane << 16 | column; row/col immediates added per field (TVM get_tmem_addr)
+__device__ __forceinline__ uint32_t get_tmem_addr(uint32_t base, uint32_t row, uint32_t col) {
+  return ((((base >> 16) + row) & 0xFFFFu) << 16) | ((base + col) & 0xFFFFu);
+}
+"""
+
+
+def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", strict: bool = False) -> CudaSource:
+    """CUDA C++ for ``kernel``.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    mode : {"native", "emulated"}
+        ``native``: tcgen05 inline PTX (compile with ``-arch=sm_100a``).  ``emulated``:
+        TMEM in global memory through ``tmem_emulation.cuh``; adds the ``tm_scratch``
+        and ``tm_status`` kernel arguments.
+    strict : bool
+        Emulated mode: flag TMEM addresses whose quadrant bits differ from warp_id % 4.
+    """
+    tc = uses_tcgen05(kernel)
+    emulated = mode == "emulated"
+    L = Lines()
+    head = ("native tcgen05 inline PTX; build with -arch=" + arch) if (tc and not emulated) else (
+        "TMEM emulated in global memory (tilemagic/codegen/tmem_emulation.cuh)" if emulated else
+        "no tcgen05: runs on any CUDA GPU")
+    L.add(f"// tilemagic: kernel {kernel.name}, 1 CTA x {kernel.threads} threads, {head}")
+    for inc in ("cuda_fp16.h", "cuda_bf16.h", "stdint.h"):
+        L.add(f"#include <{inc}>")
+    if emulated:
+        L.add("")
+        for line in emulation_header().splitlines():
+            if not line.startswith("#pragma once") and not line.startswith("#include"):
+                L.add(line)
+    if tc and any(isinstance(s, ir.TcgenLdSt) and (s.row or s.col) for s in ir.walk(kernel.body)):
+        L.add("")
+        for line in _GET_TMEM_ADDR.splitlines():
+            L.add(line)
+    L.add("")
+    params = [f"{ir.CUDA_TYPE[b.dtype]}* __restrict__ {b.name}" for b in kernel.params]
+    extra = ()
+    if emulated:
+        extra = (("tm_scratch", "uint32", TM_SCRATCH_WORDS), ("tm_status", "int32", 8))
+        params += ["uint32_t* __restrict__ tm_scratch", "int* __restrict__ tm_status"]
+    L.add(f'extern "C" __global__ void __launch_bounds__({kernel.threads}) {kernel.name}({", ".join(params)}) {{')
+    L.depth += 1
+    from ..ir.printer import thread_vars_used
+
+    for k in thread_vars_used(kernel):
+        L.add(_THREAD_DEFS[k])
+    for b in kernel.shared:
+        L.add(f"__shared__ __align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];", b.span and b.span.line)
+    for b in kernel.locals:
+        L.add(f"__align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.per_thread}];", b.span and b.span.line)
+    if emulated:
+        L.add(f"const TmEmu tm = tm_emu_make(tm_scratch, tm_status, {1 if strict else 0});")
+    _stmt(L, kernel.body, mode)
+    if emulated:
+        L.add("tm_emu_exit_check(tm);")
+    L.depth -= 1
+    L.add("}")
+    text, lines = L.text()
+    return CudaSource(text, kernel.name, mode, tuple(kernel.params), extra, kernel.threads, lines, tc)

@@ -1,0 +1,134 @@
+"""Errors raised for bad ``%%tilecopy`` descriptions.
+
+Every error about the description is a :class:`TileMagicError`.  It carries the
+1-based ``line`` and ``col`` of the offending text and renders as one located
+message with the source line and a caret underneath, e.g.::
+
+    tilecopy:7:9: error: unknown buffer 'X'
+        7 | wg.copy X <- A
+          |         ^
+    hint: declare it first, e.g. `global X: float16[128, 8]`
+
+In IPython the ``_render_traceback_`` hook makes the kernel show exactly this
+text (no Python traceback from tilemagic's internals) while still sending a real
+``error`` message, so nbval and other notebook CI see the failure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+
+@dataclass(frozen=True)
+class Span:
+    """A 1-based, end-exclusive source range: ``line:col`` to ``end_line:end_col``."""
+
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    @staticmethod
+    def point(line: int, col: int, width: int = 1) -> "Span":
+        return Span(line, col, line, col + max(1, width))
+
+    def __str__(self) -> str:  # deterministic, short
+        return f"{self.line}:{self.col}"
+
+
+class TileMagicError(Exception):
+    """Base class of every description error.
+
+    Parameters
+    ----------
+    message : str
+        What is wrong, in one sentence.
+    span : Span, optional
+        Where (1-based line and column).  ``line``/``col`` mirror it.
+    source : str, optional
+        The cell text, used to print the offending line with a caret.
+    hint : str, optional
+        How to fix it.
+    details : str, optional
+        Extra block printed after the hint (e.g. a dispatch why-table).
+    """
+
+    kind = "error"
+
+    def __init__(
+        self,
+        message: str,
+        span: Optional[Span] = None,
+        *,
+        source: Optional[str] = None,
+        hint: Optional[str] = None,
+        details: Optional[str] = None,
+    ):
+        self.message = message
+        self.span = span
+        self.source = source
+        self.hint = hint
+        self.details = details
+        super().__init__(message)
+
+    @property
+    def line(self) -> Optional[int]:
+        return self.span.line if self.span else None
+
+    @property
+    def col(self) -> Optional[int]:
+        return self.span.col if self.span else None
+
+    def with_source(self, source: str) -> "TileMagicError":
+        """Attach the cell text (if not already attached) and return self."""
+        if self.source is None:
+            self.source = source
+        return self
+
+    def render(self) -> str:
+        """The located message: header, source line, caret, hint, details."""
+        loc = f"{self.span.line}:{self.span.col}: " if self.span else ""
+        out = [f"tilecopy:{loc}{type(self).__name__}: {self.message}"]
+        if self.span and self.source is not None:
+            lines = self.source.splitlines()
+            if 1 <= self.span.line <= len(lines):
+                text = lines[self.span.line - 1]
+                num = str(self.span.line)
+                out.append(f"  {num} | {text}")
+                width = 1
+                if self.span.end_line == self.span.line:
+                    width = max(1, self.span.end_col - self.span.col)
+                width = max(1, min(width, len(text) - self.span.col + 1)) if text else 1
+                out.append(f"  {' ' * len(num)} | {' ' * (self.span.col - 1)}{'^' * width}")
+        if self.hint:
+            out.append(f"hint: {self.hint}")
+        if self.details:
+            out.append(self.details)
+        return "\n".join(out)
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def _render_traceback_(self) -> Sequence[str]:  # IPython hook
+        return self.render().splitlines()
+
+
+class TileSyntaxError(TileMagicError):
+    """The cell text does not follow the grammar (docs/language.md)."""
+
+
+class TileTypeError(TileMagicError):
+    """The description parses but is inconsistent (unknown buffer, shape or dtype mismatch, bad layout)."""
+
+
+class DispatchError(TileMagicError):
+    """No variant accepted an op; ``details`` holds the why-table."""
+
+
+class LoweringError(TileMagicError):
+    """A program-level lowering rule failed (e.g. TMEM allocation larger than 512 columns)."""
+
+
+class LaunchError(TileMagicError):
+    """Compiling or launching the kernel failed, or the TMEM emulation trapped."""

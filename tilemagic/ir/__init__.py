@@ -1,0 +1,1 @@
+"""The IR (``nodes``) and its TIR-like printer (``printer``)."""

@@ -1,0 +1,344 @@
+"""The IR: one tree from which the printed IR, the CUDA and the simulation all come.
+
+A lowered kernel is a :class:`Kernel` whose body is a tree of statements.  The
+statements are few and concrete (what a copy lowers to on CUDA): scalar element
+stores, vector moves (one ``ld``/``st`` of up to 16 bytes), the tcgen05
+instructions, barriers, guards and serial grids.  Every statement keeps the
+:class:`~tilemagic.errors.Span` of the description line it came from, so each
+printed IR line and CUDA line can be traced back to its source line.
+
+Index conventions
+-----------------
+* global/shared buffers are indexed with one expression per logical dimension
+  (row-major, in elements);
+* ``local`` buffers are per-thread register storage indexed by one flat element
+  index (the layout's ``m`` coordinate);
+* TMEM is never indexed directly: it is reached through tcgen05 instructions
+  whose address is ``tmem_addr[0]`` plus a (row, 32-bit column) immediate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Tuple
+
+import numpy as np
+
+from ..errors import Span
+
+# element sizes in bytes, and the NumPy storage dtype (bfloat16 comes from ml_dtypes lazily)
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "uint8": 1, "int8": 1, "int32": 4, "uint32": 4}
+CUDA_TYPE = {
+    "float32": "float", "float16": "half", "bfloat16": "__nv_bfloat16",
+    "uint8": "uint8_t", "int8": "int8_t", "int32": "int", "uint32": "uint32_t",
+}
+# unsigned integer type of the same width: simulator and checks compare bits
+BITS_DTYPE = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    """NumPy dtype for a tilemagic dtype name (bfloat16 through ml_dtypes)."""
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(dtype)
+
+
+# ----------------------------------------------------------------------------- buffers
+@dataclass(eq=False)
+class Buffer:
+    """A buffer of the kernel.
+
+    Attributes
+    ----------
+    name : str
+    scope : {"global", "shared", "local", "tmem"}
+    dtype : str
+        Element dtype (``float16`` ...); ``uint32`` for the TMEM address slot.
+    shape : tuple of int
+        Logical shape in elements.
+    layout : TileLayout or None
+        For local: register layout (thread axes + ``m``); for tmem: TLane/TCol layout
+        (TCol in elements); for shared: memory layout on ``m`` (None = row-major).
+    per_thread : int
+        Local buffers: elements of register storage per thread.  Others: total elements.
+    tmem_col : int
+        TMEM buffers: 32-bit column offset of this buffer inside the CTA's allocation.
+    datapath : str or None
+        TMEM buffers: "D", "F" or "B" (from the layout), None when unrecognised.
+    """
+
+    name: str
+    scope: str
+    dtype: str
+    shape: Tuple[int, ...]
+    layout: object = None
+    per_thread: int = 0
+    tmem_col: int = 0
+    tmem_ncols: int = 0  # 32-bit columns the buffer spans
+    alias_of: Optional[str] = None  # tmem `at OTHER`
+    datapath: Optional[str] = None
+    sub_slab: int = 0
+    span: Optional[Span] = None
+    init: Optional[str] = None  # global: random|arange|zeros|<notebook variable>
+
+    @property
+    def elem_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return (self.per_thread if self.scope == "local" else self.numel) * self.elem_bytes
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.name}: {self.scope} {self.dtype}{list(self.shape)})"
+
+
+# ----------------------------------------------------------------------------- expressions
+class Expr:
+    __slots__ = ()
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Expr):
+    value: int
+
+
+@dataclass(frozen=True, eq=False)
+class ThreadVar(Expr):
+    """A thread coordinate: ``tx`` (threadIdx.x), ``laneid``, ``warpid``, ``tid_in_wg``, ``wid_in_wg``."""
+
+    kind: str
+
+
+@dataclass(frozen=True, eq=False)
+class LoopVar(Expr):
+    name: str
+
+
+@dataclass(frozen=True, eq=False)
+class Bin(Expr):
+    op: str  # + - * // % == != < <= > >= and
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Load(Expr):
+    buf: Buffer
+    indices: Tuple[Expr, ...]
+
+
+def const(v) -> Expr:
+    return v if isinstance(v, Expr) else Const(int(v))
+
+
+def add(a, b) -> Expr:
+    a, b = const(a), const(b)
+    if isinstance(a, Const) and a.value == 0:
+        return b
+    if isinstance(b, Const) and b.value == 0:
+        return a
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(a.value + b.value)
+    return Bin("+", a, b)
+
+
+def mul(a, b) -> Expr:
+    a, b = const(a), const(b)
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(a.value * b.value)
+    if isinstance(b, Const) and b.value == 1:
+        return a
+    if isinstance(a, Const) and a.value == 1:
+        return b
+    if (isinstance(a, Const) and a.value == 0) or (isinstance(b, Const) and b.value == 0):
+        return Const(0)
+    return Bin("*", a, b)
+
+
+def floordiv(a, b) -> Expr:
+    a, b = const(a), const(b)
+    if isinstance(b, Const) and b.value == 1:
+        return a
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(a.value // b.value)
+    return Bin("//", a, b)
+
+
+def mod(a, b) -> Expr:
+    a, b = const(a), const(b)
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(a.value % b.value)
+    if isinstance(b, Const) and b.value == 1:
+        return Const(0)
+    return Bin("%", a, b)
+
+
+# ----------------------------------------------------------------------------- statements
+@dataclass(eq=False)
+class Stmt:
+    span: Optional[Span] = field(default=None, kw_only=True)
+
+
+@dataclass(eq=False)
+class Seq(Stmt):
+    body: Tuple[Stmt, ...]
+
+
+@dataclass(eq=False)
+class Comment(Stmt):
+    """A source marker printed in IR and CUDA (``# L7: wg.copy a <- A  [copy/reg]``)."""
+
+    text: str
+
+
+@dataclass(eq=False)
+class If(Stmt):
+    cond: Expr
+    then: Stmt
+
+
+@dataclass(eq=False)
+class Grid(Stmt):
+    """Serial loop nest ``for i, j in T.grid(4, 6)``."""
+
+    vars: Tuple[LoopVar, ...]
+    extents: Tuple[int, ...]
+    body: Stmt
+
+
+@dataclass(eq=False)
+class Store(Stmt):
+    """Scalar element store ``buf[indices] = value``."""
+
+    buf: Buffer
+    indices: Tuple[Expr, ...]
+    value: Expr
+
+
+@dataclass(eq=False)
+class VecMove(Stmt):
+    """One vector move of ``elems`` contiguous elements (``elems * elem_bytes`` ≤ 16 bytes).
+
+    ``dst_index`` / ``src_index`` are flat element indices: into the per-thread
+    register storage for a local buffer, into the row-major buffer otherwise.
+    Lowered to ``ld.global.v4.u32``-style PTX (one load or store per side).
+    """
+
+    dst: Buffer
+    dst_index: Expr
+    src: Buffer
+    src_index: Expr
+    elems: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.elems * self.dst.elem_bytes
+
+
+@dataclass(eq=False)
+class TcgenAlloc(Stmt):
+    """``tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [addr], ncols`` (warp-wide)."""
+
+    addr: Buffer
+    ncols: int
+
+
+@dataclass(eq=False)
+class TcgenRelinquish(Stmt):
+    """``tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned``."""
+
+
+@dataclass(eq=False)
+class TcgenDealloc(Stmt):
+    """``tcgen05.dealloc.cta_group::1.sync.aligned.b32 addr[0], ncols`` (warp-wide)."""
+
+    addr: Buffer
+    ncols: int
+
+
+@dataclass(eq=False)
+class TcgenFence(Stmt):
+    """``tcgen05.fence::before_thread_sync`` / ``::after_thread_sync``."""
+
+    kind: str
+
+
+@dataclass(eq=False)
+class TcgenLdSt(Stmt):
+    """One ``tcgen05.ld`` / ``tcgen05.st`` issued by every thread of the executing warps.
+
+    Registers are ``regs`` consecutive 32-bit words of ``local``'s per-thread storage
+    starting at word ``reg_base``.  The TMEM address is ``addr[0]`` plus the
+    immediates ``row`` (lanes) and ``col`` (32-bit columns), composed as TVM's
+    ``get_tmem_addr``.
+    """
+
+    op: str  # "ld" | "st"
+    shape: str
+    num: int
+    local: Buffer
+    reg_base: int
+    regs: int
+    addr: Buffer
+    row: int
+    col: int
+    tmem: Optional[Buffer] = None  # the TMEM buffer this instruction touches (heatmaps)
+
+    @property
+    def chain(self) -> str:
+        return f"tcgen05.{self.op}.sync.aligned.{self.shape}.x{self.num}.b32"
+
+
+@dataclass(eq=False)
+class TcgenWait(Stmt):
+    """``tcgen05.wait::ld.sync.aligned`` / ``tcgen05.wait::st.sync.aligned``."""
+
+    kind: str
+
+
+@dataclass(eq=False)
+class Barrier(Stmt):
+    """``__syncthreads()`` (TIRx ``T.cuda.cta_sync()``)."""
+
+
+# ----------------------------------------------------------------------------- kernel
+@dataclass(eq=False)
+class Kernel:
+    """A lowered kernel: one CTA of ``threads`` threads.
+
+    ``params`` are the global buffers in declaration order (the CUDA kernel's
+    arguments).  ``tmem_cols`` is the allocation size in 32-bit columns (0 when no
+    TMEM is used); ``tmem_addr`` the shared ``uint32[1]`` slot that receives it.
+    """
+
+    name: str
+    threads: int
+    params: Tuple[Buffer, ...]
+    shared: Tuple[Buffer, ...]
+    locals: Tuple[Buffer, ...]
+    tmem: Tuple[Buffer, ...]
+    tmem_cols: int
+    tmem_addr: Optional[Buffer]
+    body: Seq
+
+
+def walk(stmt: Stmt):
+    """Yield every statement of the tree, pre-order."""
+    yield stmt
+    if isinstance(stmt, Seq):
+        for s in stmt.body:
+            yield from walk(s)
+    elif isinstance(stmt, If):
+        yield from walk(stmt.then)
+    elif isinstance(stmt, Grid):
+        yield from walk(stmt.body)

@@ -1,0 +1,219 @@
+"""TIR-like printer: the IR as TVMScript-looking text (``T.ptx["tcgen05.st..."](...)``, ``T.grid``).
+
+:func:`print_ir` returns the text and, for every output line, the description
+line it came from (None for scaffolding), which the HTML view uses to link the
+description, the IR and the CUDA.
+"""
+
+from __future__ import annotations
+
+from typing import List, Optional, Tuple
+
+from . import nodes as ir
+
+_PREC = {"and": 1, "==": 2, "!=": 2, "<": 2, "<=": 2, ">": 2, ">=": 2, "+": 3, "-": 3, "*": 4, "//": 4, "%": 4}
+_THREAD_DEFS = {
+    "laneid": "tx % 32",
+    "warpid": "tx // 32",
+    "tid_in_wg": "tx % 128",
+    "wid_in_wg": "tx // 32 % 4",
+}
+_PTX_FORM = {16: "v4.u32", 8: "v2.u32", 4: "u32", 2: "u16", 1: "u8"}
+
+
+class Lines:
+    """Collects (indent, text, source line) triples."""
+
+    def __init__(self):
+        self.rows: List[Tuple[str, Optional[int]]] = []
+        self.depth = 0
+
+    def add(self, text: str, src: Optional[int] = None):
+        self.rows.append(("    " * self.depth + text, src))
+
+    def text(self):
+        return "\n".join(r[0] for r in self.rows) + "\n", [r[1] for r in self.rows]
+
+
+def expr_str(e: ir.Expr, prec: int = 0) -> str:
+    """Python-style text of an expression."""
+    if isinstance(e, ir.Const):
+        return str(e.value)
+    if isinstance(e, ir.ThreadVar):
+        return e.kind
+    if isinstance(e, ir.LoopVar):
+        return e.name
+    if isinstance(e, ir.Load):
+        return f"{e.buf.name}[{', '.join(expr_str(i) for i in e.indices)}]"
+    if isinstance(e, ir.Bin):
+        p = _PREC[e.op]
+        s = f"{expr_str(e.a, p)} {e.op} {expr_str(e.b, p + 1)}"
+        return f"({s})" if p < prec else s
+    raise TypeError(e)
+
+
+def scale_index(e: ir.Expr, num: int, den: int) -> ir.Expr:
+    """``e * num // den`` simplified when every term divides exactly (element index -> word index)."""
+
+    def go(x):
+        if isinstance(x, ir.Const):
+            return ir.Const(x.value * num // den) if (x.value * num) % den == 0 else None
+        if isinstance(x, ir.Bin) and x.op == "+":
+            a, b = go(x.a), go(x.b)
+            return None if a is None or b is None else ir.add(a, b)
+        if isinstance(x, ir.Bin) and x.op == "*" and isinstance(x.b, ir.Const):
+            if (x.b.value * num) % den == 0:
+                return ir.mul(x.a, x.b.value * num // den)
+        return None
+
+    r = go(e)
+    return r if r is not None else ir.floordiv(ir.mul(e, num), den)
+
+
+def thread_vars_used(kernel: ir.Kernel):
+    used = set()
+
+    def visit_expr(e):
+        if isinstance(e, ir.ThreadVar):
+            used.add(e.kind)
+        elif isinstance(e, ir.Bin):
+            visit_expr(e.a)
+            visit_expr(e.b)
+        elif isinstance(e, ir.Load):
+            for i in e.indices:
+                visit_expr(i)
+
+    for s in ir.walk(kernel.body):
+        if isinstance(s, ir.If):
+            visit_expr(s.cond)
+        elif isinstance(s, ir.Store):
+            for i in s.indices:
+                visit_expr(i)
+            visit_expr(s.value)
+        elif isinstance(s, ir.VecMove):
+            visit_expr(s.dst_index)
+            visit_expr(s.src_index)
+    return [k for k in ("laneid", "warpid", "tid_in_wg", "wid_in_wg") if k in used]
+
+
+def word_refs(buf: ir.Buffer, index: ir.Expr, nbytes: int, view_bits: int):
+    """Names of the ``view_bits``-wide words covering ``nbytes`` of ``buf`` from element ``index``."""
+    wb = view_bits // 8
+    base = scale_index(index, buf.elem_bytes, wb)
+    return [f"{buf.name}_{view_bits}b[{expr_str(ir.add(base, k))}]" for k in range(max(1, nbytes // wb))]
+
+
+def _layout_note(buf: ir.Buffer) -> str:
+    return f"  # {buf.layout}" if buf.layout is not None else ""
+
+
+def print_ir(kernel: ir.Kernel, *, arch: str = "sm_100a"):
+    """Print ``kernel`` in the TIRx style.
+
+    Returns
+    -------
+    (str, list of int or None)
+        The text and, per line, the 1-based description line it came from.
+    """
+    L = Lines()
+    L.add(f"# tilemagic IR · kernel {kernel.name} · 1 CTA × {kernel.threads} threads · target cuda {arch}")
+    L.add("@T.prim_func")
+    params = ", ".join(f'{b.name}: T.Buffer({tuple(b.shape)!r}, "{b.dtype}")' for b in kernel.params)
+    L.add(f"def {kernel.name}({params}):")
+    L.depth += 1
+    L.add(f'tx = T.launch_thread("threadIdx.x", {kernel.threads})')
+    for k in thread_vars_used(kernel):
+        L.add(f"{k} = {_THREAD_DEFS[k]}")
+    for b in kernel.shared:
+        L.add(f'{b.name} = T.alloc_shared({tuple(b.shape)!r}, "{b.dtype}")'
+              + (_layout_note(b) if b.layout is not None and b.name != "tmem_addr" else ""), b.span and b.span.line)
+    views = _register_views(kernel)
+    for b in kernel.locals:
+        L.add(f'{b.name} = T.alloc_local(({b.per_thread},), "{b.dtype}"){_layout_note(b)}', b.span and b.span.line)
+        for bits in sorted(views.get(b.name, ())):
+            n = b.per_thread * b.elem_bytes * 8 // bits
+            L.add(f'{b.name}_{bits}b = T.decl_buffer(({n},), "uint{bits}", data={b.name}.data)', b.span and b.span.line)
+    for b in kernel.tmem:
+        where = f"at {b.alias_of}, " if b.alias_of else ""
+        L.add(f"# tmem {b.name}: {b.dtype}{list(b.shape)} @ {b.layout} · datapath {b.datapath or '?'} · "
+              f"{where}32-bit columns [{b.tmem_col}, {b.tmem_col + b.tmem_ncols}) of {kernel.tmem_cols}",
+              b.span and b.span.line)
+    _stmt(L, kernel.body)
+    return L.text()
+
+
+def _register_views(kernel):
+    views = {}
+    for s in ir.walk(kernel.body):
+        if isinstance(s, ir.TcgenLdSt):
+            views.setdefault(s.local.name, set()).add(32)
+        elif isinstance(s, ir.VecMove):
+            for b in (s.dst, s.src):
+                if b.scope == "local":
+                    views.setdefault(b.name, set()).add(min(32, s.nbytes * 8))
+    return views
+
+
+def tmem_addr_str(node, fmt_base="T.uint32(tmem_addr[0])"):
+    if node.row == 0 and node.col == 0:
+        return fmt_base
+    return f"T.cuda.get_tmem_addr(tmem_addr[0], {node.row}, {node.col})"
+
+
+def _src(s):
+    return s.span.line if s.span else None
+
+
+def _stmt(L: Lines, s: ir.Stmt):
+    src = _src(s)
+    if isinstance(s, ir.Seq):
+        for c in s.body:
+            _stmt(L, c)
+    elif isinstance(s, ir.Comment):
+        L.add(f"# {s.text}", src)
+    elif isinstance(s, ir.If):
+        L.add(f"if {expr_str(s.cond)}:", src)
+        L.depth += 1
+        _stmt(L, s.then)
+        L.depth -= 1
+    elif isinstance(s, ir.Grid):
+        names = ", ".join(v.name for v in s.vars)
+        L.add(f"for {names} in T.grid({', '.join(map(str, s.extents))}):", src)
+        L.depth += 1
+        _stmt(L, s.body)
+        L.depth -= 1
+    elif isinstance(s, ir.Store):
+        L.add(f"{s.buf.name}[{', '.join(expr_str(i) for i in s.indices)}] = {expr_str(s.value)}", src)
+    elif isinstance(s, ir.VecMove):
+        bits = min(32, s.nbytes * 8)
+        form = _PTX_FORM[s.nbytes]
+        if s.dst.scope == "local":
+            regs = word_refs(s.dst, s.dst_index, s.nbytes, bits)
+            ptr = f'{s.src.name}.access_ptr("r", offset={expr_str(s.src_index)})'
+            L.add(f'T.ptx["ld.{s.src.scope}.{form}"]({", ".join(regs)}, {ptr})', src)
+        elif s.src.scope == "local":
+            regs = word_refs(s.src, s.src_index, s.nbytes, bits)
+            ptr = f'{s.dst.name}.access_ptr("w", offset={expr_str(s.dst_index)})'
+            L.add(f'T.ptx["st.{s.dst.scope}.{form}"]({ptr}, {", ".join(regs)})', src)
+        else:
+            L.add(f'T.ptx["ld.{s.src.scope}.{form}"](tmp, {s.src.name}.access_ptr("r", offset={expr_str(s.src_index)}))', src)
+            L.add(f'T.ptx["st.{s.dst.scope}.{form}"]({s.dst.name}.access_ptr("w", offset={expr_str(s.dst_index)}), tmp)', src)
+    elif isinstance(s, ir.TcgenAlloc):
+        L.add(f'T.ptx["tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32"](T.address_of({s.addr.name}[0]), {s.ncols})', src)
+    elif isinstance(s, ir.TcgenRelinquish):
+        L.add('T.ptx["tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned"]()', src)
+    elif isinstance(s, ir.TcgenDealloc):
+        L.add(f'T.ptx["tcgen05.dealloc.cta_group::1.sync.aligned.b32"](T.uint32({s.addr.name}[0]), {s.ncols})', src)
+    elif isinstance(s, ir.TcgenFence):
+        L.add(f'T.ptx["tcgen05.fence::{s.kind}"]()', src)
+    elif isinstance(s, ir.TcgenWait):
+        L.add(f'T.ptx["tcgen05.wait::{s.kind}.sync.aligned"]()', src)
+    elif isinstance(s, ir.Barrier):
+        L.add("T.cuda.cta_sync()", src)
+    elif isinstance(s, ir.TcgenLdSt):
+        regs = [f"{s.local.name}_32b[{s.reg_base + i}]" for i in range(s.regs)]
+        addr = tmem_addr_str(s)
+        args = [*regs, addr] if s.op == "ld" else [addr, *regs]
+        L.add(f'T.ptx["{s.chain}"]({", ".join(args)})', src)
+    else:
+        raise TypeError(f"cannot print {type(s).__name__}")

@@ -1,0 +1,1 @@
+"""Dispatch and lowering: typed program -> dispatched ops -> IR kernel."""

@@ -1,0 +1,422 @@
+"""From a parsed :class:`~tilemagic.lang.ast.Program` to a lowered :class:`~tilemagic.ir.nodes.Kernel`.
+
+Two steps:
+
+1. :func:`check` resolves names, dtypes, shapes and layouts (``S[...]``,
+   ``datapath(...)``, ``frag(...)``), the CTA size, the TMEM allocation and the
+   regions of every op; it raises located :class:`~tilemagic.errors.TileTypeError`
+   / :class:`~tilemagic.errors.LoweringError`.
+2. :func:`lower` dispatches every copy op (:func:`~tilemagic.lower.dispatch.run_dispatch`)
+   and assembles the kernel: TMEM ``alloc`` + ``relinquish_alloc_permit`` by warp 0
+   at the start, ``dealloc`` by warp 0 at the end (PTX ISA §9.7.16.7.1), with the
+   ``tcgen05.fence::*_thread_sync`` + ``__syncthreads()`` around them.
+"""
+
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..errors import LoweringError, Span, TileTypeError
+from ..ir import nodes as ir
+from ..lang import ast
+from .dispatch import DispatchContext, run_dispatch
+from .ops import SCOPE_KIND, CopyOp, RegionRef
+
+SCOPE_THREADS = {"thread": 1, "warp": 32, "wg": 128}
+
+# names that would collide with the generated CUDA/IR (C/CUDA keywords and types, our own names)
+_C_KEYWORDS = set(
+    """auto break case char const continue default do double else enum extern float for goto if inline int long
+    register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
+    bool true false class namespace template typename using new delete this operator private public protected
+    virtual friend nullptr constexpr static_assert decltype alignas alignof asm export mutable explicit
+    half half2 __half __nv_bfloat16 nv_bfloat16 uint8_t int8_t uint16_t int16_t uint32_t int32_t uint64_t int64_t
+    uint4 uint2 size_t threadIdx blockIdx blockDim gridDim warpSize dim3 main""".split()
+)
+_RESERVED = {"tmem_addr", "tm_scratch", "tm_status", "tx", "laneid", "warpid", "tid_in_wg", "wid_in_wg"}
+
+
+def _check_identifier(name: str, span: Span, what: str):
+    if name in _C_KEYWORDS or keyword.iskeyword(name):
+        raise TileTypeError(f"'{name}' is a C/CUDA or Python keyword and cannot name a {what}", span,
+                            hint=f"rename it, e.g. '{name}_'")
+    if name in _RESERVED or name.startswith("__") or name.startswith("tm_"):
+        raise TileTypeError(f"'{name}' is reserved by tilemagic's generated code and cannot name a {what}", span,
+                            hint=f"rename it, e.g. '{name}_buf'")
+
+
+@dataclass
+class TypedProgram:
+    """A checked description: buffers with layouts, the CTA size, the TMEM plan, the ops."""
+
+    name: str
+    threads: int
+    buffers: Dict[str, ir.Buffer]
+    tmem_cols: int  # allocated 32-bit columns (power of two >= 32), 0 without TMEM
+    items: List[tuple] = field(default_factory=list)  # ("copy", CopyOp) | ("wait", kind, span) | ("sync", span) | ("check", lhs, rhs, text, span)
+    source: str = ""
+    kernel_span: Optional[Span] = None
+
+    def by_scope(self, scope):
+        return tuple(b for b in self.buffers.values() if b.scope == scope)
+
+
+# ----------------------------------------------------------------------------- layouts
+def _layout_from_ast(decl: ast.BufferDecl):
+    from ..layout import TileLayout, row_major, tcgen05_atom_layout, tmem_datapath_layout
+
+    shape = decl.shape
+    bits = ir.DTYPE_BYTES[decl.dtype] * 8
+    lay = decl.layout
+    if lay is None:
+        if decl.kind == "tmem":
+            if len(shape) != 2:
+                raise TileTypeError("a tmem buffer is 2-D (lanes × columns)", decl.shape_span)
+            if shape[0] == 128:
+                return tmem_datapath_layout("D", 128, shape[1]), "D", 0
+            raise TileTypeError(
+                f"a {shape[0]}-row tmem buffer needs a layout; the default is datapath D for 128 rows",
+                decl.shape_span,
+                hint="add `@ datapath(F, sub_slab=0)` or `@ datapath(B)` for 64 rows",
+            )
+        return row_major(shape), None, 0
+    try:
+        if isinstance(lay, ast.DatapathLayout):
+            if decl.kind != "tmem":
+                raise TileTypeError("datapath(...) layouts describe TMEM; this buffer is " + decl.kind, lay.span)
+            if len(shape) != 2:
+                raise TileTypeError("a tmem buffer is 2-D (lanes × columns)", decl.shape_span)
+            return tmem_datapath_layout(lay.letter, shape[0], shape[1], lay.sub_slab), lay.letter, lay.sub_slab
+        if isinstance(lay, ast.FragLayout):
+            if decl.kind != "local":
+                raise TileTypeError("frag(...) is a register-fragment layout; use it on a local buffer", lay.span)
+            if len(shape) != 2:
+                raise TileTypeError("a tcgen05 fragment is 2-D (rows × columns)", decl.shape_span)
+            return tcgen05_atom_layout(lay.shape, (shape[0], shape[1]), bits), None, 0
+        strides = None if lay.strides is None else [(s.value, s.axis) for s in lay.strides]
+        offsets = [(o.value, o.axis) for o in lay.offsets]
+        return TileLayout.from_spec(lay.extents, strides, offsets), None, 0
+    except TileTypeError:
+        raise
+    except ValueError as e:
+        raise TileTypeError(f"bad layout for '{decl.name}': {e}", lay.span) from None
+
+
+_ALLOWED_AXES = {
+    "global": {"m"},
+    "shared": {"m"},
+    "local": {"m", "laneid", "wid_in_wg", "tid_in_wg", "warpid", "tx", "wgid"},
+    "tmem": {"TLane", "TCol"},
+}
+
+
+def _coords(layout, shape):
+    n = int(np.prod(shape))
+    return layout.apply(np.arange(n, dtype=np.int64), shape=None) if n else {}
+
+
+def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
+    for d in decl.shape:
+        if d > (1 << 24):
+            raise TileTypeError(f"dimension {d} is too large (at most 16777216 elements per dimension)", decl.shape_span)
+    numel = int(np.prod(decl.shape))
+    if decl.kind in ("global",) and numel * ir.DTYPE_BYTES[decl.dtype] > (1 << 30):
+        raise TileTypeError("global buffers are limited to 1 GiB in a cell", decl.shape_span)
+    if decl.kind == "shared" and numel * ir.DTYPE_BYTES[decl.dtype] > 227 * 1024:
+        raise TileTypeError(
+            f"shared buffer '{decl.name}' needs {numel * ir.DTYPE_BYTES[decl.dtype]} bytes; a CTA has at most 232448 (227 KiB)",
+            decl.shape_span)
+    layout, datapath, sub_slab = _layout_from_ast(decl)
+    lspan = getattr(decl.layout, "span", decl.span)
+    if layout.size() != numel:
+        raise TileTypeError(
+            f"layout {layout} covers {layout.size()} elements but '{decl.name}' {decl.dtype}{list(decl.shape)} has {numel}",
+            lspan,
+            hint="the layout's extents must multiply to the buffer's element count",
+        )
+    axes = {it.axis for it in layout.shard} | {a for a, _ in layout.offset}
+    bad = axes - _ALLOWED_AXES[decl.kind]
+    if bad:
+        raise TileTypeError(
+            f"axis {', '.join(sorted(bad))} is not allowed in a {decl.kind} layout "
+            f"(allowed: {', '.join(sorted(_ALLOWED_AXES[decl.kind]))})",
+            lspan,
+        )
+    buf = ir.Buffer(decl.name, decl.kind, decl.dtype, tuple(decl.shape), layout, span=decl.span, init=decl.init)
+    co = _coords(layout, decl.shape)
+    if decl.kind == "local":
+        m = co.get("m", np.zeros(1, np.int64))
+        buf.per_thread = int(m.max()) + 1 if m.size else 1
+        if buf.per_thread > 8192:
+            raise TileTypeError(f"'{decl.name}' needs {buf.per_thread} register elements per thread (at most 8192)", lspan)
+    elif decl.kind == "shared":
+        m = co.get("m", np.zeros(1, np.int64))
+        if m.size and (m.min() < 0 or m.max() + 1 != numel or len(np.unique(m)) != numel):
+            raise TileTypeError(f"shared layout {layout} must be a permutation of {numel} elements", lspan)
+        buf.per_thread = numel
+    elif decl.kind == "tmem":
+        lanes, cols = co.get("TLane", np.zeros(1, np.int64)), co.get("TCol", np.zeros(1, np.int64))
+        if lanes.max() >= 128 or lanes.min() < 0:
+            raise TileTypeError(f"layout {layout} reaches TMEM lane {int(lanes.max())}; TMEM has 128 lanes", lspan)
+        epc = 4 // ir.DTYPE_BYTES[decl.dtype]
+        buf.per_thread = numel
+        buf.datapath, buf.sub_slab = datapath or _classify(layout, decl.shape, ir.DTYPE_BYTES[decl.dtype] * 8), sub_slab
+        buf.tmem_ncols = -(-(int(cols.max()) + 1) // epc)  # 32-bit columns spanned
+    else:
+        buf.per_thread = numel
+    return buf
+
+
+def _classify(layout, shape, bits):
+    """Datapath letter of a TMEM layout written as ``S[...]`` (TVM ``_classify_tmem_datapath``)."""
+    from ..layout import tmem_datapath_layout
+
+    rows, cols = shape
+    cands = []
+    if rows == 128:
+        cands = [("D", 0)]
+    elif rows == 64:
+        cands = ([("B", 0)] if cols % 2 == 0 else []) + [("F", 0), ("F", 1)]
+    for letter, sub in cands:
+        try:
+            if layout.is_equal(tmem_datapath_layout(letter, rows, cols, sub)):
+                return letter
+        except ValueError:
+            pass
+    return None
+
+
+# ----------------------------------------------------------------------------- regions
+def _region(r: ast.Region, bufs: Dict[str, ir.Buffer]) -> RegionRef:
+    buf = bufs.get(r.name)
+    if buf is None:
+        known = ", ".join(bufs) or "none declared yet"
+        raise TileTypeError(f"unknown buffer '{r.name}'", r.name_span,
+                            hint=f"declare it before use (declared: {known})")
+    if r.slices is None:
+        return RegionRef(buf, (0,) * len(buf.shape), tuple(buf.shape), r.span)
+    if len(r.slices) != len(buf.shape):
+        raise TileTypeError(
+            f"'{r.name}' has {len(buf.shape)} dimension(s) {list(buf.shape)} but the region gives {len(r.slices)} index(es)",
+            r.span)
+    begins, extents = [], []
+    for s, dim in zip(r.slices, buf.shape):
+        if s.point:
+            b, e = s.start, 1
+        else:
+            b = 0 if s.start is None else s.start
+            stop = dim if s.stop is None else s.stop
+            e = stop - b
+        if b < 0 or b >= dim or e <= 0 or b + e > dim:
+            raise TileTypeError(f"index out of range for dimension of extent {dim}", s.span,
+                                hint=f"valid: 0 <= start < stop <= {dim}")
+        begins.append(b)
+        extents.append(e)
+    return RegionRef(buf, tuple(begins), tuple(extents), r.span)
+
+
+def _stmt_text(source: str, span: Span) -> str:
+    lines = source.splitlines()
+    if 1 <= span.line <= len(lines):
+        text = lines[span.line - 1].split("#", 1)[0].strip()
+        return " ".join(text.split())
+    return ""
+
+
+# ----------------------------------------------------------------------------- check
+def check(prog: ast.Program, name: Optional[str] = None, *, line_offset: int = 0) -> TypedProgram:
+    """Resolve and validate a parsed program.
+
+    Parameters
+    ----------
+    prog : Program
+    name : str, optional
+        The cell's NAME (``%%tilecopy NAME``); the ``kernel`` statement's name wins for the
+        CUDA kernel, the cell name is used when there is none.
+
+    Raises
+    ------
+    TileTypeError, LoweringError
+        Located at the offending declaration or statement.
+    """
+    kname = prog.kernel.name if prog.kernel else (name or "tilecopy_kernel")
+    if prog.kernel:
+        _check_identifier(kname, prog.kernel.name_span, "kernel")
+    elif name:
+        if not name.isidentifier():
+            raise TileTypeError(f"cell name '{name}' is not an identifier", None)
+        _check_identifier(name, Span(1, 1, 1, 2), "kernel")
+    bufs: Dict[str, ir.Buffer] = {}
+    tmem_next = 0
+    items: List[tuple] = []
+    scopes_used = []
+    for item in prog.items:
+        if isinstance(item, ast.BufferDecl):
+            _check_identifier(item.name, item.name_span, "buffer")
+            if item.name in bufs:
+                raise TileTypeError(f"buffer '{item.name}' is declared twice", item.name_span)
+            if item.name == kname:
+                raise TileTypeError(f"buffer '{item.name}' has the kernel's name", item.name_span)
+            buf = _make_buffer(item)
+            if item.kind == "tmem":
+                if item.alias is not None:
+                    tgt = bufs.get(item.alias.target)
+                    if tgt is None or tgt.scope != "tmem":
+                        raise TileTypeError(f"'at {item.alias.target}': no tmem buffer of that name declared before",
+                                            item.alias.target_span)
+                    buf.tmem_col = tgt.tmem_col + item.alias.cols
+                    buf.alias_of = tgt.name
+                else:
+                    buf.tmem_col = tmem_next
+                    tmem_next += buf.tmem_ncols
+                    buf.alias_of = None
+            bufs[item.name] = buf
+        elif isinstance(item, ast.CopyStmt):
+            dst, src = _region(item.dst, bufs), _region(item.src, bufs)
+            op = CopyOp(item.op_name, item.scope, dst, src, item.dispatch, _stmt_text(prog.source, item.span),
+                        item.span, item.dispatch_span)
+            items.append(("copy", op))
+            scopes_used.append((item.scope, item.op_span))
+        elif isinstance(item, ast.WaitStmt):
+            items.append(("wait", item.kind, item.span))
+        elif isinstance(item, ast.SyncStmt):
+            items.append(("sync", item.span))
+        elif isinstance(item, ast.CheckStmt):
+            lhs, rhs = _region(item.lhs, bufs), _region(item.rhs, bufs)
+            for r in (lhs, rhs):
+                if r.buf.scope != "global":
+                    raise TileTypeError(f"check compares global buffers; '{r.buf.name}' is {r.buf.scope}", r.span,
+                                        hint="copy it to a global buffer first")
+            if lhs.buf.dtype != rhs.buf.dtype:
+                raise TileTypeError(f"check compares {lhs.buf.dtype} with {rhs.buf.dtype}", item.span)
+            if lhs.nonunit != rhs.nonunit:
+                raise TileTypeError(f"check compares regions of shapes {list(lhs.nonunit)} and {list(rhs.nonunit)}",
+                                    item.span)
+            items.append(("check", lhs, rhs, _stmt_text(prog.source, item.span), item.span))
+
+    # ---- CTA size
+    if prog.kernel and prog.kernel.threads is not None:
+        threads = prog.kernel.threads
+        tspan = prog.kernel.threads_span or prog.kernel.span
+        if not 1 <= threads <= 1024:
+            raise TileTypeError(f"threads={threads}: a CTA has 1 to 1024 threads", tspan)
+    else:
+        tspan = prog.kernel.span if prog.kernel else None
+        for scope, span in scopes_used:
+            if scope == "cta":
+                raise TileTypeError("a cta-scope op needs the CTA size", span,
+                                    hint="add `kernel NAME threads=N` as the first line")
+        threads = max([SCOPE_THREADS[s] for s, _ in scopes_used] + [1])
+        if any(b.scope == "tmem" for b in bufs.values()):
+            threads = max(threads, 32)
+    for scope, span in scopes_used:
+        need = SCOPE_THREADS.get(scope, 1)
+        if threads < need or threads % need:
+            raise TileTypeError(
+                f"a {scope}-scope op needs a CTA of a multiple of {need} threads; the kernel has {threads}", span,
+                hint=f"use `kernel {kname} threads={max(need, threads // need * need or need)}`")
+
+    # ---- TMEM plan (PTX ISA §9.7.16.7.1: power of two >= 32 columns, <= 512)
+    tmem = [b for b in bufs.values() if b.scope == "tmem"]
+    tmem_cols = 0
+    if tmem:
+        from ..layout.tcgen05 import alloc_columns
+
+        if threads % 32:
+            raise TileTypeError(f"TMEM needs whole warps (warp 0 allocates); threads={threads}", tspan,
+                                hint="use a multiple of 32 threads")
+        need = max(b.tmem_col + b.tmem_ncols for b in tmem)
+        try:
+            tmem_cols = alloc_columns(need)
+        except ValueError:
+            over = next(b for b in tmem if b.tmem_col + b.tmem_ncols > 512)
+            raise LoweringError(
+                f"TMEM allocation of {need} 32-bit columns exceeds the 512 columns of tensor memory "
+                f"('{over.name}' ends at column {over.tmem_col + over.tmem_ncols})",
+                over.span, hint="shrink the buffers or alias them with `at OTHER + COLS`") from None
+    return TypedProgram(kname, threads, bufs, tmem_cols, items, prog.source,
+                        prog.kernel.span if prog.kernel else None)
+
+
+# ----------------------------------------------------------------------------- lower
+class Builder:
+    """Lowering state shared by the variants of one kernel."""
+
+    def __init__(self, tp: TypedProgram):
+        self.tp = tp
+        self.tmem_addr = ir.Buffer("tmem_addr", "shared", "uint32", (1,), per_thread=1) if tp.tmem_cols else None
+        self._taken = set(tp.buffers) | {tp.name}
+
+    def loop_vars(self, n: int) -> Tuple[ir.LoopVar, ...]:
+        names = [c for c in "ijklpqrsuvw" if c not in self._taken]
+        if len(names) < n:
+            names += [f"i{k}" for k in range(n) if f"i{k}" not in self._taken]
+        return tuple(ir.LoopVar(v) for v in names[:n])
+
+
+def _with_span(stmts, span):
+    for s in stmts:
+        for node in ir.walk(s):
+            if node.span is None:
+                node.span = span
+    return stmts
+
+
+def lower(tp: TypedProgram, target: dict):
+    """Dispatch every op and build the kernel.
+
+    Returns
+    -------
+    (Kernel, list of DispatchRecord, list of (warning text, Span))
+
+    Raises
+    ------
+    DispatchError
+        An op no variant accepts (with the why-table).
+    """
+    b = Builder(tp)
+    body: List[ir.Stmt] = []
+    records = []
+    warns = []
+    warp0 = ir.Bin("==", ir.ThreadVar("warpid"), ir.Const(0))
+    if tp.tmem_cols:
+        body += [
+            ir.Comment(f"TMEM: allocate {tp.tmem_cols} columns (warp 0), publish the address to the CTA"),
+            ir.If(warp0, ir.Seq((ir.TcgenAlloc(b.tmem_addr, tp.tmem_cols), ir.TcgenRelinquish()))),
+            ir.TcgenFence("before_thread_sync"), ir.Barrier(), ir.TcgenFence("after_thread_sync"),
+        ]
+    for item in tp.items:
+        kind = item[0]
+        if kind == "copy":
+            op: CopyOp = item[1]
+            ctx = DispatchContext(target, tp.threads, op.scope_kind, b)
+            stmts, rec = run_dispatch(op, ctx)
+            records.append(rec)
+            warns += ctx.warnings
+            body.append(ir.Comment(f"L{op.span.line}: {op.text}    [{op.op}/{rec.chosen}]", span=op.span))
+            body += _with_span(list(stmts), op.span)
+        elif kind == "wait":
+            body.append(ir.TcgenWait(item[1], span=item[2]))
+        elif kind == "sync":
+            body.append(ir.Barrier(span=item[1]))
+    if tp.tmem_cols:
+        body += [
+            ir.Comment(f"TMEM: free the {tp.tmem_cols} columns (the allocating warp)"),
+            ir.TcgenFence("before_thread_sync"), ir.Barrier(), ir.TcgenFence("after_thread_sync"),
+            ir.If(warp0, ir.TcgenDealloc(b.tmem_addr, tp.tmem_cols)),
+        ]
+    kernel = ir.Kernel(
+        tp.name, tp.threads,
+        params=tp.by_scope("global"),
+        shared=tp.by_scope("shared") + ((b.tmem_addr,) if b.tmem_addr else ()),
+        locals=tp.by_scope("local"),
+        tmem=tp.by_scope("tmem"),
+        tmem_cols=tp.tmem_cols,
+        tmem_addr=b.tmem_addr,
+        body=ir.Seq(tuple(body)),
+    )
+    return kernel, records, warns

@@ -1,0 +1,208 @@
+"""The whole pipeline, shared by the magic, the Python API and the CLI.
+
+parse → check → dispatch + lower → IR text, CUDA (native and emulated) →
+launch (CPU simulator, or CuPy on a GPU: native on CC 10.x, TMEM emulated
+elsewhere) → checks → :class:`~tilemagic.result.TileCopyResult`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Dict, Optional
+
+import numpy as np
+
+from .errors import LaunchError, TileMagicError, TileTypeError
+from .ir import nodes as ir
+from .result import CheckResult, LaunchResult, TileCopyResult
+
+LAUNCH_CHOICES = ("auto", "sim", "gpu", "off")
+VIEW_CHOICES = ("html", "text", "widget")
+
+
+def _read_first(tp):
+    """Global buffers whose first use is a read (they default to ``random`` init)."""
+    seen, reads = set(), set()
+    for item in tp.items:
+        if item[0] == "copy":
+            op = item[1]
+            for side, is_read in ((op.src, True), (op.dst, False)):
+                b = side.buf
+                if b.scope == "global" and b.name not in seen:
+                    seen.add(b.name)
+                    if is_read:
+                        reads.add(b.name)
+    return reads
+
+
+def make_inputs(tp, seed: int = 0, namespace: Optional[dict] = None) -> Dict[str, np.ndarray]:
+    """Initial contents of every global buffer.
+
+    ``random`` (the default for buffers read before written) draws from a generator
+    seeded with ``(seed, buffer index)``: normal values for floats, the full range for
+    integers.  ``arange``/``zeros`` as in NumPy.  Any other name is looked up (never
+    evaluated) in ``namespace`` and must be a NumPy array of the buffer's shape and dtype.
+
+    Raises
+    ------
+    TileTypeError
+        Unknown variable, not an ndarray, wrong shape or dtype.
+    """
+    reads = _read_first(tp)
+    out = {}
+    for idx, b in enumerate(x for x in tp.buffers.values() if x.scope == "global"):
+        dt = ir.numpy_dtype(b.dtype)
+        init = b.init or ("random" if b.name in reads else "zeros")
+        if init == "zeros":
+            arr = np.zeros(b.shape, dt)
+        elif init == "arange":
+            src = np.arange(b.numel)
+            if b.dtype in ("float32", "float16", "bfloat16"):
+                src = src.astype(np.float64)
+            arr = src.astype(dt).reshape(b.shape)
+        elif init == "random":
+            rng = np.random.default_rng([seed, idx])
+            if b.dtype in ("float32", "float16", "bfloat16"):
+                arr = rng.standard_normal(b.shape, dtype=np.float32).astype(dt)
+            else:
+                info = np.iinfo(dt)
+                arr = rng.integers(info.min, info.max, size=b.shape, endpoint=True, dtype=dt)
+        else:
+            ns = namespace or {}
+            if init not in ns:
+                raise TileTypeError(f"'{init}' is not a variable in the notebook namespace (initialiser of {b.name})",
+                                    b.span, hint="define it first, or use random, arange or zeros")
+            val = ns[init]
+            if not isinstance(val, np.ndarray):
+                raise TileTypeError(f"'{init}' is a {type(val).__name__}, not a NumPy array", b.span)
+            if tuple(val.shape) != tuple(b.shape) or val.dtype != dt:
+                raise TileTypeError(f"'{init}' is {val.dtype}{list(val.shape)}; {b.name} needs {dt}{list(b.shape)}",
+                                    b.span, hint=f"convert it, e.g. {init}.astype(...).reshape{tuple(b.shape)}")
+            arr = np.array(val, copy=True)
+        out[b.name] = np.ascontiguousarray(arr)
+    return out
+
+
+def _bits(a: np.ndarray) -> np.ndarray:
+    return a.view({1: np.uint8, 2: np.uint16, 4: np.uint32}[a.dtype.itemsize])
+
+
+def run_checks(tp, outputs) -> list:
+    res = []
+    for item in tp.items:
+        if item[0] != "check":
+            continue
+        _, lhs, rhs, text, span = item
+        a = _bits(outputs[lhs.buf.name])[tuple(slice(b, b + e) for b, e in lhs.region)].reshape(lhs.nonunit)
+        b = _bits(outputs[rhs.buf.name])[tuple(slice(b, b + e) for b, e in rhs.region)].reshape(rhs.nonunit)
+        bad = int(np.count_nonzero(a != b))
+        res.append(CheckResult(text.removeprefix("check").strip(), span.line, bad == 0, bad, int(a.size)))
+    return res
+
+
+def _launch(kernel, native, emulated, inputs, launch, strict, bench):
+    if launch == "off":
+        return None
+    has_tmem = kernel.tmem_cols > 0
+    reason = ""
+    if launch in ("auto", "gpu"):
+        from .runtime.device import probe
+
+        st = probe()
+        if st.available:
+            from .runtime.launch import run_on_gpu
+
+            run = run_on_gpu(native, emulated, inputs, status=st, bench=bench)
+            return LaunchResult(run.backend, run.mode, run.arch, "a CUDA device was found",
+                                dict(inputs), run.outputs, device=run.device, timing=run.timing)
+        if launch == "gpu":
+            raise LaunchError(f"--launch gpu: no GPU available ({st.reason})",
+                              hint="use --launch sim for the CPU simulator, or --launch auto")
+        reason = f"no CUDA device ({st.reason}): ran the CPU simulator"
+    else:
+        reason = "--launch sim"
+    from .sim import simulate
+
+    outputs = simulate(kernel, inputs, strict=strict)
+    mode = "CPU simulator, TMEM modelled in NumPy" if has_tmem else "CPU simulator"
+    return LaunchResult("sim", mode, None, reason, dict(inputs), outputs)
+
+
+def tilecopy(
+    source: str,
+    *,
+    name: Optional[str] = None,
+    launch: str = "auto",
+    arch: str = "sm_100a",
+    view: str = "html",
+    strict: bool = False,
+    bench: bool = False,
+    seed: int = 0,
+    namespace: Optional[dict] = None,
+    line_offset: int = 0,
+    emit_warnings: bool = True,
+) -> TileCopyResult:
+    """Run a ``%%tilecopy`` description through the whole pipeline.
+
+    Parameters
+    ----------
+    source : str
+        The description (docs/language.md).  A first line ``%%tilecopy ...`` is skipped
+        (its options are the caller's business; see :func:`tilemagic.magics.parse_options`).
+    name : str, optional
+        Cell name; the ``kernel`` statement's name wins for the CUDA kernel.
+    launch : {"auto", "sim", "gpu", "off"}
+        ``auto``: CuPy on a GPU when one is found, else the CPU simulator (and says so).
+    arch : str
+        Target of the shown (native) CUDA, ``sm_100a`` for tcgen05.
+    view : {"html", "text", "widget"}
+    strict : bool
+        Flag TMEM addresses whose quadrant bits differ from warp_id % 4.
+    bench : bool
+        Time the GPU launch with CUDA events (GPU only).
+    seed : int
+        Seed of ``random`` initialisers.
+    namespace : dict, optional
+        Where ``= NAME`` initialisers are looked up (the notebook's user namespace).
+
+    Returns
+    -------
+    TileCopyResult
+
+    Raises
+    ------
+    TileMagicError
+        A located description, dispatch, lowering or launch error.
+    """
+    from .codegen.cuda import generate, uses_tcgen05
+    from .ir.printer import print_ir
+    from .lang import parse
+    from .lower.program import check, lower
+
+    if launch not in LAUNCH_CHOICES:
+        raise ValueError(f"launch must be one of {LAUNCH_CHOICES}")
+    if view not in VIEW_CHOICES:
+        raise ValueError(f"view must be one of {VIEW_CHOICES}")
+    try:
+        prog = parse(source, line_offset=line_offset)
+        tp = check(prog, name)
+        target = {"kind": "cuda", "arch": arch}
+        kernel, records, warns = lower(tp, target)
+        ir_text, ir_lines = print_ir(kernel, arch=arch)
+        native = generate(kernel, "native", arch=arch)
+        emulated = generate(kernel, "emulated", arch=arch, strict=strict) if uses_tcgen05(kernel) else None
+        if emit_warnings:
+            for text, span in warns:
+                warnings.warn_explicit(text, UserWarning, "tilecopy", span.line if span else 0)
+        inputs = make_inputs(tp, seed, namespace)
+        lres = _launch(kernel, native, emulated, inputs, launch, strict, bench)
+        if lres is not None:
+            lres.checks = run_checks(tp, lres.outputs)
+    except TileMagicError as e:
+        raise e.with_source(source)
+    options = dict(launch=launch, arch=arch, view=view, strict=strict, bench=bench, seed=seed)
+    return TileCopyResult(
+        name=name or tp.name, source=source, program=prog, kernel=kernel, ir=ir_text, cuda=native.text,
+        cuda_emulated=emulated.text if emulated else None, dispatch=records, launch=lres,
+        warnings=[w for w, _ in warns], options=options, ir_lines=ir_lines, cuda_lines=native.lines,
+    )

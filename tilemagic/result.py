@@ -1,0 +1,245 @@
+"""Result objects of a ``%%tilecopy`` run: dispatch records, launch record, the cell result.
+
+All ``__repr__``/text renderings are deterministic: no addresses, temp paths,
+timings (unless ``--bench``) or random ids, so notebooks stay stable under nbval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+
+# ----------------------------------------------------------------------------- dispatch
+@dataclass(frozen=True)
+class Candidate:
+    """One variant the dispatcher considered for an op.
+
+    Attributes
+    ----------
+    variant : str
+        Registered variant name (TVM's names: ``tmem<->local``, ``reg``, ``fallback`` ...).
+    priority : int
+    accepted : bool
+        All predicates held (the emitter may still have declined).
+    reasons : tuple of str
+        ``"<predicate>: ok"`` or ``"<predicate>: <why it failed>"`` for every predicate, in order.
+    declined : str or None
+        The emitter's ``fail(reason)`` message, or an error it raised.
+    chosen : bool
+        This variant lowered the op.
+    """
+
+    variant: str
+    priority: int
+    accepted: bool
+    reasons: Tuple[str, ...]
+    declined: Optional[str] = None
+    chosen: bool = False
+    tried: bool = True
+
+    @property
+    def verdict(self) -> str:
+        if not self.tried:
+            return "not tried"
+        if self.chosen:
+            return "chosen"
+        if not self.accepted:
+            return "rejected"
+        if self.declined:
+            return "declined"
+        return "not tried"
+
+
+@dataclass(frozen=True)
+class DispatchRecord:
+    """The dispatch decision for one op: the op text, its line, every candidate in order."""
+
+    op: str  # e.g. "copy_async"
+    text: str  # the source statement, e.g. "wg.copy_async T <- a"
+    line: int
+    scope: str
+    candidates: Tuple[Candidate, ...]
+    chosen: Optional[str]
+    forced: Optional[str] = None
+    summary: str = ""  # what the chosen variant emitted, e.g. "tcgen05.st.sync.aligned.32x32b.x4.b32"
+
+    def table(self) -> str:
+        """The why-table as fixed-width text (TVM's failure report, shown for every op)."""
+        head = f"L{self.line}: {self.text}    [{self.op}"
+        head += f", dispatch={self.forced}]" if self.forced else "]"
+        rows = [("variant", "prio", "verdict", "reason")]
+        for c in self.candidates:
+            why = [r for r in c.reasons if not r.endswith(": ok")] if not c.accepted else []
+            if not c.tried:
+                why = ["a higher-priority variant was chosen"]
+            if c.declined:
+                why.append(f"emitter declined: {c.declined}")
+            if c.chosen:
+                why = [self.summary or "all predicates hold"]
+            if not why:
+                why = ["all predicates hold"]
+            for i, w in enumerate(why):
+                if i == 0:
+                    rows.append((c.variant, str(c.priority), c.verdict, w))
+                else:
+                    rows.append(("", "", "", w))
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        lines = [head]
+        for r in rows:
+            lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
+        return "\n".join(line.rstrip() for line in lines)
+
+
+# ----------------------------------------------------------------------------- launch
+@dataclass(frozen=True)
+class CheckResult:
+    """``check A == B`` after the launch: bitwise comparison of two global regions."""
+
+    text: str
+    line: int
+    passed: bool
+    mismatches: int
+    total: int
+
+    @property
+    def status(self) -> str:
+        return "PASS" if self.passed else "FAIL"
+
+    def __str__(self) -> str:
+        extra = "" if self.passed else f" ({self.mismatches} of {self.total} elements differ)"
+        return f"check {self.text}: {self.status}{extra}"
+
+
+@dataclass
+class LaunchResult:
+    """What ran, where, and what came back.
+
+    Attributes
+    ----------
+    backend : {"sim", "cupy", "cupy-emulated", "off"}
+    mode : str
+        ``"CPU simulator"``, ``"native sm_100a"``, ``"emulated TMEM on sm_90"``, ...
+    arch : str or None
+        The ``-arch`` the kernel was compiled for (None for the simulator).
+    reason : str
+        Why this backend was used (e.g. "no CUDA device: CuPy not installed").
+    inputs, outputs : dict of str -> numpy.ndarray
+        Global buffers before and after the kernel (host copies, logical shapes).
+    checks : list of CheckResult
+    device : str or None
+        GPU name and compute capability when a GPU ran the kernel.
+    timing : dict or None
+        Only with ``--bench``.
+    """
+
+    backend: str
+    mode: str
+    arch: Optional[str] = None
+    reason: str = ""
+    inputs: Dict[str, np.ndarray] = field(default_factory=dict)
+    outputs: Dict[str, np.ndarray] = field(default_factory=dict)
+    checks: List[CheckResult] = field(default_factory=list)
+    device: Optional[str] = None
+    timing: Optional[dict] = None
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    def summary(self) -> str:
+        s = f"backend={self.backend} ({self.mode})"
+        if self.arch:
+            s += f" arch={self.arch}"
+        if self.device:
+            s += f" device={self.device}"
+        return s
+
+
+# ----------------------------------------------------------------------------- the cell result
+@dataclass
+class TileCopyResult:
+    """Everything one ``%%tilecopy`` cell (or :func:`tilemagic.tilecopy`) produced.
+
+    Attributes
+    ----------
+    name : str
+        Kernel name.
+    source : str
+        The description text.
+    program : tilemagic.lang.ast.Program
+    kernel : tilemagic.ir.nodes.Kernel
+        The lowered IR (single source of truth for ``ir``, ``cuda`` and the simulation).
+    ir : str
+        TIR-like printed IR.
+    cuda : str
+        CUDA C++ with inline PTX (native tcgen05; what runs on sm_100a).
+    cuda_emulated : str or None
+        The same kernel with TMEM emulated in global memory (what runs on pre-Blackwell GPUs);
+        None when the kernel uses no TMEM.
+    dispatch : list of DispatchRecord
+        One per copy op, in source order.
+    launch : LaunchResult or None
+        None with ``--launch off``.
+    warnings : list of str
+        e.g. the copy/fallback UserWarning text.
+    options : dict
+        The resolved options (launch, arch, view, strict, seed, ...).
+    ir_lines, cuda_lines : list of int or None
+        For each line of ``ir`` / ``cuda``, the description line it came from (None: scaffolding).
+    """
+
+    name: str
+    source: str
+    program: object
+    kernel: object
+    ir: str
+    cuda: str
+    cuda_emulated: Optional[str]
+    dispatch: List[DispatchRecord]
+    launch: Optional[LaunchResult]
+    warnings: List[str]
+    options: dict
+    ir_lines: List[Optional[int]] = field(default_factory=list)
+    cuda_lines: List[Optional[int]] = field(default_factory=list)
+
+    # -- pictures
+    def heatmap(self, color_by: str = "warp"):
+        """TMEM heatmap (lanes × allocated columns) or, without TMEM, the shared-memory tile.
+
+        Returns a :class:`matplotlib.figure.Figure` rendered with Agg (no pyplot state).
+        """
+        from .widgets.heatmap import heatmap_figure
+
+        return heatmap_figure(self.kernel, color_by=color_by)
+
+    # -- display
+    def text(self) -> str:
+        """Deterministic plain-text report (what ``text/plain`` shows)."""
+        from .widgets.text import render_text
+
+        return render_text(self)
+
+    def html(self) -> str:
+        """Static HTML report: dispatch why-tables, IR ∥ CUDA, heatmap PNG, launch."""
+        from .widgets.html import render_html
+
+        return render_html(self)
+
+    def widget(self):
+        """ipywidgets view (Tab over stages); content never lives in an Output widget."""
+        from .widgets.view import build_widget
+
+        return build_widget(self)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        view = self.options.get("view", "html")
+        data = {"text/plain": self.text()}
+        if view == "html":
+            data["text/html"] = self.html()
+        return data
+
+    def __repr__(self) -> str:
+        return self.text()

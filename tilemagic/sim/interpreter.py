@@ -1,0 +1,216 @@
+"""NumPy SIMT interpreter of the IR: the CPU backend (``--launch sim``).
+
+The threads of the CTA are a NumPy vector; every statement runs for all active
+threads at once, ``If`` narrows an activity mask, ``Grid`` loops run serially.
+Memory is bytes: global and shared buffers are flat ``uint8`` arrays, each local
+buffer a ``(threads, bytes)`` array, TMEM a :class:`~tilemagic.sim.tmem.TmemModel`.
+Values move as raw bits (fp16 as uint16, ...), so round trips are bit-exact.
+
+Statements execute in program order for all threads (a legal schedule of a
+correctly synchronised kernel); tcgen05.ld/st complete at issue, so
+``wait::ld``/``wait::st`` are no-ops, as in the emulation.
+"""
+
+from __future__ import annotations
+
+from typing import Dict
+
+import numpy as np
+
+from ..errors import LaunchError
+from ..ir import nodes as ir
+from .tmem import TmemModel, emu_error
+
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+_OPS = {
+    "+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod,
+    "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
+    ">=": np.greater_equal, "and": np.logical_and,
+}
+
+
+class Simulator:
+    """Run one kernel on the CPU.
+
+    Parameters
+    ----------
+    kernel : Kernel
+    inputs : dict of str -> ndarray
+        Initial contents of every global buffer (logical shape; any dtype of the right itemsize).
+    strict : bool
+        Flag TMEM addresses whose quadrant bits differ from warp_id % 4 (ptxas ``-g-tmem-access-check``).
+    """
+
+    def __init__(self, kernel: ir.Kernel, inputs: Dict[str, np.ndarray], strict: bool = False):
+        self.k = kernel
+        n = kernel.threads
+        self.n = n
+        tx = np.arange(n, dtype=np.int64)
+        self.tvars = {"tx": tx, "laneid": tx % 32, "warpid": tx // 32, "tid_in_wg": tx % 128,
+                      "wid_in_wg": (tx // 32) % 4}
+        self.mem: Dict[str, np.ndarray] = {}
+        for b in kernel.params:
+            a = np.ascontiguousarray(inputs[b.name])
+            if a.nbytes != b.nbytes:
+                raise LaunchError(f"input for {b.name} has {a.nbytes} bytes, expected {b.nbytes}")
+            self.mem[b.name] = a.view(np.uint8).reshape(-1).copy()
+        for b in kernel.shared:
+            self.mem[b.name] = np.zeros(b.nbytes, np.uint8)
+        self.local = {b.name: np.zeros((n, b.nbytes), np.uint8) for b in kernel.locals}
+        self.tmem = TmemModel(strict)
+        self.strides = {}
+
+    # ------------------------------------------------------------------ helpers
+    def _strides(self, buf):
+        from ..codegen.cuda import _strides
+
+        return _strides(buf)
+
+    def _flat(self, buf, indices, env):
+        if buf.scope == "local":
+            return self.eval(indices[0], env)
+        st, off = self._strides(buf)
+        e = off
+        for i, s in zip(indices, st):
+            e = e + self.eval(i, env) * s
+        return e
+
+    def eval(self, e, env):
+        if isinstance(e, ir.Const):
+            return e.value
+        if isinstance(e, ir.ThreadVar):
+            return self.tvars[e.kind]
+        if isinstance(e, ir.LoopVar):
+            return env[e.name]
+        if isinstance(e, ir.Bin):
+            return _OPS[e.op](self.eval(e.a, env), self.eval(e.b, env))
+        if isinstance(e, ir.Load):
+            idx = np.broadcast_to(self._flat(e.buf, e.indices, env), (self.n,))
+            self._bounds(e.buf, idx, e.buf.elem_bytes, None)
+            if e.buf.scope == "local":
+                view = self.local[e.buf.name].view(_BITS[e.buf.elem_bytes])
+                return view[np.arange(self.n), idx]
+            return self.mem[e.buf.name].view(_BITS[e.buf.elem_bytes])[idx]
+        raise TypeError(e)
+
+    def _bounds(self, buf, idx, nbytes, span, mask=None):
+        lim = buf.nbytes // buf.elem_bytes
+        i = idx if mask is None else idx[mask]
+        if i.size and (i.min() < 0 or i.max() * buf.elem_bytes + nbytes > lim * buf.elem_bytes):
+            raise LaunchError(f"out-of-bounds access to {buf.name} (element {int(i.max())} of {lim})", span)
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> Dict[str, np.ndarray]:
+        """Execute; return the global buffers as raw bytes (``name -> uint8 array``)."""
+        self.exec(self.k.body, np.ones(self.n, bool), {})
+        if self.k.tmem_cols:
+            self.tmem.exit_check()
+        return {b.name: self.mem[b.name] for b in self.k.params}
+
+    def exec(self, s, mask, env):
+        if not mask.any():
+            return
+        if isinstance(s, ir.Seq):
+            for c in s.body:
+                self.exec(c, mask, env)
+        elif isinstance(s, ir.Comment) or isinstance(s, ir.Barrier) or isinstance(s, ir.TcgenFence) \
+                or isinstance(s, ir.TcgenWait):
+            return
+        elif isinstance(s, ir.If):
+            cond = np.broadcast_to(np.asarray(self.eval(s.cond, env), bool), (self.n,))
+            self.exec(s.then, mask & cond, env)
+        elif isinstance(s, ir.Grid):
+            for point in np.ndindex(*s.extents):
+                env2 = dict(env)
+                for v, p in zip(s.vars, point):
+                    env2[v.name] = p
+                self.exec(s.body, mask, env2)
+        elif isinstance(s, ir.Store):
+            val = np.broadcast_to(self.eval(s.value, env), (self.n,))
+            idx = np.broadcast_to(self._flat(s.buf, s.indices, env), (self.n,))
+            self._bounds(s.buf, idx, s.buf.elem_bytes, s.span, mask)
+            bits = _BITS[s.buf.elem_bytes]
+            if s.buf.scope == "local":
+                self.local[s.buf.name].view(bits)[np.nonzero(mask)[0], idx[mask]] = val[mask]
+            else:
+                self.mem[s.buf.name].view(bits)[idx[mask]] = val[mask]
+        elif isinstance(s, ir.VecMove):
+            self._vecmove(s, mask, env)
+        elif isinstance(s, ir.TcgenLdSt):
+            self._ldst(s, mask)
+        elif isinstance(s, (ir.TcgenAlloc, ir.TcgenRelinquish, ir.TcgenDealloc)):
+            self._alloc_op(s, mask)
+        else:
+            raise TypeError(f"cannot simulate {type(s).__name__}")
+
+    def _byte_index(self, buf, idx, nbytes, mask, span):
+        idx = np.broadcast_to(idx, (self.n,))
+        off = idx * buf.elem_bytes
+        if np.any(off[mask] % nbytes):
+            t = int(np.nonzero(mask & (off % nbytes != 0))[0][0])
+            raise LaunchError(f"misaligned {nbytes}-byte access to {buf.name} at byte {int(off[t])} by thread {t}", span)
+        self._bounds(buf, idx, nbytes, span, mask)
+        return off[:, None] + np.arange(nbytes)[None, :]
+
+    def _vecmove(self, s: ir.VecMove, mask, env):
+        nb = s.nbytes
+        rows = np.nonzero(mask)[0]
+        so = self._byte_index(s.src, self.eval(s.src_index, env), nb, mask, s.span)[rows]
+        do = self._byte_index(s.dst, self.eval(s.dst_index, env), nb, mask, s.span)[rows]
+        if s.src.scope == "local":
+            data = self.local[s.src.name][rows[:, None], so]
+        else:
+            data = self.mem[s.src.name][so]
+        if s.dst.scope == "local":
+            self.local[s.dst.name][rows[:, None], do] = data
+        else:
+            self.mem[s.dst.name][do] = data
+
+    def _warps(self, mask, span):
+        """Active warps; a partially active warp is an error (.sync.aligned)."""
+        m = np.zeros(-(-self.n // 32) * 32, bool)
+        m[: self.n] = mask
+        per = m.reshape(-1, 32)
+        part = per.any(1) & ~per.all(1)
+        if part.any():
+            w = int(np.argmax(part))
+            raise emu_error(8, int(w * 32 + np.argmin(per[w])), span=span)
+        return np.nonzero(per.all(1))[0]
+
+    def _taddr(self, addr_buf):
+        return int(self.mem[addr_buf.name].view(np.uint32)[0])
+
+    def _ldst(self, s: ir.TcgenLdSt, mask):
+        warps = self._warps(mask, s.span)
+        tids = (warps[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
+        lane, col = self.tmem.cells_of(s.shape, s.num, tids, self._taddr(s.addr), s.row, s.col, s.span)
+        regs = self.local[s.local.name].view(np.uint32)
+        ridx = s.reg_base + np.arange(s.regs)
+        if regs.shape[1] < ridx[-1] + 1:
+            raise LaunchError(f"{s.local.name} has {regs.shape[1]} 32-bit registers; {s.chain} needs {ridx[-1] + 1}",
+                              s.span)
+        if s.op == "ld":
+            regs[tids[:, None], ridx[None, :]] = self.tmem.cells[lane, col]
+        else:
+            self.tmem.cells[lane, col] = regs[tids[:, None], ridx[None, :]]
+            self.tmem.touched[lane, col] = True
+
+    def _alloc_op(self, s, mask):
+        for w in self._warps(mask, s.span):
+            if isinstance(s, ir.TcgenAlloc):
+                addr = self.tmem.alloc(s.ncols, int(w), s.span)
+                self.mem[s.addr.name].view(np.uint32)[0] = addr
+            elif isinstance(s, ir.TcgenRelinquish):
+                self.tmem.relinquish()
+            else:
+                self.tmem.dealloc(self._taddr(s.addr), s.ncols, int(w), s.span)
+
+
+def simulate(kernel: ir.Kernel, inputs: Dict[str, np.ndarray], strict: bool = False) -> Dict[str, np.ndarray]:
+    """Run ``kernel`` on the CPU; return every global buffer after the kernel, viewed like its input."""
+    raw = Simulator(kernel, inputs, strict).run()
+    out = {}
+    for b in kernel.params:
+        src = np.asarray(inputs[b.name])
+        out[b.name] = raw[b.name].view(src.dtype).reshape(src.shape)
+    return out

@@ -1,0 +1,88 @@
+"""CPU model of one CTA's tensor memory: 128 lanes × 512 columns of 32-bit cells.
+
+Allocation follows the emulator model of ``tcgen05.md`` §7: 16 slots of 32
+columns, aligned first fit, exact (start, size) match on dealloc, the relinquish
+flag, leaks reported at exit.  Accesses apply the quadrant rule (§6): the lane
+quadrant comes from the issuing warp (warp_id % 4), the address's lane field
+selects within it.  Errors carry the same messages as the CUDA emulation
+(``codegen.cuda.EMU_STATUS``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import LaunchError
+from ..layout import tcgen05 as tc
+
+
+def emu_error(code: int, a=0, b=0, c=0, span=None) -> LaunchError:
+    from ..codegen.cuda import EMU_STATUS
+
+    return LaunchError(EMU_STATUS[code].format(None, a, b, c), span)
+
+
+class TmemModel:
+    """TMEM cells, allocation slots and the relinquish flag of one CTA."""
+
+    def __init__(self, strict: bool = False):
+        self.cells = np.zeros((tc.TMEM_LANES, tc.TMEM_COLS), np.uint32)
+        self.slots = np.zeros(16, bool)
+        self.alloc_warp = None
+        self.relinquished = False
+        self.strict = strict
+        self.touched = np.zeros((tc.TMEM_LANES, tc.TMEM_COLS), bool)
+
+    # -- allocation (PTX ISA §9.7.16.7.1)
+    def alloc(self, ncols: int, warp: int, span=None) -> int:
+        if ncols < 32 or ncols > 512 or ncols & (ncols - 1):
+            raise emu_error(1, ncols, span=span)
+        if self.relinquished:
+            raise emu_error(2, ncols, warp, span=span)
+        n = ncols // 32
+        for s in range(0, 16 - n + 1, n):
+            if not self.slots[s:s + n].any():
+                self.slots[s:s + n] = True
+                self.alloc_warp = warp
+                return 32 * s
+        raise emu_error(3, ncols, span=span)
+
+    def relinquish(self):
+        self.relinquished = True
+
+    def dealloc(self, taddr: int, ncols: int, warp: int, span=None):
+        col = taddr & 0xFFFF
+        n = ncols // 32
+        if ncols % 32 or col % 32 or not self.slots[col // 32: col // 32 + n].all() or col // 32 + n > 16:
+            raise emu_error(4, col, ncols, span=span)
+        if self.alloc_warp is not None and warp != self.alloc_warp:
+            raise emu_error(9, warp, self.alloc_warp, span=span)
+        self.slots[col // 32: col // 32 + n] = False
+
+    def exit_check(self):
+        if self.slots.any():
+            mask = int(sum(1 << i for i, s in enumerate(self.slots) if s))
+            raise emu_error(7, mask)
+
+    # -- tcgen05.ld / tcgen05.st (PTX ISA §9.7.16.8.3-4)
+    def cells_of(self, shape, num, tids, taddr, row_imm, col_imm, span=None):
+        """(lane, col) arrays of shape (len(tids), regs) for the threads ``tids`` (CTA-linear)."""
+        nregs = tc.regs_per_thread(shape, num)
+        t = (tids % 32)[:, None]
+        warp = (tids // 32)[:, None]
+        r = np.arange(nregs)[None, :]
+        if self.strict:
+            quad = (taddr >> 21) & 3
+            bad = (quad != 0) & (quad != warp[:, 0] % 4)
+            if np.any(bad):
+                i = int(np.argmax(bad))
+                raise emu_error(6, int(tids[i]), int(quad), int(warp[i, 0]), span=span)
+        lane, col = tc.tmem_cell(shape, t, r, taddr, warp, row_imm=row_imm, col_imm=col_imm)
+        lane = np.broadcast_to(lane, (len(tids), nregs))
+        col = np.broadcast_to(col, (len(tids), nregs))
+        ok = (lane < tc.TMEM_LANES) & (col < tc.TMEM_COLS)
+        ok &= self.slots[np.minimum(col, tc.TMEM_COLS - 1) // 32]
+        if not np.all(ok):
+            i, j = np.argwhere(~ok)[0]
+            raise emu_error(5, int(tids[i]), int(lane[i, j]), int(col[i, j]), span=span)
+        return lane, col
