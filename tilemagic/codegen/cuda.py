@@ -297,8 +297,11 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         "TMEM emulated in global memory (tilemagic/codegen/tmem_emulation.cuh)" if emulated else
         "no tcgen05: runs on any CUDA GPU")
     L.add(f"// tilemagic: kernel {kernel.name}, 1 CTA x {kernel.threads} threads, {head}")
-    for inc in ("cuda_fp16.h", "cuda_bf16.h", "stdint.h"):
+    for inc in ("cuda_fp16.h", "cuda_bf16.h"):
         L.add(f"#include <{inc}>")
+    # NVRTC (CuPy) has no <stdint.h>; CCCL's <cuda/std/cstdint> gives the same names
+    for line in ("#ifdef __CUDACC_RTC__", "#include <cuda/std/cstdint>", "#else", "#include <stdint.h>", "#endif"):
+        L.add(line)
     if emulated:
         L.add("")
         for line in emulation_header().splitlines():

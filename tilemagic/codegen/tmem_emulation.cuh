@@ -16,7 +16,8 @@
 
 #define TM_LANES 128
 #define TM_COLS 512
-#define TM_STATE_WORDS 4   // [0] slot bitmap (16 slots of 32 columns), [1] relinquished, [2] allocating warp
+#define TM_STATE_WORDS 4   // [0] slot bitmap (16 slots of 32 columns), [1] relinquished, [2] allocating warp + 1,
+                           // [3] bitmap of slots that start an allocation (what dealloc checks)
 
 enum { TM_SHAPE_32x32b = 0, TM_SHAPE_16x64b = 1, TM_SHAPE_16x128b = 2, TM_SHAPE_16x256b = 3, TM_SHAPE_16x32bx2 = 4 };
 
@@ -67,6 +68,7 @@ __device__ void tm_emu_alloc(const TmEmu& e, uint32_t* dst, uint32_t ncols) {
         tm_emu_fail(e, 3, (int)ncols, 0, 0);
       } else {
         e.state[0] |= mask << found;
+        e.state[3] |= 1u << found;
         e.state[2] = warp + 1;
         *dst = (uint32_t)found * 32u;   // lane field 0, column 32*slot
       }
@@ -87,12 +89,14 @@ __device__ void tm_emu_dealloc(const TmEmu& e, uint32_t taddr, uint32_t ncols) {
     uint32_t col = taddr & 0xffffu, slots = ncols / 32u;
     uint32_t mask = (slots >= 32) ? 0xffffffffu : ((1u << slots) - 1u);
     uint32_t warp = tm_linear_tid() >> 5;
-    if ((ncols % 32u) != 0 || (col % 32u) != 0 || ((e.state[0] >> (col / 32u)) & mask) != mask) {
+    if ((ncols % 32u) != 0 || (col % 32u) != 0 || col / 32u + slots > 16u || ((e.state[3] >> (col / 32u)) & 1u) == 0u ||
+        ((e.state[0] >> (col / 32u)) & mask) != mask) {
       tm_emu_fail(e, 4, (int)col, (int)ncols, 0);
     } else if (e.state[2] != warp + 1) {
       tm_emu_fail(e, 9, (int)warp, (int)e.state[2] - 1, 0);
     } else {
       e.state[0] &= ~(mask << (col / 32u));
+      e.state[3] &= ~(1u << (col / 32u));
     }
   }
   __syncwarp();

@@ -28,6 +28,7 @@ class TmemModel:
     def __init__(self, strict: bool = False):
         self.cells = np.zeros((tc.TMEM_LANES, tc.TMEM_COLS), np.uint32)
         self.slots = np.zeros(16, bool)
+        self.starts = np.zeros(16, bool)  # slot that begins an allocation (what dealloc checks)
         self.alloc_warp = None
         self.relinquished = False
         self.strict = strict
@@ -43,6 +44,7 @@ class TmemModel:
         for s in range(0, 16 - n + 1, n):
             if not self.slots[s:s + n].any():
                 self.slots[s:s + n] = True
+                self.starts[s] = True
                 self.alloc_warp = warp
                 return 32 * s
         raise emu_error(3, ncols, span=span)
@@ -53,11 +55,13 @@ class TmemModel:
     def dealloc(self, taddr: int, ncols: int, warp: int, span=None):
         col = taddr & 0xFFFF
         n = ncols // 32
-        if ncols % 32 or col % 32 or not self.slots[col // 32: col // 32 + n].all() or col // 32 + n > 16:
+        if (ncols % 32 or col % 32 or col // 32 + n > 16 or not self.starts[col // 32]
+                or not self.slots[col // 32: col // 32 + n].all()):
             raise emu_error(4, col, ncols, span=span)
         if self.alloc_warp is not None and warp != self.alloc_warp:
             raise emu_error(9, warp, self.alloc_warp, span=span)
         self.slots[col // 32: col // 32 + n] = False
+        self.starts[col // 32] = False
 
     def exit_check(self):
         if self.slots.any():

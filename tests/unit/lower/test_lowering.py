@@ -1,0 +1,276 @@
+"""Lowering decisions of the issue-2 variants: tcgen05 .32x32b, reg, fallback — and their rejections.
+
+Each case runs the real pipeline (parse → check → dispatch → lower) and looks at the
+dispatch record and the IR nodes; round trips run in the CPU simulator.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import tilemagic
+from tilemagic.errors import DispatchError, LoweringError, TileTypeError
+from tilemagic.ir import nodes as ir
+from conftest import run
+
+EPC = {"float32": 1, "int32": 1, "float16": 2, "bfloat16": 2, "uint8": 4, "int8": 4}
+
+
+def tcgen_nodes(res):
+    return [s for s in ir.walk(res.kernel.body) if isinstance(s, ir.TcgenLdSt)]
+
+
+def roundtrip_cell(dtype, width, tmem_cols=None, slice_=None, alias=None):
+    tc = tmem_cols or width
+    region = f"T[:, {slice_[0]}:{slice_[1]}]" if slice_ else "T"
+    lines = [
+        "kernel k threads=128",
+        f"global A: {dtype}[128, {width}]",
+        f"global B: {dtype}[128, {width}]",
+        f"tmem T: {dtype}[128, {tc}]",
+    ]
+    if alias:
+        lines.append(f"tmem V: {dtype}[128, {width}] at T + {alias}")
+        region = "V"
+    lines += [
+        f"local a: {dtype}[128, {width}] @ S[(128, {width}) : (1@tid_in_wg, 1)]",
+        f"local b: {dtype}[128, {width}] @ S[(128, {width}) : (1@tid_in_wg, 1)]",
+        "wg.copy a <- A",
+        f"wg.copy_async {region} <- a",
+        "wait st",
+        "cta_sync",
+        f"wg.copy_async b <- {region}",
+        "wait ld",
+        "wg.copy B <- b",
+        "check B == A",
+    ]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "uint8", "int8", "int32"])
+@pytest.mark.parametrize("num", [1, 2, 4, 8, 16, 32, 64, 128])
+def test_32x32b_num_probe_and_roundtrip(dtype, num):
+    width = num * EPC[dtype]
+    res = run(roundtrip_cell(dtype, width))
+    st, ld = tcgen_nodes(res)
+    assert (st.op, st.shape, st.num, st.regs, st.col, st.row) == ("st", "32x32b", num, num, 0, 0)
+    assert (ld.op, ld.num) == ("ld", num)
+    assert f"tcgen05.st.sync.aligned.32x32b.x{num}.b32" in res.cuda
+    assert f"tcgen05.ld.sync.aligned.32x32b.x{num}.b32" in res.ir
+    assert [d.chosen for d in res.dispatch] == ["reg", "tmem<->local", "tmem<->local", "reg"]
+    assert res.launch.passed, res.launch.checks
+    assert res.kernel.tmem_cols == max(32, 1 << (num - 1).bit_length())
+
+
+@pytest.mark.parametrize("dtype,lo,hi,col", [
+    ("float32", 16, 32, 16), ("float32", 3, 7, 3), ("float16", 8, 16, 4), ("uint8", 32, 48, 8),
+])
+def test_column_offset_from_region_slice(dtype, lo, hi, col):
+    res = run(roundtrip_cell(dtype, hi - lo, tmem_cols=64 * EPC[dtype], slice_=(lo, hi)))
+    st, ld = tcgen_nodes(res)
+    assert st.col == ld.col == col
+    assert f"get_tmem_addr(tmem_addr[0], 0, {col})" in res.cuda
+    assert res.launch.passed
+
+
+def test_column_offset_from_alias():
+    res = run(roundtrip_cell("float32", 8, tmem_cols=32, alias=16))
+    st, _ = tcgen_nodes(res)
+    assert st.col == 16 and st.tmem.name == "V"
+    assert res.launch.passed
+
+
+def test_tmem_buffers_get_consecutive_columns():
+    src = roundtrip_cell("float32", 8).replace("tmem T: float32[128, 8]",
+                                                "tmem Z: float32[128, 40]\ntmem T: float32[128, 8]")
+    res = run(src)
+    assert tcgen_nodes(res)[0].col == 40
+    assert res.kernel.tmem_cols == 64 and res.launch.passed
+
+
+def _dispatch_error(src):
+    with pytest.raises(DispatchError) as e:
+        run(src)
+    return e.value
+
+
+@pytest.mark.parametrize("dtype,lo,hi,frag", [
+    ("float32", 0, 3, "Width 3 is not valid for tcgen05.ld/st with shape 32x32b"),
+    ("float16", 1, 9, "falls inside a 32-bit column"),
+    ("float16", 0, 3, "not a whole number of 32-bit columns"),
+])
+def test_32x32b_rejections_show_in_why_table(dtype, lo, hi, frag):
+    err = _dispatch_error(roundtrip_cell(dtype, hi - lo, tmem_cols=32, slice_=(lo, hi)))
+    assert frag in err.details and "tmem<->local" in err.details
+    assert err.line == 8  # the copy_async line
+
+
+def test_unlowered_paths_are_dispatch_errors_not_crashes():
+    f_cell = """
+tmem T:     float32[128, 32]
+tmem lower: float32[64, 32] @ datapath(F, sub_slab=0) at T
+tmem upper: float32[64, 32] @ datapath(F, sub_slab=1) at T
+local lo:   float32[64, 32] @ frag(16x64b)
+wg.copy_async lo <- lower
+"""
+    err = _dispatch_error(f_cell)
+    assert "frag(16x64b)" in err.details and "not lowered yet" in err.details
+    b_cell = """
+tmem  acc:  float32[64, 64] @ datapath(B)
+local frag: float32[64, 64] @ frag(32x32b)
+wg.copy_async frag <- acc
+wait ld
+"""
+    err = _dispatch_error(b_cell)
+    assert "datapath B" in err.details
+    assert "Traceback" not in err.render()
+
+
+def test_wrong_scope_and_pair_rejected():
+    err = _dispatch_error(roundtrip_cell("float32", 8).replace("wg.copy_async T <- a", "warp.copy_async T <- a"))
+    assert "exec_scope: unsupported exec_scope warp" in err.details
+    err = _dispatch_error("""
+kernel k threads=128
+global A: float32[128, 8]
+tmem T: float32[128, 8]
+wg.copy T <- A
+""")
+    assert "TMEM is reached only through tcgen05.ld/st" in err.details
+
+
+def test_tmem_over_512_columns_is_a_located_lowering_error():
+    with pytest.raises(LoweringError) as e:
+        run("kernel k threads=128\ntmem T: float32[128, 256]\ntmem U: float32[128, 300]\n")
+    assert e.value.line == 3 and "512" in e.value.message
+
+
+# ----------------------------------------------------------------------------- fallback
+TVM_FALLBACK_CASES = [  # test_fallback_round_trip in TVM: (scope, threads, rows, cols)
+    ("warp", 32, 4, 6), ("warp", 32, 1, 8), ("wg", 128, 4, 6), ("wg", 128, 4, 8),
+    ("cta", 256, 4, 8), ("cta", 1024, 8, 8), ("thread", 1, 4, 6), ("thread", 32, 2, 3),
+]
+
+
+@pytest.mark.parametrize("scope,threads,rows,cols", TVM_FALLBACK_CASES,
+                         ids=[f"{s}-{t}-{r}x{c}" for s, t, r, c in TVM_FALLBACK_CASES])
+def test_fallback_round_trip(scope, threads, rows, cols):
+    src = f"""
+kernel fb threads={threads}
+global A: float32[{rows}, {cols}]
+global B: float32[{rows}, {cols}]
+shared S: float32[{rows}, {cols}]
+{scope}.copy S <- A
+cta_sync
+{scope}.copy B <- S
+check B == A
+"""
+    with pytest.warns(UserWarning, match=r"copy/fallback \(scalar single-thread\) picked for (global|shared) -> (shared|global) at "
+                                         rf"scope_kind={'warpgroup' if scope == 'wg' else scope}; all faster "
+                                         r"variants rejected\.") as w:
+        res = tilemagic.tilecopy(src, launch="sim")
+    assert len(w) == 2 and w[0].filename == "tilecopy" and w[0].lineno == 6
+    assert [d.chosen for d in res.dispatch] == ["fallback", "fallback"]
+    guard = {"thread": None, "warp": "laneid == 0", "wg": "tid_in_wg == 0", "cta": "tx == 0"}[scope]
+    if guard:
+        assert f"if {guard}:" in res.ir
+    else:
+        assert "if " not in res.ir
+    assert res.launch.passed
+
+
+def test_fallback_scalar_region_and_positional_dims():
+    src = """
+kernel s threads=32
+global A: float32[4, 6]
+global B: float32[8]
+global C: float32[2, 8]
+warp.copy B[3] <- A[1, 2]
+warp.copy C[1, 0:8] <- B
+"""
+    res = run(src)
+    assert "B[3] = A[1, 2]" in res.ir
+    assert "C[1, i] = B[i]" in res.ir
+    out, inp = res.launch.outputs, res.launch.inputs
+    assert out["B"][3] == inp["A"][1, 2]
+    np.testing.assert_array_equal(out["C"][1], out["B"])
+
+
+# ----------------------------------------------------------------------------- reg
+def reg_cell(layout, rows, cols, scope="wg", threads=128, dtype="float32"):
+    return f"""
+kernel r threads={threads}
+global A: {dtype}[{rows}, {cols}]
+global B: {dtype}[{rows}, {cols}]
+local a: {dtype}[{rows}, {cols}] @ {layout}
+{scope}.copy a <- A
+{scope}.copy B <- a
+check B == A
+"""
+
+
+@pytest.mark.parametrize("layout,rows,cols,scope,threads,dtype,summary", [
+    ("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8, "wg", 128, "float16", "1 × ld.global.v4.u32"),
+    ("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8, "wg", 128, "float32", "2 × ld.global.v4.u32"),
+    ("S[(128, 3) : (1@tid_in_wg, 1)]", 128, 3, "wg", 128, "float32", "3 × ld.global.u32"),
+    ("S[(32, 4) : (1@laneid, 1)]", 32, 4, "warp", 32, "float32", "1 × ld.global.v4.u32"),
+    ("S[(32, 4) : (1@laneid, 1)]", 32, 4, "wg", 128, "float32", "1 × ld.global.v4.u32"),
+    ("S[(4, 32, 8) : (1@wid_in_wg, 1@laneid, 1)]", 128, 8, "wg", 128, "uint8", "1 × ld.global.v2.u32"),
+    ("S[(128, 2, 4) : (1@tid_in_wg, 1, 2)]", 128, 8, "wg", 128, "float32", "8 × ld.global.u32"),
+    ("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8, "cta", 256, "float32", "2 × ld.global.v4.u32"),
+    ("S[(256, 2) : (1@tx, 1)]", 256, 2, "cta", 256, "float32", "1 × ld.global.v2.u32"),
+    ("S[(4, 6) : (6, 1)]", 4, 6, "thread", 1, "float32", "6 × ld.global.v4.u32"),
+    ("S[(4, 6) : (1, 4)]", 4, 6, "thread", 1, "float32", "24 × ld.global.u32"),
+])
+def test_reg_variant_vector_width_and_roundtrip(layout, rows, cols, scope, threads, dtype, summary):
+    res = run(reg_cell(layout, rows, cols, scope, threads, dtype))
+    assert [d.chosen for d in res.dispatch] == ["reg", "reg"]
+    assert summary in res.dispatch[0].summary
+    assert res.launch.passed
+
+
+def test_reg_rejects_layout_wider_than_scope_and_fallback_explains():
+    err = _dispatch_error(reg_cell("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8, scope="warp"))
+    assert "uses tid_in_wg (warpgroup scope) but the op runs at scope warp" in err.details
+    assert "one elected thread cannot reach the other threads' registers" in err.details
+
+
+def test_forced_variant_runs_its_predicates():
+    src = reg_cell("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8).replace("wg.copy a <- A", "wg.copy a <- A dispatch=fallback")
+    err = _dispatch_error(src)
+    assert "\n  fallback " in err.details and "\n  reg " not in err.details
+    with pytest.raises(DispatchError, match="no variant named 'gmem' is registered"):
+        run(src.replace("dispatch=fallback", "dispatch=gmem"))
+
+
+def test_type_errors_are_located():
+    with pytest.raises(TileTypeError) as e:
+        run("kernel k threads=32\nglobal A: float32[4, 6]\nwarp.copy Q <- A\n")
+    assert (e.value.line, e.value.col) == (3, 11) and "unknown buffer 'Q'" in e.value.message
+    with pytest.raises(TileTypeError, match="index out of range"):
+        run("global A: float32[4, 6]\nglobal B: float32[4, 6]\nthread.copy B[0:5, :] <- A\n")
+    with pytest.raises(TileTypeError, match="cta-scope op needs the CTA size"):
+        run("global A: float32[4]\nglobal B: float32[4]\ncta.copy B <- A\n")
+    with pytest.raises(TileTypeError, match="reserved"):
+        run("global tmem_addr: float32[4]\n")
+    with pytest.raises(TileTypeError, match="keyword"):
+        run("global int: float32[4]\n")
+    with pytest.raises(TileTypeError, match="needs a CTA of a multiple of 128"):
+        run("kernel k threads=64\nglobal A: float32[4]\nglobal B: float32[4]\nwg.copy B <- A\n")
+    with pytest.raises(TileTypeError, match="covers 16 elements"):
+        run("local a: float32[128, 8] @ S[(4, 4) : (1@laneid, 1)]\n")
+    with pytest.raises(TileTypeError, match="needs a layout"):
+        run("tmem T: float32[64, 8]\n")
+
+
+def test_notebook_array_initialiser_is_looked_up_not_evaluated():
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    src = "kernel k threads=32\nglobal A: float32[4, 6] = x\nglobal B: float32[4, 6]\nwarp.copy B <- A\ncheck B == A\n"
+    res = run(src, namespace={"x": x})
+    np.testing.assert_array_equal(res.launch.outputs["B"], x)
+    with pytest.raises(TileTypeError, match="'x' is float64"):
+        run(src, namespace={"x": x.astype(np.float64)})
+    with pytest.raises(TileTypeError, match="not a variable"):
+        run(src, namespace={})
+    with pytest.raises(TileTypeError, match="not a NumPy array"):
+        run(src, namespace={"x": "__import__('os')"})

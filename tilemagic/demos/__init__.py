@@ -1,0 +1,1 @@
+"""The seed demos as .tile files (``tilemagic demo``)."""

@@ -1,0 +1,638 @@
+"""Parser of the ``%%tilecopy`` description language (docs/language.md).
+
+:func:`parse` turns a cell into a :class:`~tilemagic.lang.ast.Program`.  The
+cell is read line by line (one statement per line); each statement line is
+parsed with the lark grammar in ``grammar.lark`` (LALR, contextual lexer,
+built once and cached) and converted into AST nodes here.  Everything the
+grammar accepts permissively (dtypes, axes, layout arguments, which clauses a
+buffer kind may carry, ``->``) is validated here so the error can say exactly
+what is wrong.
+
+Every problem is a :class:`~tilemagic.errors.TileSyntaxError` located at the
+offending token; no lark or other exception escapes for any input string.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, List, NoReturn, Optional, Sequence
+
+from lark import Lark, Token, Tree
+from lark.exceptions import (
+    LarkError,
+    UnexpectedCharacters,
+    UnexpectedEOF,
+    UnexpectedInput,
+    UnexpectedToken,
+)
+
+from ..errors import Span, TileSyntaxError
+from . import ast as A
+
+__all__ = ["parse", "STATEMENTS"]
+
+_GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
+
+# First words of the statements (copy ops are `SCOPE.copy` / `SCOPE.copy_async`).
+STATEMENTS = ("kernel", "global", "shared", "local", "tmem", "wait", "cta_sync", "check")
+_OPS = ("copy", "copy_async")
+_SCOPE_WORDS = A.SCOPES + ("warpgroup",)
+
+_STATEMENTS_HINT = (
+    "a line is one of: `kernel NAME [threads=N]`, `global|shared|local|tmem NAME: DTYPE[...]`, "
+    "`SCOPE.copy DST <- SRC`, `SCOPE.copy_async DST <- SRC`, `wait ld|st`, `cta_sync`, `check A == B`"
+)
+_SCOPE_HINT = "write the exec scope first: `wg.copy DST <- SRC` (thread, warp, wg, cta)"
+_ARROW_HINT = "the destination comes first and the arrow is `<-`: `wg.copy DST <- SRC` (like TIRx `copy(dst, src)`)"
+_DTYPE_LIST = "float32 (f32), float16 (f16), bfloat16 (bf16), uint8 (u8), int8 (i8), int32 (i32)"
+_LAYOUT_HINT = (
+    "layouts: `S[(128, 8) : (1@tid_in_wg, 1)]`, `S[4, 6]`, `datapath(D)`, `datapath(F, sub_slab=0)`, "
+    "`datapath(B)`, `frag(32x32b)`"
+)
+_MAX_INT_DIGITS = 1000
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_HEADER = re.compile(r"[ \t]*%%tilecopy(?![^ \t])")
+
+# Usage line per statement, used as the hint of a generic grammar error.
+_USAGE = {
+    "kernel": "usage: `kernel NAME [threads=N]`, e.g. `kernel tmem_roundtrip threads=128`",
+    "global": "usage: `global NAME: DTYPE[d0, d1, ...] [= random|arange|zeros|ARRAY]`, e.g. `global A: float16[128, 8]`",
+    "shared": "usage: `shared NAME: DTYPE[d0, d1, ...] [@ LAYOUT]`, e.g. `shared A_smem: float32[4, 6]`",
+    "local": "usage: `local NAME: DTYPE[d0, d1, ...] @ LAYOUT`, e.g. `local a: float16[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]`",
+    "tmem": "usage: `tmem NAME: DTYPE[d0, d1, ...] [@ LAYOUT] [at OTHER [+ COLS]]`, e.g. `tmem T: float16[128, 8]`",
+    "copy": "usage: `SCOPE.copy DST <- SRC [dispatch=VARIANT]`, e.g. `wg.copy a <- A[0:128, :]`",
+    "copy_async": "usage: `SCOPE.copy_async DST <- SRC [dispatch=VARIANT]`, e.g. `wg.copy_async T <- a`",
+    "wait": "usage: `wait ld` or `wait st`",
+    "cta_sync": "usage: `cta_sync` (nothing else on the line)",
+    "check": "usage: `check A == B`, e.g. `check B == A` or `check B[0:64, :] == A[64:128, :]`",
+}
+
+# Human names of the grammar's terminals (for "expected ..." messages), in display order.
+_TERMINAL_NAMES = {
+    "KNAME": "a kernel name",
+    "BUF_NAME": "a buffer name",
+    "DTYPE": "a dtype",
+    "INIT_NAME": "an initializer (random, arange, zeros or a NumPy array name)",
+    "AXIS": "an axis name",
+    "INT": "an integer",
+    "DP_LETTER": "a datapath letter (D, F or B)",
+    "FRAG_ARG": "a tcgen05 shape (32x32b, 16x64b, 16x128b or 16x256b)",
+    "VARIANT": "a variant name",
+    "STRING": "a quoted string",
+    "S_KW": "`S[...]`",
+    "DATAPATH": "`datapath(...)`",
+    "FRAG": "`frag(...)`",
+    "LARROW": "'<-'",
+    "_EQEQ": "'=='",
+    "_COLON": "':'",
+    "_LSQB": "'['",
+    "_RSQB": "']'",
+    "_LPAR": "'('",
+    "_RPAR": "')'",
+    "_COMMA": "','",
+    "_ATSIGN": "'@'",
+    "_PLUS": "'+'",
+    "_EQ": "'='",
+    "THREADS": "'threads='",
+    "DISPATCH": "'dispatch='",
+    "SUB_SLAB": "'sub_slab='",
+    "AT": "'at'",
+    "LD": "'ld'",
+    "ST": "'st'",
+    "KERNEL": "'kernel'",
+    "BUFKIND": "a buffer kind",
+    "COPY_OP": "a copy op",
+    "WAIT": "'wait'",
+    "CTA_SYNC": "'cta_sync'",
+    "CHECK": "'check'",
+    "$END": "end of line",
+}
+_TERMINAL_ORDER = {name: i for i, name in enumerate(_TERMINAL_NAMES)}
+# Never shown as "expected": ignored terminals and the wrong arrow (accepted only to give a hint).
+_HIDDEN_TERMINALS = {"WS", "COMMENT", "RARROW"}
+# Terminals that can occur in each statement (by first word).  LALR merges
+# parser states across statements (a region after `check` and after `wg.copy`
+# share states), so lark's "expected" sets are filtered through these.
+_LAYOUT_TERMS = {"_ATSIGN", "S_KW", "DATAPATH", "FRAG", "_LSQB", "_RSQB", "_LPAR", "_RPAR", "INT", "_COMMA",
+                 "_COLON", "AXIS", "_PLUS", "DP_LETTER", "SUB_SLAB", "_EQ", "FRAG_ARG"}
+_DECL_TERMS = {"BUF_NAME", "_COLON", "DTYPE", "_LSQB", "INT", "_COMMA", "_RSQB", "$END"}
+_REGION_TERMS = {"BUF_NAME", "_LSQB", "INT", "_COLON", "_COMMA", "_RSQB"}
+_ALLOWED_TERMS = {
+    "kernel": {"KNAME", "THREADS", "_EQ", "INT", "$END"},
+    "global": _DECL_TERMS | {"_EQ", "INIT_NAME"},
+    "shared": _DECL_TERMS | _LAYOUT_TERMS,
+    "local": _DECL_TERMS | _LAYOUT_TERMS,
+    "tmem": _DECL_TERMS | _LAYOUT_TERMS | {"AT"},
+    "copy": _REGION_TERMS | {"LARROW", "DISPATCH", "_EQ", "VARIANT", "STRING", "$END"},
+    "copy_async": _REGION_TERMS | {"LARROW", "DISPATCH", "_EQ", "VARIANT", "STRING", "$END"},
+    "wait": {"LD", "ST", "$END"},
+    "cta_sync": {"$END"},
+    "check": _REGION_TERMS | {"_EQEQ", "$END"},
+}
+
+
+@lru_cache(maxsize=1)
+def _lark() -> Lark:
+    """The statement parser, built once (LALR + contextual lexer)."""
+    return Lark(
+        _GRAMMAR_PATH.read_text(encoding="utf-8"),
+        parser="lalr",
+        lexer="contextual",
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+
+
+# ----------------------------------------------------------------------------- helpers
+def _show(text: str, limit: int = 40) -> str:
+    """A token's text for a message: escaped if not printable, shortened if long."""
+    if len(text) > limit:
+        text = text[: limit - 1] + "\u2026"
+    if not text.isprintable():
+        text = text.encode("unicode_escape").decode("ascii")
+    return text
+
+
+def _join_or(items: Sequence[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " or " + items[-1]
+
+
+class _Line:
+    """One statement line being parsed: makes spans and located errors."""
+
+    __slots__ = ("text", "lineno", "err_source", "word")
+
+    def __init__(self, text: str, lineno: int, err_source: str, word: str):
+        self.text = text
+        self.lineno = lineno
+        self.err_source = err_source
+        self.word = word  # first word ("copy"/"copy_async" for ops)
+
+    # spans -----------------------------------------------------------------
+    def span(self, col: int, end_col: Optional[int] = None) -> Span:
+        col = max(1, col)
+        if end_col is None or end_col <= col:
+            end_col = col + 1
+        return Span(self.lineno, col, self.lineno, end_col)
+
+    def tok(self, tok: Token) -> Span:
+        return self.span(tok.column or 1, tok.end_column)
+
+    def node(self, tree: Tree) -> Span:
+        meta = tree.meta
+        if getattr(meta, "empty", True):  # pragma: no cover - every rule here has tokens
+            return self.span(1)
+        return self.span(meta.column, meta.end_column)
+
+    def join(self, a: Span, b: Span) -> Span:
+        return self.span(a.col, b.end_col)
+
+    # errors ----------------------------------------------------------------
+    def error(self, message: str, span: Span, hint: Optional[str] = None) -> NoReturn:
+        raise TileSyntaxError(message, span, source=self.err_source, hint=hint)
+
+    def int(self, tok: Token, what: str, *, minimum: Optional[int] = None) -> int:
+        text = tok.value
+        digits = text.lstrip("-")
+        if len(digits) > _MAX_INT_DIGITS:
+            self.error(f"{what} has too many digits ({len(digits)})", self.tok(tok))
+        value = int(text)
+        if minimum is not None and value < minimum:
+            need = "positive" if minimum == 1 else f">= {minimum}"
+            self.error(f"{what} must be {need}, got {_show(text)}", self.tok(tok))
+        return value
+
+
+# ----------------------------------------------------------------------------- first word
+def _precheck(ln: _Line) -> None:
+    """Validate the first word of a statement line; set ``ln.word``."""
+    text = ln.text
+    pos = len(text) - len(text.lstrip())
+    m = _IDENT.match(text, pos)
+    if m is None:
+        ch = text[pos]
+        m2 = re.compile(r"\S+").match(text, pos)
+        end = m2.end() if m2 else pos + 1
+        if text.startswith("%%tilecopy", pos) or text.startswith("%", pos):
+            ln.error(
+                f"unexpected '{_show(text[pos:end])}'; expected a statement",
+                ln.span(pos + 1, end + 1),
+                hint="the `%%tilecopy [options]` line must be the first line of the cell",
+            )
+        ln.error(
+            f"unexpected '{_show(ch)}'; expected a statement",
+            ln.span(pos + 1, pos + 2),
+            hint=_STATEMENTS_HINT,
+        )
+    word = m.group()
+    wspan = ln.span(m.start() + 1, m.end() + 1)
+    rest = m.end()
+    while rest < len(text) and text[rest] in " \t":
+        rest += 1
+    if rest < len(text) and text[rest] == ".":  # SCOPE.op
+        if word not in _SCOPE_WORDS:
+            if word.lower() in _SCOPE_WORDS:
+                ln.error(f"unknown exec scope '{_show(word)}'", wspan,
+                         hint=f"keywords are lowercase: `{word.lower()}`")
+            ln.error(
+                f"unknown exec scope '{_show(word)}'",
+                wspan,
+                hint="the exec scopes are thread, warp, wg (alias warpgroup) and cta, e.g. `wg.copy DST <- SRC`",
+            )
+        p = rest + 1
+        while p < len(text) and text[p] in " \t":
+            p += 1
+        m_op = _IDENT.match(text, p)
+        if m_op is None:
+            ln.error(f"expected `copy` or `copy_async` after '{word}.'", ln.span(p + 1),
+                     hint=_USAGE["copy"])
+        op = m_op.group()
+        if op not in _OPS:
+            hint = (f"keywords are lowercase: `{word}.{op.lower()}`" if op.lower() in _OPS
+                    else "the operations are `SCOPE.copy` and `SCOPE.copy_async`")
+            ln.error(f"unknown operation '{_show(op)}'", ln.span(m_op.start() + 1, m_op.end() + 1),
+                     hint=hint)
+        ln.word = op
+        return
+    if word in STATEMENTS:
+        ln.word = word
+        return
+    if word in _OPS:
+        ln.error(f"missing exec scope before '{word}'", wspan, hint=_SCOPE_HINT)
+    if word in _SCOPE_WORDS:
+        ln.error(f"expected '.copy' or '.copy_async' after the exec scope '{word}'",
+                 ln.span(m.end() + 1), hint=f"write `{word}.copy DST <- SRC`")
+    low = word.lower()
+    if low in STATEMENTS or low in _OPS or low in _SCOPE_WORDS:
+        ln.error(f"unknown statement '{_show(word)}'", wspan, hint=f"keywords are lowercase: `{low}`")
+    ln.error(f"unknown statement '{_show(word)}'", wspan, hint=_STATEMENTS_HINT)
+
+
+# ----------------------------------------------------------------------------- lark errors
+def _filter_expected(ln: _Line, expected: Iterable[str], col: int) -> set:
+    """Lark's expected terminals, cleaned: end of input as ``$END``, and only what
+    can occur at this point of this statement (LALR merges states across
+    statements and between the two regions of a copy)."""
+    exp = {"$END" if t == "<END-OF-FILE>" else t for t in expected} - _HIDDEN_TERMINALS
+    narrowed = exp & _ALLOWED_TERMS.get(ln.word, exp)
+    before = ln.text[: max(0, col - 1)]
+    if ln.word in _OPS:
+        if "<-" in before or "->" in before:
+            narrowed -= {"LARROW"}
+        else:
+            narrowed -= {"DISPATCH", "VARIANT", "STRING", "$END"}
+    elif ln.word == "check":
+        narrowed -= {"_EQEQ"} if "==" in before else {"$END"}
+    elif ln.word in ("shared", "local", "tmem") and not before.rstrip().endswith("sub_slab"):
+        narrowed -= {"_EQ"}  # `= INIT` is for global buffers; '=' here only follows sub_slab
+    return narrowed or exp
+
+
+def _expected_names(expected: Iterable[str]) -> List[str]:
+    names = sorted(expected, key=lambda t: (_TERMINAL_ORDER.get(t, len(_TERMINAL_ORDER)), t))
+    out: List[str] = []
+    for t in names:
+        human = _TERMINAL_NAMES.get(t, t.lower().lstrip("_"))
+        if human not in out:
+            out.append(human)
+    return out
+
+
+def _hint_for(ln: _Line, expected: set, got: str) -> str:
+    if got in ("->", "=", "<", "-", "<=", ">") and "LARROW" in expected and ln.word in _OPS:
+        return _ARROW_HINT
+    if got == "" and (expected & {"_RSQB", "_RPAR"}):
+        closer = "]" if "_RSQB" in expected else ")"
+        return f"close the bracket with '{closer}'"
+    if "DTYPE" in expected:
+        return f"dtypes: {_DTYPE_LIST}"
+    if "AXIS" in expected:
+        return "axes: " + ", ".join(A.AXES)
+    if "INIT_NAME" in expected:
+        return "initializers: random, arange, zeros, or the name of a NumPy array in the notebook"
+    if expected & {"S_KW", "DATAPATH", "FRAG"}:
+        return _LAYOUT_HINT
+    if "_EQ" in expected and got == "==":
+        return "use a single '='"
+    if "_EQEQ" in expected and got == "=":
+        return "compare with '==': `check B == A`"
+    return _USAGE.get(ln.word, _STATEMENTS_HINT)
+
+
+def _state_terminals(exc: UnexpectedInput) -> set:
+    """Terminals the parser state accepts (the contextual lexer's sets omit end of line)."""
+    try:
+        state = exc.state
+        return set(state.parse_conf.parse_table.states[state.position])
+    except Exception:  # noqa: BLE001 - best effort, lark internals
+        return set()
+
+
+def _convert_lark_error(ln: _Line, exc: UnexpectedInput) -> NoReturn:
+    if isinstance(exc, UnexpectedToken):
+        tok = exc.token
+        at_end = tok.type == "$END"
+        pos = (getattr(tok, "end_column", None) if at_end else tok.column) or len(ln.text) + 1
+        expected = _filter_expected(ln, set(exc.expected or ()) | _state_terminals(exc), pos)
+        names = _expected_names(expected)
+        exp = f"; expected {_join_or(names)}" if names else ""
+        if at_end:
+            ln.error(f"unexpected end of line{exp}", ln.span(pos), hint=_hint_for(ln, expected, ""))
+        value = str(tok.value)
+        col = tok.column or 1
+        end_col = tok.end_column or col + len(value)
+        if value == "->" and "LARROW" in expected:
+            ln.error("the copy arrow is '<-', not '->'", ln.span(col, end_col), hint=_ARROW_HINT)
+        ln.error(f"unexpected '{_show(value)}'{exp}", ln.span(col, end_col),
+                 hint=_hint_for(ln, expected, value))
+    if isinstance(exc, UnexpectedCharacters):
+        col = exc.column if isinstance(exc.column, int) and exc.column >= 1 else 1
+        ch = ln.text[col - 1] if col - 1 < len(ln.text) else ""
+        expected = _filter_expected(ln, set(exc.allowed or ()) | _state_terminals(exc), col)
+        names = _expected_names(expected)
+        exp = f"; expected {_join_or(names)}" if names else ""
+        if ch == "":
+            ln.error(f"unexpected end of line{exp}", ln.span(col), hint=_hint_for(ln, expected, ""))
+        ln.error(f"unexpected character '{_show(ch)}'{exp}", ln.span(col, col + 1),
+                 hint=_hint_for(ln, expected, ch))
+    if isinstance(exc, UnexpectedEOF):  # pragma: no cover - LALR reports $END as UnexpectedToken
+        pos = len(ln.text.rstrip()) + 1
+        expected = _filter_expected(ln, exc.expected or (), pos)
+        names = _expected_names(expected)
+        exp = f"; expected {_join_or(names)}" if names else ""
+        ln.error(f"unexpected end of line{exp}", ln.span(pos),
+                 hint=_hint_for(ln, expected, ""))
+    ln.error("could not parse this line", ln.span(1), hint=_USAGE.get(ln.word))  # pragma: no cover
+
+
+# ----------------------------------------------------------------------------- tree -> AST
+def _region(ln: _Line, tree: Tree) -> A.Region:
+    name_tok, index = tree.children
+    slices = None
+    if index is not None:
+        out = []
+        for sl in index.children:
+            if sl.data == "point":
+                (k,) = sl.children
+                v = ln.int(k, "an index", minimum=0)
+                out.append(A.Slice(v, v + 1, True, ln.node(sl)))
+            else:
+                start_tok, stop_tok = sl.children
+                start = ln.int(start_tok, "a slice start", minimum=0) if start_tok is not None else None
+                stop = ln.int(stop_tok, "a slice stop", minimum=0) if stop_tok is not None else None
+                out.append(A.Slice(start, stop, False, ln.node(sl)))
+        slices = tuple(out)
+    return A.Region(str(name_tok), slices, ln.node(tree), ln.tok(name_tok))
+
+
+def _stride(ln: _Line, tree: Tree, what: str) -> A.Stride:
+    n_tok, axis_tok = tree.children
+    value = ln.int(n_tok, what, minimum=0)
+    axis = "m"
+    if axis_tok is not None:
+        axis = str(axis_tok)
+        if axis not in A.AXES:
+            lower = {a.lower(): a for a in A.AXES}
+            hint = (f"axis names are case-sensitive: `{lower[axis.lower()]}`" if axis.lower() in lower
+                    else "axes: " + ", ".join(A.AXES))
+            ln.error(f"unknown axis '{_show(axis)}'; expected one of {', '.join(A.AXES)}",
+                     ln.tok(axis_tok), hint=hint)
+    return A.Stride(value, axis, ln.node(tree))
+
+
+def _layout(ln: _Line, tree: Tree) -> A.LayoutExpr:
+    kind = tree.data
+    span = ln.node(tree)
+    if kind == "s_layout":
+        body = tree.children[1]
+        offsets = tuple(_stride(ln, off.children[0], "an offset") for off in tree.children[2:])
+        if body.data == "s_extents":
+            extents = tuple(ln.int(t, "an extent", minimum=1) for t in body.children)
+            return A.SLayout(extents, None, offsets, span)
+        if body.data == "s_1d":
+            e_tok, st = body.children
+            return A.SLayout((ln.int(e_tok, "an extent", minimum=1),), (_stride(ln, st, "a stride"),),
+                             offsets, span)
+        ext_tree, str_tree = body.children
+        extents = tuple(ln.int(t, "an extent", minimum=1) for t in ext_tree.children)
+        if str_tree is None:
+            return A.SLayout(extents, None, offsets, span)
+        strides = tuple(_stride(ln, s, "a stride") for s in str_tree.children)
+        if len(strides) != len(extents):
+            ln.error(
+                f"the layout has {len(extents)} extent{'s' * (len(extents) != 1)} but "
+                f"{len(strides)} stride{'s' * (len(strides) != 1)}",
+                ln.node(str_tree),
+                hint="give one stride per extent: `S[(128, 8) : (1@tid_in_wg, 1)]`",
+            )
+        return A.SLayout(extents, strides, offsets, span)
+    if kind == "datapath_layout":
+        _kw, letter_tok, sub_kw, sub_tok = tree.children
+        letter = str(letter_tok)
+        if letter not in ("D", "F", "B"):
+            hint = (f"the letter is uppercase: `datapath({letter.upper()})`" if letter.upper() in ("D", "F", "B")
+                    else "datapath layouts: D (lane = row), F (two 16-row halves per 32 lanes), "
+                         "B (column halves stacked on lanes)")
+            ln.error(f"unknown datapath layout '{_show(letter)}'; expected D, F or B", ln.tok(letter_tok),
+                     hint=hint)
+        sub_slab = 0
+        if sub_kw is not None:
+            if letter != "F":
+                ln.error(f"sub_slab only applies to datapath(F), not datapath({letter})",
+                         ln.join(ln.tok(sub_kw), ln.tok(sub_tok)),
+                         hint=f"write `datapath({letter})`")
+            sub_slab = ln.int(sub_tok, "sub_slab")
+            if sub_slab not in (0, 1):
+                ln.error(f"sub_slab must be 0 or 1, got {_show(sub_tok.value)}", ln.tok(sub_tok),
+                         hint="datapath(F, sub_slab=0) selects lanes 32k+0..15, sub_slab=1 lanes 32k+16..31")
+        return A.DatapathLayout(letter, sub_slab, span)
+    if kind == "frag_layout":
+        _kw, shape_tok = tree.children
+        shape = str(shape_tok)
+        if shape not in A.TCGEN05_SHAPES:
+            ln.error(f"unknown tcgen05 fragment shape '{_show(shape)}'; expected one of "
+                     f"{', '.join(A.TCGEN05_SHAPES)}", ln.tok(shape_tok),
+                     hint="e.g. `frag(32x32b)` (128 rows) or `frag(16x64b)` (64 rows)")
+        return A.FragLayout(shape, span)
+    raise AssertionError(kind)  # pragma: no cover
+
+
+def _decl(ln: _Line, tree: Tree) -> A.BufferDecl:
+    kind_tok, name_tok, dtype_tok, shape_tree, layout_clause, alias_tree, init_tree = tree.children
+    kind = str(kind_tok)
+    name = str(name_tok)
+    dtype = A.DTYPE_ALIASES.get(str(dtype_tok))
+    if dtype is None:
+        low = str(dtype_tok).lower()
+        hint = (f"dtype names are lowercase: `{low}`" if low in A.DTYPE_ALIASES
+                else f"dtypes: {_DTYPE_LIST}")
+        ln.error(f"unknown dtype '{_show(str(dtype_tok))}'; expected one of {', '.join(A.DTYPES)} "
+                 f"(or f32, f16, bf16, u8, i8, i32)", ln.tok(dtype_tok), hint=hint)
+    shape = tuple(ln.int(t, "a dimension", minimum=1) for t in shape_tree.children)
+    layout = None
+    if layout_clause is not None:
+        if kind == "global":
+            ln.error("a global buffer takes no layout: global memory is row-major",
+                     ln.node(layout_clause),
+                     hint="drop the `@ ...`; give the layout to the shared/local/tmem buffer it is copied to")
+        layout = _layout(ln, layout_clause.children[0])
+    elif kind == "local":
+        ln.error(f"local buffer '{_show(name)}' needs a register layout, e.g. "
+                 "`@ S[(128, 8) : (1@tid_in_wg, 1)]` or `@ frag(32x32b)`",
+                 ln.tok(name_tok),
+                 hint="the layout says which thread and register hold each element")
+    alias = None
+    if alias_tree is not None:
+        at_tok, target_tok, cols_tok = alias_tree.children
+        if kind != "tmem":
+            ln.error(f"`at OTHER` aliases tensor memory; a {kind} buffer cannot take it",
+                     ln.node(alias_tree), hint="only `tmem` buffers can alias another tmem allocation")
+        cols = ln.int(cols_tok, "a column offset", minimum=0) if cols_tok is not None else 0
+        alias = A.Alias(str(target_tok), cols, ln.node(alias_tree), ln.tok(target_tok))
+    init = None
+    init_span = None
+    if init_tree is not None:
+        if kind != "global":
+            ln.error(f"`= INIT` is only allowed on global buffers, not on {kind} '{_show(name)}'",
+                     ln.node(init_tree),
+                     hint="initialize a global buffer and copy it in: `global A: ... = arange` then `wg.copy ... <- A`")
+        (init_tok,) = init_tree.children
+        init = str(init_tok)
+        init_span = ln.tok(init_tok)
+    return A.BufferDecl(
+        kind=kind, name=name, dtype=dtype, shape=shape, layout=layout, init=init, alias=alias,
+        span=ln.node(tree), name_span=ln.tok(name_tok), dtype_span=ln.tok(dtype_tok),
+        shape_span=ln.node(shape_tree), init_span=init_span,
+    )
+
+
+def _copy(ln: _Line, tree: Tree) -> A.CopyStmt:
+    op_tok, dst_tree, arrow_tok, src_tree, dispatch_tree = tree.children
+    if arrow_tok.type == "RARROW":
+        ln.error("the copy arrow is '<-', not '->'", ln.tok(arrow_tok), hint=_ARROW_HINT)
+    scope, _, op = str(op_tok).partition(".")
+    scope, op = scope.strip(), op.strip()
+    scope = "wg" if scope == "warpgroup" else scope
+    dispatch = None
+    dispatch_span = None
+    if dispatch_tree is not None:
+        _kw, v_tok = dispatch_tree.children
+        dispatch = str(v_tok)
+        if v_tok.type == "STRING":
+            dispatch = dispatch[1:-1]
+            if not dispatch.strip():
+                ln.error("the dispatch variant is empty", ln.tok(v_tok),
+                         hint="name a variant, e.g. `dispatch=tmem<->local`")
+        dispatch_span = ln.tok(v_tok)
+    return A.CopyStmt(
+        scope=scope, is_async=(op == "copy_async"), dst=_region(ln, dst_tree), src=_region(ln, src_tree),
+        dispatch=dispatch, span=ln.node(tree), op_span=ln.tok(op_tok), dispatch_span=dispatch_span,
+    )
+
+
+def _kernel(ln: _Line, tree: Tree) -> A.KernelDecl:
+    _kw, name_tok, threads_kw, n_tok = tree.children
+    threads = None
+    threads_span = None
+    if n_tok is not None:
+        threads = ln.int(n_tok, "threads", minimum=1)
+        threads_span = ln.join(ln.tok(threads_kw), ln.tok(n_tok))
+    return A.KernelDecl(str(name_tok), threads, ln.node(tree), ln.tok(name_tok), threads_span)
+
+
+def _statement(ln: _Line, tree: Tree):
+    kind = tree.data
+    if kind == "decl_stmt":
+        return _decl(ln, tree)
+    if kind == "copy_stmt":
+        return _copy(ln, tree)
+    if kind == "kernel_stmt":
+        return _kernel(ln, tree)
+    if kind == "wait_stmt":
+        return A.WaitStmt(str(tree.children[1]), ln.node(tree))
+    if kind == "sync_stmt":
+        return A.SyncStmt(ln.node(tree))
+    if kind == "check_stmt":
+        _kw, lhs, rhs = tree.children
+        return A.CheckStmt(_region(ln, lhs), _region(ln, rhs), ln.node(tree))
+    raise AssertionError(kind)  # pragma: no cover
+
+
+def _parse_line(ln: _Line):
+    _precheck(ln)
+    try:
+        tree = _lark().parse(ln.text)
+    except UnexpectedInput as exc:
+        _convert_lark_error(ln, exc)
+    return _statement(ln, tree)
+
+
+# ----------------------------------------------------------------------------- entry point
+def parse(source: str, *, line_offset: int = 0) -> A.Program:
+    """Parse a ``%%tilecopy`` description into a :class:`~tilemagic.lang.ast.Program`.
+
+    Parameters
+    ----------
+    source : str
+        The description, one statement per line.  If its first non-blank line
+        is the ``%%tilecopy ...`` header it is skipped (its options are parsed
+        by the caller); line numbers still count it.
+    line_offset : int
+        Added to every line number (the magic passes the cell body with
+        ``line_offset=1`` so lines match the cell the user sees).
+
+    Raises
+    ------
+    TileSyntaxError
+        At the first malformed line, located at the offending token.  Its
+        ``source`` is ``source`` preceded by ``line_offset`` empty lines so that
+        ``render()`` shows the right line.
+    """
+    if not isinstance(source, str):
+        raise TypeError(f"parse() expects the cell text as str, got {type(source).__name__}")
+    line_offset = int(line_offset)
+    err_source = "\n" * line_offset + source if line_offset > 0 else source
+    kernel: Optional[A.KernelDecl] = None
+    buffers: List[A.BufferDecl] = []
+    stmts: List[A.Stmt] = []
+    items: list = []
+    seen_nonblank = False
+    for idx, text in enumerate(source.splitlines()):
+        stripped = text.strip()
+        if not stripped:
+            continue
+        first = not seen_nonblank
+        seen_nonblank = True
+        if first and _HEADER.match(text):
+            continue
+        if stripped.startswith("#"):
+            continue
+        ln = _Line(text, idx + 1 + line_offset, err_source, "")
+        try:
+            node = _parse_line(ln)
+        except TileSyntaxError:
+            raise
+        except (LarkError, RecursionError, ValueError, IndexError, AttributeError, TypeError) as exc:
+            # Safety net: the grammar and the checks above should make this unreachable.
+            ln.error(f"internal parser error ({type(exc).__name__}): could not parse this line",
+                     ln.span(len(text) - len(text.lstrip()) + 1), hint=_USAGE.get(ln.word))
+        if isinstance(node, A.KernelDecl):
+            if kernel is not None:
+                ln.error(f"duplicate `kernel` line (the kernel was declared at line {kernel.span.line})",
+                         node.span, hint="a cell describes one kernel: keep one `kernel` line, first")
+            if items:
+                ln.error("`kernel` must be the first statement", node.span,
+                         hint="move the `kernel NAME [threads=N]` line above the declarations")
+            kernel = node
+        elif isinstance(node, A.BufferDecl):
+            buffers.append(node)
+        else:
+            stmts.append(node)
+        items.append(node)
+    return A.Program(source=source, kernel=kernel, buffers=tuple(buffers), stmts=tuple(stmts),
+                     items=tuple(items))

@@ -1,0 +1,112 @@
+"""IPython magics: ``%%tilecopy`` and ``%tilemagic``.
+
+``%load_ext tilemagic`` registers them.  Defaults come from traits, so
+``%config TileMagics.launch = "sim"`` (or ``arch``, ``view``, ``strict``, ``seed``)
+changes them for the rest of the session.
+"""
+
+from __future__ import annotations
+
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from traitlets import Bool, CaselessStrEnum, Int, Unicode
+
+from .errors import TileMagicError
+from .pipeline import LAUNCH_CHOICES, VIEW_CHOICES, tilecopy
+
+
+class InternalError(TileMagicError):
+    """A bug in tilemagic itself, shown as one message instead of a traceback."""
+
+
+@magics_class
+class TileMagics(Magics):
+    """The ``%%tilecopy`` cell magic and the ``%tilemagic`` line magic."""
+
+    launch = CaselessStrEnum(LAUNCH_CHOICES, default_value="auto",
+                             help="Default --launch: auto (GPU if found, else CPU simulator), sim, gpu, off.").tag(config=True)
+    arch = Unicode("sm_100a", help="Default --arch of the shown CUDA (tcgen05 needs sm_100a).").tag(config=True)
+    view = CaselessStrEnum(VIEW_CHOICES, default_value="html", help="Default --view: html, text, widget.").tag(config=True)
+    strict = Bool(False, help="Default --strict (flag TMEM addresses in the wrong lane quadrant).").tag(config=True)
+    seed = Int(0, help="Default --seed of random initialisers.").tag(config=True)
+    short_errors = Bool(True, help="Show tilemagic's own bugs as one message (False: full traceback).").tag(config=True)
+
+    @magic_arguments()
+    @argument("name", nargs="?", default=None, help="Name of the cell/kernel (the `kernel` line's name wins).")
+    @argument("--launch", choices=LAUNCH_CHOICES, default=None,
+              help="auto: GPU through CuPy when found, else the CPU simulator; sim; gpu; off (no launch).")
+    @argument("--arch", default=None, help="Target of the shown CUDA (default sm_100a).")
+    @argument("--view", choices=VIEW_CHOICES, default=None, help="html (default), text or widget.")
+    @argument("--out", default=None, help="Also store the TileCopyResult in this notebook variable.")
+    @argument("--strict", action="store_true", default=None,
+              help="Flag TMEM addresses whose lane-quadrant bits differ from warp_id %% 4.")
+    @argument("--bench", action="store_true", default=False, help="Time the GPU launch with CUDA events.")
+    @argument("--seed", type=int, default=None, help="Seed of `random` initialisers (default 0).")
+    @no_var_expand
+    @cell_magic
+    def tilecopy(self, line, cell):
+        """Describe a tile-copy kernel; dispatch, lower, show IR ∥ CUDA and TMEM, and run it.
+
+        Usage::
+
+            %%tilecopy [NAME] [--launch auto|sim|gpu|off] [--arch sm_100a] [--view html|text|widget]
+                       [--out VAR] [--strict] [--bench] [--seed N]
+            kernel NAME threads=128
+            global A: float16[128, 8]
+            ...
+
+        The cell language is described in docs/language.md.  The cell returns a
+        ``TileCopyResult``: per op the dispatch why-table, the TIR-like IR and the
+        CUDA side by side, a TMEM heatmap, and the round trip (which backend ran,
+        each ``check`` PASS/FAIL).  Description errors are shown as one located
+        message with a caret.
+        """
+        args = parse_argstring(self.tilecopy, line)
+        source = f"%%tilecopy {line}\n{cell}"
+        opts = dict(
+            launch=args.launch or self.launch,
+            arch=args.arch or self.arch,
+            view=args.view or self.view,
+            strict=self.strict if args.strict is None else args.strict,
+            seed=self.seed if args.seed is None else args.seed,
+        )
+        try:
+            res = tilecopy(source, name=args.name, bench=args.bench, namespace=self.shell.user_ns, **opts)
+        except TileMagicError:
+            raise
+        except Exception as e:  # a bug of ours: one message, never a dead kernel
+            if not self.short_errors:
+                raise
+            raise InternalError(
+                f"internal error in tilemagic: {type(e).__name__}: {e}",
+                hint="please report it with the cell; `%config TileMagics.short_errors = False` shows the traceback",
+            ) from e
+        if args.out:
+            self.shell.user_ns[args.out] = res
+        if opts["view"] == "widget":
+            return res.widget()
+        return res
+
+    @line_magic
+    def tilemagic(self, line):
+        """``%tilemagic status``: CuPy, driver, device, NVRTC/nvcc and how launches would run."""
+        cmd = line.strip()
+        if cmd in ("", "status"):
+            from .runtime.launch import status_report
+
+            print(status_report())
+            return None
+        if cmd == "variants":
+            from .lower.dispatch import registered_variants
+
+            for op in ("copy", "copy_async"):
+                print(f"{op}: " + ", ".join(f"{v} (priority {p})" for v, p in registered_variants(op)))
+            return None
+        from IPython.core.error import UsageError
+
+        raise UsageError(f"%tilemagic: unknown command {cmd!r}; use `%tilemagic status` or `%tilemagic variants`")
+
+
+def parse_options(line: str):
+    """Parse a ``%%tilecopy`` option line (without the ``%%tilecopy`` word) like the magic does."""
+    return TileMagics.tilecopy.parser.parse_argstring(line)

@@ -1,0 +1,311 @@
+"""Compile generated CUDA: through CuPy/NVRTC for a launch, through nvcc for a ptxas check.
+
+The target is always explicit (notebook_conventions.md §0.5, §0.8): TMEM code
+(``tcgen05.*``, PTX ISA §9.7.16) needs an arch-specific target, ``sm_100a`` on a
+CC 10.0 device; ptxas rejects it for ``sm_100`` and ``sm_90``.  With CuPy 14 and
+the NVRTC backend the ``-arch`` passed in ``RawModule(options=...)`` wins over the
+one CuPy derives from the device (observed on an H200 with ``sm_90a``).
+
+CuPy adds ``-ftz=true`` (flush denormals) to every RawModule compile.  A tile copy
+moves bits through integer registers and ``ld``/``st``, so this does not change
+its results, but kernels doing float arithmetic would see it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Dict, Optional, Tuple
+
+from ..errors import LaunchError
+from .device import is_blackwell_dc
+
+if TYPE_CHECKING:  # the codegen is imported only for type hints
+    from ..codegen.cuda import CudaSource
+
+#: NVRTC options besides ``-arch`` (CuPy appends ``-ftz=true`` itself).
+BASE_OPTIONS: Tuple[str, ...] = ("-std=c++17",)
+
+#: Lines of a compiler log kept in a LaunchError / NvccResult before trimming.
+MAX_LOG_LINES = 40
+
+#: A tiny tcgen05 kernel (alloc 32 columns, relinquish, dealloc): compiles for sm_100a only.
+#: Used by ``tilemagic status`` and the tests as the ptxas check.
+TCGEN05_PROBE_SRC = r"""#include <stdint.h>
+extern "C" __global__ void tm_probe(uint32_t* out) {
+  __shared__ uint32_t slot;
+  if (threadIdx.x < 32) {
+    uint32_t dst = (uint32_t)__cvta_generic_to_shared(&slot);
+    asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], 32;" :: "r"(dst) : "memory");
+    asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");
+  }
+  __syncthreads();
+  out[threadIdx.x] = slot;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, 32;" :: "r"(slot) : "memory");
+  }
+}
+"""
+
+
+# ----------------------------------------------------------------------------- targets
+def arch_for_device(cc: int, uses_tmem: bool) -> Tuple[str, str]:
+    """The ``-arch`` and the TMEM mode for a device.
+
+    Parameters
+    ----------
+    cc : int
+        Compute capability as ``10 * major + minor`` (90, 100, 103, 120 ...).
+    uses_tmem : bool
+        The kernel uses tcgen05/TMEM.
+
+    Returns
+    -------
+    arch : str
+        ``"sm_100a"`` for a TMEM kernel on CC 10.0 (``sm_{cc}a`` on other CC 10.x,
+        e.g. ``"sm_103a"``: arch-specific ``a`` code only loads on its exact CC);
+        ``f"sm_{cc}"`` otherwise.
+    mode : {"native", "emulated"}
+        ``"emulated"`` when the kernel uses TMEM and the device is not CC 10.x (TMEM
+        then lives in a global scratch buffer, see codegen's emulated variant).
+    """
+    cc = int(cc)
+    if is_blackwell_dc(cc):
+        return (f"sm_{cc}a" if uses_tmem else f"sm_{cc}"), "native"
+    return f"sm_{cc}", ("emulated" if uses_tmem else "native")
+
+
+def cupy_options(arch: str) -> Tuple[str, ...]:
+    """The NVRTC options tilemagic passes to ``cupy.RawModule`` for ``arch``."""
+    return BASE_OPTIONS + (f"-arch={arch}",)
+
+
+# ----------------------------------------------------------------------------- logs
+_HASHED_CU = re.compile(r"[0-9a-f]{32,}[^\s/\\:()\"']*\.cu\b")
+_NVCC_TMP = re.compile(r"tmpxft_[0-9a-fA-F]+_[0-9a-fA-F]+-\d+_")
+
+
+def _temp_roots() -> Tuple[str, ...]:
+    roots = {"/tmp", "/var/tmp", tempfile.gettempdir()}
+    for r in list(roots):
+        try:
+            roots.add(os.path.realpath(r))
+        except OSError:  # pragma: no cover
+            pass
+    return tuple(sorted((r.rstrip("/\\") for r in roots if r and r not in ("/", "\\")), key=len, reverse=True))
+
+
+def scrub_paths(log: str, tmpdir: Optional[str] = None) -> str:
+    """Remove temporary paths from a compiler log (deterministic notebook output).
+
+    ``tmpdir`` (and its realpath) becomes ``<tmp>``; any other path under the
+    system temp directories becomes ``<tmp>/<basename>``; nvcc's ``tmpxft_*``
+    prefixes and CuPy's hashed ``<md5>_2.cubin.cu`` names become ``k.ptx`` /
+    ``kernel.cu``.
+    """
+    out = log
+    if tmpdir:
+        for p in sorted({tmpdir, os.path.realpath(tmpdir)}, key=len, reverse=True):
+            out = out.replace(p, "<tmp>")
+    for root in _temp_roots():
+        out = re.sub(r"(?<![\w.\-/\\])" + re.escape(root) + r"[/\\][^\s:;,()\"']*",
+                     lambda m: "<tmp>/" + re.split(r"[/\\]", m.group(0))[-1], out)
+    out = _NVCC_TMP.sub("", out)
+    out = _HASHED_CU.sub("kernel.cu", out)
+    return out
+
+
+def trim_log(log: str, max_lines: int = MAX_LOG_LINES) -> str:
+    """Strip blank lines at the ends and keep at most ``max_lines`` lines."""
+    lines = [ln.rstrip() for ln in log.strip("\n").splitlines()]
+    while lines and not lines[-1]:
+        lines.pop()
+    if len(lines) > max_lines:
+        extra = len(lines) - max_lines
+        lines = lines[:max_lines] + [f"... ({extra} more line{'s' if extra != 1 else ''})"]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- CuPy / NVRTC
+_KERNEL_CACHE: Dict[str, object] = {}
+
+# NVRTC has no C library headers: ``#include <stdint.h>`` / ``<cstdint>`` fail with
+# "cannot open source file" (checked with NVRTC 13.5 and the include paths CuPy 14.2
+# adds).  CCCL's ``<cuda/std/cstdint>`` is on CuPy's search path and, under NVRTC,
+# declares the global ``uint32_t``... typedefs, so the include line is swapped for it.
+_STD_INCLUDE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<(?:stdint\.h|cstdint)>[ \t]*$", re.M)
+
+
+def nvrtc_source(text: str) -> str:
+    """The source as handed to NVRTC: C ``<stdint.h>``/``<cstdint>`` -> ``<cuda/std/cstdint>``.
+
+    Only whole ``#include`` lines are rewritten (line count unchanged, so NVRTC's
+    line numbers still match the shown CUDA); nvcc compiles the text unchanged.
+    """
+    return _STD_INCLUDE.sub("#include <cuda/std/cstdint>", text)
+
+
+def cache_key(text: str, kernel_name: str, arch: str, options: Tuple[str, ...], device_id: int = 0) -> str:
+    """sha256 over source, kernel name, options, arch and device id (hex)."""
+    h = hashlib.sha256()
+    for part in (text, kernel_name, "\x1f".join(options), arch, str(device_id)):
+        h.update(part.encode("utf-8"))
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def clear_cache() -> None:
+    """Drop every compiled kernel held by :func:`compile_cupy`."""
+    _KERNEL_CACHE.clear()
+
+
+def _is_compile_error(exc: BaseException) -> bool:
+    return any(c.__name__ in ("CompileException", "NVRTCError") for c in type(exc).__mro__)
+
+
+def compile_cupy(src: "CudaSource", arch: str):
+    """Compile ``src`` with NVRTC through CuPy for ``arch`` and return the kernel.
+
+    Parameters
+    ----------
+    src : tilemagic.codegen.cuda.CudaSource
+        Only ``src.text`` (self-contained CUDA C++) and ``src.kernel_name`` (an
+        ``extern "C" __global__`` function) are used.
+    arch : str
+        Explicit target, e.g. ``"sm_100a"`` or ``"sm_90"``; passed as ``-arch=<arch>``
+        together with ``-std=c++17`` (see :data:`BASE_OPTIONS`).
+
+    Returns
+    -------
+    cupy.RawKernel
+        The function of ``cupy.RawModule(code=src.text, options=...)``; call it as
+        ``kernel(grid, block, args)``.
+
+    Raises
+    ------
+    LaunchError
+        NVRTC rejected the source (the trimmed log, without temp paths, is in
+        ``details``), or loading the module failed (CUDA error text).
+
+    Notes
+    -----
+    NVRTC has no ``<stdint.h>``: :func:`nvrtc_source` swaps that include line for
+    CCCL's ``<cuda/std/cstdint>`` before compiling.
+
+    Compiled kernels are cached in memory for the life of the process, keyed by
+    :func:`cache_key` (sha256 of source, options, arch and device).  CuPy keeps its
+    own on-disk cubin cache (``~/.cupy/kernel_cache``); a tilemagic disk cache is a
+    later issue.
+    """
+    import cupy  # lazy
+
+    options = cupy_options(arch)
+    try:
+        device_id = int(cupy.cuda.Device().id)
+    except Exception:
+        device_id = 0
+    key = cache_key(src.text, src.kernel_name, arch, options, device_id)
+    hit = _KERNEL_CACHE.get(key)
+    if hit is not None:
+        return hit
+    try:
+        module = cupy.RawModule(code=nvrtc_source(src.text), options=options)
+        kernel = module.get_function(src.kernel_name)
+    except Exception as exc:
+        if _is_compile_error(exc):
+            raw = exc.get_message() if hasattr(exc, "get_message") else str(exc)
+            raise LaunchError(
+                f"NVRTC could not compile kernel '{src.kernel_name}' for -arch={arch}",
+                hint=("tcgen05 (TMEM) code needs -arch=sm_100a and a CC 10.0 GPU"
+                      if "tcgen05" in raw and "not supported" in raw else None),
+                details=trim_log(scrub_paths(str(raw))),
+            ) from None
+        raise LaunchError(
+            f"loading kernel '{src.kernel_name}' (-arch={arch}) failed: "
+            f"{scrub_paths(str(exc).strip()) or type(exc).__name__}"
+        ) from None
+    _KERNEL_CACHE[key] = kernel
+    return kernel
+
+
+# ----------------------------------------------------------------------------- nvcc
+@dataclass(frozen=True)
+class NvccResult:
+    """Outcome of :func:`nvcc_compile`.
+
+    Attributes
+    ----------
+    ok : bool
+        nvcc exited with status 0.
+    log : str
+        nvcc/ptxas output (trimmed), temp paths replaced by ``<tmp>``.
+    cubin : bytes or None
+        The cubin when ``ok`` and ``cubin=True``.
+    command : str
+        The command line, with ``<tmp>`` for the temp directory.
+    """
+
+    ok: bool
+    log: str
+    cubin: Optional[bytes] = None
+    command: str = ""
+
+
+def nvcc_compile(text: str, arch: str = "sm_100a", *, cubin: bool = True, timeout: float = 120) -> NvccResult:
+    """Compile CUDA source with ``nvcc`` (the ptxas legality check); works without a GPU.
+
+    Runs ``nvcc -arch=<arch> -cubin -o k.cubin k.cu`` in a temporary directory
+    (no shell; ``TMPDIR`` points there too so nvcc's intermediates are scrubbed).
+
+    Parameters
+    ----------
+    text : str
+        Complete CUDA C++ source.
+    arch : str, default "sm_100a"
+        Real target; tcgen05 needs ``sm_100a`` (``sm_100`` / ``sm_90`` are rejected by ptxas).
+    cubin : bool, default True
+        Build a cubin (front end + ptxas) and return its bytes.  ``False`` stops
+        at PTX (``-ptx``): front-end check only, no ptxas, ``cubin=None``.
+    timeout : float, default 120
+        Seconds before nvcc is killed (then ``ok=False``).
+
+    Returns
+    -------
+    NvccResult
+        Never raises for compile failures; ``ok=False`` with the log, or with
+        ``"nvcc not found on PATH"``.
+    """
+    exe = shutil.which("nvcc")
+    if exe is None:
+        return NvccResult(False, "nvcc not found on PATH")
+    out_name = "k.cubin" if cubin else "k.ptx"
+    with tempfile.TemporaryDirectory(prefix="tilemagic-") as tmp:
+        with open(os.path.join(tmp, "k.cu"), "w", encoding="utf-8") as f:
+            f.write(text)
+        cmd = [exe, f"-arch={arch}", "-cubin" if cubin else "-ptx", "-o", out_name, "k.cu"]
+        shown = " ".join(["nvcc"] + cmd[1:])
+        env = dict(os.environ, TMPDIR=tmp, TMP=tmp, TEMP=tmp)
+        try:
+            proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True,
+                                  timeout=timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return NvccResult(False, f"nvcc timed out after {timeout:g} s", None, shown)
+        except OSError as exc:
+            return NvccResult(False, f"nvcc could not run: {exc.strerror or exc}", None, shown)
+        log = trim_log(scrub_paths((proc.stdout or "") + (proc.stderr or ""), tmp))
+        ok = proc.returncode == 0
+        data = None
+        if ok and cubin:
+            path = os.path.join(tmp, out_name)
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    data = f.read()
+            else:  # pragma: no cover
+                ok, log = False, (log + "\nnvcc produced no cubin").strip()
+    return NvccResult(ok, log, data, shown)

@@ -1,0 +1,315 @@
+"""Launch a generated kernel through CuPy and bring every global buffer back.
+
+One CTA of ``src.threads`` threads (grid ``(1,)``).  A TMEM kernel runs natively
+(``sm_100a``) on a CC 10.x GPU and in its emulated form (TMEM in a zeroed global
+scratch buffer, checked alloc/dealloc) on any other GPU; a kernel without TMEM
+runs natively everywhere.  After an emulated launch ``tm_status`` is read back:
+``tm_status[0] != 0`` means the emulation trapped and becomes a
+:class:`~tilemagic.errors.LaunchError` with the codegen's message
+(:data:`tilemagic.codegen.cuda.EMU_STATUS`).
+
+Host arrays are transferred as raw bits (``uint8/16/32/64`` views of the same
+width) and viewed back, so ``bfloat16`` (ml_dtypes), ``float16`` NaN payloads and
+denormals make the round trip unchanged.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
+
+import numpy as np
+
+from ..errors import LaunchError
+from .compile import arch_for_device, compile_cupy, cupy_options, nvcc_compile, TCGEN05_PROBE_SRC
+from .device import INSTALL_HINT, DeviceStatus, format_cuda_version, nvcc_version, probe
+
+if TYPE_CHECKING:
+    from ..codegen.cuda import CudaSource
+
+#: Launches before timing, and timed launches, with ``bench=True``.
+BENCH_WARMUP = 5
+BENCH_REPEATS = 50
+
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+# CUDA errors after which the context is unusable for the rest of the process
+_STICKY = ("IllegalAddress", "LaunchFailure", "IllegalInstruction", "MisalignedAddress",
+           "Assert", "HardwareStackError", "InvalidPc", "ILLEGAL_ADDRESS", "LAUNCH_FAILED",
+           "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "ASSERT")
+
+
+@dataclass
+class GpuRun:
+    """What a GPU launch produced.
+
+    Attributes
+    ----------
+    outputs : dict of str -> numpy.ndarray
+        Every global buffer after the kernel, same dtype and shape as its input.
+    backend : {"cupy", "cupy-emulated"}
+    mode : str
+        ``"native sm_100a"``, ``"native sm_90 (no TMEM in this kernel)"``,
+        ``"emulated TMEM on sm_90"``.
+    arch : str
+        The ``-arch`` the kernel was compiled for.
+    device : str
+        ``"NVIDIA H200 (CC 9.0)"``.
+    timing : dict or None
+        With ``bench=True``: ``median_us`` / ``min_us`` (float, microseconds per launch,
+        cupy.cuda.Event around each launch), ``repeats``, ``warmup`` (int).
+    options : tuple of str
+        The NVRTC options tilemagic passed (CuPy adds ``-ftz=true``).
+    kernel_name : str
+    """
+
+    outputs: Dict[str, np.ndarray]
+    backend: str
+    mode: str
+    arch: str
+    device: str
+    timing: Optional[dict] = None
+    options: Tuple[str, ...] = ()
+    kernel_name: str = ""
+
+
+# ----------------------------------------------------------------------------- helpers
+def _bits(a: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a)
+    try:
+        return a.view(_BITS[a.dtype.itemsize])
+    except KeyError:
+        raise LaunchError(f"cannot transfer dtype {a.dtype} ({a.dtype.itemsize} bytes per element)") from None
+
+
+def _buffer_numel(buf) -> int:
+    n = 1
+    for d in buf.shape:
+        n *= int(d)
+    return n
+
+
+def _host_array(buf, inputs: Mapping[str, np.ndarray]) -> np.ndarray:
+    """The host array for a global buffer: the caller's (checked) or zeros."""
+    numel = _buffer_numel(buf)
+    arr = inputs.get(buf.name)
+    if arr is None:
+        from ..ir.nodes import numpy_dtype
+
+        return np.zeros(tuple(buf.shape), dtype=numpy_dtype(buf.dtype))
+    arr = np.asarray(arr)
+    elem = int(buf.nbytes) // max(numel, 1)
+    if arr.size != numel or arr.dtype.itemsize != elem:
+        raise LaunchError(
+            f"input '{buf.name}' is {arr.dtype}{list(arr.shape)} but the kernel expects "
+            f"{buf.dtype}{list(buf.shape)} ({int(buf.nbytes)} bytes)"
+        )
+    return arr
+
+
+def _status_message(status: List[int]) -> str:
+    code = int(status[0])
+    try:
+        from ..codegen.cuda import EMU_STATUS
+    except Exception:  # codegen absent or broken: still report the trap
+        EMU_STATUS = {}
+    template = EMU_STATUS.get(code)
+    if template is None:
+        return f"TMEM emulation trapped with status {code} (details {status[1:4]})"
+    try:
+        return template.format(*status)
+    except (IndexError, KeyError, ValueError):
+        return template
+
+
+def _cuda_error(kernel_name: str, mode: str, exc: BaseException) -> LaunchError:
+    text = str(exc).strip() or type(exc).__name__
+    hint = None
+    if any(s in text for s in _STICKY):
+        hint = ("this error leaves the CUDA context unusable; restart the Python kernel "
+                "before the next GPU launch")
+    return LaunchError(f"CUDA error while running '{kernel_name}' ({mode}): {text}", hint=hint)
+
+
+def _mode_text(arch: str, mode: str, uses_tmem: bool) -> Tuple[str, str]:
+    if mode == "emulated":
+        return "cupy-emulated", f"emulated TMEM on {arch}"
+    if uses_tmem:
+        return "cupy", f"native {arch}"
+    return "cupy", f"native {arch} (no TMEM in this kernel)"
+
+
+def _bench(cupy, launch, extras, warmup: int, repeats: int) -> dict:
+    for _ in range(warmup):
+        for e in extras:
+            e.fill(0)
+        launch()
+    cupy.cuda.runtime.deviceSynchronize()
+    times = []
+    for _ in range(repeats):
+        for e in extras:
+            e.fill(0)
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        launch()
+        end.record()
+        end.synchronize()
+        times.append(float(cupy.cuda.get_elapsed_time(start, end)) * 1000.0)
+    return {
+        "median_us": statistics.median(times),
+        "min_us": min(times),
+        "repeats": repeats,
+        "warmup": warmup,
+    }
+
+
+# ----------------------------------------------------------------------------- launch
+def run_on_gpu(
+    native: "CudaSource",
+    emulated: Optional["CudaSource"],
+    inputs: Mapping[str, np.ndarray],
+    *,
+    status: Optional[DeviceStatus] = None,
+    bench: bool = False,
+) -> GpuRun:
+    """Compile and launch a kernel on the current CUDA device; return the global buffers.
+
+    Parameters
+    ----------
+    native : CudaSource
+        The kernel as shown (tcgen05 inline PTX when it uses TMEM).
+    emulated : CudaSource or None
+        The TMEM-emulated variant; ``None`` means the kernel uses no TMEM and
+        ``native`` runs on any GPU.
+    inputs : dict of str -> numpy.ndarray
+        Host arrays for the global buffers, by name (logical shape, any dtype of the
+        buffer's element width; bfloat16 from ml_dtypes).  Missing buffers start as
+        zeros; keys that name no global buffer are ignored.
+    status : DeviceStatus, optional
+        A :func:`~tilemagic.runtime.device.probe` result (probed when omitted).
+    bench : bool, default False
+        Also time the kernel: :data:`BENCH_WARMUP` warm-ups, then
+        :data:`BENCH_REPEATS` launches each bracketed by ``cupy.cuda.Event``.
+
+    Returns
+    -------
+    GpuRun
+        ``outputs`` holds every global buffer after one launch (copied back before
+        any benchmark launch), with the dtype and shape of its input.
+
+    Raises
+    ------
+    LaunchError
+        No usable GPU; an input of the wrong size or element width; NVRTC compile
+        failure; any CUDA error (its text); or the TMEM emulation trapped
+        (``tm_status[0] != 0``, message from ``EMU_STATUS``).
+    """
+    status = status if status is not None else probe()
+    if not status.available:
+        raise LaunchError(f"no GPU launch possible: {status.reason}")
+    uses_tmem = emulated is not None
+    arch, how = arch_for_device(int(status.cc), uses_tmem)
+    src = emulated if how == "emulated" else native
+    backend, mode = _mode_text(arch, how, uses_tmem)
+    device = status.label or "CUDA device"
+
+    host = {buf.name: _host_array(buf, inputs) for buf in src.params}
+    kernel = compile_cupy(src, arch)
+
+    import cupy  # lazy
+
+    try:
+        # copy=True: never alias host memory (cupy may zero-copy on unified-memory systems)
+        dev_bufs = [cupy.array(_bits(host[buf.name]), copy=True) for buf in src.params]
+        extras = [cupy.zeros(int(n), dtype=np.dtype(dt)) for (_, dt, n) in src.extra_params]
+        args = tuple(dev_bufs) + tuple(extras)
+        grid, block = (1,), (int(src.threads),)
+
+        def launch():
+            kernel(grid, block, args)
+
+        launch()
+        cupy.cuda.runtime.deviceSynchronize()
+        names = [p[0] for p in src.extra_params]
+        tm_status = extras[names.index("tm_status")].get().tolist() if "tm_status" in names else None
+        outputs = {}
+        for buf, d in zip(src.params, dev_bufs):
+            a = host[buf.name]
+            outputs[buf.name] = d.get().view(a.dtype).reshape(a.shape)
+    except LaunchError:
+        raise
+    except Exception as exc:
+        raise _cuda_error(src.kernel_name, mode, exc) from None
+    if tm_status is not None and int(tm_status[0]) != 0:
+        raise LaunchError(_status_message(tm_status))
+
+    timing = None
+    if bench:
+        try:
+            timing = _bench(cupy, launch, extras, BENCH_WARMUP, BENCH_REPEATS)
+            final = extras[names.index("tm_status")].get().tolist() if tm_status is not None else None
+        except Exception as exc:
+            raise _cuda_error(src.kernel_name, mode, exc) from None
+        if final is not None and int(final[0]) != 0:
+            raise LaunchError(_status_message(final))
+
+    return GpuRun(outputs=outputs, backend=backend, mode=mode, arch=arch, device=device,
+                  timing=timing, options=cupy_options(arch), kernel_name=src.kernel_name)
+
+
+# ----------------------------------------------------------------------------- status
+def status_report(*, status: Optional[DeviceStatus] = None, check_nvcc: bool = True) -> str:
+    """Multi-line text for ``tilemagic status``: what a launch would use here.
+
+    Parameters
+    ----------
+    status : DeviceStatus, optional
+        A :func:`probe` result (probed when omitted).
+    check_nvcc : bool, default True
+        Also compile a tiny tcgen05 kernel for ``sm_100a`` with nvcc (ptxas check,
+        about a second; no GPU needed).
+
+    Returns
+    -------
+    str
+        Lines ``CuPy``, ``CUDA``, ``device``, ``NVRTC``, ``nvcc``, ``sm_100a check``
+        and ``a launch would use: ...``; no temp paths.
+    """
+    st = status if status is not None else probe()
+    rows = []
+    if st.cupy_version is None:
+        rows.append(("CuPy", f"not installed ({INSTALL_HINT})"
+                     if st.reason.startswith("CuPy is not installed") else st.reason))
+    else:
+        rows.append(("CuPy", f"{st.cupy_version} ({st.cuda_flavour or 'unknown wheel'})"))
+    if st.cupy_version is not None:
+        drv = format_cuda_version(st.driver_version) if st.driver_version else "not found"
+        rows.append(("CUDA", f"driver {drv}, "
+                             f"runtime {format_cuda_version(st.runtime_version)}"))
+    if st.available:
+        rows.append(("device", st.label))
+    else:
+        rows.append(("device", "none (no CuPy)" if st.cupy_version is None else f"none ({st.reason})"))
+    nv = st.nvrtc_version
+    rows.append(("NVRTC", ".".join(str(x) for x in nv) if nv else "unknown"))
+    nvcc = nvcc_version()
+    rows.append(("nvcc", nvcc or "not found on PATH"))
+    if check_nvcc and nvcc:
+        res = nvcc_compile(TCGEN05_PROBE_SRC, "sm_100a")
+        first = res.log.splitlines()[0] if res.log else ""
+        rows.append(("sm_100a check", "tcgen05 kernel compiles (nvcc + ptxas)" if res.ok
+                     else f"FAILED: {first}"))
+    if st.available:
+        arch, how = arch_for_device(int(st.cc), True)
+        plain, _ = arch_for_device(int(st.cc), False)
+        launch = f"arch={arch}, TMEM {how}"
+        if how == "emulated" or plain != arch:
+            launch += f" (kernels without TMEM: arch={plain})"
+    else:
+        launch = "CPU simulator (no GPU)"
+    width = max(len(k) for k, _ in rows)
+    lines = ["tilemagic status"]
+    lines += [f"  {k.ljust(width)} : {v}" for k, v in rows]
+    lines.append(f"  a launch would use: {launch}")
+    return "\n".join(lines)

@@ -1,0 +1,262 @@
+"""Deterministic ``text/plain`` report of a :class:`~tilemagic.result.TileCopyResult`.
+
+This is what nbval compares and what terminals show, so it contains no addresses,
+temp paths, random ids or timings (timings only when ``result.launch.timing`` is set,
+i.e. with ``--bench``).  The helpers that phrase the launch mode
+(:func:`launch_headline`, :func:`execution_note`) and format values
+(:func:`format_values`, :func:`array_summary`) are shared with the HTML renderer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import List, Tuple
+
+import numpy as np
+
+__all__ = [
+    "render_text",
+    "launch_headline",
+    "execution_note",
+    "is_native_blackwell",
+    "uses_tmem",
+    "tmem_summary_rows",
+    "format_values",
+    "array_summary",
+    "cuda_title",
+]
+
+_PREVIEW = 6  # values shown per input/output array
+_BLACKWELL_ARCH = re.compile(r"sm_1\d\da")
+
+
+# ----------------------------------------------------------------------------- phrasing
+def uses_tmem(result) -> bool:
+    """Whether the lowered kernel allocates Tensor Memory (``kernel.tmem_cols > 0``)."""
+    return int(getattr(result.kernel, "tmem_cols", 0) or 0) > 0
+
+
+def is_native_blackwell(launch) -> bool:
+    """True only for a CuPy launch in a native ``sm_100a``-family mode (tcgen05 ran on hardware).
+
+    Parameters
+    ----------
+    launch : tilemagic.result.LaunchResult or None
+
+    Returns
+    -------
+    bool
+        ``backend == "cupy"``, the mode says "native" (not "emulated") and the mode or
+        ``arch`` names an arch-specific Blackwell target (``sm_100a``, ``sm_103a`` ...).
+    """
+    if launch is None or launch.backend != "cupy":
+        return False
+    mode = (launch.mode or "").lower()
+    if "emulat" in mode or "native" not in mode:
+        return False
+    return bool(_BLACKWELL_ARCH.search(mode) or _BLACKWELL_ARCH.search(launch.arch or ""))
+
+
+def launch_headline(result) -> str:
+    """``backend=sim (CPU simulator)`` style summary, or ``not launched``."""
+    launch = result.launch
+    if launch is None or launch.backend == "off":
+        return "not launched"
+    return launch.summary()
+
+
+def execution_note(result) -> str:
+    """One sentence saying where the kernel (and its TMEM) actually ran.
+
+    States plainly when TMEM was simulated (CPU model) or emulated (global memory on a
+    pre-Blackwell GPU), and that nothing ran on Blackwell unless the launch was a CuPy
+    launch in a native ``sm_100a`` mode.
+    """
+    launch, tmem = result.launch, uses_tmem(result)
+    if launch is None or launch.backend == "off":
+        return "Not launched: nothing ran (IR and CUDA only)."
+    if launch.backend == "sim":
+        if tmem:
+            return ("TMEM simulated: the CPU simulator ran the IR with a NumPy model of TMEM "
+                    "(128 lanes × 512 32-bit columns); nothing ran on a GPU or on Blackwell.")
+        return "Simulated: the CPU simulator ran the IR; nothing ran on a GPU."
+    where = launch.device or (f"a GPU ({launch.arch})" if launch.arch else "a GPU")
+    if is_native_blackwell(launch):
+        return f"Ran natively on Blackwell: tcgen05 instructions executed on {where} ({launch.arch or launch.mode})."
+    if launch.backend == "cupy-emulated" or "emulat" in (launch.mode or "").lower():
+        if tmem:
+            return (f"TMEM emulated in global memory on {where} (the emulated CUDA ran); "
+                    "nothing ran on Blackwell.")
+        return f"Ran on {where} (emulation mode); nothing ran on Blackwell."
+    return f"Ran on {where}; nothing ran on Blackwell" + (" and TMEM was not exercised natively." if tmem else ".")
+
+
+# ----------------------------------------------------------------------------- values
+def _fmt_scalar(v, kind: str) -> str:
+    if kind == "b":
+        return "True" if bool(v) else "False"
+    if kind in "iu":
+        return str(int(v))
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    if x == int(x) and abs(x) < 1e15:
+        return str(int(x))
+    return f"{x:.6g}"
+
+
+def format_values(arr, count: int = _PREVIEW) -> str:
+    """The first ``count`` values of ``arr`` (row-major), formatted deterministically.
+
+    Parameters
+    ----------
+    arr : array_like
+    count : int, optional
+
+    Returns
+    -------
+    str
+        e.g. ``"[0, 1, 2.5, -0.333252, nan, 5, …]"``; floats with 6 significant digits,
+        integral floats without a decimal point.
+    """
+    a = np.asarray(arr)
+    flat = a.reshape(-1)
+    kind = a.dtype.kind
+    items = [_fmt_scalar(v, kind) for v in flat[:count]]
+    more = ", …" if flat.size > count else ""
+    return "[" + ", ".join(items) + more + "]"
+
+
+def array_summary(name: str, arr) -> Tuple[str, str, str, str]:
+    """``(name, dtype, shape, values)`` strings for one global buffer."""
+    a = np.asarray(arr)
+    return name, str(a.dtype.name), "[" + ", ".join(str(d) for d in a.shape) + "]", format_values(a)
+
+
+# ----------------------------------------------------------------------------- TMEM
+def tmem_summary_rows(kernel) -> List[Tuple[str, str, str, str, str]]:
+    """``(name, dtype, shape, datapath, "cols a-b")`` for each TMEM buffer of ``kernel``."""
+    from .heatmap import tmem_columns
+
+    rows = []
+    for b in getattr(kernel, "tmem", ()) or ():
+        a, z = tmem_columns(b)
+        cols = f"cols {a}-{z - 1}" if z - 1 > a else f"col {a}"
+        dp = b.datapath or "?"
+        if b.sub_slab and b.datapath == "F":
+            dp += f" (sub_slab={b.sub_slab})"
+        rows.append((b.name, b.dtype, "[" + ", ".join(str(int(d)) for d in b.shape) + "]", dp, cols))
+    return rows
+
+
+def cuda_title(result) -> str:
+    """``CUDA (native, sm_100a)``: the arch from the launch, else from the options."""
+    arch = None
+    if result.launch is not None and result.launch.arch:
+        arch = result.launch.arch
+    elif isinstance(result.options, dict):
+        arch = result.options.get("arch")
+    return "CUDA (native" + (f", {arch}" if arch else "") + ")"
+
+
+def _table(rows: List[Tuple[str, ...]], indent: str = "  ") -> List[str]:
+    if not rows:
+        return []
+    n = max(len(r) for r in rows)
+    widths = [max(len(r[i]) for r in rows if i < len(r)) for i in range(n)]
+    out = []
+    for r in rows:
+        cells = [r[i].ljust(widths[i]) if i < len(r) - 1 else r[i] for i in range(len(r))]
+        out.append((indent + "  ".join(cells)).rstrip())
+    return out
+
+
+def _block(title: str, body: str) -> List[str]:
+    head = f"== {title} "
+    return [head + "=" * max(3, 78 - len(head)), body.rstrip("\n") if body else "(empty)", ""]
+
+
+# ----------------------------------------------------------------------------- report
+def render_text(result) -> str:
+    """The deterministic plain-text report of one ``%%tilecopy`` result.
+
+    Sections, in order: header (kernel, threads, backend/mode/arch or "not launched",
+    where TMEM ran), dispatch why-tables (``DispatchRecord.table()``), IR, CUDA (the
+    native source; the emulated one is only mentioned), TMEM allocation, warnings,
+    launch (input/output summaries, ``check ...: PASS/FAIL``, timings with ``--bench``).
+
+    Parameters
+    ----------
+    result : tilemagic.result.TileCopyResult
+
+    Returns
+    -------
+    str
+        No trailing newline.  Identical for identical results (no addresses, temp paths
+        or timings unless ``result.launch.timing`` is set).
+    """
+    k = result.kernel
+    threads = getattr(k, "threads", None)
+    lines: List[str] = []
+    head = f"tilecopy {result.name}"
+    if threads is not None:
+        head += f" · {threads} threads"
+    head += f" · {launch_headline(result)}"
+    lines.append(head)
+    lines.append("  " + execution_note(result))
+    if result.launch is not None and result.launch.reason:
+        lines.append(f"  reason: {result.launch.reason}")
+    lines.append("")
+
+    # dispatch
+    if result.dispatch:
+        body = "\n\n".join(rec.table() for rec in result.dispatch)
+    else:
+        body = "(no copy ops)"
+    lines += _block("Dispatch", body)
+
+    lines += _block("IR", result.ir or "")
+    lines += _block(cuda_title(result), result.cuda or "")
+    if result.cuda_emulated:
+        n = len(result.cuda_emulated.rstrip("\n").split("\n"))
+        lines.insert(len(lines) - 1, f"(emulated-TMEM CUDA for pre-Blackwell GPUs: {n} lines, in result.cuda_emulated)")
+
+    # TMEM
+    if k is not None and uses_tmem(result):
+        tbody = [f"allocated {int(k.tmem_cols)} of 512 32-bit columns × 128 lanes"]
+        tbody += _table([("buffer", "dtype", "shape", "datapath", "columns")] + tmem_summary_rows(k))
+        lines += _block("TMEM", "\n".join(tbody))
+
+    if result.warnings:
+        lines += _block("Warnings", "\n".join(f"- {w}" for w in result.warnings))
+
+    # launch
+    launch = result.launch
+    if launch is None or launch.backend == "off":
+        lines += _block("Launch", "not launched")
+    else:
+        body_l: List[str] = [launch.summary()]
+        if launch.inputs:
+            body_l.append("inputs:")
+            body_l += _table([array_summary(n, a) for n, a in launch.inputs.items()], "  ")
+        if launch.outputs:
+            body_l.append("outputs:")
+            body_l += _table([array_summary(n, a) for n, a in launch.outputs.items()], "  ")
+        for c in launch.checks:
+            body_l.append(str(c))
+        if not launch.checks:
+            body_l.append("(no checks)")
+        if launch.timing:
+            body_l.append("timing:")
+            for key in sorted(launch.timing):
+                body_l.append(f"  {key}: {launch.timing[key]}")
+        lines += _block("Launch", "\n".join(body_l))
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(line.rstrip() for line in lines)
