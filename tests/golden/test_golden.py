@@ -1,0 +1,55 @@
+"""Golden files: the printed IR and the CUDA (native and emulated) of the seed demos.
+
+Regenerate after an intended change with ``TILEMAGIC_UPDATE_GOLDEN=1 pytest tests/golden``
+and review the diff.
+"""
+
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+
+import tilemagic
+from tilemagic.cli import DEMOS, demo_source
+
+DATA = Path(__file__).parent / "data"
+UPDATE = os.environ.get("TILEMAGIC_UPDATE_GOLDEN") == "1"
+
+
+def _result(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return tilemagic.tilecopy(demo_source(name), launch="off")
+
+
+def _check(path: Path, text: str):
+    if UPDATE or not path.exists():
+        if not UPDATE:
+            pytest.fail(f"missing golden file {path.name}; run with TILEMAGIC_UPDATE_GOLDEN=1")
+        path.write_text(text)
+    assert text == path.read_text(), f"{path.name} changed; diff it, then TILEMAGIC_UPDATE_GOLDEN=1 if intended"
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_ir_golden(name):
+    _check(DATA / f"{name}.ir.txt", _result(name).ir)
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_cuda_golden(name):
+    _check(DATA / f"{name}.cu", _result(name).cuda)
+
+
+def test_emulated_cuda_golden():
+    res = _result("tmem_roundtrip")
+    _check(DATA / "tmem_roundtrip.emulated.cu", res.cuda_emulated)
+    assert _result("fallback_demo").cuda_emulated is None
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_text_report_golden(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = tilemagic.tilecopy(demo_source(name), launch="sim")
+    _check(DATA / f"{name}.report.txt", res.text())

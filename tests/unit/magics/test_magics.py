@@ -1,0 +1,119 @@
+"""%%tilecopy and %tilemagic through a real IPython InteractiveShell (no kernel)."""
+
+import numpy as np
+import pytest
+from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import capture_output
+
+from tilemagic import TileCopyResult, TileMagicError
+from tilemagic.cli import demo_source
+
+
+@pytest.fixture
+def ip():
+    shell = InteractiveShell.instance()
+    shell.extension_manager.load_extension("tilemagic")
+    yield shell
+    shell.extension_manager.unload_extension("tilemagic")
+    InteractiveShell.clear_instance()
+
+
+def body(name):
+    return demo_source(name).split("\n", 1)[1]
+
+
+def test_magics_registered_and_demo_runs(ip):
+    assert "tilecopy" in ip.magics_manager.magics["cell"]
+    assert "tilemagic" in ip.magics_manager.magics["line"]
+    res = ip.run_cell_magic("tilecopy", "tmem_roundtrip --launch sim", body("tmem_roundtrip"))
+    assert isinstance(res, TileCopyResult)
+    assert res.launch.backend == "sim" and res.launch.passed
+    bundle = res._repr_mimebundle_()
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert "check B == A: PASS" in bundle["text/plain"]
+    assert "<img" in bundle["text/html"] and "data-src-line" in bundle["text/html"]
+
+
+def test_fallback_cell_shows_user_warning_and_result(ip):
+    with capture_output() as cap, pytest.warns(UserWarning, match="copy/fallback") as w:
+        r = ip.run_cell("%%tilecopy fallback_demo --launch sim\n" + body("fallback_demo"))
+    assert r.success
+    assert [(x.filename, x.lineno) for x in w] == [("tilecopy", 6), ("tilecopy", 8)]
+    assert "picked for global -> shared at scope_kind=warp" in str(w[0].message)
+    assert r.result.launch.passed and "text/html" in r.result._repr_mimebundle_()
+
+
+def test_error_cell_is_located_and_short(ip):
+    cell = "%%tilecopy --launch sim\nkernel k threads=32\nglobal A: float32[4, 6]\nwarp.copy Q <- A\n"
+    with capture_output() as cap:
+        r = ip.run_cell(cell)
+    assert not r.success and isinstance(r.error_in_exec, TileMagicError)
+    text = cap.stdout + cap.stderr
+    assert "tilecopy:4:11: TileTypeError: unknown buffer 'Q'" in text
+    assert "  4 | warp.copy Q <- A" in text and "^" in text
+    assert "Traceback" not in text and "site-packages" not in text
+    # the next cell still works
+    assert ip.run_cell("%%tilecopy --launch off\nglobal A: float32[4]\n").success
+
+
+def test_syntax_error_line_counts_the_magic_line(ip):
+    with capture_output():
+        r = ip.run_cell("%%tilecopy\nglobal A: float64[4]\n")
+    err = r.error_in_exec
+    assert (err.line, err.col) == (2, 11) and "float64" in err.message
+
+
+def test_bad_flag_is_usage_error(ip):
+    with pytest.raises(UsageError):
+        ip.run_cell_magic("tilecopy", "--launch moon", "global A: float32[4]\n")
+
+
+def test_out_namespace_and_config(ip):
+    ip.user_ns["x"] = np.arange(24, dtype=np.float32).reshape(4, 6)
+    ip.run_line_magic("config", "TileMagics.launch = 'sim'")
+    ip.run_line_magic("config", "TileMagics.seed = 7")
+    cell = "kernel k threads=32\nglobal A: float32[4, 6] = x\nglobal B: float32[4, 6]\nwarp.copy B <- A\ncheck B == A\n"
+    with capture_output(), pytest.warns(UserWarning, match="global -> global"):
+        res = ip.run_cell_magic("tilecopy", "--out R", cell)
+    assert ip.user_ns["R"] is res and res.options["launch"] == "sim" and res.options["seed"] == 7
+    np.testing.assert_array_equal(res.launch.outputs["B"], ip.user_ns["x"])
+
+
+def test_text_view_has_no_html(ip):
+    res = ip.run_cell_magic("tilecopy", "--view text --launch off", body("tmem_roundtrip"))
+    assert set(res._repr_mimebundle_()) == {"text/plain"}
+
+
+def test_widget_view(ip):
+    w = ip.run_cell_magic("tilecopy", "--view widget --launch sim", body("tmem_roundtrip"))
+    assert type(w).__name__ == "Tab" and "IR" in w.titles
+
+
+def test_internal_errors_become_one_message(ip, monkeypatch):
+    import tilemagic.magics as m
+
+    def boom(*a, **k):
+        raise ZeroDivisionError("oops")
+
+    monkeypatch.setattr(m, "tilecopy", boom)
+    with capture_output() as cap:
+        r = ip.run_cell("%%tilecopy\nglobal A: float32[4]\n")
+    assert isinstance(r.error_in_exec, TileMagicError)
+    assert "internal error in tilemagic: ZeroDivisionError: oops" in cap.stdout + cap.stderr
+
+
+def test_status_line_magic(ip):
+    with capture_output() as cap:
+        ip.run_line_magic("tilemagic", "status")
+    assert "CuPy" in cap.stdout or "cupy" in cap.stdout
+    with capture_output() as cap:
+        ip.run_line_magic("tilemagic", "variants")
+    assert "tmem<->local (priority 10)" in cap.stdout
+    with pytest.raises(UsageError):
+        ip.run_line_magic("tilemagic", "frobnicate")
+
+
+def test_reload_is_idempotent(ip):
+    ip.extension_manager.reload_extension("tilemagic")
+    assert ip.run_cell("%%tilecopy --launch off\nglobal A: float32[4]\n").success

@@ -1,0 +1,54 @@
+"""The command line: demo, run, status (in-process and as the installed console script)."""
+
+import shutil
+import subprocess
+import sys
+
+from tilemagic.cli import main
+
+
+def test_demo_writes_report_and_passes(tmp_path, capsys):
+    out = tmp_path / "demo.html"
+    assert main(["demo", "--launch", "sim", "--html", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "tmem_roundtrip: sim (CPU simulator, TMEM modelled in NumPy) — B == A: PASS" in text
+    assert "fallback_demo: sim (CPU simulator) — B == A: PASS" in text
+    html = out.read_text()
+    assert html.startswith("<!DOCTYPE html>") and html.count("data:image/png;base64,") == 2
+
+
+def test_run_file_with_header_options(tmp_path, capsys):
+    f = tmp_path / "copy.tile"
+    f.write_text("%%tilecopy mycopy --launch off\nkernel k threads=32\nglobal A: float32[4]\nglobal B: float32[4]\n"
+                 "warp.copy B <- A\n")
+    assert main(["run", str(f)]) == 0
+    assert "mycopy: not launched" in capsys.readouterr().out
+
+
+def test_run_failing_check_exits_1(tmp_path, capsys):
+    f = tmp_path / "bad.tile"
+    f.write_text("kernel k threads=32\nglobal A: float32[4]\nglobal B: float32[4]\nglobal C: float32[4]\n"
+                 "warp.copy B <- A\ncheck C == A\n")
+    assert main(["run", str(f), "--launch", "sim"]) == 1
+    assert "check C == A: FAIL (4 of 4 elements differ)" in capsys.readouterr().out
+
+
+def test_run_error_exits_2_with_caret(tmp_path, capsys):
+    f = tmp_path / "err.tile"
+    f.write_text("global A: float32[4]\nwarp.copy A -> B\n")
+    assert main(["run", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "tilecopy:2:" in err and "^" in err and "Traceback" not in err
+    assert main(["run", str(tmp_path / "missing.tile")]) == 2
+
+
+def test_status(capsys):
+    assert main(["status"]) == 0
+    assert "a launch would use" in capsys.readouterr().out.lower()
+
+
+def test_console_script_installed():
+    exe = shutil.which("tilemagic") or str(__import__("pathlib").Path(sys.executable).parent / "tilemagic")
+    r = subprocess.run([exe, "demo", "--launch", "off"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "tmem_roundtrip: not launched" in r.stdout
