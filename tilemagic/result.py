@@ -66,26 +66,25 @@ class DispatchRecord:
     forced: Optional[str] = None
     summary: str = ""  # what the chosen variant emitted, e.g. "tcgen05.st.sync.aligned.32x32b.x4.b32"
 
+    def why(self, c: Candidate) -> List[str]:
+        """The reason lines shown for candidate ``c`` (failed predicates, decline, or what it emitted)."""
+        if not c.tried:
+            return ["a higher-priority variant was chosen"]
+        if c.chosen:
+            return [self.summary or "all predicates hold"]
+        why = [r for r in c.reasons if not r.endswith(": ok")] if not c.accepted else []
+        if c.declined:
+            why.append(f"emitter declined: {c.declined}")
+        return why or ["all predicates hold"]
+
     def table(self) -> str:
         """The why-table as fixed-width text (TVM's failure report, shown for every op)."""
         head = f"L{self.line}: {self.text}    [{self.op}"
         head += f", dispatch={self.forced}]" if self.forced else "]"
         rows = [("variant", "prio", "verdict", "reason")]
         for c in self.candidates:
-            why = [r for r in c.reasons if not r.endswith(": ok")] if not c.accepted else []
-            if not c.tried:
-                why = ["a higher-priority variant was chosen"]
-            if c.declined:
-                why.append(f"emitter declined: {c.declined}")
-            if c.chosen:
-                why = [self.summary or "all predicates hold"]
-            if not why:
-                why = ["all predicates hold"]
-            for i, w in enumerate(why):
-                if i == 0:
-                    rows.append((c.variant, str(c.priority), c.verdict, w))
-                else:
-                    rows.append(("", "", "", w))
+            for i, w in enumerate(self.why(c)):
+                rows.append((c.variant, str(c.priority), c.verdict, w) if i == 0 else ("", "", "", w))
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         lines = [head]
         for r in rows:

@@ -190,14 +190,7 @@ def source_html(result) -> str:
 
 
 def _reasons_cell(rec, c) -> str:
-    if c.chosen:
-        why = [rec.summary or "all predicates hold"]
-    else:
-        why = [r for r in c.reasons if not r.endswith(": ok")] if not c.accepted else []
-        if c.declined:
-            why.append(f"emitter declined: {c.declined}")
-        if not why:
-            why = ["all predicates hold"]
+    why = rec.why(c)
     ok = [r[: -len(": ok")] for r in c.reasons if r.endswith(": ok")]
     html_ = "<br>".join(escape(w) for w in why)
     if ok and not c.chosen:
