@@ -15,6 +15,7 @@ from importlib import resources
 from typing import List, Optional
 
 from .errors import TileMagicError
+from .options import OptionError
 
 DEMOS = ("tmem_roundtrip", "fallback_demo")
 
@@ -25,11 +26,12 @@ def demo_source(name: str) -> str:
 
 
 def _header_options(source: str):
-    from .magics import parse_options
+    """Options of a first line ``%%tilecopy ...`` (None when there is none)."""
+    from .options import parse_option_line
 
     first = next((ln for ln in source.splitlines() if ln.strip()), "")
     if first.lstrip().startswith("%%tilecopy"):
-        return parse_options(first.lstrip()[len("%%tilecopy"):])
+        return parse_option_line(first.lstrip()[len("%%tilecopy"):])
     return None
 
 
@@ -67,6 +69,10 @@ def _report(sources: List[tuple], args) -> int:
             res = _run_one(src, args, label)
         except TileMagicError as e:
             print(e.render(), file=sys.stderr)
+            status = 2
+            continue
+        except OptionError as e:
+            print(f"tilemagic: bad %%tilecopy line in {label or 'the file'}: {e}", file=sys.stderr)
             status = 2
             continue
         results.append(res)

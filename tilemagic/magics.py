@@ -12,7 +12,15 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from traitlets import Bool, CaselessStrEnum, Int, Unicode
 
 from .errors import TileMagicError
-from .pipeline import LAUNCH_CHOICES, VIEW_CHOICES, tilecopy
+from .options import LAUNCH_CHOICES, OPTIONS, VIEW_CHOICES
+from .pipeline import tilecopy
+
+
+def _with_options(fn):
+    """Apply the shared option table (tilemagic.options.OPTIONS) as magic_arguments."""
+    for flags, kw in reversed(OPTIONS):
+        fn = argument(*flags, **kw)(fn)
+    return magic_arguments()(fn)
 
 
 class InternalError(TileMagicError):
@@ -31,17 +39,7 @@ class TileMagics(Magics):
     seed = Int(0, help="Default --seed of random initialisers.").tag(config=True)
     short_errors = Bool(True, help="Show tilemagic's own bugs as one message (False: full traceback).").tag(config=True)
 
-    @magic_arguments()
-    @argument("name", nargs="?", default=None, help="Name of the cell/kernel (the `kernel` line's name wins).")
-    @argument("--launch", choices=LAUNCH_CHOICES, default=None,
-              help="auto: GPU through CuPy when found, else the CPU simulator; sim; gpu; off (no launch).")
-    @argument("--arch", default=None, help="Target of the shown CUDA (default sm_100a).")
-    @argument("--view", choices=VIEW_CHOICES, default=None, help="html (default), text or widget.")
-    @argument("--out", default=None, help="Also store the TileCopyResult in this notebook variable.")
-    @argument("--strict", action="store_true", default=None,
-              help="Flag TMEM addresses whose lane-quadrant bits differ from warp_id %% 4.")
-    @argument("--bench", action="store_true", default=False, help="Time the GPU launch with CUDA events.")
-    @argument("--seed", type=int, default=None, help="Seed of `random` initialisers (default 0).")
+    @_with_options
     @no_var_expand
     @cell_magic
     def tilecopy(self, line, cell):
@@ -71,7 +69,7 @@ class TileMagics(Magics):
             seed=self.seed if args.seed is None else args.seed,
         )
         try:
-            res = tilecopy(source, name=args.name, bench=args.bench, namespace=self.shell.user_ns, **opts)
+            res = tilecopy(source, name=args.name, bench=bool(args.bench), namespace=self.shell.user_ns, **opts)
         except TileMagicError:
             raise
         except Exception as e:  # a bug of ours: one message, never a dead kernel
@@ -105,8 +103,3 @@ class TileMagics(Magics):
         from IPython.core.error import UsageError
 
         raise UsageError(f"%tilemagic: unknown command {cmd!r}; use `%tilemagic status` or `%tilemagic variants`")
-
-
-def parse_options(line: str):
-    """Parse a ``%%tilecopy`` option line (without the ``%%tilecopy`` word) like the magic does."""
-    return TileMagics.tilecopy.parser.parse_argstring(line)

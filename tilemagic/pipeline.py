@@ -16,8 +16,7 @@ from .errors import LaunchError, TileMagicError, TileTypeError
 from .ir import nodes as ir
 from .result import CheckResult, LaunchResult, TileCopyResult
 
-LAUNCH_CHOICES = ("auto", "sim", "gpu", "off")
-VIEW_CHOICES = ("html", "text", "widget")
+from .options import LAUNCH_CHOICES, VIEW_CHOICES
 
 
 def _read_first(tp):

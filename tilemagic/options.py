@@ -1,0 +1,54 @@
+"""The ``%%tilecopy`` option line, defined once for the magic (magic_arguments) and the CLI (argparse)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+LAUNCH_CHOICES = ("auto", "sim", "gpu", "off")
+VIEW_CHOICES = ("html", "text", "widget")
+
+# (flags, argparse keyword arguments) — the magic's help is generated from these
+OPTIONS = (
+    (("name",), dict(nargs="?", default=None, help="Name of the cell/kernel (the `kernel` line's name wins).")),
+    (("--launch",), dict(choices=LAUNCH_CHOICES, default=None,
+                         help="auto: GPU through CuPy when found, else the CPU simulator; sim; gpu; off (no launch).")),
+    (("--arch",), dict(default=None, help="Target of the shown CUDA (default sm_100a).")),
+    (("--view",), dict(choices=VIEW_CHOICES, default=None, help="html (default), text or widget.")),
+    (("--out",), dict(default=None, help="Also store the TileCopyResult in this notebook variable.")),
+    (("--strict",), dict(action="store_true", default=None,
+                         help="Flag TMEM addresses whose lane-quadrant bits differ from warp_id %% 4.")),
+    (("--bench",), dict(action="store_true", default=None, help="Time the GPU launch with CUDA events.")),
+    (("--seed",), dict(type=int, default=None, help="Seed of `random` initialisers (default 0).")),
+)
+
+
+class OptionError(ValueError):
+    """A bad ``%%tilecopy`` option line (outside IPython; the magic raises UsageError)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise OptionError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="%%tilecopy", add_help=False)
+    for flags, kw in OPTIONS:
+        p.add_argument(*flags, **kw)
+    return p
+
+
+def parse_option_line(line: str) -> argparse.Namespace:
+    """Parse the words after ``%%tilecopy`` (shell-like quoting).
+
+    Raises
+    ------
+    OptionError
+        Unknown flag or bad value.
+    """
+    try:
+        words = shlex.split(line)
+    except ValueError as e:
+        raise OptionError(str(e)) from None
+    return build_parser().parse_args(words)
