@@ -17,22 +17,16 @@ import pytest
 
 pytestmark = pytest.mark.gpu
 
-cupy = pytest.importorskip("cupy")
-try:
-    _AVAILABLE = bool(cupy.is_available())
-except Exception:  # pragma: no cover
-    _AVAILABLE = False
-if not _AVAILABLE:
-    pytest.skip("no CUDA device available to CuPy", allow_module_level=True)
+from gpu_guard import cupy  # noqa: E402  (skips the module without a GPU)
 
 import tilemagic  # noqa: E402
+from cells import EPC, FALLBACK_CASES, REG_CASES, fallback_cell, reg_cell, roundtrip_cell  # noqa: E402
 from tilemagic.cli import demo_source  # noqa: E402
 from tilemagic.errors import LaunchError  # noqa: E402
 from tilemagic.ir import nodes as ir  # noqa: E402
 
 CC = cupy.cuda.Device().compute_capability
 BLACKWELL = CC.startswith("10")
-EPC = {"float32": 1, "int32": 1, "float16": 2, "bfloat16": 2, "uint8": 4, "int8": 4}
 RESULTS = []  # (case, backend, mode, passed) — printed by test_zz_summary
 
 
@@ -59,25 +53,6 @@ def test_seed_demos(name):
         assert res.launch.backend == "cupy"
 
 
-def roundtrip_cell(dtype, width, tmem_cols, lo):
-    return "\n".join([
-        "kernel k threads=128",
-        f"global A: {dtype}[128, {width}]",
-        f"global B: {dtype}[128, {width}]",
-        f"tmem T: {dtype}[128, {tmem_cols}]",
-        f"local a: {dtype}[128, {width}] @ S[(128, {width}) : (1@tid_in_wg, 1)]",
-        f"local b: {dtype}[128, {width}] @ S[(128, {width}) : (1@tid_in_wg, 1)]",
-        "wg.copy a <- A",
-        f"wg.copy_async T[:, {lo}:{lo + width}] <- a",
-        "wait st",
-        "cta_sync",
-        f"wg.copy_async b <- T[:, {lo}:{lo + width}]",
-        "wait ld",
-        "wg.copy B <- b",
-        "check B == A",
-    ])
-
-
 MATRIX = [(dt, num, off) for dt in ("float32", "float16", "bfloat16", "uint8", "int32")
           for num in (1, 2, 4, 8, 16, 32, 64, 128) for off in (0, 3) if not (num == 128 and off)]
 
@@ -88,45 +63,17 @@ def test_32x32b_matrix(dtype, num, off):
     both(roundtrip_cell(dtype, num * e, (num + off) * e, off * e), f"32x32b {dtype} x{num} col{off}")
 
 
-FALLBACK = [("warp", 32, 4, 6), ("warp", 32, 1, 8), ("wg", 128, 4, 6), ("wg", 128, 4, 8),
-            ("cta", 256, 4, 8), ("cta", 1024, 8, 8), ("thread", 1, 4, 6)]
-
-
-@pytest.mark.parametrize("scope,threads,rows,cols", FALLBACK, ids=[f"{s}-{t}-{r}x{c}" for s, t, r, c in FALLBACK])
+@pytest.mark.parametrize("scope,threads,rows,cols", FALLBACK_CASES,
+                         ids=[f"{s}-{t}-{r}x{c}" for s, t, r, c in FALLBACK_CASES])
 def test_fallback_cases(scope, threads, rows, cols):
-    src = f"""
-kernel fb threads={threads}
-global A: float32[{rows}, {cols}]
-global B: float32[{rows}, {cols}]
-shared S: float32[{rows}, {cols}]
-{scope}.copy S <- A
-cta_sync
-{scope}.copy B <- S
-check B == A
-"""
+    src = fallback_cell(scope, threads, rows, cols)
     assert both(src, f"fallback {scope}/{threads} {rows}x{cols}").launch.backend == "cupy"
 
 
-REG = [("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8, "wg", 128, "float16"),
-       ("S[(128, 3) : (1@tid_in_wg, 1)]", 128, 3, "wg", 128, "float32"),
-       ("S[(32, 4) : (1@laneid, 1)]", 32, 4, "warp", 32, "float32"),
-       ("S[(4, 32, 8) : (1@wid_in_wg, 1@laneid, 1)]", 128, 8, "wg", 128, "uint8"),
-       ("S[(128, 2, 4) : (1@tid_in_wg, 1, 2)]", 128, 8, "wg", 128, "float32"),
-       ("S[(256, 2) : (1@tx, 1)]", 256, 2, "cta", 256, "bfloat16"),
-       ("S[(4, 6) : (1, 4)]", 4, 6, "thread", 1, "float32")]
-
-
-@pytest.mark.parametrize("layout,rows,cols,scope,threads,dtype", REG, ids=[f"reg{i}" for i in range(len(REG))])
-def test_reg_cases(layout, rows, cols, scope, threads, dtype):
-    src = f"""
-kernel r threads={threads}
-global A: {dtype}[{rows}, {cols}]
-global B: {dtype}[{rows}, {cols}]
-local a: {dtype}[{rows}, {cols}] @ {layout}
-{scope}.copy a <- A
-{scope}.copy B <- a
-check B == A
-"""
+@pytest.mark.parametrize("layout,rows,cols,scope,threads,dtype,summary", REG_CASES,
+                         ids=[f"reg{i}" for i in range(len(REG_CASES))])
+def test_reg_cases(layout, rows, cols, scope, threads, dtype, summary):
+    src = reg_cell(layout, rows, cols, scope, threads, dtype)
     both(src, f"reg {layout} {dtype}")
 
 

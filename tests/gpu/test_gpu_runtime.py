@@ -10,22 +10,15 @@ sources run in the emulated path; the native tcgen05 test needs CC 10.x.
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
-from typing import Tuple
 
 import numpy as np
 import pytest
 
 pytestmark = pytest.mark.gpu
 
-cupy = pytest.importorskip("cupy")
-try:
-    _AVAILABLE = bool(cupy.is_available())
-except Exception:  # pragma: no cover
-    _AVAILABLE = False
-if not _AVAILABLE:
-    pytest.skip("no CUDA device available to CuPy", allow_module_level=True)
+from gpu_guard import cupy  # noqa: E402,F401  (skips the module without a GPU)
 
+from tilemagic.codegen.cuda import CudaSource  # noqa: E402
 from tilemagic.errors import LaunchError  # noqa: E402
 from tilemagic.ir.nodes import Buffer  # noqa: E402
 from tilemagic.runtime import compile_cupy, probe, run_on_gpu, status_report, tmem_mode  # noqa: E402
@@ -36,27 +29,10 @@ SCRATCH_WORDS = 128 * 32
 EMU_EXTRA = (("tm_scratch", "uint32", SCRATCH_WORDS), ("tm_status", "int32", 8))
 
 
-@dataclass
-class _StandIn:
-    """Used only if the codegen's CudaSource is missing or has another signature."""
-
-    text: str
-    kernel_name: str
-    mode: str
-    params: Tuple[Buffer, ...]
-    extra_params: Tuple[Tuple[str, str, int], ...] = ()
-    threads: int = 32
-
-
 def make_source(text, kernel_name, params, *, mode="native", extra_params=(), threads=32):
     kw = dict(text=text, kernel_name=kernel_name, mode=mode, params=tuple(params),
               extra_params=tuple(extra_params), threads=threads)
-    try:
-        from tilemagic.codegen.cuda import CudaSource
-
-        return CudaSource(**kw)
-    except (ImportError, TypeError):
-        return _StandIn(**kw)
+    return CudaSource(**kw)
 
 
 def copy_source(dtype: str, ctype: str, shape=(4, 6), threads=32, name=None):

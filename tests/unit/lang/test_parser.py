@@ -6,6 +6,8 @@ import re
 import time
 
 import pytest
+
+from tilemagic.cli import demo_source
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,35 +29,9 @@ from tilemagic.lang import (
 )
 
 # ----------------------------------------------------------------------------- seed cells (LANGUAGE.md)
-ROUNDTRIP = """\
-%%tilecopy tmem_roundtrip
-kernel tmem_roundtrip threads=128
-global A: float16[128, 8]
-global B: float16[128, 8]
-tmem   T: float16[128, 8]
-local  a: float16[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]
-local  b: float16[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]
-wg.copy a <- A
-wg.copy_async T <- a
-wait st
-cta_sync
-wg.copy_async b <- T
-wait ld
-wg.copy B <- b
-check B == A
-"""
+ROUNDTRIP = demo_source("tmem_roundtrip")
 
-FALLBACK = """\
-%%tilecopy fallback_demo
-kernel fallback_demo threads=32
-global A: float32[4, 6]
-global B: float32[4, 6]
-shared A_smem: float32[4, 6]
-warp.copy A_smem <- A
-cta_sync
-warp.copy B <- A_smem
-check B == A
-"""
+FALLBACK = demo_source("fallback_demo")
 
 F_HALVES = """\
 tmem T:     float32[128, 32]

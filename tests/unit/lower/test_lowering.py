@@ -12,40 +12,11 @@ import pytest
 import tilemagic
 from tilemagic.errors import DispatchError, LoweringError, TileTypeError
 from tilemagic.ir import nodes as ir
+from cells import EPC, FALLBACK_CASES, REG_CASES, fallback_cell, reg_cell, roundtrip_cell
 from conftest import run
-
-EPC = {"float32": 1, "int32": 1, "float16": 2, "bfloat16": 2, "uint8": 4, "int8": 4}
-
 
 def tcgen_nodes(res):
     return [s for s in ir.walk(res.kernel.body) if isinstance(s, ir.TcgenLdSt)]
-
-
-def roundtrip_cell(dtype, width, tmem_cols=None, slice_=None, alias=None):
-    tc = tmem_cols or width
-    region = f"T[:, {slice_[0]}:{slice_[1]}]" if slice_ else "T"
-    lines = [
-        "kernel k threads=128",
-        f"global A: {dtype}[128, {width}]",
-        f"global B: {dtype}[128, {width}]",
-        f"tmem T: {dtype}[128, {tc}]",
-    ]
-    if alias:
-        lines.append(f"tmem V: {dtype}[128, {width}] at T + {alias}")
-        region = "V"
-    lines += [
-        f"local a: {dtype}[128, {width}] @ S[(128, {width}) : (1@tid_in_wg, 1)]",
-        f"local b: {dtype}[128, {width}] @ S[(128, {width}) : (1@tid_in_wg, 1)]",
-        "wg.copy a <- A",
-        f"wg.copy_async {region} <- a",
-        "wait st",
-        "cta_sync",
-        f"wg.copy_async b <- {region}",
-        "wait ld",
-        "wg.copy B <- b",
-        "check B == A",
-    ]
-    return "\n".join(lines)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "uint8", "int8", "int32"])
@@ -67,7 +38,7 @@ def test_32x32b_num_probe_and_roundtrip(dtype, num):
     ("float32", 16, 32, 16), ("float32", 3, 7, 3), ("float16", 8, 16, 4), ("uint8", 32, 48, 8),
 ])
 def test_column_offset_from_region_slice(dtype, lo, hi, col):
-    res = run(roundtrip_cell(dtype, hi - lo, tmem_cols=64 * EPC[dtype], slice_=(lo, hi)))
+    res = run(roundtrip_cell(dtype, hi - lo, tmem_cols=64 * EPC[dtype], lo=lo))
     st, ld = tcgen_nodes(res)
     assert st.col == ld.col == col
     assert f"get_tmem_addr(tmem_addr[0], 0, {col})" in res.cuda
@@ -101,7 +72,7 @@ def _dispatch_error(src):
     ("float16", 0, 3, "not a whole number of 32-bit columns"),
 ])
 def test_32x32b_rejections_show_in_why_table(dtype, lo, hi, frag):
-    err = _dispatch_error(roundtrip_cell(dtype, hi - lo, tmem_cols=32, slice_=(lo, hi)))
+    err = _dispatch_error(roundtrip_cell(dtype, hi - lo, tmem_cols=32, lo=lo))
     assert frag in err.details and "tmem<->local" in err.details
     assert err.line == 8  # the copy_async line
 
@@ -146,25 +117,10 @@ def test_tmem_over_512_columns_is_a_located_lowering_error():
 
 
 # ----------------------------------------------------------------------------- fallback
-TVM_FALLBACK_CASES = [  # test_fallback_round_trip in TVM: (scope, threads, rows, cols)
-    ("warp", 32, 4, 6), ("warp", 32, 1, 8), ("wg", 128, 4, 6), ("wg", 128, 4, 8),
-    ("cta", 256, 4, 8), ("cta", 1024, 8, 8), ("thread", 1, 4, 6), ("thread", 32, 2, 3),
-]
-
-
-@pytest.mark.parametrize("scope,threads,rows,cols", TVM_FALLBACK_CASES,
-                         ids=[f"{s}-{t}-{r}x{c}" for s, t, r, c in TVM_FALLBACK_CASES])
+@pytest.mark.parametrize("scope,threads,rows,cols", FALLBACK_CASES,
+                         ids=[f"{s}-{t}-{r}x{c}" for s, t, r, c in FALLBACK_CASES])
 def test_fallback_round_trip(scope, threads, rows, cols):
-    src = f"""
-kernel fb threads={threads}
-global A: float32[{rows}, {cols}]
-global B: float32[{rows}, {cols}]
-shared S: float32[{rows}, {cols}]
-{scope}.copy S <- A
-cta_sync
-{scope}.copy B <- S
-check B == A
-"""
+    src = fallback_cell(scope, threads, rows, cols)
     with pytest.warns(UserWarning, match=r"copy/fallback \(scalar single-thread\) picked for (global|shared) -> (shared|global) at "
                                          rf"scope_kind={'warpgroup' if scope == 'wg' else scope}; all faster "
                                          r"variants rejected\.") as w:
@@ -197,31 +153,8 @@ warp.copy C[1, 0:8] <- B
 
 
 # ----------------------------------------------------------------------------- reg
-def reg_cell(layout, rows, cols, scope="wg", threads=128, dtype="float32"):
-    return f"""
-kernel r threads={threads}
-global A: {dtype}[{rows}, {cols}]
-global B: {dtype}[{rows}, {cols}]
-local a: {dtype}[{rows}, {cols}] @ {layout}
-{scope}.copy a <- A
-{scope}.copy B <- a
-check B == A
-"""
-
-
-@pytest.mark.parametrize("layout,rows,cols,scope,threads,dtype,summary", [
-    ("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8, "wg", 128, "float16", "1 × ld.global.v4.u32"),
-    ("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8, "wg", 128, "float32", "2 × ld.global.v4.u32"),
-    ("S[(128, 3) : (1@tid_in_wg, 1)]", 128, 3, "wg", 128, "float32", "3 × ld.global.u32"),
-    ("S[(32, 4) : (1@laneid, 1)]", 32, 4, "warp", 32, "float32", "1 × ld.global.v4.u32"),
-    ("S[(32, 4) : (1@laneid, 1)]", 32, 4, "wg", 128, "float32", "1 × ld.global.v4.u32"),
-    ("S[(4, 32, 8) : (1@wid_in_wg, 1@laneid, 1)]", 128, 8, "wg", 128, "uint8", "1 × ld.global.v2.u32"),
-    ("S[(128, 2, 4) : (1@tid_in_wg, 1, 2)]", 128, 8, "wg", 128, "float32", "8 × ld.global.u32"),
-    ("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8, "cta", 256, "float32", "2 × ld.global.v4.u32"),
-    ("S[(256, 2) : (1@tx, 1)]", 256, 2, "cta", 256, "float32", "1 × ld.global.v2.u32"),
-    ("S[(4, 6) : (6, 1)]", 4, 6, "thread", 1, "float32", "6 × ld.global.v4.u32"),
-    ("S[(4, 6) : (1, 4)]", 4, 6, "thread", 1, "float32", "24 × ld.global.u32"),
-])
+@pytest.mark.parametrize("layout,rows,cols,scope,threads,dtype,summary", REG_CASES,
+                         ids=[f"reg{i}" for i in range(len(REG_CASES))])
 def test_reg_variant_vector_width_and_roundtrip(layout, rows, cols, scope, threads, dtype, summary):
     res = run(reg_cell(layout, rows, cols, scope, threads, dtype))
     assert [d.chosen for d in res.dispatch] == ["reg", "reg"]

@@ -14,12 +14,12 @@ import subprocess
 import sys
 import tempfile
 import types
-from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Tuple
 
 import numpy as np
 import pytest
+
+from tilemagic.codegen.cuda import CudaSource
 
 from tilemagic.errors import LaunchError
 from tilemagic.ir.nodes import Buffer
@@ -75,16 +75,8 @@ class FakeEvent:
         pass
 
 
-@dataclass
-class Src:
-    """Duck-typed CudaSource (the runtime reads only these fields)."""
-
-    text: str
-    kernel_name: str
-    mode: str
-    params: Tuple[Buffer, ...]
-    extra_params: Tuple[Tuple[str, str, int], ...] = ()
-    threads: int = 32
+def Src(text, kernel_name, mode, params, extra_params=(), threads=32):
+    return CudaSource(text, kernel_name, mode, tuple(params), tuple(extra_params), threads)
 
 
 def make_cupy(*, available=True, cc="90", name=b"NVIDIA H200", count_error=None, kernels=None):

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tilemagic.cli import demo_source
+
 from tilemagic.errors import Span
 from tilemagic.ir.nodes import (
     Barrier, Bin, Buffer, Comment, Const, Grid, If, Kernel, Load, LoopVar, Seq, Store,
@@ -74,21 +76,7 @@ def make_fallback_kernel() -> Kernel:
     return Kernel("fallback_demo", 32, (A, B), (S,), (), (), 0, None, body)
 
 
-TMEM_SOURCE = """kernel tmem_roundtrip threads=128
-global A: float16[128, 8]
-global B: float16[128, 8]
-tmem   T: float16[128, 8]
-local  a: float16[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]
-local  b: float16[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]
-wg.copy a <- A
-wg.copy_async T <- a
-wait st
-cta_sync
-wg.copy_async b <- T
-wait ld
-wg.copy B <- b
-check B == A
-"""
+TMEM_SOURCE = demo_source("tmem_roundtrip").split("\n", 1)[1]
 
 TMEM_IR = """@T.prim_func
 def tmem_roundtrip(A: T.Buffer((128, 8), "float16"), B: T.Buffer((128, 8), "float16")):
