@@ -123,6 +123,8 @@ def _launch(kernel, native, emulated, inputs, launch, strict, bench):
     from .sim import simulate
 
     outputs = simulate(kernel, inputs, strict=strict)
+    if bench:
+        reason += "; --bench ignored: it times GPU launches only"
     mode = "CPU simulator, TMEM modelled in NumPy" if has_tmem else "CPU simulator"
     return LaunchResult("sim", mode, None, reason, dict(inputs), outputs)
 
