@@ -15,6 +15,7 @@ Two steps:
 from __future__ import annotations
 
 import keyword
+import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -115,17 +116,25 @@ _ALLOWED_AXES = {
 
 
 def _coords(layout, shape):
-    n = int(np.prod(shape))
+    n = math.prod(shape)
     return layout.apply(np.arange(n, dtype=np.int64), shape=None) if n else {}
 
 
+# element limits checked before any per-element work (the layouts are evaluated element by element)
+_MAX_ELEMS = {"local": 1 << 20, "tmem": 128 * 512 * 4, "shared": 227 * 1024}
+
+
 def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
-    for d in decl.shape:
-        if d > (1 << 24):
-            raise TileTypeError(f"dimension {d} is too large (at most 16777216 elements per dimension)", decl.shape_span)
-    numel = int(np.prod(decl.shape))
-    if decl.kind in ("global",) and numel * ir.DTYPE_BYTES[decl.dtype] > (1 << 30):
-        raise TileTypeError("global buffers are limited to 1 GiB in a cell", decl.shape_span)
+    numel = math.prod(decl.shape)
+    nbytes = numel * ir.DTYPE_BYTES[decl.dtype]
+    if decl.kind == "global" and nbytes > (1 << 30):
+        raise TileTypeError(f"global buffer '{decl.name}' needs {nbytes} bytes; a cell's buffers are limited to 1 GiB",
+                            decl.shape_span)
+    if decl.kind in _MAX_ELEMS and numel > _MAX_ELEMS[decl.kind]:
+        what = {"local": "a register tile", "tmem": "tensor memory (128 lanes × 512 32-bit columns)",
+                "shared": "shared memory"}[decl.kind]
+        raise TileTypeError(f"'{decl.name}' has {numel} elements, more than {what} can hold "
+                            f"(at most {_MAX_ELEMS[decl.kind]})", decl.shape_span)
     if decl.kind == "shared" and numel * ir.DTYPE_BYTES[decl.dtype] > 227 * 1024:
         raise TileTypeError(
             f"shared buffer '{decl.name}' needs {numel * ir.DTYPE_BYTES[decl.dtype]} bytes; a CTA has at most 232448 (227 KiB)",
@@ -147,6 +156,9 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
             lspan,
         )
     buf = ir.Buffer(decl.name, decl.kind, decl.dtype, tuple(decl.shape), layout, span=decl.span, init=decl.init)
+    if decl.kind == "global":  # row-major by construction
+        buf.per_thread = numel
+        return buf
     co = _coords(layout, decl.shape)
     if decl.kind == "local":
         m = co.get("m", np.zeros(1, np.int64))

@@ -29,6 +29,15 @@ _OPS = {
 }
 
 
+def _reads(e, buf) -> bool:
+    """Does expression ``e`` load from ``buf``?"""
+    if isinstance(e, ir.Load):
+        return e.buf is buf or any(_reads(i, buf) for i in e.indices)
+    if isinstance(e, ir.Bin):
+        return _reads(e.a, buf) or _reads(e.b, buf)
+    return False
+
+
 class Simulator:
     """Run one kernel on the CPU.
 
@@ -85,11 +94,12 @@ class Simulator:
         if isinstance(e, ir.Bin):
             return _OPS[e.op](self.eval(e.a, env), self.eval(e.b, env))
         if isinstance(e, ir.Load):
-            idx = np.broadcast_to(self._flat(e.buf, e.indices, env), (self.n,))
-            self._bounds(e.buf, idx, e.buf.elem_bytes, None)
+            idx = np.asarray(self._flat(e.buf, e.indices, env))
+            idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, (self.n,)))  # (..., threads)
+            self._bounds(e.buf, idx.reshape(-1), e.buf.elem_bytes, None)
             if e.buf.scope == "local":
                 view = self.local[e.buf.name].view(_BITS[e.buf.elem_bytes])
-                return view[np.arange(self.n), idx]
+                return view[np.broadcast_to(np.arange(self.n), idx.shape), idx]
             return self.mem[e.buf.name].view(_BITS[e.buf.elem_bytes])[idx]
         raise TypeError(e)
 
@@ -120,6 +130,9 @@ class Simulator:
             cond = np.broadcast_to(np.asarray(self.eval(s.cond, env), bool), (self.n,))
             self.exec(s.then, mask & cond, env)
         elif isinstance(s, ir.Grid):
+            if isinstance(s.body, ir.Store) and not _reads(s.body.value, s.body.buf):
+                self._grid_store(s, mask, env)
+                return
             for point in np.ndindex(*s.extents):
                 env2 = dict(env)
                 for v, p in zip(s.vars, point):
@@ -142,6 +155,33 @@ class Simulator:
             self._alloc_op(s, mask)
         else:
             raise TypeError(f"cannot simulate {type(s).__name__}")
+
+    def _grid_store(self, s: ir.Grid, mask, env, chunk: int = 1 << 15):
+        """A serial loop of independent element stores, run in chunks of iterations at once.
+
+        Only used when the stored buffer is not read by the loop (no loop-carried dependence),
+        so the result equals the serial loop's; later iterations still win on repeated indices.
+        """
+        total = 1
+        for e in s.extents:
+            total *= e
+        st = s.body
+        bits = _BITS[st.buf.elem_bytes]
+        active = np.nonzero(mask)[0]
+        for start in range(0, total, chunk):
+            lin = np.arange(start, min(total, start + chunk), dtype=np.int64)
+            coords = np.unravel_index(lin, s.extents)
+            env2 = dict(env)
+            for v, c in zip(s.vars, coords):
+                env2[v.name] = c[:, None]  # iterations × threads
+            val = np.broadcast_to(self.eval(st.value, env2), (lin.size, self.n))[:, active]
+            idx = np.broadcast_to(self._flat(st.buf, st.indices, env2), (lin.size, self.n))[:, active]
+            self._bounds(st.buf, idx.reshape(-1), st.buf.elem_bytes, st.span)
+            if st.buf.scope == "local":
+                rows = np.broadcast_to(active[None, :], idx.shape)
+                self.local[st.buf.name].view(bits)[rows.reshape(-1), idx.reshape(-1)] = val.reshape(-1)
+            else:
+                self.mem[st.buf.name].view(bits)[idx.reshape(-1)] = val.reshape(-1)
 
     def _byte_index(self, buf, idx, nbytes, mask, span):
         idx = np.broadcast_to(idx, (self.n,))

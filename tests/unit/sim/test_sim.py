@@ -116,3 +116,12 @@ def test_misaligned_vector_access_is_caught():
                   ir.Seq((ir.VecMove(loc, ir.Const(0), buf, ir.Const(1), 4),)))
     with pytest.raises(LaunchError, match="misaligned 16-byte access to G"):
         Simulator(k, {"G": np.zeros(8, np.float32)}).run()
+
+
+def test_vectorised_grid_equals_serial_loop_and_keeps_loop_carried_order():
+    src = "kernel k threads=32\nglobal A: float32[64, 48]\nglobal B: float32[64, 48]\nwarp.copy B <- A\ncheck B == A\n"
+    res = run(src)
+    np.testing.assert_array_equal(res.launch.outputs["B"], res.launch.inputs["A"])
+    # a copy that reads what earlier iterations wrote runs serially, as the one elected thread would
+    res = run("kernel k threads=32\nglobal A: float32[16] = arange\nwarp.copy A[1:9] <- A[0:8]\n")
+    np.testing.assert_array_equal(res.launch.outputs["A"], [0] * 9 + list(range(9, 16)))
