@@ -15,7 +15,6 @@ from importlib import resources
 from typing import List, Optional
 
 from .errors import TileMagicError
-from .options import OptionError
 
 DEMOS = ("tmem_roundtrip", "fallback_demo")
 
@@ -25,32 +24,15 @@ def demo_source(name: str) -> str:
     return resources.files("tilemagic.demos").joinpath(f"{name}.tile").read_text()
 
 
-def _header_options(source: str):
-    """Options of a first line ``%%tilecopy ...`` (None when there is none)."""
-    from .options import parse_option_line
+def _run_one(source: str, args, label: Optional[str]):
+    """Run one description; command-line flags win over its ``%%tilecopy`` line, which wins over defaults."""
+    from .pipeline import _header, tilecopy
 
-    first = next((ln for ln in source.splitlines() if ln.strip()), "")
-    if first.lstrip().startswith("%%tilecopy"):
-        return parse_option_line(first.lstrip()[len("%%tilecopy"):])
-    return None
-
-
-def _run_one(source: str, args, label: str):
-    from .pipeline import tilecopy
-
-    hdr = _header_options(source)
-    pick = lambda flag, default: (getattr(args, flag, None) if getattr(args, flag, None) is not None  # noqa: E731
-                                  else (getattr(hdr, flag, None) if hdr and getattr(hdr, flag, None) is not None
-                                        else default))
+    _, hdr = _header(source)
     return tilecopy(
         source,
-        name=(hdr.name if hdr else None) or label,
-        launch=pick("launch", "auto"),
-        arch=pick("arch", "sm_100a"),
-        strict=bool(pick("strict", False)),
-        seed=pick("seed", 0),
-        bench=bool(pick("bench", False)),
-        view="html",
+        name=None if (hdr is not None and hdr.name) else label,
+        launch=args.launch, arch=args.arch, strict=args.strict, seed=args.seed, bench=args.bench, view="html",
     )
 
 
@@ -71,8 +53,8 @@ def _report(sources: List[tuple], args) -> int:
             print(e.render(), file=sys.stderr)
             status = 2
             continue
-        except OptionError as e:
-            print(f"tilemagic: bad %%tilecopy line in {label or 'the file'}: {e}", file=sys.stderr)
+        except ValueError as e:  # a bad --arch value
+            print(f"tilemagic: {e}", file=sys.stderr)
             status = 2
             continue
         results.append(res)

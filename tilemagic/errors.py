@@ -4,7 +4,7 @@ Every error about the description is a :class:`TileMagicError`.  It carries the
 1-based ``line`` and ``col`` of the offending text and renders as one located
 message with the source line and a caret underneath, e.g.::
 
-    tilecopy:7:9: error: unknown buffer 'X'
+    tilecopy:7:9: TileTypeError: unknown buffer 'X'
         7 | wg.copy X <- A
           |         ^
     hint: declare it first, e.g. `global X: float16[128, 8]`
@@ -88,8 +88,8 @@ class TileMagicError(Exception):
 
     def render(self) -> str:
         """The located message: header, source line, caret, hint, details."""
-        loc = f"{self.span.line}:{self.span.col}: " if self.span else ""
-        out = [f"tilecopy:{loc}{type(self).__name__}: {self.message}"]
+        loc = f"{self.span.line}:{self.span.col}:" if self.span else ""
+        out = [f"tilecopy:{loc} {type(self).__name__}: {self.message}"]
         if self.span and self.source is not None:
             lines = self.source.splitlines()
             if 1 <= self.span.line <= len(lines):

@@ -8,18 +8,41 @@ changes them for the rest of the session.
 from __future__ import annotations
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.error import UsageError
+from IPython.core.magic_arguments import argument, kwds, magic_arguments, parse_argstring
 from traitlets import Bool, CaselessStrEnum, Int, Unicode
 
 from .errors import TileMagicError
-from .options import LAUNCH_CHOICES, OPTIONS, VIEW_CHOICES
-from .pipeline import tilecopy
+from .options import LAUNCH_CHOICES, OPTION_SUMMARY, OPTIONS, VIEW_CHOICES
+from .pipeline import check_arch, tilecopy
+
+
+class WidgetView:
+    """``--view widget``: the ipywidgets Tab, with the static HTML and the text report as fallbacks.
+
+    Front ends without live widget state (nbconvert, GitHub, a reopened notebook) show the
+    HTML report or the text instead of an empty output.
+    """
+
+    def __init__(self, result):
+        self.result = result
+        self.widget = result.widget()
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        data = dict(self.widget._repr_mimebundle_() or {})
+        data["text/plain"] = self.result.text()
+        data["text/html"] = self.result.html()
+        return data
+
+    def __repr__(self):
+        return self.result.text()
 
 
 def _with_options(fn):
     """Apply the shared option table (tilemagic.options.OPTIONS) as magic_arguments."""
     for flags, kw in reversed(OPTIONS):
         fn = argument(*flags, **kw)(fn)
+    fn = kwds(usage="%%tilecopy " + OPTION_SUMMARY)(fn)
     return magic_arguments()(fn)
 
 
@@ -53,7 +76,7 @@ class TileMagics(Magics):
             global A: float16[128, 8]
             ...
 
-        The cell language is described in docs/language.md.  The cell returns a
+        The cell language is described in docs/language.md of the tilemagic repository.  The cell returns a
         ``TileCopyResult``: per op the dispatch why-table, the TIR-like IR and the
         CUDA side by side, a TMEM heatmap, and the round trip (which backend ran,
         each ``check`` PASS/FAIL).  Description errors are shown as one located
@@ -67,10 +90,15 @@ class TileMagics(Magics):
             view=args.view or self.view,
             strict=self.strict if args.strict is None else args.strict,
             seed=self.seed if args.seed is None else args.seed,
+            bench=bool(args.bench),
         )
         try:
-            res = tilecopy(source, name=args.name, bench=bool(args.bench), namespace=self.shell.user_ns, **opts)
-        except TileMagicError:
+            check_arch(opts["arch"])
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+        try:
+            res = tilecopy(source, name=args.name, namespace=self.shell.user_ns, **opts)
+        except (TileMagicError, Warning):  # ours, or a warning the user's filters turned into an error
             raise
         except Exception as e:  # a bug of ours: one message, never a dead kernel
             if not self.short_errors:
@@ -82,7 +110,7 @@ class TileMagics(Magics):
         if args.out:
             self.shell.user_ns[args.out] = res
         if opts["view"] == "widget":
-            return res.widget()
+            return WidgetView(res)
         return res
 
     @line_magic
@@ -100,6 +128,4 @@ class TileMagics(Magics):
             for op in ("copy", "copy_async"):
                 print(f"{op}: " + ", ".join(f"{v} (priority {p})" for v, p in registered_variants(op)))
             return None
-        from IPython.core.error import UsageError
-
         raise UsageError(f"%tilemagic: unknown command {cmd!r}; use `%tilemagic status` or `%tilemagic variants`")

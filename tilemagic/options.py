@@ -23,6 +23,10 @@ OPTIONS = (
 )
 
 
+OPTION_SUMMARY = ("[NAME] [--launch auto|sim|gpu|off] [--arch sm_100a] [--view html|text|widget] [--out VAR] "
+                  "[--strict] [--bench] [--seed N]")
+
+
 class OptionError(ValueError):
     """A bad ``%%tilecopy`` option line (outside IPython; the magic raises UsageError)."""
 

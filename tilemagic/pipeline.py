@@ -7,16 +7,39 @@ elsewhere) → checks → :class:`~tilemagic.result.TileCopyResult`.
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Dict, Optional
 
 import numpy as np
 
-from .errors import LaunchError, TileMagicError, TileTypeError
+from .errors import LaunchError, LoweringError, Span, TileMagicError, TileSyntaxError, TileTypeError
 from .ir import nodes as ir
 from .result import CheckResult, LaunchResult, TileCopyResult
 
-from .options import LAUNCH_CHOICES, VIEW_CHOICES
+from .options import LAUNCH_CHOICES, OPTION_SUMMARY, VIEW_CHOICES
+
+_ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
+
+
+def check_arch(arch: str) -> str:
+    """Validate an ``--arch`` value (``sm_100a``, ``sm_90``, ...); raise ValueError otherwise."""
+    if not isinstance(arch, str) or not _ARCH_RE.match(arch):
+        raise ValueError(f"--arch {arch!r} is not a CUDA target; expected e.g. sm_100a")
+    return arch
+
+
+def _check_target(kernel, arch):
+    """A kernel with tcgen05 instructions needs a tensor-memory target (PTX ISA §9.7.16)."""
+    from .codegen.cuda import TCGEN05_ARCHS, uses_tcgen05
+
+    if arch in TCGEN05_ARCHS or not uses_tcgen05(kernel):
+        return
+    span = next((s.span for s in ir.walk(kernel.body) if isinstance(s, ir.TcgenLdSt) and s.span), None)
+    raise LoweringError(
+        f"this kernel uses tcgen05 (tensor memory) but --arch {arch} has no TMEM; ptxas accepts tcgen05 only for "
+        f"{', '.join(TCGEN05_ARCHS)}", span,
+        hint="use --arch sm_100a (the default); on other GPUs tilemagic runs the emulated TMEM source by itself")
 
 
 def _read_first(tp):
@@ -70,13 +93,14 @@ def make_inputs(tp, seed: int = 0, namespace: Optional[dict] = None) -> Dict[str
             ns = namespace or {}
             if init not in ns:
                 raise TileTypeError(f"'{init}' is not a variable in the notebook namespace (initialiser of {b.name})",
-                                    b.span, hint="define it first, or use random, arange or zeros")
+                                    b.init_span or b.span, hint="define it first, or use random, arange or zeros")
             val = ns[init]
             if not isinstance(val, np.ndarray):
-                raise TileTypeError(f"'{init}' is a {type(val).__name__}, not a NumPy array", b.span)
+                raise TileTypeError(f"'{init}' is a {type(val).__name__}, not a NumPy array", b.init_span or b.span)
             if tuple(val.shape) != tuple(b.shape) or val.dtype != dt:
                 raise TileTypeError(f"'{init}' is {val.dtype}{list(val.shape)}; {b.name} needs {dt}{list(b.shape)}",
-                                    b.span, hint=f"convert it, e.g. {init}.astype(...).reshape{tuple(b.shape)}")
+                                    b.init_span or b.span,
+                                    hint=f"convert it, e.g. {init}.astype(...).reshape{tuple(b.shape)}")
             arr = np.array(val, copy=True)
         out[b.name] = np.ascontiguousarray(arr)
     return out
@@ -117,7 +141,7 @@ def _launch(kernel, native, emulated, inputs, launch, strict, bench):
         if launch == "gpu":
             raise LaunchError(f"--launch gpu: no GPU available ({st.reason})",
                               hint="use --launch sim for the CPU simulator, or --launch auto")
-        reason = f"no CUDA device ({st.reason}): ran the CPU simulator"
+        reason = f"no CUDA device — {st.reason} — so the CPU simulator ran"
     else:
         reason = "--launch sim"
     from .sim import simulate
@@ -129,16 +153,38 @@ def _launch(kernel, native, emulated, inputs, launch, strict, bench):
     return LaunchResult("sim", mode, None, reason, dict(inputs), outputs)
 
 
+_DEFAULTS = dict(launch="auto", arch="sm_100a", view="html", strict=False, bench=False, seed=0)
+
+
+def _header(source: str):
+    """(line number, options) of a first line ``%%tilecopy ...``, or (None, None)."""
+    from .options import OptionError, parse_option_line
+
+    for no, line in enumerate(source.splitlines(), 1):
+        if not line.strip():
+            continue
+        if not line.lstrip().startswith("%%tilecopy"):
+            return None, None
+        text = line.lstrip()[len("%%tilecopy"):]
+        try:
+            return no, parse_option_line(text)
+        except OptionError as e:
+            col = len(line) - len(line.lstrip()) + 1
+            raise TileSyntaxError(f"bad %%tilecopy option line: {e}", Span(no, col, no, len(line) + 1),
+                                  source=source, hint="options: " + OPTION_SUMMARY) from None
+    return None, None
+
+
 def tilecopy(
     source: str,
     *,
     name: Optional[str] = None,
-    launch: str = "auto",
-    arch: str = "sm_100a",
-    view: str = "html",
-    strict: bool = False,
-    bench: bool = False,
-    seed: int = 0,
+    launch: Optional[str] = None,
+    arch: Optional[str] = None,
+    view: Optional[str] = None,
+    strict: Optional[bool] = None,
+    bench: Optional[bool] = None,
+    seed: Optional[int] = None,
     namespace: Optional[dict] = None,
     line_offset: int = 0,
     emit_warnings: bool = True,
@@ -148,20 +194,21 @@ def tilecopy(
     Parameters
     ----------
     source : str
-        The description (docs/language.md).  A first line ``%%tilecopy ...`` is skipped
-        (its options are the caller's business; see :func:`tilemagic.magics.parse_options`).
+        The description (docs/language.md).  A first line ``%%tilecopy [NAME] [--launch ...] ...``
+        gives options, as in a notebook cell; keyword arguments given here win over it.
     name : str, optional
         Cell name; the ``kernel`` statement's name wins for the CUDA kernel.
-    launch : {"auto", "sim", "gpu", "off"}
+    launch : {"auto", "sim", "gpu", "off"}, default "auto"
         ``auto``: CuPy on a GPU when one is found, else the CPU simulator (and says so).
-    arch : str
-        Target of the shown (native) CUDA, ``sm_100a`` for tcgen05.
-    view : {"html", "text", "widget"}
-    strict : bool
+    arch : str, default "sm_100a"
+        Target of the shown (native) CUDA.  A kernel using tcgen05 needs a tensor-memory target
+        (``sm_100a``, ``sm_100f``, ``sm_103a``, ``sm_103f``, ``sm_110a``, ``sm_110f``).
+    view : {"html", "text", "widget"}, default "html"
+    strict : bool, default False
         Flag TMEM addresses whose quadrant bits differ from warp_id % 4.
-    bench : bool
+    bench : bool, default False
         Time the GPU launch with CUDA events (GPU only).
-    seed : int
+    seed : int, default 0
         Seed of ``random`` initialisers.
     namespace : dict, optional
         Where ``= NAME`` initialisers are looked up (the notebook's user namespace).
@@ -174,36 +221,53 @@ def tilecopy(
     ------
     TileMagicError
         A located description, dispatch, lowering or launch error.
+    ValueError
+        ``launch``/``view``/``arch`` given here with an invalid value.
     """
     from .codegen.cuda import generate, uses_tcgen05
     from .ir.printer import print_ir
     from .lang import parse
+    from .lower.hazards import check_hazards
     from .lower.program import check, lower
 
-    if launch not in LAUNCH_CHOICES:
+    _, hdr = _header(source)
+    given = dict(launch=launch, arch=arch, view=view, strict=strict, bench=bench, seed=seed)
+    opts = {}
+    for key, default in _DEFAULTS.items():
+        val = given[key]
+        if val is None and hdr is not None:
+            val = getattr(hdr, key, None)
+        opts[key] = default if val is None else val
+    if name is None and hdr is not None:
+        name = hdr.name
+    if opts["launch"] not in LAUNCH_CHOICES:
         raise ValueError(f"launch must be one of {LAUNCH_CHOICES}")
-    if view not in VIEW_CHOICES:
+    if opts["view"] not in VIEW_CHOICES:
         raise ValueError(f"view must be one of {VIEW_CHOICES}")
+    arch = check_arch(opts["arch"])
+    strict, bench = bool(opts["strict"]), bool(opts["bench"])
     try:
         prog = parse(source, line_offset=line_offset)
         tp = check(prog, name)
         target = {"kind": "cuda", "arch": arch}
         kernel, records, warns = lower(tp, target)
+        warns = warns + check_hazards(kernel)
+        _check_target(kernel, arch)
         ir_text, ir_lines = print_ir(kernel, arch=arch)
         native = generate(kernel, "native", arch=arch)
         emulated = generate(kernel, "emulated", arch=arch, strict=strict) if uses_tcgen05(kernel) else None
-        if emit_warnings:
-            for text, span in warns:
-                warnings.warn_explicit(text, UserWarning, "tilecopy", span.line if span else 0)
-        inputs = make_inputs(tp, seed, namespace)
-        lres = _launch(kernel, native, emulated, inputs, launch, strict, bench)
+        inputs = make_inputs(tp, opts["seed"], namespace)
+        lres = _launch(kernel, native, emulated, inputs, opts["launch"], strict, bench)
         if lres is not None:
             lres.checks = run_checks(tp, lres.outputs)
     except TileMagicError as e:
         raise e.with_source(source)
-    options = dict(launch=launch, arch=arch, view=view, strict=strict, bench=bench, seed=seed)
+    if emit_warnings:  # after everything else, so a later error is not preceded by them
+        for text, span in warns:
+            warnings.warn_explicit(text, UserWarning, "tilecopy", span.line if span else 0)
     return TileCopyResult(
         name=name or tp.name, source=source, program=prog, kernel=kernel, ir=ir_text, cuda=native.text,
         cuda_emulated=emulated.text if emulated else None, dispatch=records, launch=lres,
-        warnings=[w for w, _ in warns], options=options, ir_lines=ir_lines, cuda_lines=native.lines,
+        warnings=[w for w, _ in warns], options=dict(opts, arch=arch, strict=strict, bench=bench),
+        ir_lines=ir_lines, cuda_lines=native.lines,
     )

@@ -30,6 +30,8 @@ EMU_STATUS = {
     8: "tcgen05 instruction issued by a partial warp (thread {1}); .sync.aligned needs all 32 lanes",
     9: "tcgen05.dealloc by warp {1}, but warp {2} allocated (the same warp must alloc and dealloc)",
 }
+# targets whose ptxas accepts tcgen05 (checked with ptxas 13.0: sm_101a, sm_120a, sm_100, sm_90 are rejected)
+TCGEN05_ARCHS = ("sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f")
 SHAPE_ID = {"32x32b": 0, "16x64b": 1, "16x128b": 2, "16x256b": 3, "16x32bx2": 4}
 TM_SCRATCH_WORDS = 128 * 512 + 4
 
@@ -293,7 +295,8 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
     tc = uses_tcgen05(kernel)
     emulated = mode == "emulated"
     L = Lines()
-    head = ("native tcgen05 inline PTX; build with -arch=" + arch) if (tc and not emulated) else (
+    head = (f"native tcgen05 inline PTX; build for {arch} only (NVRTC -arch={arch}, or "
+            f"nvcc -gencode arch=compute_{arch[3:]},code={arch})") if (tc and not emulated) else (
         "TMEM emulated in global memory (tilemagic/codegen/tmem_emulation.cuh)" if emulated else
         "no tcgen05: runs on any CUDA GPU")
     L.add(f"// tilemagic: kernel {kernel.name}, 1 CTA x {kernel.threads} threads, {head}")

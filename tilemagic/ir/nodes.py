@@ -82,6 +82,7 @@ class Buffer:
     sub_slab: int = 0
     span: Optional[Span] = None
     init: Optional[str] = None  # global: random|arange|zeros|<notebook variable>
+    init_span: Optional[Span] = None
 
     @property
     def elem_bytes(self) -> int:

@@ -155,7 +155,8 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
             f"(allowed: {', '.join(sorted(_ALLOWED_AXES[decl.kind]))})",
             lspan,
         )
-    buf = ir.Buffer(decl.name, decl.kind, decl.dtype, tuple(decl.shape), layout, span=decl.span, init=decl.init)
+    buf = ir.Buffer(decl.name, decl.kind, decl.dtype, tuple(decl.shape), layout, span=decl.span, init=decl.init,
+                    init_span=decl.init_span)
     if decl.kind == "global":  # row-major by construction
         buf.per_thread = numel
         return buf
@@ -187,7 +188,11 @@ def _classify(layout, shape, bits):
     """Datapath letter of a TMEM layout written as ``S[...]`` (TVM ``_classify_tmem_datapath``)."""
     from ..layout import tmem_datapath_layout
 
+    from ..layout import TileLayout
+
     rows, cols = shape
+    # a TCol offset is a column window of the data path (TVM honours it through the layout slice)
+    layout = TileLayout(layout.shard, layout.replica, tuple((a, v) for a, v in layout.offset if a != "TCol"))
     cands = []
     if rows == 128:
         cands = [("D", 0)]
@@ -282,6 +287,12 @@ def check(prog: ast.Program, name: Optional[str] = None, *, line_offset: int = 0
                                             item.alias.target_span)
                     buf.tmem_col = tgt.tmem_col + item.alias.cols
                     buf.alias_of = tgt.name
+                    if buf.tmem_col + buf.tmem_ncols > tgt.tmem_col + tgt.tmem_ncols:
+                        raise TileTypeError(
+                            f"'{item.name}' at {tgt.name} + {item.alias.cols} spans 32-bit columns "
+                            f"{item.alias.cols}..{item.alias.cols + buf.tmem_ncols - 1} of {tgt.name}, which has "
+                            f"{tgt.tmem_ncols} columns", item.alias.span,
+                            hint=f"an alias must lie inside the buffer it aliases; make {tgt.name} wider")
                 else:
                     buf.tmem_col = tmem_next
                     tmem_next += buf.tmem_ncols
@@ -414,7 +425,11 @@ def lower(tp: TypedProgram, target: dict):
         elif kind == "wait":
             body.append(ir.TcgenWait(item[1], span=item[2]))
         elif kind == "sync":
-            body.append(ir.Barrier(span=item[1]))
+            if tp.tmem_cols:  # order tcgen05 traffic across the barrier (PTX ISA §9.7.16.6.4)
+                body += [ir.TcgenFence("before_thread_sync", span=item[1]), ir.Barrier(span=item[1]),
+                         ir.TcgenFence("after_thread_sync", span=item[1])]
+            else:
+                body.append(ir.Barrier(span=item[1]))
     if tp.tmem_cols:
         body += [
             ir.Comment(f"TMEM: free the {tp.tmem_cols} columns (the allocating warp)"),

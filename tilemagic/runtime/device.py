@@ -22,7 +22,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-INSTALL_HINT = "pip install tilemagic[cuda13]"
+INSTALL_HINT = "pip install 'tilemagic[cuda13]', or -e '.[cuda13]' in a clone"
 
 # distributions that provide the ``cupy`` module, most specific first
 _CUPY_DISTS = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
@@ -151,11 +151,11 @@ def _probe() -> DeviceStatus:
     try:
         import cupy  # noqa: F401  (lazy: the only place the probe touches CuPy)
     except ImportError:
-        return DeviceStatus(False, f"CuPy is not installed ({INSTALL_HINT})")
+        return DeviceStatus(False, f"CuPy is not installed; {INSTALL_HINT}")
     except Exception as exc:  # broken install, missing shared libraries ...
         return DeviceStatus(False, f"CuPy failed to import: {type(exc).__name__}: {exc}".strip())
     if cupy is None:  # pragma: no cover - sys.modules["cupy"] = None raises ImportError
-        return DeviceStatus(False, f"CuPy is not installed ({INSTALL_HINT})")
+        return DeviceStatus(False, f"CuPy is not installed; {INSTALL_HINT}")
 
     common = dict(
         cupy_version=str(getattr(cupy, "__version__", "unknown")),

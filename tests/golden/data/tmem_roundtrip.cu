@@ -1,4 +1,4 @@
-// tilemagic: kernel tmem_roundtrip, 1 CTA x 128 threads, native tcgen05 inline PTX; build with -arch=sm_100a
+// tilemagic: kernel tmem_roundtrip, 1 CTA x 128 threads, native tcgen05 inline PTX; build for sm_100a only (NVRTC -arch=sm_100a, or nvcc -gencode arch=compute_100a,code=sm_100a)
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #ifdef __CUDACC_RTC__
@@ -26,7 +26,9 @@ extern "C" __global__ void __launch_bounds__(128) tmem_roundtrip(half* __restric
     // L9: wg.copy_async T <- a    [copy_async/tmem<->local]
     asm volatile("tcgen05.st.sync.aligned.32x32b.x4.b32 [%0], {%1, %2, %3, %4};" :  : "r"(tmem_addr[0]), "r"(((uint32_t*)a)[0]), "r"(((uint32_t*)a)[1]), "r"(((uint32_t*)a)[2]), "r"(((uint32_t*)a)[3]) : "memory");
     asm volatile("tcgen05.wait::st.sync.aligned;" ::: "memory");
+    asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");
     __syncthreads();
+    asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");
     // L12: wg.copy_async b <- T    [copy_async/tmem<->local]
     asm volatile("tcgen05.ld.sync.aligned.32x32b.x4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(((uint32_t*)b)[0]), "=r"(((uint32_t*)b)[1]), "=r"(((uint32_t*)b)[2]), "=r"(((uint32_t*)b)[3]) : "r"(tmem_addr[0]) : "memory");
     asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");

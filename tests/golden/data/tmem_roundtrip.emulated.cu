@@ -175,7 +175,9 @@ extern "C" __global__ void __launch_bounds__(128) tmem_roundtrip(half* __restric
     // L9: wg.copy_async T <- a    [copy_async/tmem<->local]
     tm_emu_ldst(tm, 0, 0, 4, tmem_addr[0], ((uint32_t*)a) + 0, 0u);  // tcgen05.st.sync.aligned.32x32b.x4.b32
     __threadfence_block();  // tcgen05.wait::st (emulated ld/st complete at issue)
+    __threadfence_block();  // tcgen05.fence::before_thread_sync
     __syncthreads();
+    __threadfence_block();  // tcgen05.fence::after_thread_sync
     // L12: wg.copy_async b <- T    [copy_async/tmem<->local]
     tm_emu_ldst(tm, 1, 0, 4, tmem_addr[0], ((uint32_t*)b) + 0, 0u);  // tcgen05.ld.sync.aligned.32x32b.x4.b32
     __threadfence_block();  // tcgen05.wait::ld (emulated ld/st complete at issue)

@@ -85,9 +85,24 @@ def test_text_view_has_no_html(ip):
     assert set(res._repr_mimebundle_()) == {"text/plain"}
 
 
-def test_widget_view(ip):
+def test_widget_view_has_static_fallbacks(ip):
     w = ip.run_cell_magic("tilecopy", "--view widget --launch sim", body("tmem_roundtrip"))
-    assert type(w).__name__ == "Tab" and "IR" in w.titles
+    assert type(w.widget).__name__ == "Tab" and "IR" in w.widget.titles
+    bundle = w._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"] == w.result.text() and "<img" in bundle["text/html"]
+
+
+def test_bad_arch_is_usage_error_and_warning_filters_are_respected(ip):
+    with pytest.raises(UsageError, match="not a CUDA target"):
+        ip.run_cell_magic("tilecopy", "--arch foo", body("fallback_demo"))
+    ip.run_cell("import warnings; warnings.simplefilter('error')")
+    try:
+        with capture_output():
+            r = ip.run_cell("%%tilecopy --launch sim\n" + body("fallback_demo"))
+        assert isinstance(r.error_in_exec, UserWarning)  # not an "internal error"
+    finally:
+        ip.run_cell("warnings.resetwarnings()")
 
 
 def test_internal_errors_become_one_message(ip, monkeypatch):

@@ -100,7 +100,9 @@ def _emit_tmem_local(op, ctx):
     tmem, local = (op.src, op.dst) if op.src.buf.scope == "tmem" else (op.dst, op.src)
     tbuf, lbuf = tmem.buf, local.buf
     if tbuf.datapath == "B":
-        fail(f"{tbuf.name} uses datapath B (cta_group::2 M=64 image): its .32x32b.x{{N/2}} path is not lowered yet")
+        n_half = tbuf.shape[1] // 2
+        fail(f"{tbuf.name} uses datapath B (the cta_group::2 M=64 image): its one-instruction "
+             f".32x32b.x{n_half} path is not lowered yet")
     frag = _frag_shape(lbuf)
     if frag is not None and frag != "32x32b":
         fail(f"{lbuf.name} is a frag({frag}) fragment: the .{frag} path is not lowered yet")
