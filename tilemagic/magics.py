@@ -96,6 +96,8 @@ class TileMagics(Magics):
             check_arch(opts["arch"])
         except ValueError as e:
             raise UsageError(str(e)) from None
+        if opts["seed"] < 0:
+            raise UsageError("--seed must be a non-negative integer")
         try:
             res = tilecopy(source, name=args.name, namespace=self.shell.user_ns, **opts)
         except (TileMagicError, Warning):  # ours, or a warning the user's filters turned into an error

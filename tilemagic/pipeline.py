@@ -36,6 +36,7 @@ def _check_target(kernel, arch):
     if arch in TCGEN05_ARCHS or not uses_tcgen05(kernel):
         return
     span = next((s.span for s in ir.walk(kernel.body) if isinstance(s, ir.TcgenLdSt) and s.span), None)
+    span = span or next((b.span for b in kernel.tmem if b.span), None)
     raise LoweringError(
         f"this kernel uses tcgen05 (tensor memory) but --arch {arch} has no TMEM; ptxas accepts tcgen05 only for "
         f"{', '.join(TCGEN05_ARCHS)}", span,
@@ -166,12 +167,19 @@ def _header(source: str):
         if not line.lstrip().startswith("%%tilecopy"):
             return None, None
         text = line.lstrip()[len("%%tilecopy"):]
+        col = len(line) - len(line.lstrip()) + 1
+        span = Span(no, col, no, len(line) + 1)
         try:
-            return no, parse_option_line(text)
-        except OptionError as e:
-            col = len(line) - len(line.lstrip()) + 1
-            raise TileSyntaxError(f"bad %%tilecopy option line: {e}", Span(no, col, no, len(line) + 1),
+            opts = parse_option_line(text)
+            if opts.arch is not None:
+                check_arch(opts.arch)
+            if opts.seed is not None and opts.seed < 0:
+                raise OptionError("--seed must be a non-negative integer")
+        except (OptionError, ValueError) as e:
+            raise TileSyntaxError(f"bad %%tilecopy option line: {e}", span,
                                   source=source, hint="options: " + OPTION_SUMMARY) from None
+        opts.span = span
+        return no, opts
     return None, None
 
 
@@ -244,11 +252,13 @@ def tilecopy(
         raise ValueError(f"launch must be one of {LAUNCH_CHOICES}")
     if opts["view"] not in VIEW_CHOICES:
         raise ValueError(f"view must be one of {VIEW_CHOICES}")
+    if not isinstance(opts["seed"], int) or opts["seed"] < 0:
+        raise ValueError("seed must be a non-negative integer")
     arch = check_arch(opts["arch"])
     strict, bench = bool(opts["strict"]), bool(opts["bench"])
     try:
         prog = parse(source, line_offset=line_offset)
-        tp = check(prog, name)
+        tp = check(prog, name, name_span=getattr(hdr, "span", None))
         target = {"kind": "cuda", "arch": arch}
         kernel, records, warns = lower(tp, target)
         warns = warns + check_hazards(kernel)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tilemagic
-from tilemagic.errors import LoweringError, TileSyntaxError, TileTypeError
+from tilemagic.errors import DispatchError, LoweringError, TileSyntaxError, TileTypeError
 from tilemagic.ir import nodes as ir
 from cells import roundtrip_cell
 from conftest import run
@@ -93,3 +93,74 @@ def test_outputs_are_deterministic(demo):
     c = run(demo("tmem_roundtrip"), seed=1)
     assert not np.array_equal(a.launch.inputs["A"], c.launch.inputs["A"])
     assert "0x7f" not in a.text() and "/tmp" not in a.html()
+
+
+# ----------------------------------------------------------------------------- found by adversarial testing
+def test_loop_variables_never_run_out():
+    names = "i j k l p q r s u v w i0 i1".split()
+    src = "kernel kk threads=32\n" + "".join(f"global {n}: float32[1]\n" for n in names) + \
+        "global A: float32[2, 3] = arange\nglobal B: float32[2, 3]\nwarp.copy B <- A\ncheck B == A\n"
+    res = run(src)
+    assert res.launch.passed and "for i2, i3 in T.grid(2, 3):" in res.ir
+
+
+def test_byte_moves_do_not_shadow_a_buffer_named_v():
+    src = ("kernel k threads=32\nglobal A: u8[32, 3]\nglobal B: u8[32, 3]\n"
+           "local v: u8[32, 3] @ S[(32, 3) : (1@laneid, 1)]\nwarp.copy v <- A\nwarp.copy B <- v\ncheck B == A\n")
+    res = run(src)
+    assert res.launch.passed and "uint16_t tm_v;" in res.cuda and "((uint8_t*)v)[" in res.cuda
+
+
+def test_register_layout_wider_than_the_cta_is_rejected():
+    src = ("kernel k threads=64\nglobal A: f32[128, 8]\nglobal B: f32[128, 8]\n"
+           "local a: f32[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]\ncta.copy a <- A\ncta.copy B <- a\n")
+    with pytest.raises(DispatchError, match="spread over 128 threads .* but the CTA has 64"):
+        run(src)
+
+
+@pytest.mark.parametrize("decl,frag", [
+    ("local a: f32[32, 4] @ S[(32, 4) : (1@laneid, 0)]", "the same register of the same thread"),
+    ("local a: f32[32, 32] @ S[(32, 4, 8) : (1@laneid, 2, 1)]", "the same register of the same thread"),
+    ("tmem t: f32[128, 8] @ S[(128, 8) : (1@TLane, 0@TCol)]", "the same TMEM cell"),
+    ("local a: f32[32] @ S[32 : 100000000000000000000]", r"2\*\*31 or more"),
+    ("global A: u8[" + ", ".join(["1"] * 65) + "]", "at most 8"),
+    ("shared s: f32[8192]\nshared t: f32[8192]", "limited to 49152 bytes"),
+    ("global xor: f32[4]", "keyword"),
+    ("global NULL: f32[4]", "CUDA/C name"),
+    ("global INT_MAX: f32[4]", "reserved"),
+    ("global float4: f32[4]", "CUDA/C name"),
+    ("global TmEmu: f32[4]", "reserved"),
+    ("kernel printf threads=32", "CUDA/C name"),
+])
+def test_bad_declarations_are_located_errors(decl, frag):
+    with pytest.raises(TileTypeError, match=frag) as e:
+        run(decl + "\n")
+    assert e.value.line is not None and e.value.col is not None
+
+
+def test_small_local_rows_are_padded_to_registers():
+    src = ("kernel k threads=128\nglobal A: f16[128, 3]\nglobal B: f16[128, 2]\ntmem T: f16[128, 2]\n"
+           "local a: f16[128, 3] @ S[(128, 3) : (1@tid_in_wg, 1)]\nwg.copy a <- A\n"
+           "wg.copy_async T <- a[:, 0:2]\nwait st\nwg.copy_async a[:, 0:2] <- T\nwait ld\nwg.copy B <- a[:, 0:2]\n"
+           "check B == A[:, 0:2]\n")
+    res = run(src)
+    assert res.launch.passed and "half a[4];" in res.cuda
+
+
+def test_fallback_declines_a_shared_layout_it_cannot_index():
+    src = "kernel k threads=32\nglobal A: f32[6]\nshared s: f32[6] @ S[(2, 3) : (1, 2)]\nwarp.copy s <- A\n"
+    with pytest.raises(DispatchError, match="not affine per dimension"):
+        run(src)
+
+
+def test_header_option_errors_are_located():
+    for line, frag in (("--arch bogus", "not a CUDA target"), ("--seed -1", "non-negative")):
+        with pytest.raises(TileSyntaxError, match=frag) as e:
+            run(f"\n%%tilecopy {line}\nglobal A: f32[4]\n", launch=None)
+        assert e.value.line == 2
+    with pytest.raises(TileTypeError, match="not an identifier") as e:
+        run("%%tilecopy 1abc\nglobal A: f32[4]\n", launch=None)
+    assert e.value.line == 1
+    with pytest.raises(LoweringError) as e:
+        run("tmem T: f32[128, 32]\nwait st\n", arch="sm_90")
+    assert e.value.line == 1

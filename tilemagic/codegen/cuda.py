@@ -173,9 +173,9 @@ def _vecmove(L: Lines, s: ir.VecMove, src):
         if s.nbytes == 1:
             L.add("{", src)
             L.depth += 1
-            L.add("uint16_t v;", src)
-            _asm(L, f"ld.{s.src.scope}.u8 %0, [%1];", ['"=h"(v)'], [_addr_operand(s.src, s.src_index)], src)
-            L.add(f"{outs[0]} = (uint8_t)v;", src)
+            L.add("uint16_t tm_v;", src)  # tm_ names are reserved: no user buffer can be shadowed
+            _asm(L, f"ld.{s.src.scope}.u8 %0, [%1];", ['"=h"(tm_v)'], [_addr_operand(s.src, s.src_index)], src)
+            L.add(f"{outs[0]} = (uint8_t)tm_v;", src)
             L.depth -= 1
             L.add("}", src)
             return
@@ -329,7 +329,7 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
     for b in kernel.shared:
         L.add(f"__shared__ __align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];", b.span and b.span.line)
     for b in kernel.locals:
-        L.add(f"__align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.per_thread}];", b.span and b.span.line)
+        L.add(f"__align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.storage_elems}];", b.span and b.span.line)
     if emulated:
         L.add(f"const TmEmu tm = tm_emu_make(tm_scratch, tm_status, {1 if strict else 0});")
     _stmt(L, kernel.body, mode)

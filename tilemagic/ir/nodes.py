@@ -96,8 +96,16 @@ class Buffer:
         return n
 
     @property
+    def storage_elems(self) -> int:
+        """Elements of storage: local buffers are padded to whole 32-bit registers."""
+        if self.scope == "local":
+            per_word = max(1, 4 // self.elem_bytes)
+            return -(-self.per_thread // per_word) * per_word
+        return self.numel
+
+    @property
     def nbytes(self) -> int:
-        return (self.per_thread if self.scope == "local" else self.numel) * self.elem_bytes
+        return self.storage_elems * self.elem_bytes
 
     def __repr__(self) -> str:
         return f"Buffer({self.name}: {self.scope} {self.dtype}{list(self.shape)})"

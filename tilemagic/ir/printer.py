@@ -129,9 +129,9 @@ def print_ir(kernel: ir.Kernel, *, arch: str = "sm_100a"):
               + (_layout_note(b) if b.layout is not None and b.name != "tmem_addr" else ""), b.span and b.span.line)
     views = _register_views(kernel)
     for b in kernel.locals:
-        L.add(f'{b.name} = T.alloc_local(({b.per_thread},), "{b.dtype}"){_layout_note(b)}', b.span and b.span.line)
+        L.add(f'{b.name} = T.alloc_local(({b.storage_elems},), "{b.dtype}"){_layout_note(b)}', b.span and b.span.line)
         for bits in sorted(views.get(b.name, ())):
-            n = b.per_thread * b.elem_bytes * 8 // bits
+            n = b.storage_elems * b.elem_bytes * 8 // bits
             L.add(f'{b.name}_{bits}b = T.decl_buffer(({n},), "uint{bits}", data={b.name}.data)', b.span and b.span.line)
     for b in kernel.tmem:
         where = f"at {b.alias_of}, " if b.alias_of else ""

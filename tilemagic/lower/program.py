@@ -14,7 +14,6 @@ Two steps:
 
 from __future__ import annotations
 
-import keyword
 import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
@@ -25,29 +24,12 @@ from ..errors import LoweringError, Span, TileTypeError
 from ..ir import nodes as ir
 from ..lang import ast
 from .dispatch import DispatchContext, run_dispatch
+from .names import check_identifier
 from .ops import SCOPE_KIND, CopyOp, RegionRef
 
 SCOPE_THREADS = {"thread": 1, "warp": 32, "wg": 128}
 
-# names that would collide with the generated CUDA/IR (C/CUDA keywords and types, our own names)
-_C_KEYWORDS = set(
-    """auto break case char const continue default do double else enum extern float for goto if inline int long
-    register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
-    bool true false class namespace template typename using new delete this operator private public protected
-    virtual friend nullptr constexpr static_assert decltype alignas alignof asm export mutable explicit
-    half half2 __half __nv_bfloat16 nv_bfloat16 uint8_t int8_t uint16_t int16_t uint32_t int32_t uint64_t int64_t
-    uint4 uint2 size_t threadIdx blockIdx blockDim gridDim warpSize dim3 main""".split()
-)
-_RESERVED = {"tmem_addr", "tm_scratch", "tm_status", "tx", "laneid", "warpid", "tid_in_wg", "wid_in_wg"}
-
-
-def _check_identifier(name: str, span: Span, what: str):
-    if name in _C_KEYWORDS or keyword.iskeyword(name):
-        raise TileTypeError(f"'{name}' is a C/CUDA or Python keyword and cannot name a {what}", span,
-                            hint=f"rename it, e.g. '{name}_'")
-    if name in _RESERVED or name.startswith("__") or name.startswith("tm_"):
-        raise TileTypeError(f"'{name}' is reserved by tilemagic's generated code and cannot name a {what}", span,
-                            hint=f"rename it, e.g. '{name}_buf'")
+_check_identifier = check_identifier
 
 
 @dataclass
@@ -120,11 +102,15 @@ def _coords(layout, shape):
     return layout.apply(np.arange(n, dtype=np.int64), shape=None) if n else {}
 
 
+_STATIC_SMEM = 48 * 1024  # ptxas: sm_90 accepts at most 0xc000 bytes of static __shared__ data
+
 # element limits checked before any per-element work (the layouts are evaluated element by element)
 _MAX_ELEMS = {"local": 1 << 20, "tmem": 128 * 512 * 4, "shared": 227 * 1024}
 
 
 def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
+    if len(decl.shape) > 8:
+        raise TileTypeError(f"'{decl.name}' has {len(decl.shape)} dimensions; at most 8", decl.shape_span)
     numel = math.prod(decl.shape)
     nbytes = numel * ir.DTYPE_BYTES[decl.dtype]
     if decl.kind == "global" and nbytes > (1 << 30):
@@ -141,6 +127,9 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
             decl.shape_span)
     layout, datapath, sub_slab = _layout_from_ast(decl)
     lspan = getattr(decl.layout, "span", decl.span)
+    big = [v for it in layout.shard for v in (it.extent, it.stride)] + [v for _, v in layout.offset]
+    if any(abs(v) >= (1 << 31) for v in big):
+        raise TileTypeError(f"layout of '{decl.name}' has a stride, extent or offset of 2**31 or more", lspan)
     if layout.size() != numel:
         raise TileTypeError(
             f"layout {layout} covers {layout.size()} elements but '{decl.name}' {decl.dtype}{list(decl.shape)} has {numel}",
@@ -161,6 +150,8 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
         buf.per_thread = numel
         return buf
     co = _coords(layout, decl.shape)
+    if decl.kind in ("local", "tmem"):
+        _check_injective(decl, co, numel, lspan)
     if decl.kind == "local":
         m = co.get("m", np.zeros(1, np.int64))
         buf.per_thread = int(m.max()) + 1 if m.size else 1
@@ -182,6 +173,25 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
     else:
         buf.per_thread = numel
     return buf
+
+
+def _check_injective(decl, co, numel, span):
+    """Two elements must never share a register of one thread (local) or a TMEM cell (tmem)."""
+    from .common import THREAD_AXIS_WEIGHT
+
+    if decl.kind == "local":
+        t = np.zeros(numel, np.int64)
+        for a, w in THREAD_AXIS_WEIGHT.items():
+            if a in co:
+                t = t + co[a] * w
+        key = t * (1 << 32) + co.get("m", np.zeros(numel, np.int64))
+        what = "the same register of the same thread"
+    else:
+        key = co.get("TLane", np.zeros(numel, np.int64)) * (1 << 32) + co.get("TCol", np.zeros(numel, np.int64))
+        what = "the same TMEM cell"
+    if len(np.unique(key)) != numel:
+        raise TileTypeError(f"the layout of '{decl.name}' puts two elements in {what}", span,
+                            hint="every element needs its own place; check for a stride of 0 or overlapping strides")
 
 
 def _classify(layout, shape, bits):
@@ -245,7 +255,7 @@ def _stmt_text(source: str, span: Span) -> str:
 
 
 # ----------------------------------------------------------------------------- check
-def check(prog: ast.Program, name: Optional[str] = None, *, line_offset: int = 0) -> TypedProgram:
+def check(prog: ast.Program, name: Optional[str] = None, *, name_span: Optional[Span] = None) -> TypedProgram:
     """Resolve and validate a parsed program.
 
     Parameters
@@ -264,9 +274,10 @@ def check(prog: ast.Program, name: Optional[str] = None, *, line_offset: int = 0
     if prog.kernel:
         _check_identifier(kname, prog.kernel.name_span, "kernel")
     elif name:
-        if not name.isidentifier():
-            raise TileTypeError(f"cell name '{name}' is not an identifier", None)
-        _check_identifier(name, Span(1, 1, 1, 2), "kernel")
+        if not (name.isidentifier() and name.isascii()):
+            raise TileTypeError(f"cell name '{name}' is not an identifier", name_span,
+                                hint="use letters, digits and _, not starting with a digit")
+        _check_identifier(name, name_span, "kernel")
     bufs: Dict[str, ir.Buffer] = {}
     tmem_next = 0
     items: List[tuple] = []
@@ -300,6 +311,11 @@ def check(prog: ast.Program, name: Optional[str] = None, *, line_offset: int = 0
             bufs[item.name] = buf
         elif isinstance(item, ast.CopyStmt):
             dst, src = _region(item.dst, bufs), _region(item.src, bufs)
+            if dst.buf is src.buf and all(max(a, b) < min(a + e, b + f) for a, e, b, f in
+                                          zip(dst.begins, dst.extents, src.begins, src.extents)):
+                raise TileTypeError(
+                    f"source and destination regions of '{dst.buf.name}' overlap", item.span,
+                    hint="copy through a second buffer: threads copying overlapping regions race on the GPU")
             op = CopyOp(item.op_name, item.scope, dst, src, item.dispatch, _stmt_text(prog.source, item.span),
                         item.span, item.dispatch_span)
             items.append(("copy", op))
@@ -320,6 +336,20 @@ def check(prog: ast.Program, name: Optional[str] = None, *, line_offset: int = 0
                 raise TileTypeError(f"check compares regions of shapes {list(lhs.nonunit)} and {list(rhs.nonunit)}",
                                     item.span)
             items.append(("check", lhs, rhs, _stmt_text(prog.source, item.span), item.span))
+
+    # ---- resources the kernel declares statically
+    shared_total = 0
+    for b in bufs.values():
+        if b.scope == "shared":
+            shared_total += -(-b.nbytes // 16) * 16
+            if shared_total > _STATIC_SMEM:
+                raise TileTypeError(
+                    f"shared buffers need {shared_total} bytes up to '{b.name}'; static shared memory is limited to "
+                    f"{_STATIC_SMEM} bytes (48 KiB) per CTA", b.span,
+                    hint="tilemagic declares shared buffers statically (__shared__); use smaller tiles")
+    n_globals = sum(b.scope == "global" for b in bufs.values())
+    if n_globals > 512:
+        raise TileTypeError(f"{n_globals} global buffers: at most 512 kernel arguments", None)
 
     # ---- CTA size
     if prog.kernel and prog.kernel.threads is not None:
@@ -375,10 +405,21 @@ class Builder:
         self._taken = set(tp.buffers) | {tp.name}
 
     def loop_vars(self, n: int) -> Tuple[ir.LoopVar, ...]:
-        names = [c for c in "ijklpqrsuvw" if c not in self._taken]
-        if len(names) < n:
-            names += [f"i{k}" for k in range(n) if f"i{k}" not in self._taken]
-        return tuple(ir.LoopVar(v) for v in names[:n])
+        """``n`` loop-variable names distinct from every buffer and the kernel (i, j, k, ..., then i0, i1, ...)."""
+        def candidates():
+            yield from "ijklpqrsuvw"
+            k = 0
+            while True:
+                yield f"i{k}"
+                k += 1
+
+        names = []
+        for c in candidates():
+            if len(names) == n:
+                break
+            if c not in self._taken:
+                names.append(c)
+        return tuple(ir.LoopVar(v) for v in names)
 
 
 def _with_span(stmts, span):

@@ -38,6 +38,19 @@ def _reads(e, buf) -> bool:
     return False
 
 
+def _uses_threads(node) -> bool:
+    """Does a Store (or expression) depend on the thread id?"""
+    if isinstance(node, ir.Store):
+        return any(_uses_threads(i) for i in node.indices) or _uses_threads(node.value) or node.buf.scope == "local"
+    if isinstance(node, ir.ThreadVar):
+        return True
+    if isinstance(node, ir.Load):
+        return node.buf.scope == "local" or any(_uses_threads(i) for i in node.indices)
+    if isinstance(node, ir.Bin):
+        return _uses_threads(node.a) or _uses_threads(node.b)
+    return False
+
+
 class Simulator:
     """Run one kernel on the CPU.
 
@@ -168,6 +181,8 @@ class Simulator:
         st = s.body
         bits = _BITS[st.buf.elem_bytes]
         active = np.nonzero(mask)[0]
+        if st.buf.scope != "local" and not _uses_threads(st):
+            active = active[:1]  # every thread stores the same value at the same place: do it once
         for start in range(0, total, chunk):
             lin = np.arange(start, min(total, start + chunk), dtype=np.int64)
             coords = np.unravel_index(lin, s.extents)

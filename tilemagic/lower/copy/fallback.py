@@ -37,7 +37,7 @@ def _single_thread_reachable(op, ctx):
     return True, None
 
 
-def _index_fn(region, layout_axis="m"):
+def _index_fn(region):
     """Build ``f(loop_vars_by_dim) -> tuple of index Exprs`` for one side of the copy."""
     buf = region.buf
     if buf.scope == "local":
@@ -53,6 +53,9 @@ def _index_fn(region, layout_axis="m"):
             return (e,)
 
         return f
+    if affine_dims(buf.layout, buf.shape) is None:
+        fail(f"shared {buf.name}'s layout {buf.layout} is not affine per dimension; the scalar loop indexes "
+             f"each dimension with one stride")
     return lambda idx: tuple(idx)
 
 

@@ -104,6 +104,9 @@ def _emit_reg(op, ctx):
     g = _memory_index(mem)
     axes = thread_axes(lbuf.layout)
     tvar, S = _thread_var_and_count(axes, ctx)
+    if S > ctx.threads:
+        fail(f"register layout of {lbuf.name} is spread over {S} threads ({tvar.kind}) but the CTA has "
+             f"{ctx.threads}; the missing threads' elements would never be copied")
     t = np.zeros(local.numel, np.int64)
     for a in axes:
         t = t + lc[a] * THREAD_AXIS_WEIGHT[a]
