@@ -42,10 +42,10 @@ for _base in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong"
 
 # names the generated IR, CUDA and TMEM emulation use
 _TILEMAGIC_NAMES = {"tmem_addr", "tm", "TmEmu", "get_tmem_addr", "tx", "laneid", "warpid", "tid_in_wg", "wid_in_wg"}
-_RESERVED_PATTERNS = (
+_TILEMAGIC_PATTERN = re.compile(r"^(tm_|TM_|Tm)")  # tilemagic's emulation and helpers
+_C_PATTERNS = (
     re.compile(r"^__"),  # implementation-reserved in C/C++, CUDA intrinsics
     re.compile(r"^_[A-Z]"),  # implementation-reserved in C/C++
-    re.compile(r"^(tm_|TM_|Tm)"),  # tilemagic's emulation and helpers
     re.compile(r"^(CUDA|CUDART|NV_|NVRTC)"),  # CUDA macros
     re.compile(r"^[A-Z][A-Z0-9]*_(MAX|MIN|BIT|DIG|EPSILON)$"),  # limits.h / float.h / stdint.h macros
 )
@@ -62,9 +62,9 @@ def check_identifier(name: str, span: Span, what: str) -> None:
     if name in _CXX_KEYWORDS or keyword.iskeyword(name):
         raise TileTypeError(f"'{name}' is a C/C++ or Python keyword and cannot name a {what}", span,
                             hint=f"rename it, e.g. '{name}_'")
-    if name in _CUDA_NAMES:
+    if name in _CUDA_NAMES or any(p.match(name) for p in _C_PATTERNS):
         raise TileTypeError(f"'{name}' is a CUDA/C name the generated code would collide with; it cannot name a {what}",
-                            span, hint=f"rename it, e.g. '{name}_buf'")
-    if name in _TILEMAGIC_NAMES or any(p.match(name) for p in _RESERVED_PATTERNS):
+                            span, hint=f"rename it, e.g. '{name.lstrip('_') or 'x'}_buf'")
+    if name in _TILEMAGIC_NAMES or _TILEMAGIC_PATTERN.match(name):
         raise TileTypeError(f"'{name}' is reserved by tilemagic's generated code and cannot name a {what}", span,
                             hint=f"rename it, e.g. '{name.lstrip('_') or 'x'}_buf'")

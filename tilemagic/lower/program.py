@@ -347,9 +347,10 @@ def check(prog: ast.Program, name: Optional[str] = None, *, name_span: Optional[
                     f"shared buffers need {shared_total} bytes up to '{b.name}'; static shared memory is limited to "
                     f"{_STATIC_SMEM} bytes (48 KiB) per CTA", b.span,
                     hint="tilemagic declares shared buffers statically (__shared__); use smaller tiles")
-    n_globals = sum(b.scope == "global" for b in bufs.values())
-    if n_globals > 512:
-        raise TileTypeError(f"{n_globals} global buffers: at most 512 kernel arguments", None)
+    globals_ = [b for b in bufs.values() if b.scope == "global"]
+    if len(globals_) > 512:
+        raise TileTypeError(f"{len(globals_)} global buffers: a kernel takes at most 512 (CUDA's 32 KiB of "
+                            f"parameters)", globals_[512].span)
 
     # ---- CTA size
     if prog.kernel and prog.kernel.threads is not None:
