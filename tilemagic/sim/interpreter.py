@@ -90,14 +90,14 @@ class Simulator:
 
     def _flat(self, buf, indices, env):
         if buf.scope == "local":
-            return self.eval(indices[0], env)
+            return self.eval_expr(indices[0], env)
         st, off = self._strides(buf)
         e = off
         for i, s in zip(indices, st):
-            e = e + self.eval(i, env) * s
+            e = e + self.eval_expr(i, env) * s
         return e
 
-    def eval(self, e, env):
+    def eval_expr(self, e, env):
         if isinstance(e, ir.Const):
             return e.value
         if isinstance(e, ir.ThreadVar):
@@ -105,7 +105,7 @@ class Simulator:
         if isinstance(e, ir.LoopVar):
             return env[e.name]
         if isinstance(e, ir.Bin):
-            return _OPS[e.op](self.eval(e.a, env), self.eval(e.b, env))
+            return _OPS[e.op](self.eval_expr(e.a, env), self.eval_expr(e.b, env))
         if isinstance(e, ir.Load):
             idx = np.asarray(self._flat(e.buf, e.indices, env))
             idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, (self.n,)))  # (..., threads)
@@ -125,23 +125,23 @@ class Simulator:
     # ------------------------------------------------------------------ run
     def run(self) -> Dict[str, np.ndarray]:
         """Execute; return the global buffers as raw bytes (``name -> uint8 array``)."""
-        self.exec(self.k.body, np.ones(self.n, bool), {})
+        self.run_stmt(self.k.body, np.ones(self.n, bool), {})
         if self.k.tmem_cols:
             self.tmem.exit_check()
         return {b.name: self.mem[b.name] for b in self.k.params}
 
-    def exec(self, s, mask, env):
+    def run_stmt(self, s, mask, env):
         if not mask.any():
             return
         if isinstance(s, ir.Seq):
             for c in s.body:
-                self.exec(c, mask, env)
+                self.run_stmt(c, mask, env)
         elif isinstance(s, ir.Comment) or isinstance(s, ir.Barrier) or isinstance(s, ir.TcgenFence) \
                 or isinstance(s, ir.TcgenWait):
             return
         elif isinstance(s, ir.If):
-            cond = np.broadcast_to(np.asarray(self.eval(s.cond, env), bool), (self.n,))
-            self.exec(s.then, mask & cond, env)
+            cond = np.broadcast_to(np.asarray(self.eval_expr(s.cond, env), bool), (self.n,))
+            self.run_stmt(s.then, mask & cond, env)
         elif isinstance(s, ir.Grid):
             if isinstance(s.body, ir.Store) and not _reads(s.body.value, s.body.buf):
                 self._grid_store(s, mask, env)
@@ -150,9 +150,9 @@ class Simulator:
                 env2 = dict(env)
                 for v, p in zip(s.vars, point):
                     env2[v.name] = p
-                self.exec(s.body, mask, env2)
+                self.run_stmt(s.body, mask, env2)
         elif isinstance(s, ir.Store):
-            val = np.broadcast_to(self.eval(s.value, env), (self.n,))
+            val = np.broadcast_to(self.eval_expr(s.value, env), (self.n,))
             idx = np.broadcast_to(self._flat(s.buf, s.indices, env), (self.n,))
             self._bounds(s.buf, idx, s.buf.elem_bytes, s.span, mask)
             bits = _BITS[s.buf.elem_bytes]
@@ -189,7 +189,7 @@ class Simulator:
             env2 = dict(env)
             for v, c in zip(s.vars, coords):
                 env2[v.name] = c[:, None]  # iterations × threads
-            val = np.broadcast_to(self.eval(st.value, env2), (lin.size, self.n))[:, active]
+            val = np.broadcast_to(self.eval_expr(st.value, env2), (lin.size, self.n))[:, active]
             idx = np.broadcast_to(self._flat(st.buf, st.indices, env2), (lin.size, self.n))[:, active]
             self._bounds(st.buf, idx.reshape(-1), st.buf.elem_bytes, st.span)
             if st.buf.scope == "local":
@@ -210,8 +210,8 @@ class Simulator:
     def _vecmove(self, s: ir.VecMove, mask, env):
         nb = s.nbytes
         rows = np.nonzero(mask)[0]
-        so = self._byte_index(s.src, self.eval(s.src_index, env), nb, mask, s.span)[rows]
-        do = self._byte_index(s.dst, self.eval(s.dst_index, env), nb, mask, s.span)[rows]
+        so = self._byte_index(s.src, self.eval_expr(s.src_index, env), nb, mask, s.span)[rows]
+        do = self._byte_index(s.dst, self.eval_expr(s.dst_index, env), nb, mask, s.span)[rows]
         if s.src.scope == "local":
             data = self.local[s.src.name][rows[:, None], so]
         else:
