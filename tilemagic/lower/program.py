@@ -25,11 +25,9 @@ from ..ir import nodes as ir
 from ..lang import ast
 from .dispatch import DispatchContext, run_dispatch
 from .names import check_identifier
-from .ops import SCOPE_KIND, CopyOp, RegionRef
+from .ops import CopyOp, RegionRef
 
 SCOPE_THREADS = {"thread": 1, "warp": 32, "wg": 128}
-
-_check_identifier = check_identifier
 
 
 @dataclass
@@ -272,19 +270,19 @@ def check(prog: ast.Program, name: Optional[str] = None, *, name_span: Optional[
     """
     kname = prog.kernel.name if prog.kernel else (name or "tilecopy_kernel")
     if prog.kernel:
-        _check_identifier(kname, prog.kernel.name_span, "kernel")
+        check_identifier(kname, prog.kernel.name_span, "kernel")
     elif name:
         if not (name.isidentifier() and name.isascii()):
             raise TileTypeError(f"cell name '{name}' is not an identifier", name_span,
                                 hint="use letters, digits and _, not starting with a digit")
-        _check_identifier(name, name_span, "kernel")
+        check_identifier(name, name_span, "kernel")
     bufs: Dict[str, ir.Buffer] = {}
     tmem_next = 0
     items: List[tuple] = []
     scopes_used = []
     for item in prog.items:
         if isinstance(item, ast.BufferDecl):
-            _check_identifier(item.name, item.name_span, "buffer")
+            check_identifier(item.name, item.name_span, "buffer")
             if item.name in bufs:
                 raise TileTypeError(f"buffer '{item.name}' is declared twice", item.name_span)
             if item.name == kname:

@@ -4,7 +4,6 @@ Each case runs the real pipeline (parse → check → dispatch → lower) and lo
 dispatch record and the IR nodes; round trips run in the CPU simulator.
 """
 
-import warnings
 
 import numpy as np
 import pytest

@@ -36,7 +36,7 @@ def test_magics_registered_and_demo_runs(ip):
 
 
 def test_fallback_cell_shows_user_warning_and_result(ip):
-    with capture_output() as cap, pytest.warns(UserWarning, match="copy/fallback") as w:
+    with capture_output(), pytest.warns(UserWarning, match="copy/fallback") as w:
         r = ip.run_cell("%%tilecopy fallback_demo --launch sim\n" + body("fallback_demo"))
     assert r.success
     assert [(x.filename, x.lineno) for x in w] == [("tilecopy", 6), ("tilecopy", 8)]
