@@ -93,35 +93,11 @@ def _flat_index(buf: ir.Buffer, indices) -> ir.Expr:
     logical indices mapped through the buffer layout's per-dimension strides."""
     if buf.scope == "local":
         return indices[0]
-    strides, off = _strides(buf)
+    strides, off = buf.dim_strides()
     e: ir.Expr = ir.Const(off)
     for i, s in zip(indices, strides):
         e = ir.add(e, ir.mul(i, s))
     return e
-
-
-_STRIDE_CACHE = {}
-
-
-def _strides(buf):
-    key = id(buf)
-    hit = _STRIDE_CACHE.get(key)
-    if hit is not None and hit[0] is buf:
-        return hit[1]
-    from ..lower.common import affine_dims
-
-    if buf.layout is None:
-        st, n = [], 1
-        for d in reversed(buf.shape):
-            st.append(n)
-            n *= d
-        res = (tuple(reversed(st)), 0)
-    else:
-        res = affine_dims(buf.layout, buf.shape)
-        if res is None:
-            raise ValueError(f"layout of {buf.name} is not affine per dimension")
-    _STRIDE_CACHE[key] = (buf, res)
-    return res
 
 
 def cexpr(e: ir.Expr, prec: int = 0) -> str:

@@ -32,8 +32,13 @@ CUDA_TYPE = {
     "float32": "float", "float16": "half", "bfloat16": "__nv_bfloat16",
     "uint8": "uint8_t", "int8": "int8_t", "int32": "int", "uint32": "uint32_t",
 }
-# unsigned integer type of the same width: simulator and checks compare bits
-BITS_DTYPE = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+# unsigned integer type of the same width: the simulator, the launch and the checks move and compare bits
+BITS_DTYPE = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def bits_view(a: np.ndarray) -> np.ndarray:
+    """``a`` viewed as unsigned integers of its element width (fp16 -> uint16, ...)."""
+    return a.view(BITS_DTYPE[a.dtype.itemsize])
 
 
 def numpy_dtype(dtype: str) -> np.dtype:
@@ -94,6 +99,30 @@ class Buffer:
         for d in self.shape:
             n *= d
         return n
+
+    def dim_strides(self) -> Tuple[Tuple[int, ...], int]:
+        """``(strides, offset)`` in elements with ``index = offset + Σ index_d * strides[d]`` (global/shared).
+
+        Global buffers (and buffers without a layout) are row-major; a shared layout must be affine
+        per dimension (the fallback declines otherwise).  Computed once per buffer.
+        """
+        cached = self.__dict__.get("_dim_strides")
+        if cached is not None:
+            return cached
+        if self.scope == "global" or self.layout is None:
+            st, n = [], 1
+            for d in reversed(self.shape):
+                st.append(n)
+                n *= d
+            res = (tuple(reversed(st)), 0)
+        else:
+            from ..layout.tile import affine_dims
+
+            res = affine_dims(self.layout, self.shape)
+            if res is None:
+                raise ValueError(f"layout of {self.name} is not affine per dimension")
+        self.__dict__["_dim_strides"] = res
+        return res
 
     @property
     def storage_elems(self) -> int:

@@ -780,3 +780,28 @@ def parse_layout(text: str) -> TileLayout:
         On malformed text.
     """
     return _Parser(text).parse()
+
+
+def affine_dims(layout, shape, axis: str = "m") -> Optional[Tuple[Tuple[int, ...], int]]:
+    """Per-dimension strides and offset of ``layout`` on ``axis`` when it is affine per logical dim.
+
+    Returns ``(strides, offset)`` with ``index = offset + Σ coord_d * strides[d]`` for every
+    element, or None when the layout splits a dimension non-affinely.
+    """
+    shape = tuple(shape)
+    n = int(np.prod(shape))
+    vals = layout.apply(np.arange(n, dtype=np.int64)).get(axis, np.zeros(n, np.int64))
+    grid = np.indices(shape).reshape(len(shape), -1)
+    off = int(vals[0])
+    strides = []
+    for d, ext in enumerate(shape):
+        if ext == 1:
+            strides.append(0)
+            continue
+        unit = [0] * len(shape)
+        unit[d] = 1
+        strides.append(int(vals[int(np.ravel_multi_index(unit, shape))]) - off)
+    pred = off + (np.asarray(strides, np.int64)[:, None] * grid).sum(axis=0)
+    if not np.array_equal(pred, vals):
+        return None
+    return tuple(strides), off

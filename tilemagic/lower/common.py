@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Sequence, Tuple
 
 import numpy as np
 
 from ..ir import nodes as ir
+from ..layout.tile import affine_dims  # noqa: F401  (re-exported for the variants)
 
 # linear thread id of each thread axis inside the CTA, and the axis' scope (TVM axis_registry)
 THREAD_AXIS_WEIGHT = {"laneid": 1, "wid_in_wg": 32, "tid_in_wg": 1, "warpid": 32, "wgid": 128, "tx": 1}
@@ -41,37 +42,6 @@ def scope_allowed(op, ctx, allowed_pairs: Sequence[Tuple[str, str]]):
         return True, None
     allowed = ", ".join(f"{a}->{b}" for a, b in allowed_pairs)
     return False, f"unsupported memory scopes src={pair[0]} dst={pair[1]}; allowed: {allowed}"
-
-
-# ----------------------------------------------------------------------------- layout helpers
-def layout_coords(layout, n: int):
-    """``layout.apply`` over linear element indices 0..n-1 (dict axis -> int64 array)."""
-    return layout.apply(np.arange(n, dtype=np.int64))
-
-
-def affine_dims(layout, shape, axis: str = "m") -> Optional[Tuple[Tuple[int, ...], int]]:
-    """Per-dimension strides and offset of ``layout`` on ``axis`` when it is affine per logical dim.
-
-    Returns ``(strides, offset)`` with ``index = offset + Σ coord_d * strides[d]`` for every
-    element, or None when the layout splits a dimension non-affinely.
-    """
-    shape = tuple(shape)
-    n = int(np.prod(shape))
-    vals = layout_coords(layout, n).get(axis, np.zeros(n, np.int64))
-    grid = np.indices(shape).reshape(len(shape), -1)
-    off = int(vals[0])
-    strides = []
-    for d, ext in enumerate(shape):
-        if ext == 1:
-            strides.append(0)
-            continue
-        unit = [0] * len(shape)
-        unit[d] = 1
-        strides.append(int(vals[int(np.ravel_multi_index(unit, shape))]) - off)
-    pred = off + (np.asarray(strides, np.int64)[:, None] * grid).sum(axis=0)
-    if not np.array_equal(pred, vals):
-        return None
-    return tuple(strides), off
 
 
 def thread_axes(layout):

@@ -175,14 +175,10 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
 
 def _check_injective(decl, co, numel, span):
     """Two elements must never share a register of one thread (local) or a TMEM cell (tmem)."""
-    from .common import THREAD_AXIS_WEIGHT
+    from .common import linear_tid
 
     if decl.kind == "local":
-        t = np.zeros(numel, np.int64)
-        for a, w in THREAD_AXIS_WEIGHT.items():
-            if a in co:
-                t = t + co[a] * w
-        key = t * (1 << 32) + co.get("m", np.zeros(numel, np.int64))
+        key = linear_tid(co, numel) * (1 << 32) + co.get("m", np.zeros(numel, np.int64))
         what = "the same register of the same thread"
     else:
         key = co.get("TLane", np.zeros(numel, np.int64)) * (1 << 32) + co.get("TCol", np.zeros(numel, np.int64))

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
 import numpy as np
 
 from ..errors import LaunchError
+from ..ir.nodes import bits_view
 from .compile import arch_for_device, compile_cupy, cupy_options, nvcc_compile, TCGEN05_PROBE_SRC
 from .device import INSTALL_HINT, DeviceStatus, format_cuda_version, nvcc_version, probe
 
@@ -31,8 +32,6 @@ if TYPE_CHECKING:
 #: Launches before timing, and timed launches, with ``bench=True``.
 BENCH_WARMUP = 5
 BENCH_REPEATS = 50
-
-_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 # CUDA errors after which the context is unusable for the rest of the process
 _STICKY = ("IllegalAddress", "LaunchFailure", "IllegalInstruction", "MisalignedAddress",
@@ -78,7 +77,7 @@ class GpuRun:
 def _bits(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
     try:
-        return a.view(_BITS[a.dtype.itemsize])
+        return bits_view(a)
     except KeyError:
         raise LaunchError(f"cannot transfer dtype {a.dtype} ({a.dtype.itemsize} bytes per element)") from None
 

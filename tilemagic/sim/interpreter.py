@@ -21,7 +21,7 @@ from ..errors import LaunchError
 from ..ir import nodes as ir
 from .tmem import TmemModel, emu_error
 
-_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32}
+_BITS = ir.BITS_DTYPE
 _OPS = {
     "+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod,
     "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
@@ -80,18 +80,12 @@ class Simulator:
             self.mem[b.name] = np.zeros(b.nbytes, np.uint8)
         self.local = {b.name: np.zeros((n, b.nbytes), np.uint8) for b in kernel.locals}
         self.tmem = TmemModel(strict)
-        self.strides = {}
 
     # ------------------------------------------------------------------ helpers
-    def _strides(self, buf):
-        from ..codegen.cuda import _strides
-
-        return _strides(buf)
-
     def _flat(self, buf, indices, env):
         if buf.scope == "local":
             return self.eval_expr(indices[0], env)
-        st, off = self._strides(buf)
+        st, off = buf.dim_strides()
         e = off
         for i, s in zip(indices, st):
             e = e + self.eval_expr(i, env) * s

@@ -53,7 +53,9 @@ def _index_fn(region):
             return (e,)
 
         return f
-    if affine_dims(buf.layout, buf.shape) is None:
+    try:
+        buf.dim_strides()  # global: row-major; shared: affine per dimension or decline
+    except ValueError:
         fail(f"shared {buf.name}'s layout {buf.layout} is not affine per dimension; the scalar loop indexes "
              f"each dimension with one stride")
     return lambda idx: tuple(idx)

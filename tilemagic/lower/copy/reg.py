@@ -27,6 +27,7 @@ from ..common import (
     THREAD_AXIS_WEIGHT,
     digits_expr,
     exec_scope_ok,
+    linear_tid,
     scope_allowed,
     thread_axes,
     validate_copy_op,
@@ -107,9 +108,7 @@ def _emit_reg(op, ctx):
     if S > ctx.threads:
         fail(f"register layout of {lbuf.name} is spread over {S} threads ({tvar.kind}) but the CTA has "
              f"{ctx.threads}; the missing threads' elements would never be copied")
-    t = np.zeros(local.numel, np.int64)
-    for a in axes:
-        t = t + lc[a] * THREAD_AXIS_WEIGHT[a]
+    t = linear_tid(lc, local.numel)
     if S and (t.max() >= S or t.min() < 0):
         fail(f"register layout of {lbuf.name} reaches thread {int(t.max())} but its scope has {S} threads")
     counts = np.bincount(t, minlength=S)

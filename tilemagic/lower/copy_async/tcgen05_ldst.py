@@ -23,7 +23,7 @@ import numpy as np
 
 from ...ir import nodes as ir
 from ...layout import tcgen05 as tc
-from ..common import exec_scope_ok, scope_allowed, validate_copy_op
+from ..common import exec_scope_ok, linear_tid, scope_allowed, validate_copy_op
 from ..dispatch import fail, predicate, register_dispatch
 
 # PTX ISA Table 49: legal .num for .32x32b
@@ -68,10 +68,7 @@ def _emit_32x32b(op, ctx, tmem, local):
     cols = local.begins[1] + np.arange(width)[None, :]
     lin = (rows * lbuf.shape[1] + cols).reshape(-1)
     lc = lbuf.layout.apply(lin)
-    tid = np.zeros(lin.shape, np.int64)
-    for a, w in (("tid_in_wg", 1), ("laneid", 1), ("wid_in_wg", 32), ("tx", 1), ("warpid", 32)):
-        if a in lc:
-            tid = tid + lc[a] * w
+    tid = linear_tid(lc, lin.size)
     m = lc.get("m", np.zeros_like(lin)).reshape(128, width)
     if not np.array_equal(tid.reshape(128, width) % 128, np.repeat(np.arange(128)[:, None], width, 1)):
         fail(f"register layout {lbuf.layout} does not give row r to thread r of the warpgroup (the .32x32b "
