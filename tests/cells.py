@@ -1,4 +1,10 @@
-"""Cell builders shared by the unit, golden and GPU tests (one definition of each test program)."""
+"""Cell builders shared by the unit, golden, GPU and TVM-differential tests (one definition of each test program).
+
+The ``*_CASES`` lists are plain data (tuples / NamedTuples) so other test suites can reuse them; the
+``*_cell`` builders turn one case into a complete ``%%tilecopy`` description.
+"""
+
+from typing import NamedTuple
 
 EPC = {"float32": 1, "int32": 1, "float16": 2, "bfloat16": 2, "uint8": 4, "int8": 4}  # elements per 32-bit cell
 
@@ -25,10 +31,11 @@ def roundtrip_cell(dtype, width, tmem_cols=None, lo=0, alias=None):
     return "\n".join(lines)
 
 
-# TVM's test_fallback_round_trip cases (scope, CTA threads, rows, cols) plus thread scope
+# TVM's test_fallback_round_trip cases (scope, CTA threads, rows, cols): n_elements % thread_cnt != 0, so gmem_smem
+# declines ("region size 24 not divisible by thread_cnt=32") and the scalar fallback copies
 FALLBACK_CASES = [
     ("warp", 32, 4, 6), ("warp", 32, 1, 8), ("wg", 128, 4, 6), ("wg", 128, 4, 8),
-    ("cta", 256, 4, 8), ("cta", 1024, 8, 8), ("thread", 1, 4, 6), ("thread", 32, 2, 3),
+    ("cta", 256, 4, 8), ("cta", 1024, 8, 8),
 ]
 
 
@@ -46,6 +53,74 @@ check B == A
 """
 
 
+class GmemSmemCase(NamedTuple):
+    """global ↔ shared through copy/gmem_smem: ``A[:, c0:c0+cols]`` → ``S`` (``smem`` layout) → ``B``.
+
+    ``vec`` is the expected vector length in elements (the widest of 128..8 bits, then one element,
+    contiguous and aligned on both sides, at most a swizzle chunk, with threads × vec dividing the region).
+    """
+
+    scope: str
+    threads: int
+    rows: int
+    cols: int
+    dtype: str
+    smem: str = ""  # shared layout; "" = row-major
+    vec: int = 1
+    gcols: int = 0  # columns of the global buffers (0: = cols)
+    c0: int = 0  # first global column of the region
+
+    @property
+    def id(self):
+        lay = f"-{self.smem}" if self.smem else ""
+        win = f"-A[:,{self.c0}:{self.c0 + self.cols}]of{self.gcols}" if self.gcols else ""
+        return f"{self.scope}{self.threads}-{self.rows}x{self.cols}-{self.dtype}{lay}{win}"
+
+
+GMEM_SMEM_CASES = [
+    GmemSmemCase("warp", 32, 8, 64, "float16", vec=8),
+    GmemSmemCase("warp", 32, 8, 64, "float16", "swizzle(3, 3, 3)", vec=8),
+    GmemSmemCase("wg", 128, 8, 64, "float16", "swizzle(3, 3, 3)", vec=4),
+    GmemSmemCase("cta", 256, 16, 64, "float16", "swizzle(3, 3, 3)", vec=4),
+    GmemSmemCase("cta", 1024, 32, 64, "bfloat16", "swizzle(3, 3, 3)", vec=2),
+    GmemSmemCase("wg", 128, 32, 32, "float32", "swizzle(2, 3, 3)", vec=4),
+    GmemSmemCase("warp", 32, 16, 32, "float32", "swizzle(1, 2, 3)", vec=2),
+    GmemSmemCase("warp", 32, 4, 64, "float16", "swizzle(2, 1, 6)", vec=4),  # identity on 256 elements: the cap decides
+    GmemSmemCase("wg", 128, 64, 32, "uint8", vec=16),
+    GmemSmemCase("wg", 128, 64, 64, "uint8", "swizzle(4, 3, 3)", vec=16),
+    GmemSmemCase("cta", 64, 16, 16, "int8", vec=4),
+    GmemSmemCase("cta", 96, 12, 16, "int32", vec=2),
+    GmemSmemCase("wg", 128, 16, 16, "bfloat16", vec=2),
+    GmemSmemCase("wg", 128, 4, 32, "float32", vec=1),
+    GmemSmemCase("warp", 32, 8, 16, "float32", "S[(8, 16) : (1, 8)]", vec=1),  # column-major
+    GmemSmemCase("warp", 32, 8, 64, "float16", "S[(8, 2, 32) : (32, 256, 1)]", vec=8),  # column halves swapped out
+    GmemSmemCase("warp", 32, 8, 32, "float32", "S[(8, 8, 4) : (4, 32, 1)]", vec=4),  # 4-element runs
+    GmemSmemCase("warp", 32, 8, 32, "float16", "S[(8, 16, 2) : (2, 16, 1)]", vec=2),  # 2-element runs
+    GmemSmemCase("warp", 32, 8, 64, "float16", vec=8, gcols=96, c0=32),
+    GmemSmemCase("warp", 32, 8, 64, "float16", vec=1, gcols=70, c0=3),  # odd start: scalar
+    GmemSmemCase("warp", 32, 8, 64, "float32", vec=4, gcols=68, c0=4),
+    GmemSmemCase("thread", 1, 4, 6, "float32", vec=4),  # one thread: the whole contiguous tile
+    GmemSmemCase("thread", 32, 2, 3, "float32", vec=2),  # TVM's test_fallback_thread_scope shape
+]
+
+
+def gmem_smem_cell(case: GmemSmemCase, name: str = "gs"):
+    c = case
+    g = c.gcols or c.cols
+    win = f"[:, {c.c0}:{c.c0 + c.cols}]" if c.gcols else ""
+    lay = f" @ {c.smem}" if c.smem else ""
+    return f"""
+kernel {name} threads={c.threads}
+global A: {c.dtype}[{c.rows}, {g}]
+global B: {c.dtype}[{c.rows}, {g}] = zeros
+shared S: {c.dtype}[{c.rows}, {c.cols}]{lay}
+{c.scope}.copy S <- A{win}
+cta_sync
+{c.scope}.copy B{win} <- S
+check B{win} == A{win}
+"""
+
+
 # register layouts for copy/reg: (layout, rows, cols, scope, threads, dtype, expected per-thread summary)
 REG_CASES = [
     ("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8, "wg", 128, "float16", "1 × ld.global.v4.u32"),
@@ -59,6 +134,19 @@ REG_CASES = [
     ("S[(256, 2) : (1@tx, 1)]", 256, 2, "cta", 256, "bfloat16", "1 × ld.global.u32"),
     ("S[(4, 6) : (6, 1)]", 4, 6, "thread", 1, "float32", "6 × ld.global.v4.u32"),
     ("S[(4, 6) : (1, 4)]", 4, 6, "thread", 1, "float32", "24 × ld.global.u32"),
+    # tcgen05 register fragments (frag(...) = tcgen05_atom_layout)
+    ("frag(32x32b)", 128, 32, "wg", 128, "float32", "8 × ld.global.v4.u32"),
+    ("frag(16x64b)", 64, 32, "wg", 128, "float32", "16 × ld.global.u32"),
+    ("frag(16x128b)", 64, 64, "wg", 128, "float16", "16 × ld.global.u32"),
+    ("frag(16x256b)", 128, 64, "wg", 128, "float16", "16 × ld.global.v2.u32"),
+    ("frag(16x256b)", 64, 32, "wg", 128, "bfloat16", "4 × ld.global.v2.u32"),
+    # warp-level laneid layouts (an mma.sync-style fragment, fp32)
+    ("S[(32, 8) : (1@laneid, 1)]", 32, 8, "warp", 32, "float16", "1 × ld.global.v4.u32"),
+    ("S[(2, 8, 2, 4, 2) : (2, 4@laneid, 4, 1@laneid, 1)]", 16, 16, "warp", 32, "float32", "4 × ld.global.v2.u32"),
+    ("S[(8, 32, 4) : (1@warpid, 1@laneid, 1)]", 256, 4, "cta", 256, "float32", "1 × ld.global.v4.u32"),
+    # gapped (every other register) and permuted register storage
+    ("S[(128, 4) : (1@tid_in_wg, 2)]", 128, 4, "wg", 128, "float32", "4 × ld.global.u32"),
+    ("S[(32, 2, 4) : (1@laneid, 1, 2)]", 32, 8, "warp", 32, "float16", "8 × ld.global.u16"),
 ]
 
 
@@ -73,3 +161,81 @@ local a: {dtype}[{rows}, {cols}] @ {layout}
 {scope}.copy B <- a
 check B == A
 """
+
+
+# copy/reg with a shared side that ldstmatrix declines (fp32, or no m8n8 fragment):
+# (layout, rows, cols, scope, threads, dtype, shared layout, expected per-thread summary of the load)
+REG_SHARED_CASES = [
+    ("frag(16x256b)", 64, 64, "wg", 128, "float16", "swizzle(3, 3, 3)", "8 × ld.shared.v2.u32"),
+    ("frag(32x32b)", 128, 32, "wg", 128, "float32", "swizzle(2, 3, 3)", "8 × ld.shared.v4.u32"),
+    ("frag(32x32b)", 128, 64, "wg", 128, "float16", "swizzle(2, 3, 3)", "16 × ld.shared.v2.u32"),  # chunk cap 4
+    ("S[(32, 8) : (1@laneid, 1)]", 32, 8, "warp", 32, "float16", "swizzle(3, 2, 3)", "1 × ld.shared.v4.u32"),
+    ("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8, "wg", 128, "float32", "S[(128, 8) : (1, 128)]", "8 × ld.shared.u32"),
+    ("S[(2, 8, 2, 4, 2) : (2, 4@laneid, 4, 1@laneid, 1)]", 16, 16, "warp", 32, "float32", "", "4 × ld.shared.v2.u32"),
+]
+
+
+def smem_cell(layout, rows, cols, scope, threads, dtype, smem=""):
+    """global → shared S → local → shared T → global, and the registers straight to global.
+
+    The register tile is loaded from and stored to shared memory (ldstmatrix or reg), and also
+    written to global by copy/reg directly (``check B == A``): that checks the register contents
+    against the layout independently of the shared-side variant; ``check C == A`` checks the store.
+    """
+    lay = f" @ {smem}" if smem else ""
+    return f"""
+kernel sm threads={threads}
+global A: {dtype}[{rows}, {cols}]
+global B: {dtype}[{rows}, {cols}]
+global C: {dtype}[{rows}, {cols}]
+shared S: {dtype}[{rows}, {cols}]{lay}
+shared T: {dtype}[{rows}, {cols}]{lay}
+local  a: {dtype}[{rows}, {cols}] @ {layout}
+{scope}.copy S <- A
+cta_sync
+{scope}.copy a <- S
+{scope}.copy B <- a
+{scope}.copy T <- a
+cta_sync
+{scope}.copy C <- T
+check B == A
+check C == A
+"""
+
+
+# copy/ldstmatrix: (layout, rows, cols, scope, threads, dtype, shared layout, ldmatrix chain, instructions per warp)
+LDSTMATRIX_CASES = [
+    ("S[(2, 8, 2, 4, 2) : (2, 4@laneid, 4, 1@laneid, 1)]", 16, 16, "warp", 32, "float16", "",
+     "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 1),
+    ("S[(2, 4, 2, 2, 8) : (4, 1@laneid, 1, 2, 4@laneid)]", 16, 16, "warp", 32, "float16", "",
+     "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", 1),
+    ("S[(2, 4, 2, 8, 8) : (2, 1@laneid, 1, 4, 4@laneid)]", 16, 64, "warp", 32, "bfloat16", "swizzle(3, 3, 3)",
+     "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", 4),
+    ("S[(2, 8, 4, 2) : (2, 4@laneid, 1@laneid, 1)]", 16, 8, "warp", 32, "bfloat16", "",
+     "ldmatrix.sync.aligned.m8n8.x2.shared.b16", 1),
+    ("S[(8, 4, 2) : (4@laneid, 1@laneid, 1)]", 8, 8, "warp", 32, "float16", "",
+     "ldmatrix.sync.aligned.m8n8.x1.shared.b16", 1),
+    ("S[(4, 2, 8, 2, 4, 2) : (1@wid_in_wg, 2, 4@laneid, 4, 1@laneid, 1)]", 64, 16, "wg", 128, "float16", "",
+     "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 1),
+    ("S[(4, 2, 8, 2, 4, 2) : (1@wid_in_wg, 2, 4@laneid, 4, 1@laneid, 1)]", 64, 16, "wg", 128, "float16",
+     "swizzle(3, 1, 3)", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 1),
+    ("S[(2, 8, 8, 4, 2) : (2, 4@laneid, 4, 1@laneid, 1)]", 16, 64, "warp", 32, "float16", "swizzle(3, 3, 3)",
+     "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 4),
+    ("S[(2, 8, 8, 4, 2) : (2, 4@laneid, 4, 1@laneid, 1)]", 16, 64, "cta", 64, "float16", "",
+     "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 4),
+    ("S[(2, 8, 2, 8, 4, 2) : (1@warpid, 4@laneid, 2, 4, 1@laneid, 1)]", 32, 64, "cta", 64, "bfloat16",
+     "swizzle(3, 3, 3)", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 4),
+    ("frag(16x128b)", 64, 64, "wg", 128, "float16", "", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 4),
+    ("frag(16x128b)", 64, 32, "wg", 128, "bfloat16", "swizzle(3, 3, 3)", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 2),
+    ("frag(16x128b)", 128, 64, "wg", 128, "float16", "swizzle(3, 3, 3)", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 8),
+]
+
+
+def golden_cells():
+    """One small cell per copy variant for the golden IR/CUDA files: name -> source."""
+    return {
+        "copy_gmem_smem": gmem_smem_cell(GMEM_SMEM_CASES[2], "gmem_smem_swizzled"),
+        "copy_reg": reg_cell("frag(16x256b)", 64, 32, "wg", 128, "bfloat16").replace("kernel r ", "kernel reg_frag "),
+        "copy_ldstmatrix": smem_cell(*LDSTMATRIX_CASES[1][:7]).replace("kernel sm ", "kernel ldstmatrix_trans "),
+        "copy_fallback": fallback_cell("warp", 32, 1, 8).replace("kernel fb ", "kernel fallback_1x8 "),
+    }

@@ -67,14 +67,20 @@ class DispatchRecord:
     summary: str = ""  # what the chosen variant emitted, e.g. "tcgen05.st.sync.aligned.32x32b.x4.b32"
 
     def why(self, c: Candidate) -> List[str]:
-        """The reason lines shown for candidate ``c`` (failed predicates, decline, or what it emitted)."""
+        """The reason lines shown for candidate ``c``, in order: what the chosen variant emitted, or
+        each failed predicate with its reason and the emitter's decline; then the predicates that held
+        (``ok: name, ...``), so every predicate's verdict is on the table."""
         if not c.tried:
-            return ["a higher-priority variant was chosen"]
+            return ["an earlier candidate was chosen"]
+        passed = [r[: -len(": ok")] for r in c.reasons if r.endswith(": ok")]
         if c.chosen:
-            return [self.summary or "all predicates hold"]
-        why = [r for r in c.reasons if not r.endswith(": ok")] if not c.accepted else []
-        if c.declined:
-            why.append(f"emitter declined: {c.declined}")
+            why = [self.summary or "all predicates hold"]
+        else:
+            why = [r for r in c.reasons if not r.endswith(": ok")] if not c.accepted else []
+            if c.declined:
+                why.append(f"emitter declined: {c.declined}")
+        if passed:
+            why.append("ok: " + ", ".join(passed))
         return why or ["all predicates hold"]
 
     def table(self) -> str:

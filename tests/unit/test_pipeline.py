@@ -148,10 +148,15 @@ def test_small_local_rows_are_padded_to_registers():
     assert res.launch.passed and "half a[4];" in res.cuda
 
 
-def test_fallback_declines_a_shared_layout_it_cannot_index():
-    src = "kernel k threads=32\nglobal A: f32[6]\nshared s: f32[6] @ S[(2, 3) : (1, 2)]\nwarp.copy s <- A\n"
-    with pytest.raises(DispatchError, match="not affine per dimension"):
-        run(src)
+def test_fallback_indexes_a_shared_layout_that_splits_a_dimension():
+    """S[(2, 3) : (1, 2)] on a 1-D buffer is not affine per dimension: the scalar loop indexes it
+    through the layout's general split (element i -> (i // 3) + (i % 3) * 2)."""
+    src = ("kernel k threads=32\nglobal A: f32[6] = arange\nglobal B: f32[6]\nshared s: f32[6] @ S[(2, 3) : (1, 2)]\n"
+           "warp.copy s <- A\ncta_sync\nwarp.copy B <- s\ncheck B == A\n")
+    res = run(src)
+    assert [d.chosen for d in res.dispatch] == ["fallback", "fallback"]
+    assert "s[i % 3 * 2 + i / 3] = A[i];" in res.cuda
+    assert res.launch.passed
 
 
 def test_header_option_errors_are_located():

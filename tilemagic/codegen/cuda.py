@@ -41,7 +41,8 @@ _THREAD_DEFS = {
     "tid_in_wg": "const int tid_in_wg = threadIdx.x % 128;",
     "wid_in_wg": "const int wid_in_wg = (threadIdx.x / 32) % 4;",
 }
-_CPREC = {"&&": 1, "==": 2, "!=": 2, "<": 3, "<=": 3, ">": 3, ">=": 3, "+": 4, "-": 4, "*": 5, "/": 5, "%": 5}
+# C precedence: ^ binds looser than == (so it is parenthesised under a comparison)
+_CPREC = {"&&": 1, "^": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
 _COP = {"//": "/", "and": "&&"}
 _PTX_FORM = {16: ("v4.u32", 4, "r"), 8: ("v2.u32", 2, "r"), 4: ("u32", 1, "r"), 2: ("u16", 1, "h"), 1: ("u8", 1, "h")}
 
@@ -89,15 +90,8 @@ def emulation_header() -> str:
 
 
 def _flat_index(buf: ir.Buffer, indices) -> ir.Expr:
-    """Physical element index of an access: local buffers are indexed flat, global/shared by
-    logical indices mapped through the buffer layout's per-dimension strides."""
-    if buf.scope == "local":
-        return indices[0]
-    strides, off = buf.dim_strides()
-    e: ir.Expr = ir.Const(off)
-    for i, s in zip(indices, strides):
-        e = ir.add(e, ir.mul(i, s))
-    return e
+    """Physical element index of an access (:meth:`~tilemagic.ir.nodes.Buffer.index_expr`)."""
+    return buf.index_expr(indices)
 
 
 def cexpr(e: ir.Expr, prec: int = 0) -> str:
@@ -165,8 +159,32 @@ def _vecmove(L: Lines, s: ir.VecMove, src):
         shifted = f"{{{shifted}}}" if n > 1 else shifted
         _asm(L, f"st.{s.dst.scope}.{form} [%0], {shifted};", [],
              [_addr_operand(s.dst, s.dst_index)] + [f'"{cons}"({w})' for w in ins], src)
+    else:  # global <-> shared (gmem_smem): through registers, one ld and one st
+        ctype = "uint16_t" if cons == "h" else "uint32_t"
+        tmps = [f"tm_v{k}" for k in range(n)]
+        L.add("{", src)
+        L.depth += 1
+        L.add(f"{ctype} {', '.join(tmps)};", src)  # tm_ names are reserved: no user buffer is shadowed
+        _asm(L, f"ld.{s.src.scope}.{form} {regs_list}, [%{n}];", [f'"={cons}"({w})' for w in tmps],
+             [_addr_operand(s.src, s.src_index)], src)
+        shifted = ", ".join(f"%{k + 1}" for k in range(n))
+        shifted = f"{{{shifted}}}" if n > 1 else shifted
+        _asm(L, f"st.{s.dst.scope}.{form} [%0], {shifted};", [],
+             [_addr_operand(s.dst, s.dst_index)] + [f'"{cons}"({w})' for w in tmps], src)
+        L.depth -= 1
+        L.add("}", src)
+
+
+def _ldstmatrix(L: Lines, s: ir.LdStMatrix, src):
+    regs = [f"((uint32_t*){s.local.name})[{cexpr(r)}]" for r in s.regs]
+    addr = _addr_operand(s.smem, s.addr)
+    n = s.num
+    if s.op == "ld":
+        reglist = ", ".join(f"%{k}" for k in range(n))
+        _asm(L, f"{s.chain} {{{reglist}}}, [%{n}];", [f'"=r"({r})' for r in regs], [addr], src)
     else:
-        raise NotImplementedError("memory-to-memory vector moves are emitted by gmem_smem (issue 4)")
+        shifted = ", ".join(f"%{k + 1}" for k in range(n))
+        _asm(L, f"{s.chain} [%0], {{{shifted}}};", [], [addr] + [f'"r"({r})' for r in regs], src)
 
 
 def _tcgen_native(L: Lines, s, src):
@@ -241,6 +259,8 @@ def _stmt(L: Lines, s: ir.Stmt, mode: str):
         L.add(f"{s.buf.name}[{cexpr(_flat_index(s.buf, s.indices))}] = {cexpr(s.value)};", src)
     elif isinstance(s, ir.VecMove):
         _vecmove(L, s, src)
+    elif isinstance(s, ir.LdStMatrix):
+        _ldstmatrix(L, s, src)
     elif isinstance(s, ir.Barrier):
         L.add("__syncthreads();", src)
     else:

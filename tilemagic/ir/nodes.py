@@ -20,6 +20,7 @@ Index conventions
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Optional, Tuple
 
 import numpy as np
@@ -103,10 +104,13 @@ class Buffer:
     def dim_strides(self) -> Tuple[Tuple[int, ...], int]:
         """``(strides, offset)`` in elements with ``index = offset + Σ index_d * strides[d]`` (global/shared).
 
-        Global buffers (and buffers without a layout) are row-major; a shared layout must be affine
-        per dimension (the fallback declines otherwise).  Computed once per buffer.
+        Global buffers (and buffers without a layout) are row-major.  Raises ValueError when a shared
+        layout is not affine per dimension (a split dimension, a swizzle): :meth:`index_expr` then
+        uses the general form.  Computed once per buffer.
         """
         cached = self.__dict__.get("_dim_strides")
+        if cached is False:
+            raise ValueError(f"layout of {self.name} is not affine per dimension")
         if cached is not None:
             return cached
         if self.scope == "global" or self.layout is None:
@@ -120,9 +124,32 @@ class Buffer:
 
             res = affine_dims(self.layout, self.shape)
             if res is None:
+                self.__dict__["_dim_strides"] = False
                 raise ValueError(f"layout of {self.name} is not affine per dimension")
         self.__dict__["_dim_strides"] = res
         return res
+
+    def index_expr(self, indices) -> "Expr":
+        """Physical element index of the access ``buf[indices]``.
+
+        ``local`` buffers are indexed flat (one index, the register slot).  Global
+        buffers are row-major.  A shared buffer's layout maps the logical indices:
+        an affine-per-dimension layout gives ``offset + Σ index_d * stride_d``; any
+        other tile layout the general split of the row-major flat index over its
+        iters (TVM ``apply``: ``Σ (flat // inner_k % extent_k) * stride_k``); a
+        swizzled layout (:class:`~tilemagic.layout.swizzle.ComposeLayout`) that of
+        its tile, XOR-ed as ``t ^ (t // 2**(M+S) % 2**B * 2**M)``.
+        """
+        if self.scope == "local":
+            return indices[0]
+        try:
+            strides, off = self.dim_strides()
+        except ValueError:
+            return _layout_index(self.layout, self.shape, indices)
+        e: Expr = Const(off)
+        for i, s in zip(indices, strides):
+            e = add(e, mul(i, s))
+        return e
 
     @property
     def storage_elems(self) -> int:
@@ -164,7 +191,7 @@ class LoopVar(Expr):
 
 @dataclass(frozen=True, eq=False)
 class Bin(Expr):
-    op: str  # + - * // % == != < <= > >= and
+    op: str  # + - * // % ^ == != < <= > >= and
     a: Expr
     b: Expr
 
@@ -219,6 +246,57 @@ def mod(a, b) -> Expr:
     if isinstance(b, Const) and b.value == 1:
         return Const(0)
     return Bin("%", a, b)
+
+
+def xor(a, b) -> Expr:
+    a, b = const(a), const(b)
+    if isinstance(b, Const) and b.value == 0:
+        return a
+    if isinstance(a, Const) and isinstance(b, Const):
+        return Const(a.value ^ b.value)
+    return Bin("^", a, b)
+
+
+def swizzle_expr(layout, t: Expr) -> Expr:
+    """The XOR swizzle of a :class:`~tilemagic.layout.swizzle.ComposeLayout` on the tile address ``t``:
+    ``t ^ (t // 2**(M+S) % 2**B * 2**M)`` (= ``t ^ ((t >> (M+S)) & (2**B-1)) << M`` for t >= 0)."""
+    hi = layout.per_element + layout.atom_len
+    return xor(t, mul(mod(floordiv(t, 1 << hi), 1 << layout.swizzle_len), 1 << layout.per_element))
+
+
+@lru_cache(maxsize=256)
+def _affine(layout, shape):
+    from ..layout.tile import affine_dims
+
+    return affine_dims(layout, shape)
+
+
+def _layout_index(layout, shape, indices) -> Expr:
+    """``layout.apply(indices)["m"]`` as an expression (general tile layouts and swizzles)."""
+    tile = getattr(layout, "tile", None)
+    if tile is not None:  # ComposeLayout: swizzle the tile's address
+        return swizzle_expr(layout, _layout_index(tile, shape, indices))
+    aff = _affine(layout, tuple(shape))
+    if aff is not None:
+        e: Expr = Const(aff[1])
+        for i, st in zip(indices, aff[0]):
+            e = add(e, mul(i, st))
+        return e
+    flat: Expr = Const(0)
+    for i, d in zip(indices, shape):
+        flat = add(mul(flat, d), i)
+    e = Const(layout.offset_of("m"))
+    inner = 1
+    n = len(layout.shard)
+    for k in range(n - 1, -1, -1):
+        it = layout.shard[k]
+        digit = floordiv(flat, inner)
+        if k > 0:
+            digit = mod(digit, it.extent)
+        if it.axis == "m":
+            e = add(e, mul(digit, it.stride))
+        inner *= it.extent
+    return e
 
 
 # ----------------------------------------------------------------------------- statements
@@ -281,6 +359,31 @@ class VecMove(Stmt):
     @property
     def nbytes(self) -> int:
         return self.elems * self.dst.elem_bytes
+
+
+@dataclass(eq=False)
+class LdStMatrix(Stmt):
+    """One ``ldmatrix`` / ``stmatrix .sync.aligned.m8n8.x{num}[.trans].shared.b16`` by every thread
+    of the executing warps (warp-collective; semantics in :mod:`tilemagic.layout.ldmatrix`).
+
+    ``regs[i]`` is the 32-bit word of ``local``'s per-thread storage that holds matrix ``i``;
+    ``addr`` the element index into ``smem`` of the matrix row this thread supplies
+    (row ``laneid % 8`` of matrix ``laneid // 8``).
+    """
+
+    op: str  # "ld" (shared -> registers) | "st" (registers -> shared)
+    num: int
+    trans: bool
+    local: Buffer
+    regs: Tuple[Expr, ...]
+    smem: Buffer
+    addr: Expr
+
+    @property
+    def chain(self) -> str:
+        from ..layout.ldmatrix import chain
+
+        return chain(self.op, self.num, self.trans)
 
 
 @dataclass(eq=False)

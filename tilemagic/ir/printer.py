@@ -11,7 +11,8 @@ from typing import List, Optional, Tuple
 
 from . import nodes as ir
 
-_PREC = {"and": 1, "==": 2, "!=": 2, "<": 2, "<=": 2, ">": 2, ">=": 2, "+": 3, "-": 3, "*": 4, "//": 4, "%": 4}
+# Python precedence: comparisons < ^ < + - < * // %
+_PREC = {"and": 1, "==": 2, "!=": 2, "<": 2, "<=": 2, ">": 2, ">=": 2, "^": 3, "+": 4, "-": 4, "*": 5, "//": 5, "%": 5}
 _THREAD_DEFS = {
     "laneid": "tx % 32",
     "warpid": "tx // 32",
@@ -19,6 +20,9 @@ _THREAD_DEFS = {
     "wid_in_wg": "tx // 32 % 4",
 }
 _PTX_FORM = {16: "v4.u32", 8: "v2.u32", 4: "u32", 2: "u16", 1: "u8"}
+# register scratch of a memory-to-memory vector move, by width in bytes: (name, lanes); containers as TVM
+_TMP = {16: ("tmp", 4), 8: ("tmp", 2), 4: ("tmp", 1), 2: ("tmp_u16", 1), 1: ("tmp_u8", 1)}
+_TMP_DTYPE = {"tmp": "uint32", "tmp_u16": "uint16", "tmp_u8": "uint8"}
 
 
 class Lines:
@@ -27,6 +31,7 @@ class Lines:
     def __init__(self):
         self.rows: List[Tuple[str, Optional[int]]] = []
         self.depth = 0
+        self.scratch_names = {}
 
     def add(self, text: str, src: Optional[int] = None):
         self.rows.append(("    " * self.depth + text, src))
@@ -93,6 +98,10 @@ def thread_vars_used(kernel: ir.Kernel):
         elif isinstance(s, ir.VecMove):
             visit_expr(s.dst_index)
             visit_expr(s.src_index)
+        elif isinstance(s, ir.LdStMatrix):
+            visit_expr(s.addr)
+            for r in s.regs:
+                visit_expr(r)
     return [k for k in ("laneid", "warpid", "tid_in_wg", "wid_in_wg") if k in used]
 
 
@@ -133,6 +142,16 @@ def print_ir(kernel: ir.Kernel, *, arch: str = "sm_100a"):
         for bits in sorted(views.get(b.name, ())):
             n = b.storage_elems * b.elem_bytes * 8 // bits
             L.add(f'{b.name}_{bits}b = T.decl_buffer(({n},), "uint{bits}", data={b.name}.data)', b.span and b.span.line)
+    scratch = {}
+    for s in ir.walk(kernel.body):
+        if isinstance(s, ir.VecMove) and "local" not in (s.src.scope, s.dst.scope):
+            name, lanes = _TMP[s.nbytes]
+            scratch[name] = max(scratch.get(name, 0), lanes)
+    taken = {b.name for b in kernel.params + kernel.shared + kernel.locals + kernel.tmem}
+    L.scratch_names = {name: (f"tm_{name}" if name in taken else name) for name in scratch}
+    for name in sorted(scratch):
+        L.add(f'{L.scratch_names[name]} = T.alloc_local(({scratch[name]},), "{_TMP_DTYPE[name]}")'
+              f'  # registers of the vector moves')
     for b in kernel.tmem:
         where = f"at {b.alias_of}, " if b.alias_of else ""
         L.add(f"# tmem {b.name}: {b.dtype}{list(b.shape)} @ {b.layout} · datapath {b.datapath or '?'} · "
@@ -145,7 +164,7 @@ def print_ir(kernel: ir.Kernel, *, arch: str = "sm_100a"):
 def _register_views(kernel):
     views = {}
     for s in ir.walk(kernel.body):
-        if isinstance(s, ir.TcgenLdSt):
+        if isinstance(s, (ir.TcgenLdSt, ir.LdStMatrix)):
             views.setdefault(s.local.name, set()).add(32)
         elif isinstance(s, ir.VecMove):
             for b in (s.dst, s.src):
@@ -195,9 +214,17 @@ def _stmt(L: Lines, s: ir.Stmt):
             regs = word_refs(s.src, s.src_index, s.nbytes, bits)
             ptr = f'{s.dst.name}.access_ptr("w", offset={expr_str(s.dst_index)})'
             L.add(f'T.ptx["st.{s.dst.scope}.{form}"]({ptr}, {", ".join(regs)})', src)
-        else:
-            L.add(f'T.ptx["ld.{s.src.scope}.{form}"](tmp, {s.src.name}.access_ptr("r", offset={expr_str(s.src_index)}))', src)
-            L.add(f'T.ptx["st.{s.dst.scope}.{form}"]({s.dst.name}.access_ptr("w", offset={expr_str(s.dst_index)}), tmp)', src)
+        else:  # global <-> shared through registers (gmem_smem)
+            name, lanes = _TMP[s.nbytes]
+            name = L.scratch_names.get(name, name)
+            regs = ", ".join(f"{name}[{k}]" for k in range(lanes))
+            L.add(f'T.ptx["ld.{s.src.scope}.{form}"]({regs}, {s.src.name}.access_ptr("r", offset={expr_str(s.src_index)}))', src)
+            L.add(f'T.ptx["st.{s.dst.scope}.{form}"]({s.dst.name}.access_ptr("w", offset={expr_str(s.dst_index)}), {regs})', src)
+    elif isinstance(s, ir.LdStMatrix):
+        regs = [f"{s.local.name}_32b[{expr_str(r)}]" for r in s.regs]
+        ptr = f'{s.smem.name}.access_ptr("{"r" if s.op == "ld" else "w"}", offset={expr_str(s.addr)})'
+        args = [*regs, ptr] if s.op == "ld" else [ptr, *regs]
+        L.add(f'T.ptx["{s.chain}"]({", ".join(args)})', src)
     elif isinstance(s, ir.TcgenAlloc):
         L.add(f'T.ptx["tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32"](T.address_of({s.addr.name}[0]), {s.ncols})', src)
     elif isinstance(s, ir.TcgenRelinquish):

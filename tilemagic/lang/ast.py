@@ -74,7 +74,21 @@ class FragLayout:
     span: Span
 
 
-LayoutExpr = Union[SLayout, DatapathLayout, FragLayout]
+@dataclass(frozen=True)
+class SwizzleLayout:
+    """``swizzle(per_element, swizzle_len, atom_len [, S[...]])``: TVM's ``ComposeLayout``.
+
+    ``tile`` is None for the bare form (the swizzle applies to the buffer's row-major order).
+    """
+
+    per_element: int
+    swizzle_len: int
+    atom_len: int
+    tile: Optional[SLayout]
+    span: Span
+
+
+LayoutExpr = Union[SLayout, DatapathLayout, FragLayout, SwizzleLayout]
 
 
 # ----------------------------------------------------------------------------- declarations

@@ -49,7 +49,7 @@ _ARROW_HINT = "the destination comes first and the arrow is `<-`: `wg.copy DST <
 _DTYPE_LIST = "float32 (f32), float16 (f16), bfloat16 (bf16), uint8 (u8), int8 (i8), int32 (i32)"
 _LAYOUT_HINT = (
     "layouts: `S[(128, 8) : (1@tid_in_wg, 1)]`, `S[4, 6]`, `datapath(D)`, `datapath(F, sub_slab=0)`, "
-    "`datapath(B)`, `frag(32x32b)`"
+    "`datapath(B)`, `frag(32x32b)`, `swizzle(3, 3, 3)`"
 )
 _MAX_INT_DIGITS = 1000
 
@@ -85,6 +85,7 @@ _TERMINAL_NAMES = {
     "S_KW": "`S[...]`",
     "DATAPATH": "`datapath(...)`",
     "FRAG": "`frag(...)`",
+    "SWIZZLE": "`swizzle(...)`",
     "LARROW": "'<-'",
     "_EQEQ": "'=='",
     "_COLON": "':'",
@@ -116,7 +117,7 @@ _HIDDEN_TERMINALS = {"WS", "COMMENT", "RARROW"}
 # Terminals that can occur in each statement (by first word).  LALR merges
 # parser states across statements (a region after `check` and after `wg.copy`
 # share states), so lark's "expected" sets are filtered through these.
-_LAYOUT_TERMS = {"_ATSIGN", "S_KW", "DATAPATH", "FRAG", "_LSQB", "_RSQB", "_LPAR", "_RPAR", "INT", "_COMMA",
+_LAYOUT_TERMS = {"_ATSIGN", "S_KW", "DATAPATH", "FRAG", "SWIZZLE", "_LSQB", "_RSQB", "_LPAR", "_RPAR", "INT", "_COMMA",
                  "_COLON", "AXIS", "_PLUS", "DP_LETTER", "SUB_SLAB", "_EQ", "FRAG_ARG"}
 _DECL_TERMS = {"BUF_NAME", "_COLON", "DTYPE", "_LSQB", "INT", "_COMMA", "_RSQB", "$END"}
 _REGION_TERMS = {"BUF_NAME", "_LSQB", "INT", "_COLON", "_COMMA", "_RSQB"}
@@ -315,7 +316,7 @@ def _hint_for(ln: _Line, expected: set, got: str) -> str:
         return "axes: " + ", ".join(A.AXES)
     if "INIT_NAME" in expected:
         return "initializers: random, arange, zeros, or the name of a NumPy array in the notebook"
-    if expected & {"S_KW", "DATAPATH", "FRAG"}:
+    if expected & {"S_KW", "DATAPATH", "FRAG", "SWIZZLE"}:
         return _LAYOUT_HINT
     if "_EQ" in expected and got == "==":
         return "use a single '='"
@@ -451,6 +452,16 @@ def _layout(ln: _Line, tree: Tree) -> A.LayoutExpr:
                 ln.error(f"sub_slab must be 0 or 1, got {_show(sub_tok.value)}", ln.tok(sub_tok),
                          hint="datapath(F, sub_slab=0) selects lanes 32k+0..15, sub_slab=1 lanes 32k+16..31")
         return A.DatapathLayout(letter, sub_slab, span)
+    if kind == "swizzle_layout":
+        _kw, m_tok, b_tok, s_tok, tile_tree = tree.children
+        m = ln.int(m_tok, "swizzle per_element", minimum=0)
+        b = ln.int(b_tok, "swizzle swizzle_len", minimum=1)
+        a = ln.int(s_tok, "swizzle atom_len", minimum=0)
+        if m + b + a > 30:
+            ln.error(f"swizzle bits per_element + swizzle_len + atom_len = {m + b + a} exceed 30",
+                     span, hint="the swizzle acts on element offsets below 2**30")
+        tile = _layout(ln, tile_tree) if tile_tree is not None else None
+        return A.SwizzleLayout(m, b, a, tile, span)
     if kind == "frag_layout":
         _kw, shape_tok = tree.children
         shape = str(shape_tok)

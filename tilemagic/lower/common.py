@@ -1,8 +1,23 @@
-"""Predicates and helpers shared by the copy variants (TVM ``copy/utils.py``, ``exec_scope_utils.py``)."""
+"""Predicates and helpers shared by the copy variants (TVM ``copy/utils.py``, ``exec_scope_utils.py``).
+
+Besides the predicates, this module holds the machinery the vectorised variants
+(``gmem_smem``, ``reg``, ``ldstmatrix``) share, so each variant only states its own
+split:
+
+* :func:`region_flat`, :func:`memory_index`, :func:`region_coords` enumerate a region
+  (row-major over the region, which is the element order both sides of a copy agree on);
+* :func:`vector_lengths` and :func:`runs_ok` choose the widest vector (128, 64, 32, 16, 8
+  bits, then one element) that is contiguous and naturally aligned;
+* :func:`fit_digits` / :func:`fit_grid` express a table of addresses as mixed-radix digit
+  expressions in the thread id and the loop variable (checked on every entry), and
+  :func:`emit_iterations` turns per-iteration tables into a serial loop (or unrolled
+  statements) of IR.
+"""
 
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+from dataclasses import dataclass
+from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -44,6 +59,33 @@ def scope_allowed(op, ctx, allowed_pairs: Sequence[Tuple[str, str]]):
     return False, f"unsupported memory scopes src={pair[0]} dst={pair[1]}; allowed: {allowed}"
 
 
+def register_layout_ok(op, ctx):
+    """The register tile's thread axes fit inside the exec scope (TVM ``_r_side_layout_valid``)."""
+    local = op.dst if op.dst.buf.scope == "local" else op.src
+    axes = thread_axes(local.buf.layout)
+    for a in sorted(axes):
+        if SCOPE_RANK[THREAD_AXIS_SCOPE[a]] > SCOPE_RANK[ctx.scope_kind]:
+            return False, (f"register layout of {local.buf.name} uses {a} ({THREAD_AXIS_SCOPE[a]} scope) but the op "
+                           f"runs at scope {ctx.scope_kind}")
+    return True, None
+
+
+def sm_number(arch: str) -> int:
+    """``sm_100a`` -> 100, ``sm_90`` -> 90 (the compute capability of a ``--arch`` target)."""
+    digits = "".join(ch for ch in arch[3:] if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def sm_version_ok(op, ctx, min_sm: dict):
+    """The target's SM version is at least ``min_sm[direction]`` (TVM ``sm_version_ok``);
+    direction ``ld`` when the destination is the register tile, else ``st``."""
+    direction = "ld" if op.dst.buf.scope == "local" else "st"
+    need, have = min_sm[direction], sm_number(ctx.target.get("arch", "sm_100a"))
+    if have < need:
+        return False, f"{direction} direction needs sm_{need} or newer; the target is {ctx.target.get('arch')}"
+    return True, None
+
+
 def thread_axes(layout):
     return {it.axis for it in layout.shard if it.axis in THREAD_AXIS_WEIGHT} | {
         a for a, _ in layout.offset if a in THREAD_AXIS_WEIGHT}
@@ -73,3 +115,250 @@ def digits_expr(tvar: ir.Expr, digits: Sequence[Tuple[int, int, int]]) -> ir.Exp
         d = ir.mod(d, extent) if extent is not None else d
         expr = ir.add(expr, ir.mul(d, coeff))
     return expr
+
+
+def thread_var_and_count(axes, ctx):
+    """The thread variable and thread count a register layout's thread axes span.
+
+    The widest scope among ``axes`` decides: a warp (``laneid``, 32), a warpgroup
+    (``tid_in_wg``, 128) or the CTA (``tx``, ``ctx.threads``); no thread axis means one thread.
+    """
+    if not axes:
+        return None, 1
+    rank = max(SCOPE_RANK[THREAD_AXIS_SCOPE[a]] for a in axes)
+    if rank == SCOPE_RANK["warp"]:
+        return ir.ThreadVar("laneid"), 32
+    if rank == SCOPE_RANK["warpgroup"]:
+        return ir.ThreadVar("tid_in_wg"), 128
+    return ir.ThreadVar("tx"), ctx.threads
+
+
+def thread_split(local, ctx):
+    """Who holds what of a register region: ``(tvar, S, order, M)``.
+
+    ``S`` threads (from the layout's thread axes, :func:`thread_var_and_count`) hold ``K``
+    elements each; ``order`` sorts the region's elements by (thread, register slot) so that
+    ``order.reshape(S, K)`` lists each thread's elements in register order, and ``M`` (length
+    ``K``) is the register slot sequence, the same for every thread.  Declines otherwise.
+    Shared by ``reg`` and ``ldstmatrix``.
+    """
+    from .dispatch import fail as _fail
+
+    lbuf = local.buf
+    lc = lbuf.layout.apply(region_flat(local))
+    m = lc.get("m", np.zeros(local.numel, np.int64))
+    tvar, S = thread_var_and_count(thread_axes(lbuf.layout), ctx)
+    if S > ctx.threads:
+        _fail(f"register layout of {lbuf.name} is spread over {S} threads ({tvar.kind}) but the CTA has "
+             f"{ctx.threads}; the missing threads' elements would never be copied")
+    t = linear_tid(lc, local.numel)
+    if t.max() >= S or t.min() < 0:
+        _fail(f"register layout of {lbuf.name} reaches thread {int(t.max())} but its scope has {S} threads")
+    counts = np.bincount(t, minlength=S)
+    if S > 1 and not np.all(counts == counts[0]):
+        _fail(f"register layout of {lbuf.name} gives threads unequal element counts ({counts.min()}..{counts.max()}) "
+             f"in this region")
+    K = int(counts[0])
+    order = np.lexsort((m, t))
+    M = m[order].reshape(S, K)
+    if not np.all(M == M[0]):
+        _fail(f"threads hold this region of {lbuf.name} in different register slots")
+    return tvar, S, order, M[0]
+
+
+# ----------------------------------------------------------------------------- regions
+def region_flat(region) -> np.ndarray:
+    """Row-major flat buffer index of each region element, in row-major order over the region."""
+    idx = np.indices(region.extents).reshape(len(region.extents), -1)
+    coords = idx + np.asarray(region.begins, np.int64)[:, None]
+    return np.ravel_multi_index(tuple(coords), region.buf.shape).astype(np.int64)
+
+
+def region_coords(region) -> np.ndarray:
+    """Logical buffer coordinates ``(ndim, numel)`` of the region's elements (same order)."""
+    idx = np.indices(region.extents).reshape(len(region.extents), -1)
+    return idx + np.asarray(region.begins, np.int64)[:, None]
+
+
+def memory_index(region) -> np.ndarray:
+    """Physical element index (axis ``m``) of each region element of a global/shared buffer."""
+    lin = region_flat(region)
+    if region.buf.scope == "global" or region.buf.layout is None:
+        return lin
+    return region.buf.layout.apply(lin).get("m", lin)
+
+
+def swizzle_chunk(buf) -> Optional[int]:
+    """Elements per swizzle chunk of a swizzled shared buffer (TVM's vec_len cap), else None."""
+    return getattr(buf.layout, "chunk_elems", None)
+
+
+# ----------------------------------------------------------------------------- vectors
+VEC_BYTES = (16, 8, 4, 2, 1)  # 128, 64, 32, 16, 8 bits: ld/st .v4.u32 .v2.u32 .u32 .u16 .u8
+PTX_FORM = {16: "v4.u32", 8: "v2.u32", 4: "u32", 2: "u16", 1: "u8"}
+
+
+def vector_lengths(elem_bytes: int, cap: Optional[int] = None) -> List[int]:
+    """Vector lengths in elements, widest first: 128, 64, 32, 16, 8 bits that hold whole elements,
+    then a single element (TVM ``_vec_len_candidates``); at most ``cap`` elements (a swizzle chunk)."""
+    out = [vb // elem_bytes for vb in VEC_BYTES if vb % elem_bytes == 0]
+    return [v for v in out if cap is None or v <= cap or v == 1]
+
+
+def runs_ok(idx: np.ndarray, v: int) -> bool:
+    """Every run of ``v`` consecutive entries (last axis) is contiguous and starts at a multiple of ``v``."""
+    if v == 1:
+        return True
+    if idx.shape[-1] % v:
+        return False
+    runs = idx.reshape(idx.shape[:-1] + (idx.shape[-1] // v, v))
+    return bool(np.all(runs == runs[..., :1] + np.arange(v)) and np.all(runs[..., 0] % v == 0))
+
+
+# ----------------------------------------------------------------------------- index expressions
+def _divisors_desc(n: int) -> List[int]:
+    small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]), reverse=True)
+
+
+def fit_digits(vals) -> Optional[List[Tuple[int, Optional[int], int]]]:
+    """Express ``vals[j] - vals[0]`` as ``Σ ((j // stride) % extent) * coeff`` (mixed radix).
+
+    Greedy from the innermost digit: each digit takes the largest extent (a divisor of
+    what is left) whose whole block still matches, so runs that are linear fuse into one
+    digit; the outermost digit has no modulo (extent None).  The result is verified on
+    every entry.
+
+    Returns
+    -------
+    list of (stride, extent or None, coeff), or None when no such form exists (a swizzle).
+    """
+    d = np.asarray(vals, dtype=np.int64).reshape(-1)
+    n = d.size
+    d = d - d[0]
+    j = np.arange(n, dtype=np.int64)
+    pred = np.zeros(n, np.int64)
+    digits = []
+    s = 1
+    while s < n:
+        c = int(d[s])
+        for e in _divisors_desc(n // s):
+            if e == 1:
+                return None
+            blk = s * e
+            if np.array_equal(pred[:blk] + (j[:blk] // s) * c, d[:blk]):
+                break
+        digits.append((s, None if s * e >= n else e, c))
+        pred = pred + ((j // s) % e) * c
+        s *= e
+    return digits if np.array_equal(pred, d) else None
+
+
+def digits_of(var: ir.Expr, vals) -> Optional[ir.Expr]:
+    """``vals[var] - vals[0]`` as an expression in ``var`` (:func:`fit_digits`), or None."""
+    dg = fit_digits(vals)
+    return None if dg is None else digits_expr(var, dg)
+
+
+def fit_grid(vals: np.ndarray, fvar, tvar, threads: int) -> Optional[ir.Expr]:
+    """``vals[f, t]`` (iterations × threads) as an expression in ``fvar`` and ``tvar``.
+
+    Tries a sum of a function of ``f`` and one of ``t`` (each mixed-radix), then one
+    mixed-radix function of the combined index ``f * threads + t``.  ``fvar`` may be None
+    (one iteration) and ``tvar`` None (one thread).
+    """
+    vals = np.asarray(vals, np.int64)
+    base = int(vals.flat[0])
+    sep = vals[:, :1] + vals[:1, :] - base
+    if np.array_equal(sep, vals):
+        fe = digits_of(fvar, vals[:, 0]) if vals.shape[0] > 1 else ir.Const(0)
+        te = digits_of(tvar, vals[0, :]) if vals.shape[1] > 1 else ir.Const(0)
+        if fe is not None and te is not None:
+            return ir.add(ir.add(fe, te), base)
+    if vals.shape[0] > 1 and vals.shape[1] > 1:
+        je = digits_of(ir.add(ir.mul(fvar, threads), tvar), vals.reshape(-1))
+        if je is not None:
+            return ir.add(je, base)
+    return None
+
+
+@dataclass
+class IndexTable:
+    """The index an instruction uses, per iteration and thread: ``phys[iteration, thread]``.
+
+    ``phys`` is the physical element index (register slot, or memory offset after the
+    buffer's layout).  ``coords`` (``ndim × iterations × threads``) are the logical
+    coordinates behind it; they are used when ``phys`` itself has no digit form (a
+    swizzled layout): each coordinate is fitted instead and the buffer's layout maps them
+    (:meth:`~tilemagic.ir.nodes.Buffer.index_expr`).  A thread-invariant table has one column.
+    """
+
+    buf: ir.Buffer
+    phys: np.ndarray
+    coords: Optional[np.ndarray] = None
+
+    def expr(self, it, tvar, threads) -> Optional[ir.Expr]:
+        """The index at iteration ``it`` (a LoopVar over all iterations, or an int)."""
+        sel = slice(None) if isinstance(it, ir.LoopVar) else slice(it, it + 1)
+        fvar = it if isinstance(it, ir.LoopVar) else None
+        phys = self.phys[sel]
+        tv = tvar if phys.shape[1] > 1 else None
+        e = fit_grid(phys, fvar, tv, threads)
+        if e is not None or self.coords is None:
+            return e
+        lay = self.buf.layout
+        coords = self.coords[:, sel]
+        if getattr(lay, "tile", None) is not None:  # swizzle: fit the tile's address, then XOR
+            flat = np.ravel_multi_index(tuple(coords), self.buf.shape)
+            t = fit_grid(lay.tile.apply(flat.reshape(-1))["m"].reshape(flat.shape), fvar, tv, threads)
+            if t is not None:
+                return ir.swizzle_expr(lay, t)
+        cs = [fit_grid(c, fvar, tv, threads) for c in coords]
+        return None if any(c is None for c in cs) else self.buf.index_expr(cs)
+
+
+def emit_iterations(ctx, n: int, tables: Sequence[IndexTable], build: Callable[..., ir.Stmt], *,
+                    tvar=None, threads: int = 1, unroll_up_to: int = 0, max_unrolled: int = 64,
+                    what: str = "copy") -> Tuple[List[ir.Stmt], str]:
+    """Statements for ``n`` iterations of ``build(*index_exprs)`` (one expression per table).
+
+    One iteration is one statement.  Otherwise a serial ``T.grid(n)`` loop with the
+    indices as digit expressions of the loop variable (TVM's gmem_smem/reg keep a serial
+    loop: unrolling floods the kernel); when ``n <= unroll_up_to`` (ldstmatrix, which TVM
+    unrolls) or when an index has no loop form, the iterations are unrolled (at most
+    ``max_unrolled``).  Declines with :func:`~tilemagic.lower.dispatch.fail` when an index
+    cannot be expressed.
+
+    Returns
+    -------
+    (stmts, how) : list of Stmt, and how the iterations were emitted for summaries:
+        ``""`` (one), ``"in a serial loop"`` or ``"unrolled"``.
+    """
+    from .dispatch import fail
+
+    def at(it):
+        exprs = [t.expr(it, tvar, threads) for t in tables]
+        bad = [t.buf.name for t, e in zip(tables, exprs) if e is None]
+        return exprs, bad
+
+    bad: List[str] = []
+    if n == 1:
+        exprs, bad = at(0)
+        if bad:
+            fail(f"the {what}'s index into {', '.join(bad)} is not expressible in the thread id")
+        return [build(*exprs)], ""
+    if n > unroll_up_to:
+        (f,) = ctx.builder.loop_vars(1)
+        exprs, bad = at(f)
+        if not bad:
+            return [ir.Grid((f,), (n,), build(*exprs))], "in a serial loop"
+    if n > max_unrolled:
+        fail(f"the {what}'s indices into {', '.join(bad)} follow no loop pattern over {n} iterations "
+             f"(at most {max_unrolled} are unrolled)")
+    out = []
+    for g in range(n):
+        exprs, bad = at(g)
+        if bad:
+            fail(f"the {what}'s index into {', '.join(bad)} is not expressible in the thread id")
+        out.append(build(*exprs))
+    return out, "unrolled"

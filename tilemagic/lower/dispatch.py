@@ -19,6 +19,7 @@ every op, not only printed on total failure.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -152,10 +153,12 @@ def run_dispatch(op, ctx: DispatchContext):
         names = [c.variant for c in cases]
         cases = [c for c in cases if c.variant == forced]
         if not cases:
+            close = difflib.get_close_matches(forced, names, n=1)
             raise DispatchError(
-                f"no variant named '{forced}' is registered for {op.op}",
+                f"no variant named '{forced}' is registered for {op.op} (registered: {', '.join(names)})",
                 op.dispatch_span or op.span,
-                hint="registered variants: " + ", ".join(names),
+                hint=(f"did you mean dispatch={close[0]}? " if close else "")
+                + f"registered {op.op} variants, in dispatch order: " + ", ".join(names),
             )
     rows: List[Candidate] = []
     for case in cases:

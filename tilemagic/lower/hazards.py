@@ -39,7 +39,7 @@ def _local_reads(s) -> List[ir.Buffer]:
         out.append(s.src)
     elif isinstance(s, ir.Store):
         expr(s.value)
-    elif isinstance(s, ir.TcgenLdSt) and s.op == "st":
+    elif isinstance(s, (ir.TcgenLdSt, ir.LdStMatrix)) and s.op == "st":
         out.append(s.local)
     return out
 

@@ -48,7 +48,7 @@ class TypedProgram:
 
 # ----------------------------------------------------------------------------- layouts
 def _layout_from_ast(decl: ast.BufferDecl):
-    from ..layout import TileLayout, row_major, tcgen05_atom_layout, tmem_datapath_layout
+    from ..layout import row_major, tcgen05_atom_layout, tmem_datapath_layout
 
     shape = decl.shape
     bits = ir.DTYPE_BYTES[decl.dtype] * 8
@@ -72,19 +72,33 @@ def _layout_from_ast(decl: ast.BufferDecl):
             if len(shape) != 2:
                 raise TileTypeError("a tmem buffer is 2-D (lanes × columns)", decl.shape_span)
             return tmem_datapath_layout(lay.letter, shape[0], shape[1], lay.sub_slab), lay.letter, lay.sub_slab
+        if isinstance(lay, ast.SwizzleLayout):
+            from ..layout.swizzle import ComposeLayout
+
+            if decl.kind != "shared":
+                raise TileTypeError(f"swizzle(...) is a shared-memory layout; {decl.name} is {decl.kind}", lay.span,
+                                    hint="swizzle the shared buffer the data passes through")
+            tile = row_major(shape) if lay.tile is None else _s_layout(lay.tile)
+            return ComposeLayout(lay.per_element, lay.swizzle_len, lay.atom_len, tile, bare=lay.tile is None), None, 0
         if isinstance(lay, ast.FragLayout):
             if decl.kind != "local":
                 raise TileTypeError("frag(...) is a register-fragment layout; use it on a local buffer", lay.span)
             if len(shape) != 2:
                 raise TileTypeError("a tcgen05 fragment is 2-D (rows × columns)", decl.shape_span)
             return tcgen05_atom_layout(lay.shape, (shape[0], shape[1]), bits), None, 0
-        strides = None if lay.strides is None else [(s.value, s.axis) for s in lay.strides]
-        offsets = [(o.value, o.axis) for o in lay.offsets]
-        return TileLayout.from_spec(lay.extents, strides, offsets), None, 0
+        return _s_layout(lay), None, 0
     except TileTypeError:
         raise
     except ValueError as e:
         raise TileTypeError(f"bad layout for '{decl.name}': {e}", lay.span) from None
+
+
+def _s_layout(lay: ast.SLayout):
+    from ..layout import TileLayout
+
+    strides = None if lay.strides is None else [(s.value, s.axis) for s in lay.strides]
+    offsets = [(o.value, o.axis) for o in lay.offsets]
+    return TileLayout.from_spec(lay.extents, strides, offsets)
 
 
 _ALLOWED_AXES = {
@@ -125,7 +139,8 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
             decl.shape_span)
     layout, datapath, sub_slab = _layout_from_ast(decl)
     lspan = getattr(decl.layout, "span", decl.span)
-    big = [v for it in layout.shard for v in (it.extent, it.stride)] + [v for _, v in layout.offset]
+    tile = getattr(layout, "tile", layout)  # a swizzle's tile carries the iters
+    big = [v for it in tile.shard for v in (it.extent, it.stride)] + [v for _, v in tile.offset]
     if any(abs(v) >= (1 << 31) for v in big):
         raise TileTypeError(f"layout of '{decl.name}' has a stride, extent or offset of 2**31 or more", lspan)
     if layout.size() != numel:
@@ -134,7 +149,7 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
             lspan,
             hint="the layout's extents must multiply to the buffer's element count",
         )
-    axes = {it.axis for it in layout.shard} | {a for a, _ in layout.offset}
+    axes = {it.axis for it in tile.shard} | {a for a, _ in tile.offset}
     bad = axes - _ALLOWED_AXES[decl.kind]
     if bad:
         raise TileTypeError(

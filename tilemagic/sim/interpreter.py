@@ -23,7 +23,7 @@ from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
 _OPS = {
-    "+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod,
+    "+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod, "^": np.bitwise_xor,
     "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
     ">=": np.greater_equal, "and": np.logical_and,
 }
@@ -83,13 +83,7 @@ class Simulator:
 
     # ------------------------------------------------------------------ helpers
     def _flat(self, buf, indices, env):
-        if buf.scope == "local":
-            return self.eval_expr(indices[0], env)
-        st, off = buf.dim_strides()
-        e = off
-        for i, s in zip(indices, st):
-            e = e + self.eval_expr(i, env) * s
-        return e
+        return self.eval_expr(buf.index_expr(indices), env)
 
     def eval_expr(self, e, env):
         if isinstance(e, ir.Const):
@@ -158,6 +152,8 @@ class Simulator:
             self._vecmove(s, mask, env)
         elif isinstance(s, ir.TcgenLdSt):
             self._ldst(s, mask)
+        elif isinstance(s, ir.LdStMatrix):
+            self._ldstmatrix(s, mask, env)
         elif isinstance(s, (ir.TcgenAlloc, ir.TcgenRelinquish, ir.TcgenDealloc)):
             self._alloc_op(s, mask)
         else:
@@ -225,6 +221,35 @@ class Simulator:
             w = int(np.argmax(part))
             raise emu_error(8, int(w * 32 + np.argmin(per[w])), span=span)
         return np.nonzero(per.all(1))[0]
+
+    def _ldstmatrix(self, s: ir.LdStMatrix, mask, env):
+        """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.layout.ldmatrix.fragment_elements`)."""
+        from ..layout.ldmatrix import ROW_ELEMS, fragment_elements
+
+        warps = self._warps(mask, s.span)
+        tids = warps[:, None] * 32 + np.arange(32)[None, :]
+        addr = np.broadcast_to(np.asarray(self.eval_expr(s.addr, env), np.int64), (self.n,))
+        rows = addr[tids[:, : 8 * s.num]]  # only threads 0 .. 8*num-1 supply addresses
+        if np.any(rows % ROW_ELEMS):
+            w, t = (int(x[0]) for x in np.nonzero(rows % ROW_ELEMS))
+            raise LaunchError(f"{s.chain}: thread {int(tids[w, t])} supplies row address element {int(rows[w, t])} of "
+                              f"{s.smem.name}, not 16-byte aligned", s.span)
+        lim = s.smem.nbytes // 2
+        if rows.min() < 0 or rows.max() + ROW_ELEMS > lim:
+            raise LaunchError(f"{s.chain}: a row address leaves {s.smem.name} ({lim} elements)", s.span)
+        lo, hi = fragment_elements(rows, s.num, s.trans)
+        smem = self.mem[s.smem.name].view(np.uint16)
+        regs = self.local[s.local.name].view(np.uint32)
+        for i, r in enumerate(s.regs):
+            w = np.broadcast_to(np.asarray(self.eval_expr(r, env), np.int64), (self.n,))[tids]
+            if w.min() < 0 or w.max() >= regs.shape[1]:
+                raise LaunchError(f"{s.chain}: register word {int(w.max())} is outside {s.local.name}", s.span)
+            if s.op == "ld":
+                regs[tids, w] = smem[lo[:, i]].astype(np.uint32) | (smem[hi[:, i]].astype(np.uint32) << 16)
+            else:
+                val = regs[tids, w]
+                smem[lo[:, i]] = (val & 0xFFFF).astype(np.uint16)
+                smem[hi[:, i]] = (val >> 16).astype(np.uint16)
 
     def _taddr(self, addr_buf):
         return int(self.mem[addr_buf.name].view(np.uint32)[0])

@@ -223,7 +223,7 @@ class _Undetermined(Exception):
 
 
 _BINOPS = {
-    "+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod,
+    "+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod, "^": np.bitwise_xor,
     "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
     ">": np.greater, ">=": np.greater_equal, "and": np.logical_and, "or": np.logical_or,
     "&&": np.logical_and, "||": np.logical_or,

@@ -190,12 +190,9 @@ def source_html(result) -> str:
 
 
 def _reasons_cell(rec, c) -> str:
-    why = rec.why(c)
-    ok = [r[: -len(": ok")] for r in c.reasons if r.endswith(": ok")]
-    html_ = "<br>".join(escape(w) for w in why)
-    if ok and not c.chosen:
-        html_ += f'<br><span style="color:#8c959f;font-size:11px">ok: {escape(", ".join(ok))}</span>'
-    return html_
+    """The why-table lines of ``c`` (DispatchRecord.why); the predicates that held in grey."""
+    return "<br>".join(f'<span style="color:#8c959f;font-size:11px">{escape(w)}</span>' if w.startswith("ok: ")
+                       else escape(w) for w in rec.why(c))
 
 
 def dispatch_html(result) -> str:

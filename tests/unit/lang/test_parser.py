@@ -412,7 +412,7 @@ BAD_CELLS = [
     ("global A: f32[]", 1, 15, "expected an integer"),
     ("kernel", 1, 7, "expected a kernel name"),
     ("kernel k threads=", 1, 18, "expected an integer"),
-    ("local a: f16[4] @ tiles[4]", 1, 19, "expected `S[...]`, `datapath(...)` or `frag(...)`"),
+    ("local a: f16[4] @ tiles[4]", 1, 19, "expected `S[...]`, `datapath(...)`, `frag(...)` or `swizzle(...)`"),
     ("wg.copy a <- A dispatch=", 1, 25, "expected a variant name or a quoted string"),
     ("wg.copy a <- A dispatch=''", 1, 25, "dispatch variant is empty"),
     ("global A: f32[4] = 3", 1, 20, "expected an initializer"),

@@ -115,5 +115,6 @@ def test_reregistering_replaces(table):
 
 
 def test_real_registry_names_follow_tvm():
-    assert D.registered_variants("copy") == [("reg", 10), ("fallback", 0)]
+    # priority first, then the name: ldstmatrix is tried before reg (TVM's tie-break)
+    assert D.registered_variants("copy") == [("gmem_smem", 10), ("ldstmatrix", 10), ("reg", 10), ("fallback", 0)]
     assert D.registered_variants("copy_async") == [("tmem<->local", 10)]

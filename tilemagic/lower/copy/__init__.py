@@ -1,3 +1,3 @@
 """``copy`` variants (registration is an import side effect, as in TVM TIRx)."""
 
-from . import fallback, reg  # noqa: F401
+from . import fallback, gmem_smem, ldstmatrix, reg  # noqa: F401

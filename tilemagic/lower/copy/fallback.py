@@ -53,12 +53,7 @@ def _index_fn(region):
             return (e,)
 
         return f
-    try:
-        buf.dim_strides()  # global: row-major; shared: affine per dimension or decline
-    except ValueError:
-        fail(f"shared {buf.name}'s layout {buf.layout} is not affine per dimension; the scalar loop indexes "
-             f"each dimension with one stride")
-    return lambda idx: tuple(idx)
+    return lambda idx: tuple(idx)  # global/shared: logical indices, mapped by Buffer.index_expr
 
 
 def _emit_fallback(op, ctx):
