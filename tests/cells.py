@@ -99,6 +99,8 @@ GMEM_SMEM_CASES = [
     GmemSmemCase("warp", 32, 8, 64, "float16", vec=8, gcols=96, c0=32),
     GmemSmemCase("warp", 32, 8, 64, "float16", vec=1, gcols=70, c0=3),  # odd start: scalar
     GmemSmemCase("warp", 32, 8, 64, "float32", vec=4, gcols=68, c0=4),
+    GmemSmemCase("warp", 32, 8, 32, "uint8", vec=1, gcols=40, c0=1),  # byte moves (ld/st .u8)
+    GmemSmemCase("warp", 32, 8, 32, "int8", vec=2, gcols=40, c0=2),
     GmemSmemCase("thread", 1, 4, 6, "float32", vec=4),  # one thread: the whole contiguous tile
     GmemSmemCase("thread", 32, 2, 3, "float32", vec=2),  # TVM's test_fallback_thread_scope shape
 ]
@@ -147,6 +149,8 @@ REG_CASES = [
     # gapped (every other register) and permuted register storage
     ("S[(128, 4) : (1@tid_in_wg, 2)]", 128, 4, "wg", 128, "float32", "4 × ld.global.u32"),
     ("S[(32, 2, 4) : (1@laneid, 1, 2)]", 32, 8, "warp", 32, "float16", "8 × ld.global.u16"),
+    # a layout over half a warp: lanes 16..31 idle behind a guard
+    ("S[(16, 16) : (1@laneid, 1)]", 16, 16, "warp", 32, "float16", "2 × ld.global.v4.u32"),
 ]
 
 
@@ -176,7 +180,7 @@ REG_SHARED_CASES = [
 
 
 def smem_cell(layout, rows, cols, scope, threads, dtype, smem=""):
-    """global → shared S → local → shared T → global, and the registers straight to global.
+    """global → shared S → local → shared U → global, and the registers straight to global.
 
     The register tile is loaded from and stored to shared memory (ldstmatrix or reg), and also
     written to global by copy/reg directly (``check B == A``): that checks the register contents
@@ -189,15 +193,15 @@ global A: {dtype}[{rows}, {cols}]
 global B: {dtype}[{rows}, {cols}]
 global C: {dtype}[{rows}, {cols}]
 shared S: {dtype}[{rows}, {cols}]{lay}
-shared T: {dtype}[{rows}, {cols}]{lay}
+shared U: {dtype}[{rows}, {cols}]{lay}
 local  a: {dtype}[{rows}, {cols}] @ {layout}
 {scope}.copy S <- A
 cta_sync
 {scope}.copy a <- S
 {scope}.copy B <- a
-{scope}.copy T <- a
+{scope}.copy U <- a
 cta_sync
-{scope}.copy C <- T
+{scope}.copy C <- U
 check B == A
 check C == A
 """

@@ -105,7 +105,377 @@ the machine, so nbval ignores it.
     code("%tilemagic status", tags=["nbval-ignore-output"]),
 ]
 
-NOTEBOOKS = {"quickstart": QUICKSTART}
+SIM_NOTE = """
+This notebook is stored with the CPU simulator's outputs so that it checks the same everywhere (the next cell
+pins `--launch sim`); on a GPU machine delete that line and the same cells launch through CuPy.
+"""
+
+# helpers defined in the notebooks themselves (a reader can reuse them)
+SHOW_HELPERS = '''
+import warnings
+import tilemagic
+
+def show(src, op=0):
+    """Run a description in the simulator; print the chosen variant of op `op`, the check, the summary."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = tilemagic.tilecopy(src, launch="sim")
+    d = res.dispatch[op]
+    print(f"{d.chosen:10s} {res.launch.checks[0].status}  {d.summary}")
+
+def op_lines(text, line):
+    """The IR or CUDA lines of the op on description line `line`."""
+    keep, on = [], False
+    for t in text.splitlines():
+        s = t.strip()
+        if s.startswith(("# L", "// L")):
+            on = s.split(":")[0] in (f"# L{line}", f"// L{line}")
+        elif s.startswith(("T.cuda.cta_sync", "__syncthreads")):
+            on = False
+        if on:
+            keep.append(t)
+    return "\\n".join(keep)
+'''
+
+COPY_FALLBACK = [
+    md("""
+# copy → fallback
+
+The `fallback` variant of `copy` (priority 0) is the scalar single-thread copy: one elected thread of the exec
+scope walks the region element by element. It is the slowest way to copy, so tilemagic, like TVM TIRx, runs it
+only when every faster variant (`gmem_smem`, `ldstmatrix`, `reg`, all priority 10) has declined, and says so with
+TVM's `UserWarning`.
+""" + SIM_NOTE),
+    code("%load_ext tilemagic\n%config TileMagics.launch = \"sim\""),
+    code("%tilemagic variants"),
+    md("""
+## What it accepts
+
+| property | requirement |
+|---|---|
+| dtypes, extents | the same dtype on both sides and the same non-unit extents, in order (`validate_copy_op`) |
+| exec scope | any: `thread`, `warp`, `wg`, `cta` |
+| memories | anything one elected thread can address (`single_thread_reachable`): global and shared memory (any shared layout, swizzled included), and a thread-private register tile at `thread` scope — not TMEM (only `tcgen05.ld/st` reach it), not a register tile distributed over threads |
+| when | every candidate before it was rejected by a predicate or declined |
+
+TVM's fallback has only the first predicate; tilemagic adds the second so that a copy the scalar loop cannot
+perform declines with a reason instead of producing wrong code.
+"""),
+    md("""
+## Demonstration program
+
+The seed program: a warp copies a 4×6 fp32 tile global → shared → global. 24 elements do not split over 32
+threads, so `gmem_smem` declines ("region size 24 not divisible by thread_cnt=32"); `ldstmatrix` and `reg` need
+a register tile. The warning under the cell is the one TVM prints.
+"""),
+    code(demo_cell("fallback_demo").replace("%%tilecopy fallback_demo", "%%tilecopy fallback_demo --out fb")),
+    md("""
+## Algorithm
+
+1. **Elect one thread.** At `thread` scope every thread runs the copy itself, unguarded. Otherwise the body is
+   wrapped in `if <tid> == 0`, with `laneid` for a warp, `tid_in_wg` for a warpgroup and `tx` for the CTA (TVM's
+   `_TID_AXIS_FOR_SCOPE`); every warp (warpgroup) of the CTA runs its own copy.
+2. **Loop over the non-unit extents.** One serial `T.grid` over the destination's non-unit extents; the i-th loop
+   variable indexes the i-th non-unit dimension of *each* side, so `C[1, 0:8] <- B` works. A scalar region is a
+   single store.
+3. **Index through the layouts.** Each access is `buf[logical indices]`; the buffer's layout maps it to the
+   element offset (affine per dimension, the general split of a permuted tile, or a swizzle's XOR).
+4. **No barrier.** The caller writes `cta_sync` before other threads read what the elected thread wrote.
+5. **Warn.** `copy/fallback (scalar single-thread) picked for <src> -> <dst> at scope_kind=<k>; all faster
+   variants rejected.`
+
+The first op's why-table says how it came to this:
+"""),
+    code("print(fb.dispatch[0].table())"),
+    md("## Generated TIRx IR"),
+    code("print(fb.ir)"),
+    md("## Generated CUDA"),
+    code("print(fb.cuda[fb.cuda.index('extern'):])"),
+    md("""
+## How inputs change the algorithm
+
+| input | effect |
+|---|---|
+| a region size the scope's threads divide | `gmem_smem` takes the copy: no fallback, no warning |
+| scope | the elected thread: `laneid == 0`, `tid_in_wg == 0`, `tx == 0`; none at `thread` scope |
+| a scalar region (`B[3] <- A[1, 2]`) | one store, no loop |
+| unit dimensions on one side | the loop skips them; dimensions pair up positionally |
+| a permuted or swizzled shared layout | the same loop; the index goes through the layout |
+| `dispatch=fallback` | forces it even where a faster variant would run (it still warns) |
+| shared → shared | no vector variant covers it: always the fallback |
+| TMEM, a distributed register tile | rejected here with a reason: `copy_async` or `reg` are the ways |
+
+TVM's `test_fallback_round_trip` cases (global → shared → global; the sizes do not divide the threads), and one
+size that does:
+"""),
+    code(SHOW_HELPERS + '''
+CASES = [("warp", 32, 4, 6), ("warp", 32, 1, 8), ("wg", 128, 4, 6), ("wg", 128, 4, 8),
+         ("cta", 256, 4, 8), ("cta", 1024, 8, 8), ("warp", 32, 4, 8)]
+
+def cell(scope, threads, rows, cols):
+    return (f"kernel fb threads={threads}\\nglobal A: float32[{rows}, {cols}]\\nglobal B: float32[{rows}, {cols}]\\n"
+            f"shared S: float32[{rows}, {cols}]\\n{scope}.copy S <- A\\ncta_sync\\n{scope}.copy B <- S\\ncheck B == A\\n")
+
+for case in CASES:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = tilemagic.tilecopy(cell(*case), launch="sim")
+    rec = res.dispatch[0]
+    gs = next(c for c in rec.candidates if c.variant == "gmem_smem")
+    why = [r for r in gs.reasons if not r.endswith(": ok")]
+    print(f"{case[0]:>4}/{case[1]:<4} {case[2]}x{case[3]}: {rec.chosen:9s} {res.launch.checks[0].status}  "
+          f"warnings={len(caught)}  gmem_smem: {why[0] if why else 'chosen'}")
+'''),
+    md("A scalar region and positional dimensions:"),
+    code("""
+%%tilecopy scalar --view text
+kernel scalar threads=32
+global A: float32[4, 6] = arange
+global B: float32[8] = zeros
+global C: float32[2, 8] = zeros
+warp.copy B[3] <- A[1, 2]
+warp.copy C[1, 0:8] <- B
+"""),
+    md("Forcing the fallback where `gmem_smem` would run (it still warns), through a swizzled buffer:"),
+    code("""
+%%tilecopy forced --view text
+kernel forced threads=32
+global A: float32[8, 32]
+global B: float32[8, 32]
+shared S: float32[8, 32] @ swizzle(2, 3, 3)
+warp.copy S <- A dispatch=fallback
+cta_sync
+warp.copy B <- S
+check B == A
+"""),
+    md("""
+### How much slower?
+
+`--bench` times the launch with CUDA events, but only on a GPU; this notebook is stored from the CPU simulator,
+where `--bench` only reports that it was ignored. On a GPU machine, run the cell above with `--launch gpu --bench`,
+and once more without `dispatch=fallback`, to compare one elected thread with 32 threads of vector moves.
+"""),
+]
+
+
+COPY_VARIANTS = [
+    md("""
+# copy → gmem_smem, ldstmatrix, reg
+
+The fast `copy` variants, all priority 10, are tried in name order after priority (TVM TIRx's tie-break):
+`gmem_smem` (global ↔ shared), `ldstmatrix` (16-bit register fragments ↔ shared through `ldmatrix`/`stmatrix`),
+`reg` (register tiles ↔ global or shared). Each one declines what it cannot do, with a reason that shows in the
+op's why-table, and the next one gets its turn; the scalar `fallback` (priority 0, `copy_fallback.ipynb`) comes
+last.
+""" + SIM_NOTE),
+    code("%load_ext tilemagic\n%config TileMagics.launch = \"sim\""),
+    code("%tilemagic variants"),
+    md("""
+## Demonstration program
+
+One warpgroup: global → swizzled shared (`gmem_smem`), shared → a register tile laid out as the warps' `ldmatrix`
+fragment (`ldstmatrix`), registers → global (`reg`), registers → shared again (`stmatrix`) and back to global.
+"""),
+    code("""
+%%tilecopy family --out fam
+kernel family threads=128
+global A: float16[64, 16]
+global B: float16[64, 16]
+global C: float16[64, 16]
+shared S: float16[64, 16] @ swizzle(3, 1, 3)
+shared U: float16[64, 16] @ swizzle(3, 1, 3)
+local  a: float16[64, 16] @ S[(4, 2, 8, 2, 4, 2) : (1@wid_in_wg, 2, 4@laneid, 4, 1@laneid, 1)]
+wg.copy S <- A
+cta_sync
+wg.copy a <- S
+wg.copy B <- a
+wg.copy U <- a
+cta_sync
+wg.copy C <- U
+check B == A
+check C == A
+"""),
+    code(SHOW_HELPERS),
+    md("""
+## gmem_smem
+
+### What it accepts
+
+| property | requirement |
+|---|---|
+| memories | global → shared or shared → global (`storage_scope`) |
+| exec scope | `thread`, `warp`, `wg`, `cta`, all threads of it (an op of this language always has them all) |
+| size | the region's element count is a multiple of the scope's threads (`divides_thread_cnt`: TVM's "region size N not divisible by thread_cnt=T") |
+| layouts | any shared layout; the vector width adapts |
+
+### Algorithm
+
+1. **Order** the region's elements row-major (the global side's order, which drives the split as in TVM).
+2. **Split** them into `[outer, threads, vec]`: thread *t* moves vectors *f*·threads + *t* for *f* < outer.
+3. **Vector width**: the widest of 16, 8, 4, 2, 1 bytes (then one element) such that threads·vec divides the
+   region and every vector is contiguous and naturally aligned in *both* buffers, after the shared layout; a
+   swizzle caps it at one chunk of 2^`per_element` elements.
+4. **Emit** one `ld.<src>` into registers and one `st.<dst>` per vector, the addresses as digit expressions of the
+   thread id and the loop variable (a swizzled address is its tile address XOR-ed), in a serial loop over `outer`
+   (TVM does not unroll it).
+"""),
+    code("print(fam.dispatch[0].table())"),
+    md("### Generated TIRx IR and CUDA (line 9, `S <- A`)"),
+    code("print(op_lines(fam.ir, 9))\nprint()\nprint(op_lines(fam.cuda, 9))"),
+    md("""
+### How inputs change the algorithm
+
+| input | effect |
+|---|---|
+| more threads for the same tile | narrower vectors (threads × vec must divide the region) |
+| a swizzle | vec ≤ 2^`per_element` elements; the address becomes `t ^ t // 2^(M+S) % 2^B * 2^M` |
+| a column-major or interleaved shared layout | vec = the length of the contiguous runs both sides share |
+| a region that starts off-alignment (`A[:, 3:67]`) | narrower vectors, down to one element |
+| a size the threads do not divide | declines: the fallback copies |
+"""),
+    code('''
+def gs_cell(scope, threads, rows, cols, dtype, smem="", gcols=None, c0=0):
+    g = gcols or cols
+    win = f"[:, {c0}:{c0 + cols}]" if gcols else ""
+    lay = f" @ {smem}" if smem else ""
+    return (f"kernel gs threads={threads}\\nglobal A: {dtype}[{rows}, {g}]\\nglobal B: {dtype}[{rows}, {g}] = zeros\\n"
+            f"shared S: {dtype}[{rows}, {cols}]{lay}\\n{scope}.copy S <- A{win}\\ncta_sync\\n"
+            f"{scope}.copy B{win} <- S\\ncheck B{win} == A{win}\\n")
+
+for args in [("warp", 32, 8, 64, "float16"), ("wg", 128, 8, 64, "float16"), ("cta", 256, 8, 64, "float16"),
+             ("warp", 32, 8, 64, "float16", "swizzle(2, 3, 3)"),
+             ("warp", 32, 8, 32, "float32", "S[(8, 8, 4) : (4, 32, 1)]"),
+             ("warp", 32, 8, 16, "float32", "S[(8, 16) : (1, 8)]"),
+             ("warp", 32, 8, 64, "float16", "", 70, 3), ("warp", 32, 4, 6, "float32")]:
+    show(gs_cell(*args))
+'''),
+    md("""
+## ldstmatrix
+
+### What it accepts
+
+| property | requirement |
+|---|---|
+| memories | a register tile ↔ shared memory (`storage_scope`) |
+| exec scope | `warp`, `wg`, `cta` (`exec_scope`), with the register layout's thread axes inside it (`register_layout`) |
+| target | `ldmatrix` sm_75+, `stmatrix` sm_90+ (`sm_version`) |
+| lowering (declines otherwise) | 16-bit elements; the layout spans whole warps; every thread holds its elements in register pairs (2k, 2k+1); for every 32-bit register, the 32 lanes of each warp hold one 8×8 matrix of the shared tile — lane *t* its (row *t*/4, columns 2(*t*%4), +1), or the transpose for `.trans` — whose rows are 16-byte aligned runs; a swizzle keeps 16-byte chunks (`per_element` ≥ 3) |
+
+### Algorithm
+
+1. **Pair** each thread's elements into 32-bit registers (the same slots in every thread).
+2. **Match** every register of every warp against the m8n8 fragment, first row-major (no `.trans`), then
+   transposed (`.trans`); one orientation for the whole copy. Each matrix row is 8 contiguous elements at a
+   multiple of 8.
+3. **Group** each thread's registers into instructions of `num` = 4, 2 or 1 matrices (the widest that divides).
+4. **Address**: in instruction *g*, thread *t* gives row *t*%8 of matrix *t*/8 (threads past 8·num repeat).
+5. **Emit** `ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16` (registers first) or `stmatrix...` (address
+   first), unrolled as in TVM.
+"""),
+    code("print(fam.dispatch[1].table())"),
+    md("### Generated TIRx IR and CUDA (line 11, `a <- S`, and line 13, `U <- a`)"),
+    code("print(op_lines(fam.ir, 11))\nprint(op_lines(fam.ir, 13))\nprint()\nprint(op_lines(fam.cuda, 11))"),
+    md("""
+### How inputs change the algorithm
+
+| input | effect |
+|---|---|
+| an 8×8 / 16×8 / 16×16 fragment per warp | `.x1` / `.x2` / `.x4` |
+| registers holding columns of the shared rows | `.trans` |
+| a larger fragment | several instructions, unrolled |
+| fp32, a row-per-thread layout, register pairs that are not (2k, 2k+1), unaligned rows, `swizzle(2, ...)` | declines: `reg` copies |
+| `--arch sm_80` | `ldmatrix` still; `stmatrix` is rejected (`sm_version`) and `reg` stores |
+"""),
+    code('''
+def sm_cell(layout, rows, cols, scope, threads, dtype, smem=""):
+    lay = f" @ {smem}" if smem else ""
+    return (f"kernel sm threads={threads}\\nglobal A: {dtype}[{rows}, {cols}]\\nglobal B: {dtype}[{rows}, {cols}]\\n"
+            f"shared S: {dtype}[{rows}, {cols}]{lay}\\nlocal a: {dtype}[{rows}, {cols}] @ {layout}\\n"
+            f"{scope}.copy S <- A\\ncta_sync\\n{scope}.copy a <- S\\n{scope}.copy B <- a\\ncheck B == A\\n")
+
+for args in [("S[(8, 4, 2) : (4@laneid, 1@laneid, 1)]", 8, 8, "warp", 32, "float16"),
+             ("S[(2, 8, 4, 2) : (2, 4@laneid, 1@laneid, 1)]", 16, 8, "warp", 32, "bfloat16"),
+             ("S[(2, 8, 2, 4, 2) : (2, 4@laneid, 4, 1@laneid, 1)]", 16, 16, "warp", 32, "float16"),
+             ("S[(2, 4, 2, 2, 8) : (4, 1@laneid, 1, 2, 4@laneid)]", 16, 16, "warp", 32, "float16"),
+             ("frag(16x128b)", 64, 64, "wg", 128, "float16", "swizzle(3, 3, 3)"),
+             ("S[(2, 8, 2, 4, 2) : (2, 4@laneid, 4, 1@laneid, 1)]", 16, 16, "warp", 32, "float32"),
+             ("S[(32, 8) : (1@laneid, 1)]", 32, 8, "warp", 32, "float16")]:
+    show(sm_cell(*args), op=1)
+'''),
+    md("""
+## reg
+
+### What it accepts
+
+| property | requirement |
+|---|---|
+| memories | a register tile ↔ global or shared memory (`storage_scope`) |
+| exec scope | `thread`, `warp`, `wg`, `cta`, with the layout's thread axes inside it (`register_layout`) |
+| lowering (declines otherwise) | every thread holds its part of the region in the same register slots; the last threads of the layout's scope may hold nothing (they are guarded out) |
+
+### Algorithm
+
+1. **Who holds what**: the register layout's thread axes (`laneid`, `wid_in_wg`, `tid_in_wg`, `warpid`, `tx`) give
+   each element's thread, `m` its register slot; each thread's elements are sorted by slot.
+2. **Vector width**: the widest of 16 … 1 bytes whose runs are contiguous in the registers and in memory and
+   naturally aligned on both sides (at most a swizzle chunk).
+3. **Emit** per thread one `ld.<space>`/`st.<space>` per vector, the addresses as digit expressions of the thread
+   id and the loop variable, in a serial loop.
+"""),
+    code("print(fam.dispatch[2].table())"),
+    md("### Generated TIRx IR and CUDA (line 12, `B <- a`)"),
+    code("print(op_lines(fam.ir, 12))\nprint()\nprint(op_lines(fam.cuda, 12))"),
+    md("""
+### How inputs change the algorithm
+
+| input | effect |
+|---|---|
+| a row per thread (`S[(128, W) : (1@tid_in_wg, 1)]`) | the widest vectors: a row is contiguous in both |
+| tcgen05 fragments `frag(...)` | the vector follows the fragment's runs: one register for `16x64b`/`16x128b`, two for `16x256b` |
+| permuted registers (`S[(32, 2, 4) : (1@laneid, 1, 2)]`) | no two adjacent registers hold adjacent elements: one element per move |
+| gapped registers (`S[(128, 4) : (1@tid_in_wg, 2)]`) | one register per move |
+| a layout over half a warp | `if laneid < 16:` around the moves |
+"""),
+    code('''
+def reg_cell(layout, rows, cols, scope, threads, dtype):
+    return (f"kernel r threads={threads}\\nglobal A: {dtype}[{rows}, {cols}]\\nglobal B: {dtype}[{rows}, {cols}]\\n"
+            f"local a: {dtype}[{rows}, {cols}] @ {layout}\\n{scope}.copy a <- A\\n{scope}.copy B <- a\\ncheck B == A\\n")
+
+for args in [("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8, "wg", 128, "float16"),
+             ("frag(32x32b)", 128, 32, "wg", 128, "float32"), ("frag(16x64b)", 64, 32, "wg", 128, "float32"),
+             ("frag(16x256b)", 128, 64, "wg", 128, "float16"),
+             ("S[(32, 2, 4) : (1@laneid, 1, 2)]", 32, 8, "warp", 32, "float16"),
+             ("S[(128, 4) : (1@tid_in_wg, 2)]", 128, 4, "wg", 128, "float32"),
+             ("S[(16, 16) : (1@laneid, 1)]", 16, 16, "warp", 32, "float16")]:
+    show(reg_cell(*args))
+'''),
+    md("""
+## Forcing a variant, and when nothing fits
+
+`dispatch=NAME` narrows the candidates to one variant; its predicates still run. An unknown name is an error at
+the name that lists the registered ones:
+"""),
+    code("""
+%%tilecopy unknown
+kernel k threads=32
+global A: float16[8, 64]
+shared S: float16[8, 64]
+warp.copy S <- A dispatch=gmem
+""", tags=["raises-exception"]),
+    md("A forced variant that declines fails with its why-table:"),
+    code("""
+%%tilecopy forced_decline
+kernel k threads=32
+global A: float32[16, 16]
+shared S: float32[16, 16]
+local  a: float32[16, 16] @ S[(2, 8, 2, 4, 2) : (2, 4@laneid, 4, 1@laneid, 1)]
+warp.copy S <- A
+cta_sync
+warp.copy a <- S dispatch=ldstmatrix
+""", tags=["raises-exception"]),
+]
+
+NOTEBOOKS = {"quickstart": QUICKSTART, "copy_fallback": COPY_FALLBACK, "copy_variants": COPY_VARIANTS}
 
 
 def build(name):

@@ -1,4 +1,6 @@
-"""Golden files: the printed IR and the CUDA (native and emulated) of the seed demos.
+"""Golden files: the printed IR and the CUDA (native and emulated) of the seed demos, and of one
+cell per copy variant (tests/cells.py ``golden_cells``: gmem_smem through a swizzle, reg with a tcgen05
+fragment, ldstmatrix .trans, the fallback).
 
 Regenerate after an intended change with ``TILEMAGIC_UPDATE_GOLDEN=1 pytest tests/golden``
 and review the diff.
@@ -9,6 +11,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from cells import golden_cells
 
 import tilemagic
 from tilemagic.cli import DEMOS, demo_source
@@ -52,4 +55,19 @@ def test_text_report_golden(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         res = tilemagic.tilecopy(demo_source(name), launch="sim")
+    _check(DATA / f"{name}.report.txt", res.text())
+
+
+COPY_CELLS = golden_cells()
+
+
+@pytest.mark.parametrize("name", sorted(COPY_CELLS))
+def test_copy_variant_golden(name):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        res = tilemagic.tilecopy(COPY_CELLS[name], launch="sim")
+    assert res.launch.passed
+    assert name.removeprefix("copy_") in {d.chosen for d in res.dispatch}
+    _check(DATA / f"{name}.ir.txt", res.ir)
+    _check(DATA / f"{name}.cu", res.cuda)
     _check(DATA / f"{name}.report.txt", res.text())

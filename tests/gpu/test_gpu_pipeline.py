@@ -20,7 +20,19 @@ pytestmark = pytest.mark.gpu
 from gpu_guard import cupy  # noqa: E402  (skips the module without a GPU)
 
 import tilemagic  # noqa: E402
-from cells import EPC, FALLBACK_CASES, REG_CASES, fallback_cell, reg_cell, roundtrip_cell  # noqa: E402
+from cells import (  # noqa: E402
+    EPC,
+    FALLBACK_CASES,
+    GMEM_SMEM_CASES,
+    LDSTMATRIX_CASES,
+    REG_CASES,
+    REG_SHARED_CASES,
+    fallback_cell,
+    gmem_smem_cell,
+    reg_cell,
+    roundtrip_cell,
+    smem_cell,
+)
 from tilemagic.cli import demo_source  # noqa: E402
 from tilemagic.errors import LaunchError  # noqa: E402
 from tilemagic.ir import nodes as ir  # noqa: E402
@@ -75,6 +87,27 @@ def test_fallback_cases(scope, threads, rows, cols):
 def test_reg_cases(layout, rows, cols, scope, threads, dtype, summary):
     src = reg_cell(layout, rows, cols, scope, threads, dtype)
     both(src, f"reg {layout} {dtype}")
+
+
+@pytest.mark.parametrize("case", GMEM_SMEM_CASES, ids=[c.id for c in GMEM_SMEM_CASES])
+def test_gmem_smem_cases(case):
+    res = both(gmem_smem_cell(case), f"gmem_smem {case.id}")
+    assert [d.chosen for d in res.dispatch] == ["gmem_smem", "gmem_smem"] and res.launch.backend == "cupy"
+
+
+@pytest.mark.parametrize("layout,rows,cols,scope,threads,dtype,smem,summary", REG_SHARED_CASES,
+                         ids=[f"reg-smem{i}" for i in range(len(REG_SHARED_CASES))])
+def test_reg_shared_cases(layout, rows, cols, scope, threads, dtype, smem, summary):
+    res = both(smem_cell(layout, rows, cols, scope, threads, dtype, smem), f"reg/shared {layout} {dtype} {smem}")
+    assert res.dispatch[1].chosen == "reg"
+
+
+@pytest.mark.parametrize("layout,rows,cols,scope,threads,dtype,smem,chain,n", LDSTMATRIX_CASES,
+                         ids=[f"ldst{i}" for i in range(len(LDSTMATRIX_CASES))])
+def test_ldstmatrix_cases(layout, rows, cols, scope, threads, dtype, smem, chain, n):
+    """Native ldmatrix (sm_75+) and stmatrix (sm_90+); ``check B == A`` also reads the registers via reg."""
+    res = both(smem_cell(layout, rows, cols, scope, threads, dtype, smem), f"ldstmatrix {layout} {dtype} {smem}")
+    assert [d.chosen for d in res.dispatch][1:4] == ["ldstmatrix", "reg", "ldstmatrix"]
 
 
 def test_emulation_reports_access_outside_allocation():

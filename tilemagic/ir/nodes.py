@@ -9,8 +9,10 @@ printed IR line and CUDA line can be traced back to its source line.
 
 Index conventions
 -----------------
-* global/shared buffers are indexed with one expression per logical dimension
-  (row-major, in elements);
+* global/shared buffers are indexed (``Store``/``Load``) with one expression per
+  logical dimension; :meth:`Buffer.index_expr` maps them through the buffer's layout
+  to the element offset; vector moves and ``ldmatrix``/``stmatrix`` carry that
+  offset directly;
 * ``local`` buffers are per-thread register storage indexed by one flat element
   index (the layout's ``m`` coordinate);
 * TMEM is never indexed directly: it is reached through tcgen05 instructions
@@ -214,6 +216,8 @@ def add(a, b) -> Expr:
         return a
     if isinstance(a, Const) and isinstance(b, Const):
         return Const(a.value + b.value)
+    if isinstance(b, Bin) and b.op == "+":  # keep sums left-associated: a + (x + y) -> a + x + y
+        return add(add(a, b.a), b.b)
     return Bin("+", a, b)
 
 
@@ -345,9 +349,12 @@ class Store(Stmt):
 class VecMove(Stmt):
     """One vector move of ``elems`` contiguous elements (``elems * elem_bytes`` ≤ 16 bytes).
 
-    ``dst_index`` / ``src_index`` are flat element indices: into the per-thread
-    register storage for a local buffer, into the row-major buffer otherwise.
-    Lowered to ``ld.global.v4.u32``-style PTX (one load or store per side).
+    ``dst_index`` / ``src_index`` are physical element indices: into the per-thread
+    register storage for a local buffer, the element offset after the buffer's layout
+    otherwise (row-major for global memory; permuted or swizzled for shared memory).
+    Lowered to ``ld.global.v4.u32``-style PTX: one load or store between registers and
+    memory (``reg``), or, memory to memory (``gmem_smem``), one load into scratch
+    registers and one store from them.
     """
 
     dst: Buffer

@@ -218,8 +218,10 @@ def _stmt(L: Lines, s: ir.Stmt):
             name, lanes = _TMP[s.nbytes]
             name = L.scratch_names.get(name, name)
             regs = ", ".join(f"{name}[{k}]" for k in range(lanes))
-            L.add(f'T.ptx["ld.{s.src.scope}.{form}"]({regs}, {s.src.name}.access_ptr("r", offset={expr_str(s.src_index)}))', src)
-            L.add(f'T.ptx["st.{s.dst.scope}.{form}"]({s.dst.name}.access_ptr("w", offset={expr_str(s.dst_index)}), {regs})', src)
+            rptr = f'{s.src.name}.access_ptr("r", offset={expr_str(s.src_index)})'
+            wptr = f'{s.dst.name}.access_ptr("w", offset={expr_str(s.dst_index)})'
+            L.add(f'T.ptx["ld.{s.src.scope}.{form}"]({regs}, {rptr})', src)
+            L.add(f'T.ptx["st.{s.dst.scope}.{form}"]({wptr}, {regs})', src)
     elif isinstance(s, ir.LdStMatrix):
         regs = [f"{s.local.name}_32b[{expr_str(r)}]" for r in s.regs]
         ptr = f'{s.smem.name}.access_ptr("{"r" if s.op == "ld" else "w"}", offset={expr_str(s.addr)})'

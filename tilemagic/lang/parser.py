@@ -304,7 +304,11 @@ def _expected_names(expected: Iterable[str]) -> List[str]:
     return out
 
 
-def _hint_for(ln: _Line, expected: set, got: str) -> str:
+_SWIZZLE_HINT = ("usage: `swizzle(per_element, swizzle_len, atom_len)` over the buffer's row-major order, or "
+                 "`swizzle(per_element, swizzle_len, atom_len, S[...])` over a tile (TVM ComposeLayout)")
+
+
+def _hint_for(ln: _Line, expected: set, got: str, col: int = 0) -> str:
     if got in ("->", "=", "<", "-", "<=", ">") and "LARROW" in expected and ln.word in _OPS:
         return _ARROW_HINT
     if got == "" and (expected & {"_RSQB", "_RPAR"}):
@@ -316,6 +320,9 @@ def _hint_for(ln: _Line, expected: set, got: str) -> str:
         return "axes: " + ", ".join(A.AXES)
     if "INIT_NAME" in expected:
         return "initializers: random, arange, zeros, or the name of a NumPy array in the notebook"
+    before = ln.text[: max(0, col - 1)]
+    if "swizzle" in before and before.count("(") > before.count(")"):
+        return _SWIZZLE_HINT
     if expected & {"S_KW", "DATAPATH", "FRAG", "SWIZZLE"}:
         return _LAYOUT_HINT
     if "_EQ" in expected and got == "==":
@@ -343,14 +350,14 @@ def _convert_lark_error(ln: _Line, exc: UnexpectedInput) -> NoReturn:
         names = _expected_names(expected)
         exp = f"; expected {_join_or(names)}" if names else ""
         if at_end:
-            ln.error(f"unexpected end of line{exp}", ln.span(pos), hint=_hint_for(ln, expected, ""))
+            ln.error(f"unexpected end of line{exp}", ln.span(pos), hint=_hint_for(ln, expected, "", pos))
         value = str(tok.value)
         col = tok.column or 1
         end_col = tok.end_column or col + len(value)
         if value == "->" and "LARROW" in expected:
             ln.error("the copy arrow is '<-', not '->'", ln.span(col, end_col), hint=_ARROW_HINT)
         ln.error(f"unexpected '{_show(value)}'{exp}", ln.span(col, end_col),
-                 hint=_hint_for(ln, expected, value))
+                 hint=_hint_for(ln, expected, value, col))
     if isinstance(exc, UnexpectedCharacters):
         col = exc.column if isinstance(exc.column, int) and exc.column >= 1 else 1
         ch = ln.text[col - 1] if col - 1 < len(ln.text) else ""
@@ -358,9 +365,9 @@ def _convert_lark_error(ln: _Line, exc: UnexpectedInput) -> NoReturn:
         names = _expected_names(expected)
         exp = f"; expected {_join_or(names)}" if names else ""
         if ch == "":
-            ln.error(f"unexpected end of line{exp}", ln.span(col), hint=_hint_for(ln, expected, ""))
+            ln.error(f"unexpected end of line{exp}", ln.span(col), hint=_hint_for(ln, expected, "", col))
         ln.error(f"unexpected character '{_show(ch)}'{exp}", ln.span(col, col + 1),
-                 hint=_hint_for(ln, expected, ch))
+                 hint=_hint_for(ln, expected, ch, col))
     if isinstance(exc, UnexpectedEOF):  # pragma: no cover - LALR reports $END as UnexpectedToken
         pos = len(ln.text.rstrip()) + 1
         expected = _filter_expected(ln, exc.expected or (), pos)
@@ -455,11 +462,15 @@ def _layout(ln: _Line, tree: Tree) -> A.LayoutExpr:
     if kind == "swizzle_layout":
         _kw, m_tok, b_tok, s_tok, tile_tree = tree.children
         m = ln.int(m_tok, "swizzle per_element", minimum=0)
-        b = ln.int(b_tok, "swizzle swizzle_len", minimum=1)
+        b = ln.int(b_tok, "swizzle swizzle_len", minimum=0)
         a = ln.int(s_tok, "swizzle atom_len", minimum=0)
         if m + b + a > 30:
             ln.error(f"swizzle bits per_element + swizzle_len + atom_len = {m + b + a} exceed 30",
                      span, hint="the swizzle acts on element offsets below 2**30")
+        if a < b:
+            ln.error(f"swizzle atom_len ({a}) must be >= swizzle_len ({b})", ln.tok(s_tok),
+                     hint="the XOR source bits [per_element+atom_len, +swizzle_len) must lie above the bits "
+                          "[per_element, +swizzle_len) they change (TVM's well-formed ComposeLayout)")
         tile = _layout(ln, tile_tree) if tile_tree is not None else None
         return A.SwizzleLayout(m, b, a, tile, span)
     if kind == "frag_layout":

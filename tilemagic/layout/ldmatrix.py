@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["NUMS", "ROW_ELEMS", "chain", "fragment_elements", "MIN_SM"]
+__all__ = ["MIN_SM", "NUMS", "ROW_ELEMS", "chain", "fragment_elements"]
 
 NUMS = (4, 2, 1)  # matrices per instruction, widest first
 ROW_ELEMS = 8  # 16-bit elements per matrix row (16 bytes)

@@ -57,9 +57,10 @@ class ComposeLayout:
         ``M``: log2 of the elements in one swizzle chunk (the unit that moves as
         a whole); bits below it are kept.
     swizzle_len : int
-        ``B``: number of address bits XOR-ed.
+        ``B``: number of address bits XOR-ed (0: no swizzle, only the chunk).
     atom_len : int
-        ``S``: distance in bits between the XOR source and target bits.
+        ``S``: distance in bits between the XOR source and target bits; ``S >= B`` (TVM rejects
+        a layout whose source bits overlap the target bits as not well-formed).
     tile : TileLayout
         The memory map the swizzle is applied to (only axis ``m``).
     bare : bool
@@ -85,8 +86,11 @@ class ComposeLayout:
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"swizzle {name} must be a non-negative integer, got {v!r}")
             object.__setattr__(self, name, int(v))
-        if self.swizzle_len < 1:
-            raise ValueError("swizzle swizzle_len must be >= 1 (0 XOR-es nothing)")
+        if self.atom_len < self.swizzle_len:
+            # TVM's well-formedness rule (ComposeLayout::VerifyWellFormed): the XOR source bits
+            # [M+S, M+S+B) must lie above the target bits [M, M+B)
+            raise ValueError(f"swizzle atom_len ({self.atom_len}) must be >= swizzle_len ({self.swizzle_len}): the "
+                             f"XOR source bits must lie above the bits they change")
         if self.per_element + self.atom_len + self.swizzle_len > _MAX_BITS:
             raise ValueError(f"swizzle bits per_element + atom_len + swizzle_len = "
                              f"{self.per_element + self.atom_len + self.swizzle_len} exceed {_MAX_BITS}")

@@ -136,8 +136,9 @@ def thread_var_and_count(axes, ctx):
 def thread_split(local, ctx):
     """Who holds what of a register region: ``(tvar, S, order, M)``.
 
-    ``S`` threads (from the layout's thread axes, :func:`thread_var_and_count`) hold ``K``
-    elements each; ``order`` sorts the region's elements by (thread, register slot) so that
+    The first ``S`` threads of the layout's thread axes (:func:`thread_var_and_count`; fewer than
+    the axes span when the layout leaves the last threads empty, e.g. 16 of a warp's lanes) hold
+    ``K`` elements each; ``order`` sorts the region's elements by (thread, register slot) so that
     ``order.reshape(S, K)`` lists each thread's elements in register order, and ``M`` (length
     ``K``) is the register slot sequence, the same for every thread.  Declines otherwise.
     Shared by ``reg`` and ``ldstmatrix``.
@@ -155,9 +156,11 @@ def thread_split(local, ctx):
     if t.max() >= S or t.min() < 0:
         _fail(f"register layout of {lbuf.name} reaches thread {int(t.max())} but its scope has {S} threads")
     counts = np.bincount(t, minlength=S)
-    if S > 1 and not np.all(counts == counts[0]):
+    held = int(np.count_nonzero(counts))
+    if not np.all(counts[:held] == counts[0]) or np.any(counts[held:]):
         _fail(f"register layout of {lbuf.name} gives threads unequal element counts ({counts.min()}..{counts.max()}) "
              f"in this region")
+    S = held  # a layout over the first `held` threads only: the others idle (guarded by the variant)
     K = int(counts[0])
     order = np.lexsort((m, t))
     M = m[order].reshape(S, K)

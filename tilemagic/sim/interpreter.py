@@ -232,8 +232,8 @@ class Simulator:
         rows = addr[tids[:, : 8 * s.num]]  # only threads 0 .. 8*num-1 supply addresses
         if np.any(rows % ROW_ELEMS):
             w, t = (int(x[0]) for x in np.nonzero(rows % ROW_ELEMS))
-            raise LaunchError(f"{s.chain}: thread {int(tids[w, t])} supplies row address element {int(rows[w, t])} of "
-                              f"{s.smem.name}, not 16-byte aligned", s.span)
+            raise LaunchError(f"{s.chain}: thread {int(tids[w, t])} supplies row address element "
+                              f"{int(rows[w, t])} of {s.smem.name}, not 16-byte aligned", s.span)
         lim = s.smem.nbytes // 2
         if rows.min() < 0 or rows.max() + ROW_ELEMS > lim:
             raise LaunchError(f"{s.chain}: a row address leaves {s.smem.name} ({lim} elements)", s.span)

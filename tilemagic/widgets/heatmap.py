@@ -277,7 +277,19 @@ def _writes(stmt, targets) -> set:
             out.add(s.buf)
         elif isinstance(s, ir.VecMove) and s.dst in targets:
             out.add(s.dst)
+        elif isinstance(s, ir.LdStMatrix) and s.op == "st" and s.smem in targets:
+            out.add(s.smem)
     return out
+
+
+def _logical_of(buf) -> np.ndarray:
+    """Logical (row-major) element index of each physical element of a shared buffer."""
+    if buf.layout is None:
+        return np.arange(buf.numel, dtype=np.int64)
+    phys = np.asarray(buf.layout.apply(np.arange(buf.numel, dtype=np.int64)).get("m"), np.int64)
+    inv = np.empty(buf.numel, np.int64)
+    inv[phys] = np.arange(buf.numel, dtype=np.int64)
+    return inv
 
 
 _VARIANT_RE = re.compile(r"\[([^\[\]]+)\]\s*$")
@@ -288,9 +300,11 @@ def shared_writers(kernel) -> List[dict]:
 
     The IR is walked in program order with every thread of the CTA as one NumPy axis
     and every enclosing :class:`~tilemagic.ir.nodes.Grid` variable as another; ``If``
-    conditions become masks.  ``Store`` indices (one per logical dim) and ``VecMove``
-    flat destination indices (``dst_index + 0..elems-1``) are evaluated for all of them;
-    a later write overwrites an earlier one.  The variant is taken from the closest
+    conditions become masks.  ``Store`` indices (one per logical dim), ``VecMove``
+    physical destination indices (``dst_index + 0..elems-1``, mapped back through the
+    buffer's layout) and ``stmatrix`` fragments (the thread whose register supplies each
+    element, :func:`~tilemagic.layout.ldmatrix.fragment_elements`) are evaluated for all
+    of them; a later write overwrites an earlier one.  The variant is taken from the closest
     preceding :class:`~tilemagic.ir.nodes.Comment` (``"... [copy/fallback]"``).
 
     Parameters
@@ -387,9 +401,31 @@ def shared_writers(kernel) -> List[dict]:
                 info[buf]["determined"] = False
                 return
             lanes = np.arange(int(stmt.elems), dtype=np.int64)
-            flat = np.asarray(base)[..., None] + lanes
+            phys = np.asarray(base)[..., None] + lanes
+            inv = _logical_of(buf)
+            flat = np.where((phys >= 0) & (phys < inv.size), inv[np.clip(phys, 0, inv.size - 1)], -1)
             sub = {"tid": np.asarray(env["tid"])[..., None]}
             record(buf, flat, sub, np.asarray(mask)[..., None])
+        elif isinstance(stmt, ir.LdStMatrix) and stmt.op == "st" and stmt.smem in targets:
+            from ..layout.ldmatrix import fragment_elements
+
+            buf = stmt.smem
+            n = int(np.size(env["tid"]))
+            try:
+                if ndim != 1 or n % 32:
+                    raise _Undetermined("stmatrix inside a loop")
+                addr = np.broadcast_to(np.asarray(_eval(stmt.addr, env), np.int64), (n,)).reshape(-1, 32)
+            except _Undetermined:
+                info[buf]["determined"] = False
+                return
+            lo, hi = fragment_elements(addr, stmt.num, stmt.trans)  # (warps, num, 32)
+            writer = np.broadcast_to(np.arange(n).reshape(-1, 1, 32), lo.shape)
+            inv = _logical_of(buf)
+            m = np.broadcast_to(np.asarray(mask).reshape(-1, 1, 32), lo.shape)
+            for part in (lo, hi):
+                ok = (part >= 0) & (part < inv.size)
+                flat = np.where(ok, inv[np.clip(part, 0, inv.size - 1)], -1)
+                record(buf, flat, {"tid": writer}, m & ok)
 
     visit(kernel.body, {"tid": tid}, np.ones(tid.shape, dtype=bool), 1)
     out = []

@@ -67,3 +67,51 @@ def test_every_32x32b_num_assembles():
         assert f"tcgen05.st.sync.aligned.32x32b.x{num}.b32" in res.cuda
     r = nvcc_compile(res.cuda, "sm_100a", timeout=300)
     assert r.ok, r.log
+
+
+# ----------------------------------------------------------------------------- the copy family (issue 4)
+def _copy_family_sources():
+    """Every cell of the copy-variant matrices (tests/cells.py), one kernel each, as CUDA sources."""
+    import re
+
+    from cells import (
+        FALLBACK_CASES,
+        GMEM_SMEM_CASES,
+        LDSTMATRIX_CASES,
+        REG_CASES,
+        REG_SHARED_CASES,
+        fallback_cell,
+        gmem_smem_cell,
+        golden_cells,
+        reg_cell,
+        smem_cell,
+    )
+
+    cells = ([gmem_smem_cell(c) for c in GMEM_SMEM_CASES] + [fallback_cell(*c) for c in FALLBACK_CASES]
+             + [reg_cell(*c[:6]) for c in REG_CASES] + [smem_cell(*c[:7]) for c in REG_SHARED_CASES]
+             + [smem_cell(*c[:7]) for c in LDSTMATRIX_CASES] + list(golden_cells().values()))
+    out = []
+    for i, src in enumerate(cells):
+        res = _res(re.sub(r"^kernel \w+", f"kernel copy_k{i}", src.strip(), count=1, flags=re.MULTILINE))
+        assert not res.cuda_emulated  # no tcgen05 in the copy family
+        out.append(res)
+    return out
+
+
+def _one_translation_unit(results):
+    """The kernels of many sources behind one preamble, so ptxas runs once per target."""
+    head = results[0].cuda[: results[0].cuda.index('extern "C"')]
+    return head + "\n".join(r.cuda[r.cuda.index('extern "C"'):] for r in results)
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_every_copy_family_cell_assembles(arch):
+    results = _copy_family_sources()
+    text = _one_translation_unit(results)
+    for chain in ("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "stmatrix.sync.aligned.m8n8.x2.shared.b16",
+                  "ldmatrix.sync.aligned.m8n8.x1.shared.b16", "ld.global.v4.u32", "st.shared.v2.u32",
+                  "ld.shared.u16", "st.global.u8"):
+        assert chain in text, chain
+    r = nvcc_compile(text, arch, timeout=600)
+    assert r.ok, r.log
+    assert text.count('extern "C" __global__') == len(results) > 60

@@ -126,11 +126,12 @@ def test_fallback_round_trip(scope, threads, rows, cols):
         res = tilemagic.tilecopy(src, launch="sim")
     assert len(w) == 2 and w[0].filename == "tilecopy" and w[0].lineno == 6
     assert [d.chosen for d in res.dispatch] == ["fallback", "fallback"]
-    guard = {"thread": None, "warp": "laneid == 0", "wg": "tid_in_wg == 0", "cta": "tx == 0"}[scope]
-    if guard:
-        assert f"if {guard}:" in res.ir
-    else:
-        assert "if " not in res.ir
+    guard = {"warp": "laneid == 0", "wg": "tid_in_wg == 0", "cta": "tx == 0"}[scope]
+    assert f"if {guard}:" in res.ir
+    # it ran only because the faster variants declined: gmem_smem with TVM's reason
+    t = {"warp": 32, "wg": 128, "cta": threads}[scope]
+    gs = next(c for c in res.dispatch[0].candidates if c.variant == "gmem_smem")
+    assert f"divides_thread_cnt: region size {rows * cols} not divisible by thread_cnt={t}" in gs.reasons
     assert res.launch.passed
 
 

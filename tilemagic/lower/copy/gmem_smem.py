@@ -22,8 +22,6 @@ size 24 not divisible by thread_cnt=32"), so a 4×6 tile at warp scope falls to 
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...ir import nodes as ir
 from ..common import (
     PTX_FORM,

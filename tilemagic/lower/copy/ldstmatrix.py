@@ -126,7 +126,8 @@ def _emit_ldstmatrix(op, ctx):
     body, how = emit_iterations(ctx, n, tables, build, tvar=tvar, threads=S, unroll_up_to=16,
                                 what=f"{direction}matrix")
     orient = "column-major rows (.trans)" if trans else "row-major"
-    summary = (f"per warp: {n} × {chain(direction, num, trans)} ({num} 8×8 {'matrices' if num > 1 else 'matrix'} of {sbuf.name}, {orient})"
+    matrices = "matrices" if num > 1 else "matrix"
+    summary = (f"per warp: {n} × {chain(direction, num, trans)} ({num} 8×8 {matrices} of {sbuf.name}, {orient})"
                f"{' ' + how if how else ''}")
     return body, summary
 

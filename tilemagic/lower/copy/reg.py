@@ -9,16 +9,19 @@ TIRx's old ``reg`` variant (``vec_auto_reg.py`` at HEAD), which the ``fallback``
 seed names as one of the faster variants.
 
 How the split is found (our own method, checked numerically rather than by
-layout algebra): the region is enumerated once; per thread the elements are
-sorted by register slot; the memory address must be ``base(tid) + off(k)`` with
-``off`` the same for every thread and ``base`` affine in the digits of the thread
-id given by the layout's thread iterators.  Anything else declines with the
-reason, so a later variant (or the fallback) can take the copy.
+layout algebra; the machinery is shared with ``gmem_smem`` and ``ldstmatrix`` in
+``lower/common.py``): the region is enumerated once; per thread the elements are
+sorted by register slot, which must be the same sequence in every thread
+(:func:`~tilemagic.lower.common.thread_split`); the vector is the widest whose runs
+are contiguous and aligned in the registers and in memory (at most a swizzle
+chunk), and its register index and memory address per iteration and thread are
+fitted as digit expressions of the loop variable and the thread id
+(:func:`~tilemagic.lower.common.emit_iterations`).  Threads past the layout's last
+one idle behind a guard.  Anything else declines with the reason, so a later
+variant (or the fallback) can take the copy.
 """
 
 from __future__ import annotations
-
-import numpy as np
 
 from ...ir import nodes as ir
 from ..common import (
@@ -32,11 +35,13 @@ from ..common import (
     runs_ok,
     scope_allowed,
     swizzle_chunk,
+    thread_axes,
     thread_split,
+    thread_var_and_count,
     validate_copy_op,
     vector_lengths,
 )
-from ..dispatch import fail, predicate, register_dispatch
+from ..dispatch import predicate, register_dispatch
 
 _REG_PAIRS = [("global", "local"), ("local", "global"), ("shared", "local"), ("local", "shared")]
 
@@ -63,6 +68,10 @@ def _emit_reg(op, ctx):
         return ir.VecMove(lbuf, mi, mbuf, gi, v) if load else ir.VecMove(mbuf, gi, lbuf, mi, v)
 
     body, how = emit_iterations(ctx, n, [regs, addrs], build, tvar=tvar, threads=S, what="vector move")
+    span = thread_var_and_count(thread_axes(lbuf.layout), ctx)[1]
+    if S < span:  # the layout covers the first S threads only
+        body = [ir.If(ir.Bin("<", tvar, ir.Const(S)), ir.Seq(tuple(body)))]
+        how = (how + "; " if how else "") + f"threads {tvar.kind} < {S}"
     capped = f"; swizzle chunk caps at {cap} elements" if cap is not None else ""
     summary = (f"per thread: {n} × {'ld' if load else 'st'}.{mbuf.scope}.{PTX_FORM[v * eb]} "
                f"({v} {lbuf.dtype} = {v * eb} B each{capped}){' ' + how if how else ''}")
@@ -72,8 +81,8 @@ def _emit_reg(op, ctx):
 # === Variant: copy/reg (priority=10) ===
 #
 # When: one side is a register tile (local) whose layout's thread axes fit the exec
-#       scope, the other global or shared memory; every thread's elements sit at the
-#       same offsets from a base address affine in its thread id.
+#       scope, the other global or shared memory; every thread holds its part of the
+#       region in the same register slots.
 # Emits: per thread, a (serial) loop of vector ``ld.<space>.v4.u32``-style moves
 #        between its registers and memory; no barrier.
 @register_dispatch(
