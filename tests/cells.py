@@ -229,6 +229,9 @@ LDSTMATRIX_CASES = [
      "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 4),
     ("S[(2, 8, 2, 8, 4, 2) : (1@warpid, 4@laneid, 2, 4, 1@laneid, 1)]", 32, 64, "cta", 64, "bfloat16",
      "swizzle(3, 3, 3)", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 4),
+    # two warps of a 128-thread CTA hold the fragment; warps 2 and 3 idle behind `if tx < 64`
+    ("S[(2, 2, 8, 2, 4, 2) : (1@warpid, 2, 4@laneid, 4, 1@laneid, 1)]", 32, 16, "cta", 128, "float16", "",
+     "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 1),
     ("frag(16x128b)", 64, 64, "wg", 128, "float16", "", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 4),
     ("frag(16x128b)", 64, 32, "wg", 128, "bfloat16", "swizzle(3, 3, 3)", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 2),
     ("frag(16x128b)", 128, 64, "wg", 128, "float16", "swizzle(3, 3, 3)", "ldmatrix.sync.aligned.m8n8.x4.shared.b16", 8),

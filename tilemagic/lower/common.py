@@ -169,6 +169,20 @@ def thread_split(local, ctx):
     return tvar, S, order, M[0]
 
 
+def guard_first_threads(body, local, ctx, tvar, S: int, how: str):
+    """Wrap ``body`` in ``if tvar < S`` when the register layout holds data in its first ``S`` threads
+    only (:func:`thread_split`), so the other threads of its scope neither read nor write.
+
+    Returns ``(stmts, how)`` with the guard noted in ``how``.  ``S`` is a multiple of 32 for the
+    warp-collective ``ldmatrix``/``stmatrix``, so the condition is uniform over each warp.
+    """
+    span = thread_var_and_count(thread_axes(local.buf.layout), ctx)[1]
+    if S >= span:
+        return body, how
+    guarded = [ir.If(ir.Bin("<", tvar, ir.Const(S)), ir.Seq(tuple(body)))]
+    return guarded, (how + "; " if how else "") + f"threads {tvar.kind} < {S}"
+
+
 # ----------------------------------------------------------------------------- regions
 def region_flat(region) -> np.ndarray:
     """Row-major flat buffer index of each region element, in row-major order over the region."""

@@ -36,6 +36,7 @@ from ..common import (
     IndexTable,
     emit_iterations,
     exec_scope_ok,
+    guard_first_threads,
     memory_index,
     region_coords,
     register_layout_ok,
@@ -125,6 +126,7 @@ def _emit_ldstmatrix(op, ctx):
 
     body, how = emit_iterations(ctx, n, tables, build, tvar=tvar, threads=S, unroll_up_to=16,
                                 what=f"{direction}matrix")
+    body, how = guard_first_threads(body, local, ctx, tvar, S, how)
     orient = "column-major rows (.trans)" if trans else "row-major"
     matrices = "matrices" if num > 1 else "matrix"
     summary = (f"per warp: {n} × {chain(direction, num, trans)} ({num} 8×8 {matrices} of {sbuf.name}, {orient})"

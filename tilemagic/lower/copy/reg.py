@@ -29,15 +29,14 @@ from ..common import (
     IndexTable,
     emit_iterations,
     exec_scope_ok,
+    guard_first_threads,
     memory_index,
     region_coords,
     register_layout_ok,
     runs_ok,
     scope_allowed,
     swizzle_chunk,
-    thread_axes,
     thread_split,
-    thread_var_and_count,
     validate_copy_op,
     vector_lengths,
 )
@@ -68,10 +67,7 @@ def _emit_reg(op, ctx):
         return ir.VecMove(lbuf, mi, mbuf, gi, v) if load else ir.VecMove(mbuf, gi, lbuf, mi, v)
 
     body, how = emit_iterations(ctx, n, [regs, addrs], build, tvar=tvar, threads=S, what="vector move")
-    span = thread_var_and_count(thread_axes(lbuf.layout), ctx)[1]
-    if S < span:  # the layout covers the first S threads only
-        body = [ir.If(ir.Bin("<", tvar, ir.Const(S)), ir.Seq(tuple(body)))]
-        how = (how + "; " if how else "") + f"threads {tvar.kind} < {S}"
+    body, how = guard_first_threads(body, local, ctx, tvar, S, how)
     capped = f"; swizzle chunk caps at {cap} elements" if cap is not None else ""
     summary = (f"per thread: {n} × {'ld' if load else 'st'}.{mbuf.scope}.{PTX_FORM[v * eb]} "
                f"({v} {lbuf.dtype} = {v * eb} B each{capped}){' ' + how if how else ''}")
