@@ -13,8 +13,8 @@ import pytest
 pytestmark = pytest.mark.tvm
 tvm_layout = pytest.importorskip("tvm.tirx.layout")
 
-from tilemagic.layout import TileLayout
-from tilemagic.layout.swizzle import ComposeLayout
+from tilemagic.layout import TileLayout  # noqa: E402
+from tilemagic.layout.swizzle import ComposeLayout  # noqa: E402
 
 TILES = [  # (shape, strides on m)
     ((8, 64), (64, 1)),
