@@ -1,7 +1,7 @@
 """IPython magics: ``%%tilecopy`` and ``%tilemagic``.
 
 ``%load_ext tilemagic`` registers them.  Defaults come from traits, so
-``%config TileMagics.launch = "sim"`` (or ``arch``, ``view``, ``strict``, ``seed``)
+``%config TileMagics.launch = "sim"`` (or ``arch``, ``view``, ``strict``, ``seed``, ``timeout``)
 changes them for the rest of the session.
 """
 
@@ -10,11 +10,12 @@ from __future__ import annotations
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, kwds, magic_arguments, parse_argstring
-from traitlets import Bool, CaselessStrEnum, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
 from .errors import TileMagicError
 from .options import LAUNCH_CHOICES, OPTION_SUMMARY, OPTIONS, VIEW_CHOICES
-from .pipeline import check_arch, tilecopy
+from .pipeline import check_arch, check_timeout, tilecopy
+from .runtime.worker import DEFAULT_TIMEOUT_S
 
 
 class WidgetView:
@@ -60,6 +61,8 @@ class TileMagics(Magics):
     view = CaselessStrEnum(VIEW_CHOICES, default_value="html", help="Default --view: html, text, widget.").tag(config=True)
     strict = Bool(False, help="Default --strict (flag TMEM addresses in the wrong lane quadrant).").tag(config=True)
     seed = Int(0, help="Default --seed of random initialisers.").tag(config=True)
+    timeout = Float(DEFAULT_TIMEOUT_S, help="Default --timeout: seconds a GPU kernel may run before its worker process "
+                                            "is stopped (the next cell gets a fresh one).").tag(config=True)
     short_errors = Bool(True, help="Show tilemagic's own bugs as one message (False: full traceback).").tag(config=True)
 
     @_with_options
@@ -71,7 +74,7 @@ class TileMagics(Magics):
         Usage::
 
             %%tilecopy [NAME] [--launch auto|sim|gpu|off] [--arch sm_100a] [--view html|text|widget]
-                       [--out VAR] [--strict] [--bench] [--seed N]
+                       [--out VAR] [--strict] [--bench] [--seed N] [--timeout SECONDS]
             kernel NAME threads=128
             global A: float16[128, 8]
             ...
@@ -91,9 +94,11 @@ class TileMagics(Magics):
             strict=self.strict if args.strict is None else args.strict,
             seed=self.seed if args.seed is None else args.seed,
             bench=bool(args.bench),
+            timeout=self.timeout if args.timeout is None else args.timeout,
         )
         try:
             check_arch(opts["arch"])
+            check_timeout(opts["timeout"])
         except ValueError as e:
             raise UsageError(str(e)) from None
         if opts["seed"] < 0:
