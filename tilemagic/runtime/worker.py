@@ -302,7 +302,7 @@ class LaunchWorker:
                 if not ready:
                     self._kill()
                     self.stop()
-                    raise WorkerTimeout(limit, what, running)
+                    raise _timeout_error(limit, what, running)
                 try:
                     tag, value = self._conn.recv()
                 except (EOFError, OSError):
@@ -372,19 +372,18 @@ class LaunchWorker:
             0 if self.alive() else self.start_timeout), run_timeout=float(timeout), what=f"running '{name}'")
 
 
-class WorkerTimeout(LaunchError):
-    """A request outlived its limit; the worker was killed."""
-
-    def __init__(self, limit: float, what: str, running: bool):
-        if running:
-            msg = f"the kernel did not finish within {limit:g} s (--timeout) while {what}; the launch worker was stopped"
-            hint = ("a kernel that spins (e.g. a tcgen05.alloc that can never be satisfied) never finishes; "
-                    "a long kernel needs a larger --timeout. " + _RESTART_HINT)
-        else:
-            msg = f"the launch worker gave no answer within {limit:g} s while {what}; it was stopped"
-            hint = _RESTART_HINT
-        super().__init__(msg, hint=hint)
-        self.limit = limit
+def _timeout_error(limit: float, what: str, running: bool) -> LaunchError:
+    """The LaunchError of a request that outlived its limit (the worker was killed); ``.timeout`` is the limit."""
+    if running:
+        msg = f"the kernel did not finish within {limit:g} s (--timeout) while {what}; the launch worker was stopped"
+        hint = ("a kernel that spins (e.g. a tcgen05.alloc that can never be satisfied) never finishes, a long one "
+                "needs a larger --timeout; " + _RESTART_HINT)
+    else:
+        msg = f"the launch worker gave no answer within {limit:g} s while {what}; it was stopped"
+        hint = _RESTART_HINT
+    err = LaunchError(msg, hint=hint)
+    err.timeout = limit
+    return err
 
 
 # ----------------------------------------------------------------------------- the process-wide worker
