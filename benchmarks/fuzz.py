@@ -27,9 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "fuzz"))
 sys.path.insert(0, str(ROOT))
 
-from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
-
-import cellgen  # noqa: E402
+import cellgen
+from hypothesis import HealthCheck, Phase, given, seed, settings
 
 
 def run(kind: str, n: int, rng_seed: int, counts, violations) -> None:

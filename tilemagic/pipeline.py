@@ -315,7 +315,7 @@ def tilecopy(
     strict, bench = bool(opts["strict"]), bool(opts["bench"])
     try:
         prog = parse(source)
-        tp = check(prog, name, name_span=getattr(hdr, "span", None))
+        tp = check(prog, name, name_span=getattr(hdr, "span", None), arch=arch)
         target = {"kind": "cuda", "arch": arch}
         kernel, records, warns = lower(tp, target)
         warns = warns + check_hazards(kernel)

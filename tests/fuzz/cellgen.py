@@ -19,6 +19,7 @@ Shared by ``tests/fuzz`` (a few hundred examples in CI) and ``benchmarks/fuzz.py
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sys
@@ -31,11 +32,11 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from cells import EPC, fallback_cell, reg_cell, roundtrip_cell  # noqa: E402
+from cells import EPC, fallback_cell, reg_cell, roundtrip_cell
 
-import tilemagic  # noqa: E402
-from tilemagic.errors import Span, TileMagicError  # noqa: E402
-from tilemagic.lower.names import check_identifier  # noqa: E402
+import tilemagic
+from tilemagic.errors import Span, TileMagicError
+from tilemagic.lower.names import check_identifier
 
 DTYPES = ("float32", "float16", "bfloat16", "uint8", "int8", "int32")
 DTYPE_ALIASES = {"float32": "f32", "float16": "f16", "bfloat16": "bf16", "uint8": "u8", "int8": "i8", "int32": "i32"}
@@ -69,7 +70,7 @@ def _split(draw, n: int):
     k = draw(st.integers(1, min(3, n)))
     cuts = sorted(draw(st.sets(st.integers(1, n - 1), min_size=k - 1, max_size=k - 1))) if n > 1 else []
     edges = [0, *cuts, n]
-    return list(zip(edges[:-1], edges[1:]))
+    return list(itertools.pairwise(edges))
 
 
 def _region(name, lo, hi, rows):
@@ -160,7 +161,7 @@ def _cosmetics(draw, src: str) -> str:
     if draw(st.booleans()):
         old = sorted({m for m in re.findall(r"\b(?:global|local|tmem)\s+([A-Za-z_]\w*)\s*:", src)})
         new = draw(st.lists(names, min_size=len(old), max_size=len(old), unique=True))
-        kname = re.findall(r"^kernel\s+(\w+)", src, re.M)
+        kname = re.findall(r"^kernel\s+(\w+)", src, re.MULTILINE)
         if not set(new) & set(kname) and not set(new) & {"S", "k", "r"}:
             out = _rename("\n".join(out), dict(zip(old, new))).split("\n")
     if draw(st.booleans()):
@@ -178,7 +179,7 @@ def valid_cells(draw):
     src = draw({"shared": _shared_or_direct, "registers": _registers, "tmem": _tmem}[kind](dtype))
     if draw(st.integers(0, 3)) == 0:  # an initialiser for A
         src = re.sub(r"^(global A: [^\n]*)$", lambda m: m.group(1) + draw(st.sampled_from(
-            [" = random", " = arange", " = zeros"])), src, count=1, flags=re.M)
+            [" = random", " = arange", " = zeros"])), src, count=1, flags=re.MULTILINE)
     return _cosmetics(draw, src)
 
 
@@ -189,7 +190,7 @@ def seed_cells():
 
     seeds = [demo_source(d) for d in DEMOS]
     doc = (ROOT / "docs" / "language.md").read_text(encoding="utf-8")
-    seeds += re.findall(r"```tilecopy\n(.*?)```", doc, re.S)
+    seeds += re.findall(r"```tilecopy\n(.*?)```", doc, re.DOTALL)
     for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
         for c in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
             text = "".join(c.get("source", ""))
@@ -201,7 +202,7 @@ def seed_cells():
 
 
 SEEDS = seed_cells()
-_TOKEN = re.compile(r"[A-Za-z0-9_]+|[ \t]+|\n|<-|->|==|.", re.S)
+_TOKEN = re.compile(r"[A-Za-z0-9_]+|[ \t]+|\n|<-|->|==|.", re.DOTALL)
 HUGE = ["0", "-1", "1" + "0" * 30, str(2 ** 31), str(2 ** 31 - 1), str(2 ** 32), str(2 ** 63), "65536", "1025",
         "4096", "9" * 999, "9" * 1001, "00000000128"]
 UNICODE = ["é", "ß", "İ", "\u200b", "\u202e", "\ufeff", "１２８", "𝟙", "\x00", "\u2028", "\u0085", "ﬁ", "😀", "\u0301",
@@ -341,12 +342,12 @@ def outcome(src: str, *, must_pass: bool = False) -> str:
                 raise Violation(f"unlocated {type(e).__name__}: {e.message!r}") from e
             try:
                 text = e.render()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 raise Violation(f"render() of {type(e).__name__} raised {type(exc).__name__}: {exc}") from exc
             if not text.startswith(f"tilecopy:{e.line}:{e.col}:"):
                 raise Violation(f"render() does not start with the location: {text[:80]!r}")
             return type(e).__name__
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:
             raise Violation(f"{type(e).__name__}: {e}") from e
     status = "PASS" if res.launch.passed else "FAIL"
     if must_pass and status != "PASS":

@@ -4,11 +4,15 @@ Every cell ends in a result or a located TileMagicError (line, column, message, 
 valid generated cells that lower must round-trip in the simulator (``check B == A`` PASS).
 """
 
-from hypothesis import HealthCheck, given, settings
-
-from cellgen import SEEDS, Violation, mutated_cells, outcome, valid_cells
+import sys
+from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cellgen import SEEDS, Violation, mutated_cells, outcome, valid_cells
+
 
 def fast(n):
     return settings(max_examples=n, deadline=None, suppress_health_check=list(HealthCheck), database=None)

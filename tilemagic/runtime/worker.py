@@ -49,8 +49,8 @@ import tempfile
 import threading
 import time
 import traceback
+from collections.abc import Iterable, Mapping
 from multiprocessing.connection import Connection
-from typing import Iterable, Mapping, Optional
 
 from ..errors import LaunchError
 
@@ -65,7 +65,8 @@ DEFAULT_HANDLER = "tilemagic.runtime.worker"
 #: Characters of the worker's stderr shown when it dies.
 STDERR_TAIL = 2000
 
-_RESTART_HINT = "the launch worker restarts with a fresh CUDA context on the next launch; the notebook kernel keeps running"
+_RESTART_HINT = ("the launch worker restarts with a fresh CUDA context on the next launch; "
+                 "the notebook kernel keeps running")
 
 
 # ----------------------------------------------------------------------------- the default handler (worker side)
@@ -124,7 +125,7 @@ def serve(conn: Connection, handler) -> int:
             conn.send(("bug", traceback.format_exc(limit=20)))
 
 
-def main(argv: Optional[Iterable[str]] = None) -> int:
+def main(argv: Iterable[str] | None = None) -> int:
     """``python -m tilemagic.runtime.worker FD HANDLER``: serve on the inherited socket ``FD``."""
     args = list(sys.argv[1:] if argv is None else argv)
     fd, handler = int(args[0]), (args[1] if len(args) > 1 else DEFAULT_HANDLER)
@@ -179,15 +180,15 @@ class LaunchWorker:
         self.compile_timeout = float(compile_timeout)
         self.need_cupy = need_cupy
         self.starts = 0
-        self._proc: Optional[subprocess.Popen] = None
-        self._conn: Optional[Connection] = None
+        self._proc: subprocess.Popen | None = None
+        self._conn: Connection | None = None
         self._log = None
         self._status = None
         self._lock = threading.RLock()
 
     # -- process management
     @property
-    def pid(self) -> Optional[int]:
+    def pid(self) -> int | None:
         return self._proc.pid if self._proc is not None else None
 
     def alive(self) -> bool:
@@ -210,7 +211,7 @@ class LaunchWorker:
                 return
             self.stop()
             parent, child = socket.socketpair()
-            self._log = tempfile.TemporaryFile(mode="w+b", prefix="tilemagic-worker-")
+            self._log = tempfile.TemporaryFile(mode="w+b", prefix="tilemagic-worker-")  # noqa: SIM115 (closed by stop)
             try:
                 self._proc = subprocess.Popen(
                     [sys.executable, "-m", "tilemagic.runtime.worker", str(child.fileno()), self.handler],
@@ -251,7 +252,7 @@ class LaunchWorker:
             self._proc.kill()
             self._proc.wait()
 
-    def _stderr_tail(self) -> Optional[str]:
+    def _stderr_tail(self) -> str | None:
         if self._log is None:
             return None
         try:
@@ -281,7 +282,7 @@ class LaunchWorker:
                            details=f"worker output:\n{details}" if details else None)
 
     # -- requests
-    def _request(self, kind: str, payload, *, first_timeout: float, run_timeout: Optional[float] = None,
+    def _request(self, kind: str, payload, *, first_timeout: float, run_timeout: float | None = None,
                  what: str = "working"):
         """Send one request; wait ``first_timeout`` s for a reply or the ``phase`` message, then
         ``run_timeout`` s more after it.  The worker is killed when a limit passes."""
@@ -326,7 +327,7 @@ class LaunchWorker:
                 raise LaunchError(f"internal error in the launch worker while {what}", hint=(
                     "please report it with the cell"), details=str(value).rstrip())
 
-    def ping(self, timeout: Optional[float] = None) -> int:
+    def ping(self, timeout: float | None = None) -> int:
         """The worker's process id (starts it if needed)."""
         return self._request("ping", None, first_timeout=timeout or self.start_timeout, what="starting")
 
@@ -367,7 +368,7 @@ class LaunchWorker:
         if not timeout or timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
         name = getattr(native, "kernel_name", "kernel")
-        req = dict(native=native, emulated=emulated, inputs=dict(inputs), bench=bool(bench))
+        req = {"native": native, "emulated": emulated, "inputs": dict(inputs), "bench": bool(bench)}
         return self._request("launch", req, first_timeout=self.compile_timeout + (
             0 if self.alive() else self.start_timeout), run_timeout=float(timeout), what=f"running '{name}'")
 
@@ -387,7 +388,7 @@ def _timeout_error(limit: float, what: str, running: bool) -> LaunchError:
 
 
 # ----------------------------------------------------------------------------- the process-wide worker
-_WORKER: Optional[LaunchWorker] = None
+_WORKER: LaunchWorker | None = None
 
 
 def get_worker() -> LaunchWorker:
@@ -398,7 +399,7 @@ def get_worker() -> LaunchWorker:
     return _WORKER
 
 
-def set_worker(worker: Optional[LaunchWorker]) -> Optional[LaunchWorker]:
+def set_worker(worker: LaunchWorker | None) -> LaunchWorker | None:
     """Replace the process-wide worker (the old one is stopped); returns the old one.  ``None`` resets."""
     global _WORKER
     old, _WORKER = _WORKER, worker

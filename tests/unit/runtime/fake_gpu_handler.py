@@ -45,7 +45,8 @@ def handle_launch(request, started):
         print("fake driver: unrecoverable state", file=sys.stderr, flush=True)
         os._exit(7)
     if name.startswith("sticky"):
-        raise _cuda_error(name, "fake", RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered"))
+        exc = RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+        raise _cuda_error(name, "fake", exc)
     if name.startswith("trap"):
         raise LaunchError("tcgen05.ld/st by thread 0 touches TMEM lane 0, column 40: outside the allocated columns",
                           Span.point(3, 1))
