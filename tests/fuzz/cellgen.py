@@ -241,7 +241,7 @@ def mutated_cells(draw):
         if not toks:
             toks = [""]
         i = draw(st.integers(0, len(toks) - 1))
-        ints = [k for k, t in enumerate(toks) if t.isdigit()]
+        ints = [k for k, t in enumerate(toks) if re.fullmatch(r"[0-9]+", t)]
         words = [k for k, t in enumerate(toks) if re.fullmatch(r"[A-Za-z_]\w*", t)]
         if op == "delete":
             del toks[i]
