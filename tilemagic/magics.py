@@ -7,6 +7,8 @@ changes them for the rest of the session.
 
 from __future__ import annotations
 
+import keyword
+
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, kwds, magic_arguments, parse_argstring
@@ -45,6 +47,11 @@ def _with_options(fn):
         fn = argument(*flags, **kw)(fn)
     fn = kwds(usage="%%tilecopy " + OPTION_SUMMARY)(fn)
     return magic_arguments()(fn)
+
+
+def _is_variable_name(name: str) -> bool:
+    """``--out`` names a plain notebook variable: an identifier, no keyword, no ``__dunder__``."""
+    return name.isidentifier() and not keyword.iskeyword(name) and not (name.startswith("__") and name.endswith("__"))
 
 
 class InternalError(TileMagicError):
@@ -103,6 +110,9 @@ class TileMagics(Magics):
             raise UsageError(str(e)) from None
         if opts["seed"] < 0:
             raise UsageError("--seed must be a non-negative integer")
+        if args.out is not None and not _is_variable_name(args.out):
+            raise UsageError(f"--out {args.out!r} is not a notebook variable name (an identifier, not a keyword "
+                             f"nor a __dunder__ name)")
         try:
             res = tilecopy(source, name=args.name, namespace=self.shell.user_ns, **opts)
         except (TileMagicError, Warning):  # ours, or a warning the user's filters turned into an error
