@@ -14,7 +14,7 @@ from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, kwds, magic_arguments, parse_argstring
 from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
 
-from .errors import TileMagicError
+from .errors import Span, TileMagicError, TileSyntaxError
 from .options import LAUNCH_CHOICES, OPTION_SUMMARY, OPTIONS, VIEW_CHOICES
 from .pipeline import check_arch, check_timeout, tilecopy
 from .runtime.worker import DEFAULT_TIMEOUT_S
@@ -47,6 +47,17 @@ def _with_options(fn):
         fn = argument(*flags, **kw)(fn)
     fn = kwds(usage="%%tilecopy " + OPTION_SUMMARY)(fn)
     return magic_arguments()(fn)
+
+
+def _option_error(source: str, message: str) -> TileSyntaxError:
+    """A bad ``%%tilecopy`` option line, located on line 1 (the magic line).
+
+    A TileMagicError rather than IPython's UsageError: the kernel then sends an ``error``
+    message (UsageError is only printed to stderr), so nbval and nbclient see the failure.
+    """
+    first = source.split("\n", 1)[0]
+    return TileSyntaxError(f"bad %%tilecopy option line: {message}", Span(1, 1, 1, len(first) + 1), source=source,
+                           hint="options: " + OPTION_SUMMARY)
 
 
 def _is_variable_name(name: str) -> bool:
@@ -92,8 +103,11 @@ class TileMagics(Magics):
         each ``check`` PASS/FAIL).  Description errors are shown as one located
         message with a caret.
         """
-        args = parse_argstring(self.tilecopy, line)
         source = f"%%tilecopy {line}\n{cell}"
+        try:
+            args = parse_argstring(self.tilecopy, line)
+        except UsageError as e:
+            raise _option_error(source, str(e)) from None
         opts = dict(
             launch=args.launch or self.launch,
             arch=args.arch or self.arch,
@@ -107,12 +121,12 @@ class TileMagics(Magics):
             check_arch(opts["arch"])
             check_timeout(opts["timeout"])
         except ValueError as e:
-            raise UsageError(str(e)) from None
+            raise _option_error(source, str(e)) from None
         if opts["seed"] < 0:
-            raise UsageError("--seed must be a non-negative integer")
+            raise _option_error(source, "--seed must be a non-negative integer")
         if args.out is not None and not _is_variable_name(args.out):
-            raise UsageError(f"--out {args.out!r} is not a notebook variable name (an identifier, not a keyword "
-                             f"nor a __dunder__ name)")
+            raise _option_error(source, f"--out {args.out!r} is not a notebook variable name (an identifier, "
+                                        f"not a keyword nor a __dunder__ name)")
         try:
             res = tilecopy(source, name=args.name, namespace=self.shell.user_ns, **opts)
         except (TileMagicError, Warning):  # ours, or a warning the user's filters turned into an error

@@ -4,7 +4,7 @@
 Every identifier position of a cell gets injection payloads: the kernel name, the cell name, buffer
 names (all four kinds), ``at OTHER``, region names in ops and checks, ``= NAME``, ``dispatch=``, and
 the option line (``--out``, ``--arch``, ``--view``, ``--launch``, ``--seed``, ``--timeout``).  Each must
-end in a located TileMagicError (or, through the magic, a UsageError for the option line), and no
+end in a located TileMagicError (through the magic too, for the option line), and no
 payload may run: a marker file the payloads try to create must never appear.
 """
 
@@ -199,15 +199,14 @@ def test_magic_initialiser_uses_the_user_namespace(ip):
 
 
 def test_magic_option_payloads(ip, marker):
-    from IPython.core.error import UsageError
-
     body = cell().split("\n", 1)[1]
     ns_before = set(ip.user_ns)
     for line in (f"--out \"x; __import__('os').system('touch {marker}')\"", "--out __builtins__", "--out 1x",
                  "--out class", f"--arch \"sm_100a; touch {marker}\"", "--view '<script>'", "--launch 'gpu;'",
                  "--seed '1; 2'", "--timeout '__import__(\"os\")'", f"$(touch {marker})", f"`touch {marker}`"):
-        with pytest.raises((UsageError, TileMagicError)):
+        with pytest.raises(TileSyntaxError) as ei:
             ip.run_cell_magic("tilecopy", f"--launch off {line}", body)
+        assert (ei.value.line, ei.value.col) == (1, 1) and "bad %%tilecopy option line" in ei.value.message
     assert set(ip.user_ns) == ns_before  # --out stored nothing under a bad name
     assert ip.user_ns["__builtins__"] is not None
     ip.run_cell_magic("tilecopy", "--launch off --out good_name", body)

@@ -202,7 +202,6 @@ def test_pipeline_timeout_option_from_the_header_and_validation(fake):
 
 
 def test_magic_timeout_and_next_cell(fake):
-    from IPython.core.error import UsageError
     from IPython.core.interactiveshell import InteractiveShell
     from IPython.utils.capture import capture_output
 
@@ -221,7 +220,7 @@ def test_magic_timeout_and_next_cell(fake):
         with capture_output():
             r = ip.run_cell("%%tilecopy --launch gpu\n" + CELL.format(name="hang_cfg"))
         assert isinstance(r.error_in_exec, LaunchError) and "within 0.5 s" in r.error_in_exec.message
-        with pytest.raises(UsageError, match="--timeout"):
+        with pytest.raises(tilemagic.TileSyntaxError, match="--timeout"):
             ip.run_cell_magic("tilecopy", "--timeout -3", CELL.format(name="k"))
     finally:
         ip.extension_manager.unload_extension("tilemagic")
