@@ -173,17 +173,6 @@ def test_initialiser_expression_is_a_syntax_error(marker):
 
 
 # ----------------------------------------------------------------------------- through the magic
-@pytest.fixture
-def ip():
-    from IPython.core.interactiveshell import InteractiveShell
-
-    shell = InteractiveShell.instance()
-    shell.extension_manager.load_extension("tilemagic")
-    yield shell
-    shell.extension_manager.unload_extension("tilemagic")
-    InteractiveShell.clear_instance()
-
-
 def test_magic_initialiser_uses_the_user_namespace(ip):
     from IPython.utils.capture import capture_output
 

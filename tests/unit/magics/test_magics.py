@@ -3,20 +3,10 @@
 import numpy as np
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
 from tilemagic import TileCopyResult, TileMagicError, TileSyntaxError
 from tilemagic.cli import demo_source
-
-
-@pytest.fixture
-def ip():
-    shell = InteractiveShell.instance()
-    shell.extension_manager.load_extension("tilemagic")
-    yield shell
-    shell.extension_manager.unload_extension("tilemagic")
-    InteractiveShell.clear_instance()
 
 
 def body(name):

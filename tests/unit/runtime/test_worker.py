@@ -201,27 +201,20 @@ def test_pipeline_timeout_option_from_the_header_and_validation(fake):
         cell("k", timeout=0)
 
 
-def test_magic_timeout_and_next_cell(fake):
-    from IPython.core.interactiveshell import InteractiveShell
+def test_magic_timeout_and_next_cell(fake, ip):
     from IPython.utils.capture import capture_output
 
-    ip = InteractiveShell.instance()
-    ip.extension_manager.load_extension("tilemagic")
-    try:
-        with capture_output() as cap:
-            r = ip.run_cell("%%tilecopy --launch gpu --timeout 0.5\n" + CELL.format(name="hang_m"))
-        assert not r.success and isinstance(r.error_in_exec, LaunchError)
-        out = cap.stdout + cap.stderr
-        assert "tilecopy:2:1: LaunchError: the kernel did not finish within 0.5 s" in out
-        assert "Traceback" not in out
-        ok = ip.run_cell("%%tilecopy --launch gpu\n" + CELL.format(name="next_m"))
-        assert ok.success and ok.result.launch.passed and ok.result.options["timeout"] == 10.0
-        ip.run_line_magic("config", "TileMagics.timeout = 0.5")
-        with capture_output():
-            r = ip.run_cell("%%tilecopy --launch gpu\n" + CELL.format(name="hang_cfg"))
-        assert isinstance(r.error_in_exec, LaunchError) and "within 0.5 s" in r.error_in_exec.message
-        with pytest.raises(tilemagic.TileSyntaxError, match="--timeout"):
-            ip.run_cell_magic("tilecopy", "--timeout -3", CELL.format(name="k"))
-    finally:
-        ip.extension_manager.unload_extension("tilemagic")
-        InteractiveShell.clear_instance()
+    with capture_output() as cap:
+        r = ip.run_cell("%%tilecopy --launch gpu --timeout 0.5\n" + CELL.format(name="hang_m"))
+    assert not r.success and isinstance(r.error_in_exec, LaunchError)
+    out = cap.stdout + cap.stderr
+    assert "tilecopy:2:1: LaunchError: the kernel did not finish within 0.5 s" in out
+    assert "Traceback" not in out
+    ok = ip.run_cell("%%tilecopy --launch gpu\n" + CELL.format(name="next_m"))
+    assert ok.success and ok.result.launch.passed and ok.result.options["timeout"] == 10.0
+    ip.run_line_magic("config", "TileMagics.timeout = 0.5")
+    with capture_output():
+        r = ip.run_cell("%%tilecopy --launch gpu\n" + CELL.format(name="hang_cfg"))
+    assert isinstance(r.error_in_exec, LaunchError) and "within 0.5 s" in r.error_in_exec.message
+    with pytest.raises(tilemagic.TileSyntaxError, match="--timeout"):
+        ip.run_cell_magic("tilecopy", "--timeout -3", CELL.format(name="k"))
