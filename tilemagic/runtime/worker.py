@@ -130,7 +130,11 @@ def main(argv: Iterable[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     fd, handler = int(args[0]), (args[1] if len(args) > 1 else DEFAULT_HANDLER)
     conn = Connection(fd)
-    return serve(conn, importlib.import_module(handler))
+    code = serve(conn, importlib.import_module(handler))
+    if code:  # after a sticky CUDA error: skip interpreter teardown (CuPy would free memory in a dead context)
+        conn.close()
+        os._exit(code)
+    return code
 
 
 # ----------------------------------------------------------------------------- parent side

@@ -67,9 +67,11 @@ __device__ __forceinline__ void tm_emu_fail(const TmEmu& e, int code, int a, int
 }
 
 // every tcgen05 instruction is .sync.aligned: all 32 lanes of the warp execute it together
+// (reports the warp's first inactive thread, as the simulator does)
 __device__ __forceinline__ bool tm_full_warp(const TmEmu& e, int line) {
-  if (__activemask() != 0xffffffffu) {
-    tm_emu_fail(e, 8, (int)tm_linear_tid(), 0, 0, line);
+  uint32_t mask = __activemask();
+  if (mask != 0xffffffffu) {
+    tm_emu_fail(e, 8, (int)((tm_linear_tid() & ~31u) + (uint32_t)(__ffs(~mask) - 1)), 0, 0, line);
     return false;
   }
   return true;
