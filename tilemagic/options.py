@@ -20,11 +20,13 @@ OPTIONS = (
                          help="Flag TMEM addresses whose lane-quadrant bits differ from warp_id %% 4.")),
     (("--bench",), dict(action="store_true", default=None, help="Time the GPU launch with CUDA events.")),
     (("--seed",), dict(type=int, default=None, help="Seed of `random` initialisers (default 0).")),
+    (("--timeout",), dict(type=float, default=None, metavar="SECONDS",
+                          help="Seconds a GPU kernel may run before its worker process is stopped (default 10).")),
 )
 
 
 OPTION_SUMMARY = ("[NAME] [--launch auto|sim|gpu|off] [--arch sm_100a] [--view html|text|widget] [--out VAR] "
-                  "[--strict] [--bench] [--seed N]")
+                  "[--strict] [--bench] [--seed N] [--timeout SECONDS]")
 
 
 class OptionError(ValueError):

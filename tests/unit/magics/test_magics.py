@@ -3,20 +3,10 @@
 import numpy as np
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from tilemagic import TileCopyResult, TileMagicError
+from tilemagic import TileCopyResult, TileMagicError, TileSyntaxError
 from tilemagic.cli import demo_source
-
-
-@pytest.fixture
-def ip():
-    shell = InteractiveShell.instance()
-    shell.extension_manager.load_extension("tilemagic")
-    yield shell
-    shell.extension_manager.unload_extension("tilemagic")
-    InteractiveShell.clear_instance()
 
 
 def body(name):
@@ -64,9 +54,10 @@ def test_syntax_error_line_counts_the_magic_line(ip):
     assert (err.line, err.col) == (2, 11) and "float64" in err.message
 
 
-def test_bad_flag_is_usage_error(ip):
-    with pytest.raises(UsageError):
+def test_bad_flag_is_a_located_error_on_the_magic_line(ip):
+    with pytest.raises(TileSyntaxError) as ei:
         ip.run_cell_magic("tilecopy", "--launch moon", "global A: float32[4]\n")
+    assert (ei.value.line, ei.value.col) == (1, 1) and "invalid choice: 'moon'" in ei.value.message
 
 
 def test_out_namespace_and_config(ip):
@@ -94,7 +85,7 @@ def test_widget_view_has_static_fallbacks(ip):
 
 
 def test_bad_arch_is_usage_error_and_warning_filters_are_respected(ip):
-    with pytest.raises(UsageError, match="not a CUDA target"):
+    with pytest.raises(TileSyntaxError, match="not a CUDA target"):
         ip.run_cell_magic("tilecopy", "--arch foo", body("fallback_demo"))
     ip.run_cell("import warnings; warnings.simplefilter('error')")
     try:
