@@ -1,4 +1,4 @@
-"""Golden files: the printed IR and the CUDA (native and emulated) of the seed demos.
+"""Golden files: the printed IR, the CUDA (native and emulated) and the TVMScript export of the seed demos.
 
 Regenerate after an intended change with ``TILEMAGIC_UPDATE_GOLDEN=1 pytest tests/golden``
 and review the diff.
@@ -53,3 +53,9 @@ def test_text_report_golden(name):
         warnings.simplefilter("ignore", UserWarning)
         res = tilemagic.tilecopy(demo_source(name), launch="sim")
     _check(DATA / f"{name}.report.txt", res.text())
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_tvmscript_golden(name):
+    """The TVM TIRx export (``--export tvmscript``): one tcgen05 program, one copy program."""
+    _check(DATA / f"{name}.tvmscript.txt", _result(name).tvmscript())

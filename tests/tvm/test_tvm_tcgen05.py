@@ -59,3 +59,21 @@ def test_tcgen05_rejections_match_tvm(tvm, source, tvm_reason):
     check_both_reject(cmp)
     assert re.search(tvm_reason, cmp.tvm.error), cmp.text()
 
+
+
+def test_known_disagreement_permuted_registers_32x32b(tvm):
+    """A .32x32b copy from a register tile whose columns are not in consecutive registers
+    (``S[(128, 2, 2) : (1@tid_in_wg, 1, 2)]``: column c sits in register 2*(c%2) + c//2).  TVM's .32x32b
+    path never checks the register layout and stores registers 0..3 to TMEM columns 0..3, so TMEM column 1
+    receives logical column 2 -- a silent miscompile.  tilemagic declines with the reason."""
+    src = """
+kernel k threads=128
+tmem T: float32[128, 4]
+local a: float32[128, 4] @ S[(128, 2, 2) : (1@tid_in_wg, 1, 2)]
+wg.copy_async T <- a
+wait st
+"""
+    cmp = differential(src)
+    op = cmp.ops[0]
+    assert "does not hold a row's columns in consecutive registers" in op.ours_error
+    assert op.tvm_lines == ["tcgen05.st.sync.aligned.32x32b.x4.b32 row=0 col=0 regs=a[0:4]"]

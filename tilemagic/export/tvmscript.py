@@ -178,9 +178,7 @@ def _thread_ids(threads: int, warp_id: Optional[str]) -> List[str]:
 def _op_comment(op, rec) -> str:
     text = f"# L{op.span.line}: {op.text}"
     if rec is not None and rec.chosen:
-        text += f"  -> tilemagic: {op.op}/{rec.chosen}"
-        if rec.summary:
-            text += f" ({rec.summary})"
+        text += f"  (tilemagic: {op.op}/{rec.chosen})"
     return text
 
 
