@@ -20,6 +20,8 @@ from tvm_cases import (
 
 from tilemagic.export.tvm_compare import compare_with_tvm
 
+pytestmark = pytest.mark.tvm  # the TVM oracle tests (fixture `tvm` in tests/conftest.py)
+
 
 @pytest.mark.parametrize("source", COPY_FALLBACK + COPY_GMEM_SMEM + COPY_REG + COPY_LDSTMATRIX)
 def test_copy_matches_tvm(tvm, source):

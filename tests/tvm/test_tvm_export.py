@@ -10,6 +10,8 @@ from tilemagic.export.tvm_compare import compare_with_tvm
 from tilemagic.export.tvmscript import layout_text, tvmscript_from_source
 from tilemagic.layout import TileLayout, tcgen05_atom_layout, tmem_datapath_layout
 
+pytestmark = pytest.mark.tvm  # the TVM oracle tests (fixture `tvm` in tests/conftest.py)
+
 
 def _tvm_layout(tvm, layout):
     """The same layout built with TVM's own API (``S[...]`` with ``n @ Axis``)."""

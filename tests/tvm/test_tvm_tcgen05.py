@@ -27,6 +27,8 @@ from tvm_cases import (
     tvm_cuda_tcgen05,
 )
 
+pytestmark = pytest.mark.tvm  # the TVM oracle tests (fixture `tvm` in tests/conftest.py)
+
 
 @pytest.mark.parametrize("source", TCGEN05_32X32B)
 def test_tcgen05_32x32b_matches_tvm(tvm, source):
