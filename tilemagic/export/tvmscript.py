@@ -41,8 +41,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+from ..errors import TileMagicError
 from ..ir import nodes as ir
 from ..lang import ast
+from ..layout import TileLayout
 
 __all__ = ["TVM_VARIANT_NAMES", "TvmScriptExport", "export_tvmscript", "tvmscript_from_source"]
 
@@ -54,6 +56,10 @@ TVM_VARIANT_NAMES = {"gmem_smem": "vec_auto", "reg": "vec_auto"}
 _RESERVED = {"T", "Tx", "Axis", "tvm", "I", "R", "ir", "tir", "relax", "tirx", "TypeVar", "range", "print", "len"}
 
 _SCOPE_NS = {"thread": "Tx", "warp": "Tx.warp", "wg": "Tx.wg", "cta": "Tx.cta"}
+
+
+class ExportError(TileMagicError):
+    """The description uses something the TVMScript export cannot write yet (located at it)."""
 
 
 @dataclass(frozen=True)
@@ -104,7 +110,14 @@ def layout_text(layout) -> str:
     Extents, strides and offsets are copied as written (no canonicalisation); a stride
     or offset on an axis other than ``m`` is ``n @ Axis.<axis>``, TVM's printed form.
     TCol is in elements in both tools.
+
+    Raises
+    ------
+    ValueError
+        ``layout`` is not a plain :class:`~tilemagic.layout.TileLayout` (e.g. a swizzle).
     """
+    if type(layout) is not TileLayout:
+        raise ValueError(f"the TVMScript export has no form for the layout {layout} ({type(layout).__name__}) yet")
     text = _spec_text("S", layout.shard)
     if layout.replica:
         text += " + " + _spec_text("R", layout.replica)
@@ -131,7 +144,15 @@ def _tmem_layout_text(decl: Optional[ast.BufferDecl], buf: ir.Buffer) -> str:
         return f'tvm.tirx.layout.tmem_datapath_layout("{lay.letter}", {rows}, {cols}{sub})'
     if lay is None:  # tilemagic's default for 128 rows: datapath D (TVM's _default_tmem_layout)
         return f'tvm.tirx.layout.tmem_datapath_layout("D", {rows}, {cols})'
-    return layout_text(buf.layout)
+    return _layout_of(buf)
+
+
+def _layout_of(buf: ir.Buffer) -> str:
+    try:
+        return layout_text(buf.layout)
+    except ValueError as e:
+        raise ExportError(f"{e}; '{buf.name}' cannot be exported", buf.span,
+                          hint="the rest of the cell runs as usual; only --export/--compare need this") from None
 
 
 # ----------------------------------------------------------------------------- names
@@ -245,7 +266,7 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
     body += _thread_ids(tp.threads, warp_id if tp.tmem_cols else None)
     for b in tp.by_scope("shared"):
         decl = decls.get(b.name)
-        lay = "" if decl is None or decl.layout is None else f", layout={layout_text(b.layout)}"
+        lay = "" if decl is None or decl.layout is None else f", layout={_layout_of(b)}"
         body.append(f'{bufnames[b.name]} = T.alloc_shared({_shape_text(b.shape)}, "{b.dtype}"{lay})')
     fence = ["T.ptx.tcgen05.fence__before_thread_sync()", "T.cuda.cta_sync()",
              "T.ptx.tcgen05.fence__after_thread_sync()"]
@@ -273,7 +294,7 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
                         f'({b.shape[0]}, {b.shape[1]}), "{b.dtype}")')
         else:
             body.append(f'{bufnames[b.name]} = T.alloc_local({_shape_text(b.shape)}, "{b.dtype}", '
-                        f"layout={layout_text(b.layout)})")
+                        f"layout={_layout_of(b)})")
     for item in tp.items:
         kind = item[0]
         if kind == "copy":

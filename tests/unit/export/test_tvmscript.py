@@ -238,3 +238,20 @@ def test_vector_bytes_and_condensed_errors():
         "TIRx schedule dispatch failed: op=tirx.tile.copy target=cuda",
         "  vec_auto (prio=10): exception — ValueError: tail too short for vec_len 1",
         "  fallback (prio=0): rejected: x — why"]
+
+
+def test_a_layout_the_export_cannot_write_is_a_located_error():
+    from tilemagic.export.tvmscript import ExportError, export_tvmscript
+    from tilemagic.lang import parse
+    from tilemagic.lower.program import check
+
+    class Swizzled(TileLayout):  # stands for a layout kind the exporter does not know (e.g. a swizzle)
+        pass
+
+    prog = parse("kernel k threads=32\nglobal A: float32[4, 6]\nshared S: float32[4, 6] @ S[4, 6]\nwarp.copy S <- A\n")
+    tp = check(prog)
+    lay = tp.buffers["S"].layout
+    tp.buffers["S"].layout = Swizzled(lay.shard, lay.replica, lay.offset)
+    with pytest.raises(ExportError, match="no form for the layout") as ei:
+        export_tvmscript(prog, tp)
+    assert ei.value.line == 3
