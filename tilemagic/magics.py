@@ -10,7 +10,7 @@ from __future__ import annotations
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, kwds, magic_arguments, parse_argstring
-from traitlets import Bool, CaselessStrEnum, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Int, TraitError, Unicode, validate
 
 from .errors import TileMagicError
 from .options import LAUNCH_CHOICES, OPTION_SUMMARY, OPTIONS, VIEW_CHOICES
@@ -62,6 +62,23 @@ class TileMagics(Magics):
     seed = Int(0, help="Default --seed of random initialisers.").tag(config=True)
     short_errors = Bool(True, help="Show tilemagic's own bugs as one message (False: full traceback).").tag(config=True)
 
+    @validate("arch")
+    def _valid_arch(self, proposal):
+        try:
+            return check_arch(proposal["value"])
+        except ValueError as e:
+            raise TraitError(f"TileMagics.arch: {e}") from None
+
+    @validate("seed")
+    def _valid_seed(self, proposal):
+        if proposal["value"] < 0:
+            raise TraitError("TileMagics.seed must be a non-negative integer")
+        return proposal["value"]
+
+    def defaults(self) -> dict:
+        """The session defaults of ``%%tilecopy`` (``%config TileMagics.<name>``)."""
+        return {k: getattr(self, k) for k in ("launch", "arch", "view", "strict", "seed")}
+
     @_with_options
     @no_var_expand
     @cell_magic
@@ -91,6 +108,8 @@ class TileMagics(Magics):
             strict=self.strict if args.strict is None else args.strict,
             seed=self.seed if args.seed is None else args.seed,
             bench=bool(args.bench),
+            heatmap=args.heatmap,
+            color_by=args.color_by,
         )
         try:
             check_arch(opts["arch"])
@@ -117,12 +136,16 @@ class TileMagics(Magics):
 
     @line_magic
     def tilemagic(self, line):
-        """``%tilemagic status``: CuPy, driver, device, NVRTC/nvcc and how launches would run."""
+        """``%tilemagic status``: CuPy, driver, device, NVRTC/nvcc and how launches would run.
+
+        ``%tilemagic variants`` lists the registered dispatch variants with their priorities.
+        The status ends with the session defaults (``%config TileMagics.<name> = ...``).
+        """
         cmd = line.strip()
         if cmd in ("", "status"):
             from .runtime.launch import status_report
 
-            print(status_report())
+            print(status_report(defaults=self.defaults()))
             return None
         if cmd == "variants":
             from .lower.dispatch import registered_variants

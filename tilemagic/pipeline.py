@@ -7,6 +7,7 @@ elsewhere) → checks → :class:`~tilemagic.result.TileCopyResult`.
 
 from __future__ import annotations
 
+import argparse
 import re
 import warnings
 from typing import Dict, Optional
@@ -17,7 +18,7 @@ from .errors import LaunchError, LoweringError, Span, TileMagicError, TileSyntax
 from .ir import nodes as ir
 from .result import CheckResult, LaunchResult, TileCopyResult
 
-from .options import LAUNCH_CHOICES, OPTION_SUMMARY, VIEW_CHOICES
+from .options import COLOR_BY_CHOICES, LAUNCH_CHOICES, OPTION_SUMMARY, VIEW_CHOICES, heatmap_list
 
 _ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
 
@@ -148,7 +149,8 @@ def _launch(kernel, native, emulated, inputs, launch, strict, bench):
     return LaunchResult("sim", mode, None, reason, dict(inputs), outputs)
 
 
-_DEFAULTS = dict(launch="auto", arch="sm_100a", view="html", strict=False, bench=False, seed=0)
+_DEFAULTS = dict(launch="auto", arch="sm_100a", view="html", strict=False, bench=False, seed=0,
+                 heatmap=("tmem",), color_by="warp")
 
 
 def _header(source: str):
@@ -189,6 +191,8 @@ def tilecopy(
     seed: Optional[int] = None,
     namespace: Optional[dict] = None,
     emit_warnings: bool = True,
+    heatmap=None,
+    color_by: Optional[str] = None,
 ) -> TileCopyResult:
     """Run a ``%%tilecopy`` description through the whole pipeline.
 
@@ -213,6 +217,11 @@ def tilecopy(
         Seed of ``random`` initialisers.
     namespace : dict, optional
         Where ``= NAME`` initialisers are looked up (the notebook's user namespace).
+    heatmap : str or sequence of str, default ("tmem",)
+        Pictures of the HTML report (``--heatmap``): ``tmem``, ``instr``, ``fragment``,
+        ``data``, ``none`` (a comma-separated string or a sequence).
+    color_by : {"warp", "thread", "reg", "instr"}, default "warp"
+        Colour of a TMEM cell in the report's occupancy heatmap.
 
     Returns
     -------
@@ -232,7 +241,8 @@ def tilecopy(
     from .lower.program import check, lower
 
     _, hdr = _header(source)
-    given = dict(launch=launch, arch=arch, view=view, strict=strict, bench=bench, seed=seed)
+    given = dict(launch=launch, arch=arch, view=view, strict=strict, bench=bench, seed=seed,
+                 heatmap=heatmap, color_by=color_by)
     opts = {}
     for key, default in _DEFAULTS.items():
         val = given[key]
@@ -247,6 +257,13 @@ def tilecopy(
         raise ValueError(f"view must be one of {VIEW_CHOICES}")
     if not isinstance(opts["seed"], int) or opts["seed"] < 0:
         raise ValueError("seed must be a non-negative integer")
+    if opts["color_by"] not in COLOR_BY_CHOICES:
+        raise ValueError(f"color_by must be one of {COLOR_BY_CHOICES}")
+    try:
+        opts["heatmap"] = heatmap_list(",".join(opts["heatmap"]) if not isinstance(opts["heatmap"], str)
+                                       else opts["heatmap"])
+    except argparse.ArgumentTypeError as e:
+        raise ValueError(str(e)) from None
     arch = check_arch(opts["arch"])
     strict, bench = bool(opts["strict"]), bool(opts["bench"])
     try:
@@ -273,5 +290,5 @@ def tilecopy(
         name=name or tp.name, source=source, program=prog, kernel=kernel, ir=ir_text, cuda=native.text,
         cuda_emulated=emulated.text if emulated else None, dispatch=records, launch=lres,
         warnings=[w for w, _ in warns], options=dict(opts, arch=arch, strict=strict, bench=bench),
-        ir_lines=ir_lines, cuda_lines=native.lines,
+        ir_lines=ir_lines, cuda_lines=native.lines, cuda_emulated_lines=list(emulated.lines) if emulated else [],
     )
