@@ -53,6 +53,7 @@ __all__ = [
     "HEATMAP_KINDS",
     "HIGHLIGHT",
     "PIN_SCRIPT",
+    "SECTION_HOOKS",
     "banner_html",
     "code_grid_html",
     "code_pane_html",
@@ -61,6 +62,7 @@ __all__ = [
     "dispatch_html",
     "emulated_html",
     "emulated_pane_html",
+    "extra_sections",
     "heatmap_html",
     "heatmap_kinds",
     "highlight_lines",
@@ -563,6 +565,26 @@ def warnings_html(result) -> str:
             f'<ul style="margin:4px 0 0 0;padding-left:18px">{items}</ul></div>')
 
 
+#: Extra stages contributed by other modules (e.g. an export of the kernel): callables
+#: ``hook(result) -> (title, html)`` or None.  Each section is rendered after the emulated CUDA
+#: in the HTML report and as a tab (before "Heatmaps") in the widget view; a hook that raises
+#: shows its error in place of its section.
+SECTION_HOOKS: list = []
+
+
+def extra_sections(result) -> list[tuple[str, str]]:
+    """``(title, html)`` of every :data:`SECTION_HOOKS` entry that has something for ``result``."""
+    out = []
+    for hook in SECTION_HOOKS:
+        try:
+            got = hook(result)
+        except Exception as e:  # noqa: BLE001 - a display layer must not hide the rest of the report
+            got = (getattr(hook, "__name__", "section"), _note(f"unavailable: {type(e).__name__}: {e}", error=True))
+        if got:
+            out.append((str(got[0]), str(got[1])))
+    return out
+
+
 def _section(title: str, body: str) -> str:
     return f'<div style="{_H}">{escape(title)}</div>{body}' if body else ""
 
@@ -599,6 +621,7 @@ def render_html(result, png: bytes | None = None) -> str:
                  f'<div class="tm-source" style="margin:0 0 8px 0">{source_html(result)}</div>'
                  + code_grid_html(result)),
         emulated_html(result),
+        *(_section(title, body) for title, body in extra_sections(result)),
         _section("TMEM" if uses_tmem(result) else "Shared memory", tmem_html(result) + heatmap_html(result, png)),
         _section("Launch", launch_html(result) + data_html(result)),
         PIN_SCRIPT if style else "",

@@ -1,8 +1,8 @@
 """Opt-in ipywidgets view of a :class:`~tilemagic.result.TileCopyResult` (``--view widget``).
 
 A ``VBox``: the banner, a *source line* selector, and a ``Tab`` over the stages --
-Description, Dispatch, IR, CUDA, CUDA (emulated) when the kernel uses TMEM, PTX, Heatmaps,
-Launch.  Every pane is an ``HTML`` widget built by the same section renderers as the
+Description, Dispatch, IR, CUDA, CUDA (emulated) when the kernel uses TMEM, PTX, any stage a
+module adds through :data:`tilemagic.widgets.html.SECTION_HOOKS`, Heatmaps, Launch.  Every pane is an ``HTML`` widget built by the same section renderers as the
 static report (:mod:`tilemagic.widgets.html`); the pictures are an ``Image`` driven by
 ``ToggleButtons``/``Dropdown`` controls.  Nothing lives in an ``ipywidgets.Output``
 widget: headless executors (nbconvert, nbclient, nbval) would leak its content as stray
@@ -27,6 +27,7 @@ TAB_TITLES = ("Description", "Dispatch", "IR", "CUDA", "CUDA (emulated)", "PTX",
 HEATMAP_TABS = (("TMEM occupancy", "tmem"), ("per instruction", "instr"), ("register fragment", "fragment"),
                 ("round-trip data", "data"))
 _NONE = 0  # the selector's "no line" value (description lines are 1-based)
+_ALL = -1  # the instruction selector's "all instructions" value (a Dropdown shows a None value as blank)
 
 
 def _source_options(result):
@@ -67,16 +68,16 @@ class _HeatmapPane:
             kinds.append(HEATMAP_TABS[1])
             if occ["instructions"]:
                 kinds.append(HEATMAP_TABS[2])
-            instr_opts = [("all (overlay)", None)] + [(hm._instr_label(i), i["index"]) for i in occ["instructions"]]
+            instr_opts = [("all (overlay)", _ALL)] + [(hm._instr_label(i), i["index"]) for i in occ["instructions"]]
         else:
-            instr_opts = [("all (overlay)", None)]
+            instr_opts = [("all (overlay)", _ALL)]
         launch = result.launch
         if launch is not None and launch.backend != "off" and launch.checks:
             kinds.append(HEATMAP_TABS[3])
         default_color = (result.options or {}).get("color_by") or "warp"
         self.kind = W.ToggleButtons(options=kinds, value="tmem", description="picture")
         self.color_by = W.Dropdown(options=list(hm.COLOR_BY), value=default_color, description="colour by")
-        self.instr = W.Dropdown(options=instr_opts, value=None, description="instruction")
+        self.instr = W.Dropdown(options=instr_opts, value=_ALL, description="instruction")
         checks = [(f"check {c.text} ({c.status})", i) for i, c in enumerate(launch.checks)] if kinds[-1][1] == "data" \
             else [("-", None)]
         self.check = W.Dropdown(options=checks, value=checks[0][1], description="check")
@@ -99,8 +100,8 @@ class _HeatmapPane:
             if kind == "data":
                 png = hm.figure_png(hm.data_figure(self.result, check=self.check.value))
             else:
-                png = picture_png(self.result, kind, color_by=self.color_by.value,
-                                  instr=self.instr.value if kind in ("tmem", "fragment") else None)
+                instr = self.instr.value if kind in ("tmem", "fragment") and self.instr.value != _ALL else None
+                png = picture_png(self.result, kind, color_by=self.color_by.value, instr=instr)
         except ValueError as e:
             self.note.value = f'<span style="color:#57606a">{escape(str(e))}</span>'
             return
@@ -155,6 +156,8 @@ def build_widget(result):
         panes["CUDA (emulated)"] = pane(render("CUDA (emulated)", None))
     panes["PTX"] = pane(f'<div style="{H._FONT};font-size:12px;color:#57606a">'
                         "PTX is compiled when this tab is opened (nvcc -ptx -lineinfo, or NVRTC).</div>")
+    for title, body in H.extra_sections(result):  # stages contributed through html.SECTION_HOOKS
+        panes.setdefault(title, pane(body))
     heat = _HeatmapPane(W, result) if result.kernel is not None else None
     launch = pane(H.launch_html(result))
 

@@ -263,6 +263,7 @@ def test_widget_heatmap_controls_redraw():
     box = make_tmem_result(launch=make_launch(passed=False)).widget()
     h = box.heatmaps
     assert [v for _, v in h.kind.options] == ["tmem", "instr", "fragment", "data"]
+    assert h.instr.label == "all (overlay)"  # (a None value would show as a blank Dropdown)
     first = bytes(h.image.value)
     h.color_by.value = "thread"
     assert bytes(h.image.value) != first
@@ -295,6 +296,24 @@ def test_widget_view_renders_for_every_demo_without_error():
     for name in ("tmem_roundtrip", "fallback_demo"):
         box = pipeline(name, view="widget").widget()
         assert "heatmap unavailable" not in box.heatmaps.note.value
+
+
+def test_section_hooks_add_report_sections_and_tabs(monkeypatch):
+    from tilemagic.widgets import html as H
+
+    def export(result):
+        return ("TVMScript", f"<pre>{result.name}</pre>") if result.kernel.tmem_cols else None
+
+    def broken(result):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(H, "SECTION_HOOKS", [export, broken])
+    h = render_html(make_tmem_result())
+    assert "TVMScript</div><pre>tmem_roundtrip</pre>" in h and "unavailable: RuntimeError: boom" in h
+    assert h.index("TVMScript") < h.index("allocated 32 of 512")
+    box = make_tmem_result().widget()
+    assert box.tab.titles.index("TVMScript") == box.tab.titles.index("Heatmaps") - 2  # (and "broken")
+    assert "TVMScript" not in make_fallback_result().widget().tab.titles
 
 
 def test_render_speed():
