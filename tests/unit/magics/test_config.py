@@ -3,28 +3,20 @@
 import numpy as np
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
+from magic_shell import body, loaded_shell
 
 from tilemagic import TileCopyResult
-from tilemagic.cli import demo_source
 
 
 @pytest.fixture
 def ip():
-    shell = InteractiveShell.instance()
-    shell.extension_manager.load_extension("tilemagic")
-    yield shell
-    shell.extension_manager.unload_extension("tilemagic")
-    InteractiveShell.clear_instance()
+    with loaded_shell() as shell:
+        yield shell
 
 
 def magics(ip):
     return ip.magics_manager.registry["TileMagics"]
-
-
-def body(name):
-    return demo_source(name).split("\n", 1)[1]
 
 
 RANDOM_CELL = "kernel k threads=32\nglobal A: float32[4, 6]\nglobal B: float32[4, 6]\nwarp.copy B <- A\ncheck B == A\n"

@@ -3,24 +3,16 @@
 import numpy as np
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
+from magic_shell import body, loaded_shell
 
 from tilemagic import TileCopyResult, TileMagicError
-from tilemagic.cli import demo_source
 
 
 @pytest.fixture
 def ip():
-    shell = InteractiveShell.instance()
-    shell.extension_manager.load_extension("tilemagic")
-    yield shell
-    shell.extension_manager.unload_extension("tilemagic")
-    InteractiveShell.clear_instance()
-
-
-def body(name):
-    return demo_source(name).split("\n", 1)[1]
+    with loaded_shell() as shell:
+        yield shell
 
 
 def test_magics_registered_and_demo_runs(ip):
