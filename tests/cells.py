@@ -73,3 +73,70 @@ local a: {dtype}[{rows}, {cols}] @ {layout}
 {scope}.copy B <- a
 check B == A
 """
+
+
+# ----------------------------------------------------------------------------- hand-built TMEM kernels
+# tilemagic's lowering never emits these TMEM rule violations, so the strict checks of the simulator and
+# of the emulation are tested on kernels built directly from IR nodes.  Description lines (for locations):
+# 5 alloc + relinquish, 6 A -> a, 7 tcgen05.st, 8 tcgen05.ld, 9 a -> B, 10 dealloc.
+TMEM_VIOLATIONS = {
+    # name: (needs --strict, message fragment, line of the error)
+    "quadrant": (True, "lane quadrant 1 but it runs in warp 0", 7),
+    "outside_columns": (False, "column 40: outside the allocated columns", 7),
+    "alloc_not_pow2": (False, "tcgen05.alloc of 48 columns: nCols must be a power of two in [32, 512]", 5),
+    "alloc_over_512": (False, "tcgen05.alloc of 1024 columns: nCols must be a power of two in [32, 512]", 5),
+    "alloc_after_relinquish": (False, "after tcgen05.relinquish_alloc_permit", 6),
+    "missing_dealloc": (False, "TMEM still allocated at kernel exit (slot mask 0x1): missing tcgen05.dealloc", 5),
+    "dealloc_other_warp": (False, "tcgen05.dealloc by warp 1, but warp 0 allocated", 10),
+    "partial_warp": (False, "tcgen05 instruction issued by a partial warp (thread 16)", 7),
+    "alloc_never_fits": (True, "tcgen05.alloc of 32 columns cannot be satisfied: TMEM is full", 6),
+}
+
+
+def tmem_ir_kernel(violation=None):
+    """A 128-thread kernel built from IR nodes: A -> registers -> TMEM (tcgen05.st .32x32b.x1) -> registers
+    (tcgen05.ld) -> B, warp 0 allocating 32 columns; ``violation`` (a key of TMEM_VIOLATIONS) breaks one rule.
+
+    Returns ``(kernel, inputs)``; without a violation B == A after a run.
+    """
+    import numpy as np
+
+    from tilemagic.errors import Span
+    from tilemagic.ir import nodes as ir
+
+    def at(n):
+        return Span.point(n, 1)
+
+    A = ir.Buffer("A", "global", "uint32", (128,), span=at(2))
+    B = ir.Buffer("B", "global", "uint32", (128,), span=at(3))
+    a = ir.Buffer("a", "local", "uint32", (1,), per_thread=1, span=at(4))
+    addr = ir.Buffer("tmem_addr", "shared", "uint32", (1,), per_thread=1)
+    tx, warp = ir.ThreadVar("tx"), ir.ThreadVar("warpid")
+    warp0 = ir.Bin("==", warp, ir.Const(0))
+    ncols = {"alloc_not_pow2": 48, "alloc_over_512": 1024, "alloc_never_fits": 512}.get(violation, 32)
+    alloc = [ir.TcgenAlloc(addr, ncols, span=at(5))]
+    if violation != "alloc_never_fits":
+        alloc.append(ir.TcgenRelinquish(span=at(5)))
+    body = [ir.If(warp0, ir.Seq(tuple(alloc)), span=at(5)),
+            ir.TcgenFence("before_thread_sync"), ir.Barrier(), ir.TcgenFence("after_thread_sync")]
+    if violation in ("alloc_after_relinquish", "alloc_never_fits"):  # a second allocation, by warp 1
+        extra = ir.Buffer("tmem_addr2", "shared", "uint32", (1,), per_thread=1)
+        body.append(ir.If(ir.Bin("==", warp, ir.Const(1)), ir.TcgenAlloc(extra, 32, span=at(6)), span=at(6)))
+    row = 32 if violation == "quadrant" else 0
+    col = 40 if violation == "outside_columns" else 0
+    st = ir.TcgenLdSt("st", "32x32b", 1, a, 0, 1, addr, row, col, span=at(7))
+    ld = ir.TcgenLdSt("ld", "32x32b", 1, a, 0, 1, addr, row, 0, span=at(8))
+    if violation == "partial_warp":
+        st = ir.If(ir.Bin("<", ir.ThreadVar("laneid"), ir.Const(16)), st, span=at(7))
+    body += [ir.Store(a, (ir.Const(0),), ir.Load(A, (tx,)), span=at(6)), st, ir.TcgenWait("st", span=at(7)),
+             ir.Store(a, (ir.Const(0),), ir.Const(0), span=at(8)), ld, ir.TcgenWait("ld", span=at(8)),
+             ir.Store(B, (tx,), ir.Load(a, (ir.Const(0),)), span=at(9)),
+             ir.TcgenFence("before_thread_sync"), ir.Barrier(), ir.TcgenFence("after_thread_sync")]
+    if violation != "missing_dealloc":
+        who = ir.Bin("==", warp, ir.Const(1)) if violation == "dealloc_other_warp" else warp0
+        body.append(ir.If(who, ir.TcgenDealloc(addr, ncols, span=at(10)), span=at(10)))
+    shared = (addr,) if violation not in ("alloc_after_relinquish", "alloc_never_fits") else (addr, extra)
+    kernel = ir.Kernel("tm_rules", 128, params=(A, B), shared=shared, locals=(a,), tmem=(), tmem_cols=ncols,
+                       tmem_addr=addr, body=ir.Seq(tuple(body)))
+    a_bits = (np.arange(1, 129, dtype=np.uint64) * 2654435761) % (1 << 32)  # distinct 32-bit patterns
+    return kernel, {"A": a_bits.astype(np.uint32), "B": np.zeros(128, np.uint32)}

@@ -17,3 +17,15 @@ def run(src, **kw):
 @pytest.fixture
 def demo():
     return demo_source
+
+
+@pytest.fixture
+def ip():
+    """A real IPython InteractiveShell with ``%load_ext tilemagic`` (no kernel)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.extension_manager.load_extension("tilemagic")
+    yield shell
+    shell.extension_manager.unload_extension("tilemagic")
+    InteractiveShell.clear_instance()

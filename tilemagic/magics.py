@@ -1,20 +1,23 @@
 """IPython magics: ``%%tilecopy`` and ``%tilemagic``.
 
 ``%load_ext tilemagic`` registers them.  Defaults come from traits, so
-``%config TileMagics.launch = "sim"`` (or ``arch``, ``view``, ``strict``, ``seed``)
+``%config TileMagics.launch = "sim"`` (or ``arch``, ``view``, ``strict``, ``seed``, ``timeout``)
 changes them for the rest of the session.
 """
 
 from __future__ import annotations
 
+import keyword
+
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, kwds, magic_arguments, parse_argstring
-from traitlets import Bool, CaselessStrEnum, Int, TraitError, Unicode, validate
+from traitlets import Bool, CaselessStrEnum, Float, Int, TraitError, Unicode, validate
 
-from .errors import TileMagicError
+from .errors import Span, TileMagicError, TileSyntaxError
 from .options import LAUNCH_CHOICES, OPTION_SUMMARY, OPTIONS, VIEW_CHOICES
-from .pipeline import check_arch, tilecopy
+from .pipeline import check_arch, check_timeout, tilecopy
+from .runtime.worker import DEFAULT_TIMEOUT_S
 
 
 class WidgetView:
@@ -46,6 +49,22 @@ def _with_options(fn):
     return magic_arguments()(fn)
 
 
+def _option_error(source: str, message: str) -> TileSyntaxError:
+    """A bad ``%%tilecopy`` option line, located on line 1 (the magic line).
+
+    A TileMagicError rather than IPython's UsageError: the kernel then sends an ``error``
+    message (UsageError is only printed to stderr), so nbval and nbclient see the failure.
+    """
+    first = source.split("\n", 1)[0]
+    return TileSyntaxError(f"bad %%tilecopy option line: {message}", Span(1, 1, 1, len(first) + 1), source=source,
+                           hint="options: " + OPTION_SUMMARY)
+
+
+def _is_variable_name(name: str) -> bool:
+    """``--out`` names a plain notebook variable: an identifier, no keyword, no ``__dunder__``."""
+    return name.isidentifier() and not keyword.iskeyword(name) and not (name.startswith("__") and name.endswith("__"))
+
+
 class InternalError(TileMagicError):
     """A bug in tilemagic itself, shown as one message instead of a traceback."""
 
@@ -60,6 +79,8 @@ class TileMagics(Magics):
     view = CaselessStrEnum(VIEW_CHOICES, default_value="html", help="Default --view: html, text, widget.").tag(config=True)
     strict = Bool(False, help="Default --strict (flag TMEM addresses in the wrong lane quadrant).").tag(config=True)
     seed = Int(0, help="Default --seed of random initialisers.").tag(config=True)
+    timeout = Float(DEFAULT_TIMEOUT_S, help="Default --timeout: seconds a GPU kernel may run before its worker process "
+                                            "is stopped (the next cell gets a fresh one).").tag(config=True)
     short_errors = Bool(True, help="Show tilemagic's own bugs as one message (False: full traceback).").tag(config=True)
 
     @validate("arch")
@@ -77,7 +98,7 @@ class TileMagics(Magics):
 
     def defaults(self) -> dict:
         """The session defaults of ``%%tilecopy`` (``%config TileMagics.<name>``)."""
-        return {k: getattr(self, k) for k in ("launch", "arch", "view", "strict", "seed")}
+        return {k: getattr(self, k) for k in ("launch", "arch", "view", "strict", "seed", "timeout")}
 
     @_with_options
     @no_var_expand
@@ -88,7 +109,8 @@ class TileMagics(Magics):
         Usage::
 
             %%tilecopy [NAME] [--launch auto|sim|gpu|off] [--arch sm_100a] [--view html|text|widget]
-                       [--out VAR] [--strict] [--bench] [--seed N]
+                       [--out VAR] [--strict] [--bench] [--seed N] [--timeout SECONDS]
+                       [--heatmap tmem,instr,fragment,data|none] [--color-by warp|thread|reg|instr]
             kernel NAME threads=128
             global A: float16[128, 8]
             ...
@@ -99,8 +121,11 @@ class TileMagics(Magics):
         each ``check`` PASS/FAIL).  Description errors are shown as one located
         message with a caret.
         """
-        args = parse_argstring(self.tilecopy, line)
         source = f"%%tilecopy {line}\n{cell}"
+        try:
+            args = parse_argstring(self.tilecopy, line)
+        except UsageError as e:
+            raise _option_error(source, str(e)) from None
         opts = dict(
             launch=args.launch or self.launch,
             arch=args.arch or self.arch,
@@ -108,15 +133,20 @@ class TileMagics(Magics):
             strict=self.strict if args.strict is None else args.strict,
             seed=self.seed if args.seed is None else args.seed,
             bench=bool(args.bench),
+            timeout=self.timeout if args.timeout is None else args.timeout,
             heatmap=args.heatmap,
             color_by=args.color_by,
         )
         try:
             check_arch(opts["arch"])
+            check_timeout(opts["timeout"])
         except ValueError as e:
-            raise UsageError(str(e)) from None
+            raise _option_error(source, str(e)) from None
         if opts["seed"] < 0:
-            raise UsageError("--seed must be a non-negative integer")
+            raise _option_error(source, "--seed must be a non-negative integer")
+        if args.out is not None and not _is_variable_name(args.out):
+            raise _option_error(source, f"--out {args.out!r} is not a notebook variable name (an identifier, "
+                                        f"not a keyword nor a __dunder__ name)")
         try:
             res = tilecopy(source, name=args.name, namespace=self.shell.user_ns, **opts)
         except (TileMagicError, Warning):  # ours, or a warning the user's filters turned into an error

@@ -42,6 +42,8 @@ OPTIONS = (
                          help="Flag TMEM addresses whose lane-quadrant bits differ from warp_id %% 4.")),
     (("--bench",), dict(action="store_true", default=None, help="Time the GPU launch with CUDA events.")),
     (("--seed",), dict(type=int, default=None, help="Seed of `random` initialisers (default 0).")),
+    (("--timeout",), dict(type=float, default=None, metavar="SECONDS",
+                          help="Seconds a GPU kernel may run before its worker process is stopped (default 10).")),
     (("--heatmap",), dict(type=heatmap_list, default=None, metavar="KINDS",
                           help="Pictures in the report, comma-separated: tmem (occupancy, default), instr (one "
                                "panel per tcgen05 instruction), fragment (thread x register -> lane, column), "
@@ -52,7 +54,7 @@ OPTIONS = (
 
 
 OPTION_SUMMARY = ("[NAME] [--launch auto|sim|gpu|off] [--arch sm_100a] [--view html|text|widget] [--out VAR] "
-                  "[--strict] [--bench] [--seed N] [--heatmap tmem,instr,fragment,data|none] "
+                  "[--strict] [--bench] [--seed N] [--timeout SECONDS] [--heatmap tmem,instr,fragment,data|none] "
                   "[--color-by warp|thread|reg|instr]")
 
 

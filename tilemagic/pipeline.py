@@ -19,6 +19,7 @@ from .ir import nodes as ir
 from .result import CheckResult, LaunchResult, TileCopyResult
 
 from .options import COLOR_BY_CHOICES, LAUNCH_CHOICES, OPTION_SUMMARY, VIEW_CHOICES, heatmap_list
+from .runtime.worker import DEFAULT_TIMEOUT_S
 
 _ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
 
@@ -121,17 +122,44 @@ def run_checks(tp, outputs) -> list:
     return res
 
 
-def _launch(kernel, native, emulated, inputs, launch, strict, bench):
+def check_timeout(timeout) -> float:
+    """Validate a ``--timeout`` value (seconds, a positive finite number); raise ValueError otherwise."""
+    try:
+        value = float(timeout)
+    except (TypeError, ValueError):
+        raise ValueError(f"--timeout {timeout!r} is not a number of seconds") from None
+    if not (0 < value < float("inf")):
+        raise ValueError(f"--timeout must be a positive number of seconds, got {timeout!r}")
+    return value
+
+
+def _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span=None):
+    """Run the kernel: in the launch worker on a GPU (``auto``/``gpu`` when one is found), else in the simulator.
+
+    The GPU is only ever touched by the worker process (:mod:`tilemagic.runtime.worker`):
+    an illegal address, an emulation trap or a hang there is a LaunchError here, and the
+    next launch gets a fresh worker.  Without CuPy no worker is started.  A LaunchError
+    that knows no line (a CUDA error, a timeout) is located at ``span``, else at the
+    kernel's first statement.
+    """
+    try:
+        return _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout)
+    except LaunchError as e:
+        if e.span is None:
+            e.span = span or next((s.span for s in ir.walk(kernel.body) if s.span is not None), None)
+        raise
+
+
+def _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout):
     has_tmem = kernel.tmem_cols > 0
     reason = ""
     if launch in ("auto", "gpu"):
-        from .runtime.device import probe
+        from .runtime.worker import get_worker
 
-        st = probe()
+        worker = get_worker()
+        st = worker.probe()
         if st.available:
-            from .runtime.launch import run_on_gpu
-
-            run = run_on_gpu(native, emulated, inputs, status=st, bench=bench)
+            run = worker.launch(native, emulated, inputs, bench=bench, timeout=timeout)
             return LaunchResult(run.backend, run.mode, run.arch, "a CUDA device was found",
                                 dict(inputs), run.outputs, device=run.device, timing=run.timing)
         if launch == "gpu":
@@ -149,8 +177,36 @@ def _launch(kernel, native, emulated, inputs, launch, strict, bench):
     return LaunchResult("sim", mode, None, reason, dict(inputs), outputs)
 
 
+def run_kernel(kernel, inputs, *, launch: str = "sim", arch: str = "sm_100a", strict: bool = False,
+               bench: bool = False, timeout: float = DEFAULT_TIMEOUT_S, span: Optional[Span] = None) -> LaunchResult:
+    """Generate the CUDA of a lowered (or hand-built) kernel and run it as a cell would.
+
+    Parameters
+    ----------
+    kernel : ir.Kernel
+    inputs : dict of str -> numpy.ndarray
+        Every global buffer's initial contents.
+    launch : {"auto", "sim", "gpu"}
+    arch, strict, bench, timeout
+        As the ``%%tilecopy`` options.
+    span : Span, optional
+        Where a launch error that the GPU cannot place (a CUDA error, a timeout, a dead
+        worker) is located; default the kernel's first statement with a span.
+
+    Raises
+    ------
+    LaunchError
+        Located at the failing statement (simulator, emulation traps) or at ``span``.
+    """
+    from .codegen.cuda import generate, uses_tcgen05
+
+    native = generate(kernel, "native", arch=arch)
+    emulated = generate(kernel, "emulated", arch=arch, strict=strict) if uses_tcgen05(kernel) else None
+    return _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span)
+
+
 _DEFAULTS = dict(launch="auto", arch="sm_100a", view="html", strict=False, bench=False, seed=0,
-                 heatmap=("tmem",), color_by="warp")
+                 timeout=DEFAULT_TIMEOUT_S, heatmap=("tmem",), color_by="warp")
 
 
 def _header(source: str):
@@ -171,6 +227,8 @@ def _header(source: str):
                 check_arch(opts.arch)
             if opts.seed is not None and opts.seed < 0:
                 raise OptionError("--seed must be a non-negative integer")
+            if opts.timeout is not None:
+                check_timeout(opts.timeout)
         except (OptionError, ValueError) as e:
             raise TileSyntaxError(f"bad %%tilecopy option line: {e}", span,
                                   source=source, hint="options: " + OPTION_SUMMARY) from None
@@ -189,6 +247,7 @@ def tilecopy(
     strict: Optional[bool] = None,
     bench: Optional[bool] = None,
     seed: Optional[int] = None,
+    timeout: Optional[float] = None,
     namespace: Optional[dict] = None,
     emit_warnings: bool = True,
     heatmap=None,
@@ -215,6 +274,9 @@ def tilecopy(
         Time the GPU launch with CUDA events (GPU only).
     seed : int, default 0
         Seed of ``random`` initialisers.
+    timeout : float, default 10
+        Seconds a GPU kernel may run (after compiling) before the launch worker is
+        stopped; the launch is then a LaunchError and the next one starts a fresh worker.
     namespace : dict, optional
         Where ``= NAME`` initialisers are looked up (the notebook's user namespace).
     heatmap : str or sequence of str, default ("tmem",)
@@ -241,7 +303,7 @@ def tilecopy(
     from .lower.program import check, lower
 
     _, hdr = _header(source)
-    given = dict(launch=launch, arch=arch, view=view, strict=strict, bench=bench, seed=seed,
+    given = dict(launch=launch, arch=arch, view=view, strict=strict, bench=bench, seed=seed, timeout=timeout,
                  heatmap=heatmap, color_by=color_by)
     opts = {}
     for key, default in _DEFAULTS.items():
@@ -265,10 +327,11 @@ def tilecopy(
     except argparse.ArgumentTypeError as e:
         raise ValueError(str(e)) from None
     arch = check_arch(opts["arch"])
+    timeout = check_timeout(opts["timeout"])
     strict, bench = bool(opts["strict"]), bool(opts["bench"])
     try:
         prog = parse(source)
-        tp = check(prog, name, name_span=getattr(hdr, "span", None))
+        tp = check(prog, name, name_span=getattr(hdr, "span", None), arch=arch)
         target = {"kind": "cuda", "arch": arch}
         kernel, records, warns = lower(tp, target)
         warns = warns + check_hazards(kernel)
@@ -279,7 +342,7 @@ def tilecopy(
         lres = None
         if opts["launch"] != "off":  # inputs only when something runs on them
             inputs = make_inputs(tp, opts["seed"], namespace)
-            lres = _launch(kernel, native, emulated, inputs, opts["launch"], strict, bench)
+            lres = _launch(kernel, native, emulated, inputs, opts["launch"], strict, bench, timeout, tp.kernel_span)
             lres.checks = run_checks(tp, lres.outputs)
     except TileMagicError as e:
         raise e.with_source(source)
@@ -289,6 +352,6 @@ def tilecopy(
     return TileCopyResult(
         name=name or tp.name, source=source, program=prog, kernel=kernel, ir=ir_text, cuda=native.text,
         cuda_emulated=emulated.text if emulated else None, dispatch=records, launch=lres,
-        warnings=[w for w, _ in warns], options=dict(opts, arch=arch, strict=strict, bench=bench),
+        warnings=[w for w, _ in warns], options=dict(opts, arch=arch, strict=strict, bench=bench, timeout=timeout),
         ir_lines=ir_lines, cuda_lines=native.lines, cuda_emulated_lines=list(emulated.lines) if emulated else [],
     )

@@ -10,7 +10,15 @@
 // (warp_id % 4); the address's lane field selects within it.
 //
 // Errors are reported, not trapped: the first one wins tm_status[0] (codes in
-// tilemagic/codegen/cuda.py EMU_STATUS), details in tm_status[1..3].
+// tilemagic/codegen/cuda.py EMU_STATUS), details in tm_status[1..3], the CUDA line
+// (__LINE__) of the failing call in tm_status[4] and that of the last allocation in
+// tm_status[5] (the runtime maps them to description lines).  The calls are macros
+// over the tm_emu_*_at functions so that they record their own line.
+//
+// tcgen05.alloc blocks until the columns are free (PTX ISA §9.7.16.7.1).  The
+// emulation does the same: a request that does not fit spins until another warp
+// deallocates, which in a one-CTA kernel may be never (the launch's --timeout then
+// ends it).  With --strict (e.strict) it is reported at once instead (status 3).
 #pragma once
 #include <stdint.h>
 
@@ -24,8 +32,9 @@ enum { TM_SHAPE_32x32b = 0, TM_SHAPE_16x64b = 1, TM_SHAPE_16x128b = 2, TM_SHAPE_
 struct TmEmu {
   uint32_t* mem;     // TM_LANES * TM_COLS cells
   uint32_t* state;   // TM_STATE_WORDS words
-  int* status;       // [0] code, [1..3] details
-  int strict;        // 1: flag addresses whose quadrant bits differ from warp_id % 4
+  int* status;       // [0] code, [1..3] details, [4] CUDA line of the failing call, [5] of the allocation
+  int strict;        // 1: flag addresses whose quadrant bits differ from warp_id % 4, and report an alloc
+                     //    that does not fit (status 3) instead of spinning like the hardware
 };
 
 __device__ __forceinline__ TmEmu tm_emu_make(uint32_t* scratch, int* status, int strict) {
@@ -37,70 +46,88 @@ __device__ __forceinline__ TmEmu tm_emu_make(uint32_t* scratch, int* status, int
   return e;
 }
 
-__device__ __forceinline__ void tm_emu_fail(const TmEmu& e, int code, int a, int b, int c) {
-  if (atomicCAS(e.status, 0, code) == 0) {
-    e.status[1] = a;
-    e.status[2] = b;
-    e.status[3] = c;
-  }
-}
-
 __device__ __forceinline__ uint32_t tm_linear_tid() {
   return threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;
 }
 
+__device__ __forceinline__ void tm_emu_fail(const TmEmu& e, int code, int a, int b, int c, int line) {
+  if (atomicCAS(e.status, 0, code) == 0) {
+    e.status[1] = a;
+    e.status[2] = b;
+    e.status[3] = c;
+    e.status[4] = line;
+  }
+}
+
+// every tcgen05 instruction is .sync.aligned: all 32 lanes of the warp execute it together
+// (reports the warp's first inactive thread, as the simulator does)
+__device__ __forceinline__ bool tm_full_warp(const TmEmu& e, int line) {
+  uint32_t mask = __activemask();
+  if (mask != 0xffffffffu) {
+    tm_emu_fail(e, 8, (int)((tm_linear_tid() & ~31u) + (uint32_t)(__ffs(~mask) - 1)), 0, 0, line);
+    return false;
+  }
+  return true;
+}
+
 // tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [dst], ncols  (executed by one whole warp)
-__device__ void tm_emu_alloc(const TmEmu& e, uint32_t* dst, uint32_t ncols) {
-  if (__activemask() != 0xffffffffu) tm_emu_fail(e, 8, (int)tm_linear_tid(), 0, 0);
-  if ((tm_linear_tid() & 31) == 0) {
+__device__ void tm_emu_alloc_at(const TmEmu& e, uint32_t* dst, uint32_t ncols, int line) {
+  if (tm_full_warp(e, line) && (tm_linear_tid() & 31) == 0) {
     uint32_t warp = tm_linear_tid() >> 5;
     if (ncols < 32 || ncols > 512 || (ncols & (ncols - 1)) != 0) {
-      tm_emu_fail(e, 1, (int)ncols, 0, 0);
+      tm_emu_fail(e, 1, (int)ncols, 0, 0, line);
     } else if (e.state[1]) {
-      tm_emu_fail(e, 2, (int)ncols, (int)warp, 0);
+      tm_emu_fail(e, 2, (int)ncols, (int)warp, 0, line);
     } else {
       uint32_t slots = ncols / 32, mask = (slots >= 32) ? 0xffffffffu : ((1u << slots) - 1u);
+      volatile int* status = e.status;
       int found = -1;
-      for (uint32_t s = 0; s + slots <= 16; s += slots) {   // aligned first fit
-        if ((e.state[0] & (mask << s)) == 0) { found = (int)s; break; }
+      while (found < 0 && status[0] == 0) {
+        uint32_t cur = atomicOr(&e.state[0], 0u);
+        for (uint32_t s = 0; s + slots <= 16; s += slots) {   // aligned first fit
+          if ((cur & (mask << s)) == 0) { found = (int)s; break; }
+        }
+        if (found >= 0 && atomicCAS(&e.state[0], cur, cur | (mask << found)) != cur) found = -1;  // raced: retry
+        else if (found < 0 && e.strict) tm_emu_fail(e, 3, (int)ncols, 0, 0, line);
       }
-      if (found < 0) {
-        tm_emu_fail(e, 3, (int)ncols, 0, 0);
-      } else {
-        e.state[0] |= mask << found;
-        e.state[3] |= 1u << found;
+      if (found >= 0) {
+        atomicOr(&e.state[3], 1u << found);
         e.state[2] = warp + 1;
+        e.status[5] = line;
         *dst = (uint32_t)found * 32u;   // lane field 0, column 32*slot
       }
     }
   }
   __syncwarp();
 }
+#define tm_emu_alloc(e, dst, ncols) tm_emu_alloc_at((e), (dst), (ncols), __LINE__)
 
 // tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned
-__device__ void tm_emu_relinquish(const TmEmu& e) {
-  if ((tm_linear_tid() & 31) == 0) e.state[1] = 1;
+__device__ void tm_emu_relinquish_at(const TmEmu& e, int line) {
+  if (tm_full_warp(e, line) && (tm_linear_tid() & 31) == 0) e.state[1] = 1;
   __syncwarp();
 }
+#define tm_emu_relinquish(e) tm_emu_relinquish_at((e), __LINE__)
 
 // tcgen05.dealloc.cta_group::1.sync.aligned.b32 taddr, ncols
-__device__ void tm_emu_dealloc(const TmEmu& e, uint32_t taddr, uint32_t ncols) {
-  if ((tm_linear_tid() & 31) == 0) {
+__device__ void tm_emu_dealloc_at(const TmEmu& e, uint32_t taddr, uint32_t ncols, int line) {
+  if (tm_full_warp(e, line) && (tm_linear_tid() & 31) == 0) {
     uint32_t col = taddr & 0xffffu, slots = ncols / 32u;
     uint32_t mask = (slots >= 32) ? 0xffffffffu : ((1u << slots) - 1u);
     uint32_t warp = tm_linear_tid() >> 5;
     if ((ncols % 32u) != 0 || (col % 32u) != 0 || col / 32u + slots > 16u || ((e.state[3] >> (col / 32u)) & 1u) == 0u ||
         ((e.state[0] >> (col / 32u)) & mask) != mask) {
-      tm_emu_fail(e, 4, (int)col, (int)ncols, 0);
+      tm_emu_fail(e, 4, (int)col, (int)ncols, 0, line);
     } else if (e.state[2] != warp + 1) {
-      tm_emu_fail(e, 9, (int)warp, (int)e.state[2] - 1, 0);
+      tm_emu_fail(e, 9, (int)warp, (int)e.state[2] - 1, 0, line);
     } else {
-      e.state[0] &= ~(mask << (col / 32u));
-      e.state[3] &= ~(1u << (col / 32u));
+      atomicAnd(&e.state[0], ~(mask << (col / 32u)));
+      atomicAnd(&e.state[3], ~(1u << (col / 32u)));
     }
   }
   __syncwarp();
 }
+#define tm_emu_dealloc(e, taddr, ncols) tm_emu_dealloc_at((e), (taddr), (ncols), __LINE__)
 
 // (row, column) offset of register r of lane t for each shape (PTX ISA §9.7.16.2.3; tcgen05.md §5)
 __device__ __forceinline__ void tm_cell(int shape, uint32_t t, uint32_t r, uint32_t split, uint32_t& row, uint32_t& col) {
@@ -119,12 +146,13 @@ __device__ __forceinline__ uint32_t tm_regs_per_num(int shape) {
 }
 
 // tcgen05.{ld,st}.sync.aligned.<shape>.x<num>.b32: regs[0 .. num*regs_per_num) <-> TMEM
-__device__ void tm_emu_ldst(const TmEmu& e, int is_ld, int shape, int num, uint32_t taddr, uint32_t* regs, uint32_t split) {
+__device__ void tm_emu_ldst_at(const TmEmu& e, int is_ld, int shape, int num, uint32_t taddr, uint32_t* regs,
+                               uint32_t split, int line) {
   uint32_t tid = tm_linear_tid(), t = tid & 31u, warp = tid >> 5;
-  if (__activemask() != 0xffffffffu) { tm_emu_fail(e, 8, (int)tid, is_ld, 0); return; }
+  if (!tm_full_warp(e, line)) return;
   uint32_t lane_field = (taddr >> 16) & 0xffffu;
   if (e.strict && ((lane_field >> 5) & 3u) != 0u && ((lane_field >> 5) & 3u) != (warp & 3u)) {
-    tm_emu_fail(e, 6, (int)tid, (int)((lane_field >> 5) & 3u), (int)warp);
+    tm_emu_fail(e, 6, (int)tid, (int)((lane_field >> 5) & 3u), (int)warp, line);
     return;
   }
   uint32_t nregs = (uint32_t)num * tm_regs_per_num(shape);
@@ -134,16 +162,19 @@ __device__ void tm_emu_ldst(const TmEmu& e, int is_ld, int shape, int num, uint3
     uint32_t lane = 32u * (warp & 3u) + (lane_field & 31u) + row;
     uint32_t c = (taddr & 0xffffu) + col;
     if (lane >= TM_LANES || c >= TM_COLS || ((e.state[0] >> (c / 32u)) & 1u) == 0u) {
-      tm_emu_fail(e, 5, (int)tid, (int)lane, (int)c);
+      tm_emu_fail(e, 5, (int)tid, (int)lane, (int)c, line);
       return;
     }
     if (is_ld) regs[r] = e.mem[lane * TM_COLS + c];
     else e.mem[lane * TM_COLS + c] = regs[r];
   }
 }
+#define tm_emu_ldst(e, is_ld, shape, num, taddr, regs, split) \
+  tm_emu_ldst_at((e), (is_ld), (shape), (num), (taddr), (regs), (split), __LINE__)
 
 // end of kernel: every allocated column must have been freed
-__device__ void tm_emu_exit_check(const TmEmu& e) {
+__device__ void tm_emu_exit_check_at(const TmEmu& e, int line) {
   __syncthreads();
-  if (tm_linear_tid() == 0 && e.state[0] != 0u) tm_emu_fail(e, 7, (int)e.state[0], 0, 0);
+  if (tm_linear_tid() == 0 && e.state[0] != 0u) tm_emu_fail(e, 7, (int)e.state[0], 0, 0, line);
 }
+#define tm_emu_exit_check(e) tm_emu_exit_check_at((e), __LINE__)

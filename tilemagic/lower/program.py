@@ -20,10 +20,11 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ..errors import LoweringError, Span, TileTypeError
+from ..errors import Span, TileTypeError
 from ..ir import nodes as ir
 from ..lang import ast
 from .dispatch import DispatchContext, run_dispatch
+from .limits import check_buffers, check_threads, check_tmem_columns, limits_for
 from .names import check_identifier
 from .ops import CopyOp, RegionRef
 
@@ -100,8 +101,6 @@ def _coords(layout, shape):
     return layout.apply(np.arange(n, dtype=np.int64), shape=None) if n else {}
 
 
-_STATIC_SMEM = 48 * 1024  # ptxas: sm_90 accepts at most 0xc000 bytes of static __shared__ data
-
 # element limits checked before any per-element work (the layouts are evaluated element by element)
 _MAX_ELEMS = {"local": 1 << 20, "tmem": 128 * 512 * 4, "shared": 227 * 1024}
 
@@ -110,10 +109,6 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
     if len(decl.shape) > 8:
         raise TileTypeError(f"'{decl.name}' has {len(decl.shape)} dimensions; at most 8", decl.shape_span)
     numel = math.prod(decl.shape)
-    nbytes = numel * ir.DTYPE_BYTES[decl.dtype]
-    if decl.kind == "global" and nbytes > (1 << 30):
-        raise TileTypeError(f"global buffer '{decl.name}' needs {nbytes} bytes; a cell's buffers are limited to 1 GiB",
-                            decl.shape_span)
     if decl.kind in _MAX_ELEMS and numel > _MAX_ELEMS[decl.kind]:
         what = {"local": "a register tile", "tmem": "tensor memory (128 lanes × 512 32-bit columns)",
                 "shared": "shared memory"}[decl.kind]
@@ -249,7 +244,8 @@ def _stmt_text(source: str, span: Span) -> str:
 
 
 # ----------------------------------------------------------------------------- check
-def check(prog: ast.Program, name: Optional[str] = None, *, name_span: Optional[Span] = None) -> TypedProgram:
+def check(prog: ast.Program, name: Optional[str] = None, *, name_span: Optional[Span] = None,
+          arch: str = "sm_100a") -> TypedProgram:
     """Resolve and validate a parsed program.
 
     Parameters
@@ -258,6 +254,8 @@ def check(prog: ast.Program, name: Optional[str] = None, *, name_span: Optional[
     name : str, optional
         The cell's NAME (``%%tilecopy NAME``); the ``kernel`` statement's name wins for the
         CUDA kernel, the cell name is used when there is none.
+    arch : str, default "sm_100a"
+        The target whose resource limits apply (:mod:`tilemagic.lower.limits`).
 
     Raises
     ------
@@ -331,27 +329,15 @@ def check(prog: ast.Program, name: Optional[str] = None, *, name_span: Optional[
                                     item.span)
             items.append(("check", lhs, rhs, _stmt_text(prog.source, item.span), item.span))
 
-    # ---- resources the kernel declares statically
-    shared_total = 0
-    for b in bufs.values():
-        if b.scope == "shared":
-            shared_total += -(-b.nbytes // 16) * 16
-            if shared_total > _STATIC_SMEM:
-                raise TileTypeError(
-                    f"shared buffers need {shared_total} bytes up to '{b.name}'; static shared memory is limited to "
-                    f"{_STATIC_SMEM} bytes (48 KiB) per CTA", b.span,
-                    hint="tilemagic declares shared buffers statically (__shared__); use smaller tiles")
-    globals_ = [b for b in bufs.values() if b.scope == "global"]
-    if len(globals_) > 512:
-        raise TileTypeError(f"{len(globals_)} global buffers: a kernel takes at most 512 (CUDA's 32 KiB of "
-                            f"parameters)", globals_[512].span)
+    # ---- resources of the target (limits.py): shared memory, registers, arguments, host memory
+    lim = limits_for(arch)
+    check_buffers(bufs.values(), lim, tmem_slot=any(b.scope == "tmem" for b in bufs.values()))
 
     # ---- CTA size
     if prog.kernel and prog.kernel.threads is not None:
         threads = prog.kernel.threads
         tspan = prog.kernel.threads_span or prog.kernel.span
-        if not 1 <= threads <= 1024:
-            raise TileTypeError(f"threads={threads}: a CTA has 1 to 1024 threads", tspan)
+        check_threads(threads, tspan, lim)
     else:
         tspan = prog.kernel.span if prog.kernel else None
         for scope, span in scopes_used:
@@ -372,20 +358,10 @@ def check(prog: ast.Program, name: Optional[str] = None, *, name_span: Optional[
     tmem = [b for b in bufs.values() if b.scope == "tmem"]
     tmem_cols = 0
     if tmem:
-        from ..layout.tcgen05 import alloc_columns
-
         if threads % 32:
             raise TileTypeError(f"TMEM needs whole warps (warp 0 allocates); threads={threads}", tspan,
                                 hint="use a multiple of 32 threads")
-        need = max(b.tmem_col + b.tmem_ncols for b in tmem)
-        try:
-            tmem_cols = alloc_columns(need)
-        except ValueError:
-            over = next(b for b in tmem if b.tmem_col + b.tmem_ncols > 512)
-            raise LoweringError(
-                f"TMEM allocation of {need} 32-bit columns exceeds the 512 columns of tensor memory "
-                f"('{over.name}' ends at column {over.tmem_col + over.tmem_ncols})",
-                over.span, hint="shrink the buffers or alias them with `at OTHER + COLS`") from None
+        tmem_cols = check_tmem_columns(max(b.tmem_col + b.tmem_ncols for b in tmem), tmem, lim)
     return TypedProgram(kname, threads, bufs, tmem_cols, items, prog.source,
                         prog.kernel.span if prog.kernel else None)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Tuple
 
 import numpy as np
 
@@ -123,12 +123,37 @@ def _status_message(status: List[int]) -> str:
 
 
 def _cuda_error(kernel_name: str, mode: str, exc: BaseException) -> LaunchError:
+    """A CUDA error as a LaunchError; ``sticky`` is set when the context is unusable afterwards.
+
+    The launch worker (:mod:`tilemagic.runtime.worker`) ends itself after a sticky
+    error, so the next launch gets a fresh process and context.
+    """
     text = str(exc).strip() or type(exc).__name__
-    hint = None
-    if any(s in text for s in _STICKY):
-        hint = ("this error leaves the CUDA context unusable; restart the Python kernel "
-                "before the next GPU launch")
-    return LaunchError(f"CUDA error while running '{kernel_name}' ({mode}): {text}", hint=hint)
+    sticky = any(s in text for s in _STICKY)
+    err = LaunchError(f"CUDA error while running '{kernel_name}' ({mode}): {text}",
+                      hint="this error leaves the CUDA context of the launching process unusable" if sticky else None)
+    err.sticky = sticky
+    return err
+
+
+def _trap(status: List[int], src: "CudaSource") -> LaunchError:
+    """The emulation's trap as a LaunchError located at the description line of the failing call.
+
+    ``tm_status[4]`` is the ``__LINE__`` of the emulated tcgen05 call in the CUDA text
+    (the emulation's call macros record it), ``tm_status[5]`` that of the allocation
+    (used for a missing dealloc, found at kernel exit); ``src.lines`` maps CUDA lines to
+    description lines.
+    """
+    from ..errors import Span
+
+    span = None
+    lines = list(getattr(src, "lines", None) or [])
+    for cuda_line in (status[4], status[5]) if len(status) > 5 else ():
+        desc = lines[cuda_line - 1] if 1 <= int(cuda_line) <= len(lines) else None
+        if desc:
+            span = Span.point(int(desc), 1)
+            break
+    return LaunchError(_status_message(status), span)
 
 
 def _mode_text(arch: str, mode: str, uses_tmem: bool) -> Tuple[str, str]:
@@ -171,6 +196,7 @@ def run_on_gpu(
     *,
     status: Optional[DeviceStatus] = None,
     bench: bool = False,
+    on_compiled: Optional[Callable[[], None]] = None,
 ) -> GpuRun:
     """Compile and launch a kernel on the current CUDA device; return the global buffers.
 
@@ -190,6 +216,9 @@ def run_on_gpu(
     bench : bool, default False
         Also time the kernel: :data:`BENCH_WARMUP` warm-ups, then
         :data:`BENCH_REPEATS` launches each bracketed by ``cupy.cuda.Event``.
+    on_compiled : callable, optional
+        Called once the kernel is compiled and its buffers are on the device, just
+        before it is launched (the launch worker starts the ``--timeout`` clock then).
 
     Returns
     -------
@@ -228,6 +257,8 @@ def run_on_gpu(
         def launch():
             kernel(grid, block, args)
 
+        if on_compiled is not None:
+            on_compiled()
         launch()
         cupy.cuda.runtime.deviceSynchronize()
         names = [p[0] for p in src.extra_params]
@@ -241,7 +272,7 @@ def run_on_gpu(
     except Exception as exc:
         raise _cuda_error(src.kernel_name, mode, exc) from None
     if tm_status is not None and int(tm_status[0]) != 0:
-        raise LaunchError(_status_message(tm_status))
+        raise _trap(tm_status, src)
 
     timing = None
     if bench:
@@ -251,7 +282,7 @@ def run_on_gpu(
         except Exception as exc:
             raise _cuda_error(src.kernel_name, mode, exc) from None
         if final is not None and int(final[0]) != 0:
-            raise LaunchError(_status_message(final))
+            raise _trap(final, src)
 
     return GpuRun(outputs=outputs, backend=backend, mode=mode, arch=arch, device=device,
                   timing=timing, options=cupy_options(arch), kernel_name=src.kernel_name)
@@ -309,7 +340,7 @@ def status_report(*, status: Optional[DeviceStatus] = None, check_nvcc: bool = T
         about a second; no GPU needed).
     defaults : mapping, optional
         The session defaults (``%config TileMagics.<trait>``: launch, arch, view,
-        strict, seed); shown on a ``defaults`` line, and ``launch``/``arch`` decide the
+        strict, seed, timeout); shown on a ``defaults`` line, and ``launch``/``arch`` decide the
         launch rows (default: ``launch="auto"``, ``arch="sm_100a"``).
 
     Returns
@@ -360,8 +391,9 @@ def status_report(*, status: Optional[DeviceStatus] = None, check_nvcc: bool = T
               if shown_arch.startswith("sm_10") or shown_arch.startswith("sm_11") else "")
     tail = [("shown CUDA", shown)]
     if defaults:
-        tail.append(("defaults", " ".join(f"{k}={defaults[k]}" for k in ("launch", "arch", "view", "strict", "seed")
-                                          if k in defaults) + "  (%config TileMagics.<name> = ...)"))
+        keys = ("launch", "arch", "view", "strict", "seed", "timeout")
+        tail.append(("defaults", " ".join(f"{k}={defaults[k]}" for k in keys if k in defaults)
+                     + "  (%config TileMagics.<name> = ...)"))
     width = max(len(k) for k, _ in rows + tail)
     sub = max(len(k) for k, _ in launch_rows)
     lines = ["tilemagic status"]

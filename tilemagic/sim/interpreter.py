@@ -120,8 +120,7 @@ class Simulator:
     def run(self) -> Dict[str, np.ndarray]:
         """Execute; return the global buffers as raw bytes (``name -> uint8 array``)."""
         self.run_stmt(self.k.body, np.ones(self.n, bool), {})
-        if self.k.tmem_cols:
-            self.tmem.exit_check()
+        self.tmem.exit_check()
         return {b.name: self.mem[b.name] for b in self.k.params}
 
     def run_stmt(self, s, mask, env):

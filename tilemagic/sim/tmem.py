@@ -30,6 +30,7 @@ class TmemModel:
         self.slots = np.zeros(16, bool)
         self.starts = np.zeros(16, bool)  # slot that begins an allocation (what dealloc checks)
         self.alloc_warp = None
+        self.alloc_span = None  # where the last allocation was made (a missing dealloc is shown there)
         self.relinquished = False
         self.strict = strict
         self.touched = np.zeros((tc.TMEM_LANES, tc.TMEM_COLS), bool)
@@ -46,6 +47,7 @@ class TmemModel:
                 self.slots[s:s + n] = True
                 self.starts[s] = True
                 self.alloc_warp = warp
+                self.alloc_span = span
                 return 32 * s
         raise emu_error(3, ncols, span=span)
 
@@ -64,24 +66,33 @@ class TmemModel:
         self.starts[col // 32] = False
 
     def exit_check(self):
+        """At kernel exit every allocated column must have been freed (located at the allocation)."""
         if self.slots.any():
             mask = int(sum(1 << i for i, s in enumerate(self.slots) if s))
-            raise emu_error(7, mask)
+            raise emu_error(7, mask, span=self.alloc_span)
 
     # -- tcgen05.ld / tcgen05.st (PTX ISA §9.7.16.8.3-4)
     def cells_of(self, shape, num, tids, taddr, row_imm, col_imm, span=None):
-        """(lane, col) arrays of shape (len(tids), regs) for the threads ``tids`` (CTA-linear)."""
+        """(lane, col) arrays of shape (len(tids), regs) for the threads ``tids`` (CTA-linear).
+
+        The row/column immediates are first added to the address fields, as the generated
+        code does (``get_tmem_addr``: lane field and column field each 16 bits), so the
+        quadrant bits the strict check sees, and the lane within the warp's quadrant, are
+        those of the address the instruction really gets (the emulation does the same).
+        """
         nregs = tc.regs_per_thread(shape, num)
         t = (tids % 32)[:, None]
         warp = (tids // 32)[:, None]
         r = np.arange(nregs)[None, :]
+        taddr = ((((taddr >> 16) + row_imm) & 0xFFFF) << 16) | ((taddr + col_imm) & 0xFFFF)
         if self.strict:
             quad = (taddr >> 21) & 3
             bad = (quad != 0) & (quad != warp[:, 0] % 4)
             if np.any(bad):
                 i = int(np.argmax(bad))
                 raise emu_error(6, int(tids[i]), int(quad), int(warp[i, 0]), span=span)
-        lane, col = tc.tmem_cell(shape, t, r, taddr, warp, row_imm=row_imm, col_imm=col_imm)
+        taddr = taddr & ~(3 << 21)  # the quadrant comes from the warp (tcgen05.md §6)
+        lane, col = tc.tmem_cell(shape, t, r, taddr, warp)
         lane = np.broadcast_to(lane, (len(tids), nregs))
         col = np.broadcast_to(col, (len(tids), nregs))
         ok = (lane < tc.TMEM_LANES) & (col < tc.TMEM_COLS)

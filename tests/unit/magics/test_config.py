@@ -1,18 +1,16 @@
-"""``%config TileMagics.<trait>`` defaults (launch, arch, view, strict, seed) and the view/heatmap options."""
+"""``%config TileMagics.<trait>`` defaults (launch, arch, view, strict, seed; timeout has its own tests) and the
+view/heatmap options."""
 
 import numpy as np
 import pytest
-from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
-from magic_shell import body, loaded_shell
 
-from tilemagic import TileCopyResult
+from tilemagic import TileCopyResult, TileSyntaxError
+from tilemagic.cli import demo_source
 
 
-@pytest.fixture
-def ip():
-    with loaded_shell() as shell:
-        yield shell
+def body(name):
+    return demo_source(name).split("\n", 1)[1]
 
 
 def magics(ip):
@@ -28,7 +26,8 @@ def run(ip, line, cell):
 
 
 def test_defaults_without_config(ip):
-    assert magics(ip).defaults() == {"launch": "auto", "arch": "sm_100a", "view": "html", "strict": False, "seed": 0}
+    assert magics(ip).defaults() == {"launch": "auto", "arch": "sm_100a", "view": "html", "strict": False, "seed": 0,
+                                     "timeout": 10.0}
 
 
 def test_config_launch(ip):
@@ -89,7 +88,7 @@ def test_status_shows_config_defaults(ip):
     ip.run_line_magic("config", "TileMagics.seed = 5")
     with capture_output() as cap:
         ip.run_line_magic("tilemagic", "status")
-    assert "defaults      : launch=off arch=sm_100a view=html strict=False seed=5" in cap.stdout
+    assert "defaults      : launch=off arch=sm_100a view=html strict=False seed=5 timeout=10.0" in cap.stdout
     assert "every kernel : nothing runs (launch=off)" in cap.stdout
 
 
@@ -98,7 +97,8 @@ def test_heatmap_and_color_by_flags(ip):
                             body("tmem_roundtrip"))
     assert res.options["heatmap"] == ("tmem", "fragment") and res.options["color_by"] == "thread"
     assert res.html().count('class="tm-heatmap"') == 2
-    with pytest.raises(UsageError, match="invalid --heatmap"):
+    with pytest.raises(TileSyntaxError, match="invalid --heatmap") as ei:
         ip.run_cell_magic("tilecopy", "--heatmap tmem,bogus", body("tmem_roundtrip"))
-    with pytest.raises(UsageError):
+    assert ei.value.line == 1
+    with pytest.raises(TileSyntaxError, match="invalid choice: 'lane'"):
         ip.run_cell_magic("tilecopy", "--color-by lane", body("tmem_roundtrip"))

@@ -4,15 +4,13 @@ import numpy as np
 import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
-from magic_shell import body, loaded_shell
 
-from tilemagic import TileCopyResult, TileMagicError
+from tilemagic import TileCopyResult, TileMagicError, TileSyntaxError
+from tilemagic.cli import demo_source
 
 
-@pytest.fixture
-def ip():
-    with loaded_shell() as shell:
-        yield shell
+def body(name):
+    return demo_source(name).split("\n", 1)[1]
 
 
 def test_magics_registered_and_demo_runs(ip):
@@ -56,9 +54,10 @@ def test_syntax_error_line_counts_the_magic_line(ip):
     assert (err.line, err.col) == (2, 11) and "float64" in err.message
 
 
-def test_bad_flag_is_usage_error(ip):
-    with pytest.raises(UsageError):
+def test_bad_flag_is_a_located_error_on_the_magic_line(ip):
+    with pytest.raises(TileSyntaxError) as ei:
         ip.run_cell_magic("tilecopy", "--launch moon", "global A: float32[4]\n")
+    assert (ei.value.line, ei.value.col) == (1, 1) and "invalid choice: 'moon'" in ei.value.message
 
 
 def test_out_namespace_and_config(ip):
@@ -86,7 +85,7 @@ def test_widget_view_has_static_fallbacks(ip):
 
 
 def test_bad_arch_is_usage_error_and_warning_filters_are_respected(ip):
-    with pytest.raises(UsageError, match="not a CUDA target"):
+    with pytest.raises(TileSyntaxError, match="not a CUDA target"):
         ip.run_cell_magic("tilecopy", "--arch foo", body("fallback_demo"))
     ip.run_cell("import warnings; warnings.simplefilter('error')")
     try:

@@ -407,7 +407,7 @@ def test_run_cuda_error_becomes_launch_error(monkeypatch):
     with pytest.raises(LaunchError) as ei:
         run_on_gpu(Src("...", "bad", "native", _bufs()), None, {}, status=_status(90))
     assert "cudaErrorIllegalAddress: an illegal memory access" in str(ei.value)
-    assert "restart" in str(ei.value)
+    assert ei.value.sticky and "unusable" in str(ei.value)
 
 
 def test_run_without_gpu_or_with_bad_input_raises(monkeypatch):

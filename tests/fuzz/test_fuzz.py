@@ -1,0 +1,45 @@
+"""Fuzzing the whole pipeline (CI size: a few hundred examples; benchmarks/fuzz.py runs 10 000).
+
+Every cell ends in a result or a located TileMagicError (line, column, message, render());
+valid generated cells that lower must round-trip in the simulator (``check B == A`` PASS).
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from cellgen import SEEDS, Violation, mutated_cells, outcome, valid_cells
+
+
+def fast(n):
+    return settings(max_examples=n, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+
+
+@fast(150)
+@given(valid_cells())
+def test_valid_cells_round_trip(src):
+    assert outcome(src, must_pass=True) == "PASS"
+
+
+@fast(250)
+@given(mutated_cells())
+def test_mutated_cells_end_in_a_result_or_a_located_error(src):
+    outcome(src)
+
+
+@pytest.mark.parametrize("i", range(len(SEEDS)))
+def test_every_seed_is_a_result_or_located_error(i):
+    outcome(SEEDS[i])
+
+
+def test_outcome_flags_violations():
+    """The harness itself: a non-TileMagicError and a failing valid cell are violations."""
+    with pytest.raises(Violation, match="AttributeError"):
+        outcome(None)
+    bad = "kernel k threads=32\nglobal A: float32[4]\nglobal B: float32[4]\nwarp.copy B[0:2] <- A[0:2]\ncheck B == A\n"
+    assert outcome(bad) == "FAIL"
+    with pytest.raises(Violation, match="did not round-trip"):
+        outcome(bad, must_pass=True)
