@@ -446,3 +446,67 @@ def tcgen05_matrix(nums=None):
                         for col in ((0, 32) if dp == "B" else (0, 3)):
                             cases.append(Tcgen05Case(shape, num, dt, dp, direction, col))
     return cases
+
+
+# column slices of .16x*b fragments: (shape, dtype, rows, cols, chunk width in elements)
+TCGEN05_SLICE_CASES = [
+    ("16x256b", "float32", 128, 64, 16),   # TVM test_tcgen05_ld_16x256b_sliced_matches_full_M128
+    ("16x256b", "float32", 128, 64, 8),
+    ("16x128b", "float16", 128, 64, 16),
+    ("16x64b", "bfloat16", 128, 32, 4),
+    ("16x64b", "int32", 128, 32, 2),
+]
+
+
+def tcgen05_slices_cell(shape, dtype, rows, cols, step):
+    """Store a .16x*b fragment whole, read it back in column chunks of ``step`` elements (smaller num)."""
+    chunks = "\n".join(f"wg.copy_async b[:, {k}:{k + step}] <- T[:, {k}:{k + step}]\nwait ld"
+                       for k in range(0, cols, step))
+    return f"""
+kernel s threads=128
+global A: {dtype}[{rows}, {cols}]
+global B: {dtype}[{rows}, {cols}]
+tmem T: {dtype}[128, {cols}]
+local a: {dtype}[{rows}, {cols}] @ frag({shape})
+local b: {dtype}[{rows}, {cols}] @ frag({shape})
+wg.copy a <- A
+wg.copy_async T <- a
+wait st
+cta_sync
+{chunks}
+wg.copy B <- b
+check B == A
+"""
+
+
+# both datapath-F halves of one allocation written and read back (LANGUAGE.md "Layout F halves"), plus a
+# .32x32b dump D of the whole allocation
+F_HALVES_CELL = """
+kernel fh threads=128
+global A: float32[64, 32]
+global Z: float32[64, 32]
+global B: float32[64, 32]
+global Y: float32[64, 32]
+global D: float32[128, 32]
+tmem T:     float32[128, 32]
+tmem lower: float32[64, 32] @ datapath(F, sub_slab=0) at T
+tmem upper: float32[64, 32] @ datapath(F, sub_slab=1) at T
+local lo:   float32[64, 32] @ frag(16x64b)
+local hi:   float32[64, 32] @ frag(16x64b)
+local d:    float32[128, 32] @ frag(32x32b)
+wg.copy lo <- A
+wg.copy hi <- Z
+wg.copy_async lower <- lo
+wg.copy_async upper <- hi
+wait st
+cta_sync
+wg.copy_async lo <- lower
+wg.copy_async hi <- upper
+wg.copy_async d <- T
+wait ld
+wg.copy B <- lo
+wg.copy Y <- hi
+wg.copy D <- d
+check B == A
+check Y == Z
+"""

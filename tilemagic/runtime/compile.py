@@ -208,32 +208,84 @@ def compile_cupy(src: "CudaSource", arch: str):
     import cupy  # lazy
 
     options = cupy_options(arch)
-    try:
-        device_id = int(cupy.cuda.Device().id)
-    except Exception:
-        device_id = 0
+    device_id = _device_id(cupy)
     key = cache_key(src.text, src.kernel_name, arch, options, device_id)
     hit = _KERNEL_CACHE.get(key)
     if hit is not None:
         return hit
+    kernel = _load(src.text, [src.kernel_name], arch, options)[0]
+    _KERNEL_CACHE[key] = kernel
+    return kernel
+
+
+def compile_cupy_many(sources, arch: str) -> list:
+    """Compile several kernels in one NVRTC module and cache each under its own source.
+
+    A batched :func:`compile_cupy`: the sources are joined with
+    :func:`~tilemagic.codegen.cuda.translation_unit` and compiled once, and every
+    kernel is stored under the :func:`cache_key` of its own ``src``, so a later
+    ``compile_cupy(src, arch)`` — e.g. a ``--launch gpu`` of the same description —
+    reuses it without compiling.  NVRTC's per-module cost (headers, the emulation
+    device functions) is paid once instead of once per kernel.
+
+    Parameters
+    ----------
+    sources : sequence of CudaSource
+        Of one mode, with distinct kernel names.
+    arch : str
+        As for :func:`compile_cupy`.
+
+    Returns
+    -------
+    list of cupy.RawKernel
+        In the order of ``sources``.
+
+    Raises
+    ------
+    LaunchError
+        As :func:`compile_cupy`.
+    """
+    import cupy  # lazy
+
+    from ..codegen.cuda import translation_unit
+
+    options = cupy_options(arch)
+    device_id = _device_id(cupy)
+    names = [s.kernel_name for s in sources]
+    kernels = _load(translation_unit([s.text for s in sources]), names, arch, options)
+    for src, kernel in zip(sources, kernels):
+        _KERNEL_CACHE[cache_key(src.text, src.kernel_name, arch, options, device_id)] = kernel
+    return kernels
+
+
+def _device_id(cupy) -> int:
     try:
-        module = cupy.RawModule(code=nvrtc_source(src.text), options=options)
-        kernel = module.get_function(src.kernel_name)
+        return int(cupy.cuda.Device().id)
+    except Exception:
+        return 0
+
+
+def _load(text: str, names, arch: str, options):
+    """``RawModule(code=text)`` compiled by NVRTC, and its functions ``names``; errors as LaunchError."""
+    import cupy  # lazy
+
+    what = names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} more)"
+    try:
+        module = cupy.RawModule(code=nvrtc_source(text), options=options)
+        return [module.get_function(n) for n in names]
     except Exception as exc:
         if _is_compile_error(exc):
             raw = exc.get_message() if hasattr(exc, "get_message") else str(exc)
             raise LaunchError(
-                f"NVRTC could not compile kernel '{src.kernel_name}' for -arch={arch}",
+                f"NVRTC could not compile kernel '{what}' for -arch={arch}",
                 hint=("tcgen05 (TMEM) code needs -arch=sm_100a and a CC 10.0 GPU"
                       if "tcgen05" in raw and "not supported" in raw else None),
                 details=trim_log(scrub_paths(str(raw))),
             ) from None
         raise LaunchError(
-            f"loading kernel '{src.kernel_name}' (-arch={arch}) failed: "
+            f"loading kernel '{what}' (-arch={arch}) failed: "
             f"{scrub_paths(str(exc).strip()) or type(exc).__name__}"
         ) from None
-    _KERNEL_CACHE[key] = kernel
-    return kernel
 
 
 # ----------------------------------------------------------------------------- nvcc

@@ -24,9 +24,17 @@ import shutil
 
 import numpy as np
 import pytest
-from cells import TCGEN05_COL_FACTOR, TCGEN05_REGS_PER_NUM, tcgen05_matrix
+from cells import (
+    F_HALVES_CELL,
+    TCGEN05_COL_FACTOR,
+    TCGEN05_REGS_PER_NUM,
+    TCGEN05_SLICE_CASES,
+    tcgen05_matrix,
+    tcgen05_slices_cell,
+)
 from conftest import run
 
+from tilemagic.codegen.cuda import translation_unit
 from tilemagic.errors import DispatchError, LoweringError, TileTypeError
 from tilemagic.ir import nodes as ir
 from tilemagic.sim import Simulator
@@ -163,17 +171,6 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not o
 _CHUNKS = 6
 
 
-def _combined(sources):
-    """Many generated kernels as one translation unit (one prelude, distinct kernel names)."""
-    pre, bodies = None, []
-    for s in sources:
-        i = s.index('extern "C"')
-        if pre is None or ("get_tmem_addr" in s[:i] and "get_tmem_addr" not in pre):
-            pre = s[:i]
-        bodies.append(s[i:])
-    return pre + "\n".join(bodies)
-
-
 @pytest.fixture(scope="module")
 def native_sources():
     # each st-direction kernel carries both the ld and the st of its case; the ld-direction kernel
@@ -188,7 +185,7 @@ def test_matrix_native_cuda_assembles_for_sm_100a(native_sources, chunk):
     from tilemagic.runtime.compile import nvcc_compile
 
     part = native_sources[chunk::_CHUNKS]
-    r = nvcc_compile(_combined(part), "sm_100a", timeout=600)
+    r = nvcc_compile(translation_unit(part), "sm_100a", timeout=600)
     assert r.ok, r.log[-3000:]
 
 
@@ -204,41 +201,25 @@ def test_emulated_cuda_assembles_for_sm_90():
         if key not in seen and c.direction == "ld":
             seen.add(key)
             srcs.append(run(c.source, launch="off").cuda_emulated)
-    r = nvcc_compile(_combined(srcs), "sm_90", timeout=600)
+    r = nvcc_compile(translation_unit(srcs), "sm_90", timeout=600)
     assert r.ok, r.log[-3000:]
 
 
+def test_translation_unit_rules():
+    a = run(MATRIX[0].source, launch="off")
+    b = run(MATRIX[1].source, launch="off")
+    unit = translation_unit([a.cuda, b.cuda])
+    assert unit.count("#include <cuda_fp16.h>") == 1 and unit.count('extern "C"') == 2
+    with pytest.raises(ValueError, match="appears twice"):
+        translation_unit([a.cuda, a.cuda])
+    with pytest.raises(ValueError, match="native and emulated"):
+        translation_unit([a.cuda, b.cuda_emulated])
+
+
 # ----------------------------------------------------------------------------- slices and aliases
-def _slices_cell(shape, dtype, rows, cols, step, layout_tmem="", region_rows=""):
-    """Store a fragment whole, read it back in column chunks of `step` elements into a second one."""
-    chunks = "\n".join(f"wg.copy_async b[:, {k}:{k + step}] <- T[{region_rows}:, {k}:{k + step}]\nwait ld"
-                       for k in range(0, cols, step))
-    return f"""
-kernel s threads=128
-global A: {dtype}[{rows}, {cols}]
-global B: {dtype}[{rows}, {cols}]
-tmem T: {dtype}[{128 if not layout_tmem else 64}, {cols}]{layout_tmem}
-local a: {dtype}[{rows}, {cols}] @ frag({shape})
-local b: {dtype}[{rows}, {cols}] @ frag({shape})
-wg.copy a <- A
-wg.copy_async T{'[' + region_rows + ':, :]' if region_rows else ''} <- a
-wait st
-cta_sync
-{chunks}
-wg.copy B <- b
-check B == A
-"""
-
-
-@pytest.mark.parametrize("shape,dtype,rows,cols,step", [
-    ("16x256b", "float32", 128, 64, 16),   # TVM test_tcgen05_ld_16x256b_sliced_matches_full_M128
-    ("16x256b", "float32", 128, 64, 8),
-    ("16x128b", "float16", 128, 64, 16),
-    ("16x64b", "bfloat16", 128, 32, 4),
-    ("16x64b", "int32", 128, 32, 2),
-])
+@pytest.mark.parametrize("shape,dtype,rows,cols,step", TCGEN05_SLICE_CASES)
 def test_fragment_column_slices_issue_smaller_num(shape, dtype, rows, cols, step):
-    res = run(_slices_cell(shape, dtype, rows, cols, step))
+    res = run(tcgen05_slices_cell(shape, dtype, rows, cols, step))
     assert res.launch.passed
     epc = 2 if dtype in ("float16", "bfloat16") else 1
     unit = TCGEN05_COL_FACTOR[shape] * epc
@@ -337,35 +318,7 @@ def test_seed_layout_f_halves_of_one_allocation():
 
 def test_seed_layout_f_halves_round_trip():
     """Both F halves written and read back: together they fill all 128 lanes of the allocation."""
-    src = """
-kernel fh threads=128
-global A: float32[64, 32]
-global Z: float32[64, 32]
-global B: float32[64, 32]
-global Y: float32[64, 32]
-global D: float32[128, 32]
-tmem T:     float32[128, 32]
-tmem lower: float32[64, 32] @ datapath(F, sub_slab=0) at T
-tmem upper: float32[64, 32] @ datapath(F, sub_slab=1) at T
-local lo:   float32[64, 32] @ frag(16x64b)
-local hi:   float32[64, 32] @ frag(16x64b)
-local d:    float32[128, 32] @ frag(32x32b)
-wg.copy lo <- A
-wg.copy hi <- Z
-wg.copy_async lower <- lo
-wg.copy_async upper <- hi
-wait st
-cta_sync
-wg.copy_async lo <- lower
-wg.copy_async hi <- upper
-wg.copy_async d <- T
-wait ld
-wg.copy B <- lo
-wg.copy Y <- hi
-wg.copy D <- d
-check B == A
-check Y == Z
-"""
+    src = F_HALVES_CELL
     res = run(src)
     assert res.launch.passed
     a, z, d = res.launch.inputs["A"], res.launch.inputs["Z"], res.launch.outputs["D"]
