@@ -427,18 +427,31 @@ class Tcgen05Case:
         return "\n".join(lines) + "\n"
 
 
-def tcgen05_matrix(nums=None):
+def tcgen05_nums(shape, datapath):
+    """min, a middle and the max num tested for a shape on a data path.
+
+    The max is PTX Table 49's, except for a 128-row ``.16x*b`` fragment (D128): it holds two slabs,
+    2 * REGS_PER_NUM * num registers per thread, and a thread has at most 255 (lower/limits.py), so
+    its max is half the shape's (x64 / x32 / x16); the shape's own max is reached by the 64-row
+    fragments (D64, F0, F1).
+    """
+    mx = TCGEN05_MAX_NUM[shape]
+    if datapath == "D128" and shape != "32x32b":
+        mx //= 2
+    return (1, 4 if mx <= 32 else 8, mx)
+
+
+def tcgen05_matrix():
     """The issue-3 matrix: every shape x (min, middle, max num) x dtype x data path x direction x offset.
 
-    ``nums`` overrides the per-shape num list.  Dtypes: fp32, fp16, bf16, int32 on every shape, plus
-    uint8/int8 on .32x32b (four per cell; the .16x*b fragments are 16/32-bit only); datapath B is fp32
-    only.  Offsets: TMEM column 0 and 3 (B: 0 and 32, through `at T + col`).
+    Dtypes: fp32, fp16, bf16, int32 on every shape, plus uint8/int8 on .32x32b (four per cell; the
+    .16x*b fragments are 16/32-bit only); datapath B is fp32 only.  Offsets: TMEM column 0 and 3
+    (B: 0 and 32, through `at T + col`).  Nums: :func:`tcgen05_nums`.
     """
     cases = []
     for shape, dps in TCGEN05_DATAPATHS.items():
-        mx = TCGEN05_MAX_NUM[shape]
-        for num in (nums or {}).get(shape, (1, 8 if mx == 128 else (4 if mx == 64 else 2), mx)):
-            for dp in dps:
+        for dp in dps:
+            for num in tcgen05_nums(shape, dp):
                 dtypes = ("float32",) if dp == "B" else (
                     ("float32", "float16", "bfloat16", "int32") + (("uint8", "int8") if shape == "32x32b" else ()))
                 for dt in dtypes:

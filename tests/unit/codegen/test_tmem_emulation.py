@@ -44,7 +44,10 @@ static TmDim3 threadIdx = {0, 0, 0}, blockDim = {128, 1, 1};
 static unsigned __activemask() { return 0xffffffffu; }
 static void __syncwarp() {}
 static void __syncthreads() {}
-static int atomicCAS(int* p, int cmp, int val) { int old = *p; if (old == cmp) *p = val; return old; }
+template <class T> static T atomicCAS(T* p, T cmp, T val) { T old = *p; if (old == cmp) *p = val; return old; }
+static unsigned atomicOr(unsigned* p, unsigned v) { unsigned old = *p; *p |= v; return old; }
+static unsigned atomicAnd(unsigned* p, unsigned v) { unsigned old = *p; *p &= v; return old; }
+static int __ffs(int x) { return x ? __builtin_ctz((unsigned)x) + 1 : 0; }
 #define __device__
 #define __forceinline__ inline
 #define __noinline__
