@@ -260,6 +260,23 @@ check B == A
     assert (ld1.num, ld1.row, ld1.col, ld1.reg_base, ld1.regs) == (4, 16, 32, 8, 8)
 
 
+def test_f_buffer_written_as_s_layout_is_classified_with_its_sub_slab():
+    """TVM _classify_tmem_datapath: an S[...] layout equal to datapath(F, sub_slab=1) is F, sub-slab 1 (row 16)."""
+    src = """
+kernel s threads=128
+tmem T: float32[128, 32]
+tmem U: float32[64, 32] @ S[(4, 16, 32) : (32@TLane, 1@TLane, 1@TCol)] + 16@TLane at T
+local f: float32[64, 32] @ frag(16x64b)
+wg.copy_async f <- U
+wait ld
+"""
+    res = run(src)
+    u = next(b for b in res.kernel.tmem if b.name == "U")
+    assert (u.datapath, u.sub_slab) == ("F", 1)
+    (ld,) = tcgen_nodes(res)
+    assert (ld.row, ld.col) == (16, 0)
+
+
 def test_64_row_fragment_on_datapath_d_reads_lanes_0_to_15_of_each_warp():
     """TVM's D x .16x*b (64 rows): rows 16w+i of the fragment sit at lanes 32w+i (tcgen05.md §3.6 subtlety)."""
     src = """
