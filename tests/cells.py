@@ -326,6 +326,26 @@ TCGEN05_DATAPATHS = {"32x32b": ("D128", "B"), "16x64b": ("D128", "D64", "F0", "F
                      "16x128b": ("D128", "D64", "F0", "F1"), "16x256b": ("D128", "D64", "F0", "F1")}
 
 
+def ptx_row_col(shape, t, r, split=0):
+    """(row, 32-bit column) of lane ``t``'s register ``r`` relative to the instruction's base lane and column.
+
+    PTX ISA §9.7.16.2.3 matrix fragments as closed forms (tcgen05.md §5), with q = t >> 2, p = t & 3;
+    ``split`` is ``immHalfSplitoff`` of .16x32bx2.  Works on ints and broadcasts NumPy arrays.
+    """
+    q, p = t >> 2, t & 3
+    if shape == "32x32b":
+        return t + 0 * r, r + 0 * t
+    if shape == "16x64b":
+        return q + 8 * (t & 1) + 0 * r, ((t >> 1) & 1) + 2 * r
+    if shape == "16x128b":
+        return q + 8 * (r & 1), p + 4 * (r >> 1)
+    if shape == "16x256b":
+        return q + 8 * ((r >> 1) & 1), 2 * p + (r & 1) + 8 * (r >> 2)
+    if shape == "16x32bx2":
+        return (t & 15) + 0 * r, r + split * (t >= 16)
+    raise ValueError(shape)
+
+
 class Tcgen05Case:
     """One tcgen05 ld/st case: shape x num x dtype x data path x direction x TMEM column offset.
 
@@ -522,4 +542,23 @@ wg.copy Y <- hi
 wg.copy D <- d
 check B == A
 check Y == Z
+"""
+
+
+# the LANGUAGE.md seed examples, verbatim
+SEED_F_HALVES = """\
+tmem T:     float32[128, 32]
+tmem lower: float32[64, 32] @ datapath(F, sub_slab=0) at T
+tmem upper: float32[64, 32] @ datapath(F, sub_slab=1) at T
+local lo:   float32[64, 32] @ frag(16x64b)
+wg.copy_async lo <- lower
+"""
+
+SEED_B_READBACK = """\
+tmem  acc:  float32[64, 64] @ datapath(B)
+local frag: float32[64, 64] @ frag(32x32b)
+wg.copy_async frag <- acc      # one tcgen05.ld.sync.aligned.32x32b.x32.b32
+wait ld
+wg.copy_async acc <- frag      # one tcgen05.st ... same image
+wait st
 """

@@ -19,6 +19,7 @@ from importlib import resources
 
 import numpy as np
 import pytest
+from cells import ptx_row_col
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not on PATH")
 
@@ -102,20 +103,6 @@ int main() {
 """
 
 
-def ptx_cell(shape, t, r, split):
-    """(row, col) of thread t's register r relative to the address (PTX §9.7.16.2.3, tcgen05.md §5)."""
-    q, p = t >> 2, t & 3
-    if shape == "32x32b":
-        return t, r
-    if shape == "16x64b":
-        return q + 8 * (t & 1), ((t >> 1) & 1) + 2 * r
-    if shape == "16x128b":
-        return q + 8 * (r & 1), p + 4 * (r >> 1)
-    if shape == "16x256b":
-        return q + 8 * ((r >> 1) & 1), 2 * p + (r & 1) + 8 * (r >> 2)
-    return t & 15, r + (split if t >= 16 else 0)
-
-
 @pytest.fixture(scope="module")
 def dumps(tmp_path_factory):
     d = tmp_path_factory.mktemp("emu")
@@ -149,7 +136,7 @@ def test_emulation_matches_the_ptx_mapping(dumps, case):
     for tid in range(128):
         w, t = tid // 32, tid % 32
         for r in range(nregs):
-            row, col = ptx_cell(shape, t, r, split)
+            row, col = ptx_row_col(shape, t, r, split)
             lane, c = 32 * (w % 4) + row_imm + row, col_imm + col  # quadrant from the warp (§9.7.16.8.1)
             want[lane, c] = (tid << 16) | r
             want_regs[tid, r] = (lane << 16) | c

@@ -26,9 +26,12 @@ import numpy as np
 import pytest
 from cells import (
     F_HALVES_CELL,
+    SEED_B_READBACK,
+    SEED_F_HALVES,
     TCGEN05_COL_FACTOR,
     TCGEN05_REGS_PER_NUM,
     TCGEN05_SLICE_CASES,
+    ptx_row_col,
     tcgen05_matrix,
     tcgen05_slices_cell,
 )
@@ -42,21 +45,7 @@ from tilemagic.sim import Simulator
 MATRIX = tcgen05_matrix()
 
 
-# ----------------------------------------------------------------------------- independent decoder
-def ptx_row_col(shape, t, r):
-    """(row, 32-bit column) of thread ``t``'s register ``r`` relative to the instruction's base (PTX §9.7.16.2.3)."""
-    q, p = t >> 2, t & 3
-    if shape == "32x32b":
-        return t + 0 * r, r + 0 * t
-    if shape == "16x64b":
-        return q + 8 * (t & 1) + 0 * r, ((t >> 1) & 1) + 2 * r
-    if shape == "16x128b":
-        return q + 8 * (r & 1), p + 4 * (r >> 1)
-    if shape == "16x256b":
-        return q + 8 * ((r >> 1) & 1), 2 * p + (r & 1) + 8 * (r >> 2)
-    raise AssertionError(shape)
-
-
+# ----------------------------------------------------------------------------- independent decoder (cells.ptx_row_col)
 def expected_instrs(case):
     """[(shape, num, row immediate, col immediate, first register, registers)] of the shape under test."""
     if case.datapath == "B":
@@ -302,22 +291,7 @@ wg.copy B <- a
 
 
 # ----------------------------------------------------------------------------- the LANGUAGE.md seed examples
-SEED_F = """
-tmem T:     float32[128, 32]
-tmem lower: float32[64, 32] @ datapath(F, sub_slab=0) at T
-tmem upper: float32[64, 32] @ datapath(F, sub_slab=1) at T
-local lo:   float32[64, 32] @ frag(16x64b)
-wg.copy_async lo <- lower
-"""
-
-SEED_B = """
-tmem  acc:  float32[64, 64] @ datapath(B)
-local frag: float32[64, 64] @ frag(32x32b)
-wg.copy_async frag <- acc      # one tcgen05.ld.sync.aligned.32x32b.x32.b32
-wait ld
-wg.copy_async acc <- frag      # one tcgen05.st ... same image
-wait st
-"""
+SEED_F, SEED_B = SEED_F_HALVES, SEED_B_READBACK
 
 
 def test_seed_layout_f_halves_of_one_allocation():
