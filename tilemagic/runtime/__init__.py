@@ -13,7 +13,13 @@ CuPy is optional and imported lazily, inside functions only: importing this
 package never imports ``cupy``.
 """
 
-from .compile import NvccResult, arch_for_device, compile_cupy, compile_cupy_many, nvcc_compile
+from .compile import (
+    NvccResult,
+    arch_for_device,
+    compile_cupy,
+    compile_cupy_many,
+    nvcc_compile,
+)
 from .device import DeviceStatus, nvcc_version, probe, tmem_mode
 from .launch import GpuRun, run_on_gpu, status_report
 
