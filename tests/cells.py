@@ -407,9 +407,8 @@ class Tcgen05Case:
         return lane, self.col + c // self.epc, c % self.epc
 
     def _source(self):
-        dt, rows, cols, epc, T = self.dtype, self.rows, self.cols, self.epc, "T"
+        dt, rows, cols, epc = self.dtype, self.rows, self.cols, self.epc
         lo = self.col * epc
-        frag = "32x32b" if self.shape == "32x32b" else self.shape
         lines = [f"kernel {self.name} threads=128",
                  f"tmem T: {dt}[128, {self.tcols * epc}]"]
         if self.datapath == "B":
@@ -419,11 +418,11 @@ class Tcgen05Case:
             lines.append(f"tmem V: {dt}[64, {self.tcols * epc}] @ datapath(F, sub_slab={self.sub_slab}) at T")
             region = f"V[:, {lo}:{lo + cols}]"
         elif self.datapath == "D64":
-            region = f"{T}[0:64, {lo}:{lo + cols}]"
+            region = f"T[0:64, {lo}:{lo + cols}]"
         else:
-            region = f"{T}[:, {lo}:{lo + cols}]"
+            region = f"T[:, {lo}:{lo + cols}]"
         chunk = min(self.tcols, 128) * epc  # the reference .32x32b moves at most 128 columns
-        lines += [f"local a: {dt}[{rows}, {cols}] @ frag({frag})",
+        lines += [f"local a: {dt}[{rows}, {cols}] @ frag({self.shape})",
                   f"local d: {dt}[128, {chunk}] @ frag(32x32b)",
                   f"global D: {dt}[128, {self.tcols * epc}]",
                   f"global B: {dt}[{rows}, {cols}]"]
