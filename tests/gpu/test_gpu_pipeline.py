@@ -7,8 +7,9 @@ simulator's, bit for bit, and every ``check`` must PASS.
 
 The tcgen05 ld/st matrix of issue 3 (``cells.tcgen05_matrix``: 660 cases, every shape x num x dtype x
 data path x direction x column offset; the same cases tests/unit/lower/test_tcgen05_ldst.py checks
-against an independent decoder in the simulator) is compiled in a few NVRTC modules first
-(``compile_cupy_many``), so each case's launch finds its kernel in the runtime's cache.
+against an independent decoder in the simulator) is compiled in a few NVRTC modules first, in the
+launch worker (``batch_compile_handler.py``, ``compile_cupy_many``), so each case's launch finds its
+kernel in the runtime's cache.
 
 Run: ``pytest -m gpu tests/gpu`` on a machine with CuPy and a GPU.
 """
@@ -85,20 +86,32 @@ def test_32x32b_matrix(dtype, num, off):
 
 
 TCGEN05 = tcgen05_matrix()
-_BATCH = 110  # kernels per NVRTC module
 
 
 @pytest.fixture(scope="module")
-def tcgen05_kernels():
-    """Compile the matrix's kernels (the source each launch will use) in batches; launches hit the cache."""
-    from tilemagic.codegen.cuda import generate
-    from tilemagic.runtime import arch_for_device, compile_cupy_many, probe
+def tcgen05_kernels(tmp_path_factory):
+    """A launch worker that compiles the matrix's kernels in batches before its first launch.
 
-    arch, how = arch_for_device(int(probe().cc), True)
-    srcs = [generate(tilemagic.tilecopy(c.source, launch="off").kernel, how) for c in TCGEN05]
-    for k in range(0, len(srcs), _BATCH):
-        compile_cupy_many(srcs[k:k + _BATCH], arch)
-    return arch
+    The sources (native and emulated, exactly what each launch will send) go to the worker in a pickle;
+    its handler (batch_compile_handler.py) compiles them with ``compile_cupy_many`` and the launches hit
+    the runtime's kernel cache.  The default worker is restored afterwards.
+    """
+    import os
+    import pickle
+    from pathlib import Path
+
+    from tilemagic.codegen.cuda import generate
+    from tilemagic.runtime.worker import LaunchWorker, set_worker
+
+    kernels = [tilemagic.tilecopy(c.source, launch="off").kernel for c in TCGEN05]
+    path = tmp_path_factory.mktemp("precompile") / "sources.pkl"
+    path.write_bytes(pickle.dumps({mode: [generate(k, mode) for k in kernels] for mode in ("native", "emulated")}))
+    os.environ["TILEMAGIC_PRECOMPILE"] = str(path)
+    set_worker(LaunchWorker("batch_compile_handler", pythonpath=[str(Path(__file__).parent)],
+                            compile_timeout=1800))
+    yield
+    set_worker(None)
+    os.environ.pop("TILEMAGIC_PRECOMPILE", None)
 
 
 @pytest.mark.parametrize("case", TCGEN05, ids=[c.id for c in TCGEN05])
