@@ -254,20 +254,19 @@ def _taddr(s):
     return f"get_tmem_addr({s.addr.name}[0], {s.row}, {s.col})"
 
 
-def _reconverge(L: Lines, src):
-    """Before an emulated ``.sync.aligned`` tcgen05 instruction outside any warp-splitting
-    guard: ``__syncwarp()``.  On sm_70+ a warp need not reconverge after earlier divergent
-    code (independent thread scheduling), and the emulation's full-warp check
-    (``__activemask()``) would then see a partial warp that the hardware instruction, which
-    synchronises the warp itself, never sees.  Inside a guard that splits a warp no
-    ``__syncwarp()`` is emitted, so a genuinely partial warp is still reported."""
-    if not L.lane_guards:
-        L.add("__syncwarp();  // the warp executes the .sync.aligned instruction together", src)
+def _warp_check(L: Lines, src):
+    """Before an emulated ``.sync.aligned`` tcgen05 instruction inside a guard that splits a
+    warp (``ir.evaluate.warp_uniform`` false): the run-time full-warp check.  Elsewhere every
+    lane of the warp provably reaches the call, so no check is emitted (``__activemask()`` is
+    no convergence guarantee on sm_70+: it would report false partial warps)."""
+    if L.lane_guards:
+        L.add("tm_emu_warp_check(tm);  // inside a guard that splits a warp: .sync.aligned needs all 32 lanes",
+              src)
 
 
 def _tcgen_emulated(L: Lines, s, src):
     if isinstance(s, (ir.TcgenAlloc, ir.TcgenRelinquish, ir.TcgenDealloc, ir.TcgenLdSt)):
-        _reconverge(L, src)
+        _warp_check(L, src)
     if isinstance(s, ir.TcgenAlloc):
         L.add(f"tm_emu_alloc(tm, {s.addr.name}, {s.ncols}u);", src)
     elif isinstance(s, ir.TcgenRelinquish):

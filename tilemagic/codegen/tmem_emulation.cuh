@@ -59,9 +59,12 @@ __device__ __forceinline__ void tm_emu_fail(const TmEmu& e, int code, int a, int
   }
 }
 
-// every tcgen05 instruction is .sync.aligned: all 32 lanes of the warp execute it together
-// (reports the warp's first inactive thread, as the simulator does)
-__device__ __forceinline__ bool tm_full_warp(const TmEmu& e, int line) {
+// every tcgen05 instruction is .sync.aligned: all 32 lanes of the warp execute it together.
+// The code generator proves that statically for every call site outside a guard that splits a warp;
+// only sites inside such a guard get this run-time check (emitted before the call).  It reports the
+// warp's first inactive thread, as the simulator does.  (__activemask() is not a convergence
+// guarantee on sm_70+, so it is never used where the warp is provably whole.)
+__device__ __forceinline__ bool tm_emu_warp_check_at(const TmEmu& e, int line) {
   uint32_t mask = __activemask();
   if (mask != 0xffffffffu) {
     tm_emu_fail(e, 8, (int)((tm_linear_tid() & ~31u) + (uint32_t)(__ffs(~mask) - 1)), 0, 0, line);
@@ -69,10 +72,11 @@ __device__ __forceinline__ bool tm_full_warp(const TmEmu& e, int line) {
   }
   return true;
 }
+#define tm_emu_warp_check(e) tm_emu_warp_check_at((e), __LINE__)
 
 // tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [dst], ncols  (executed by one whole warp)
 __device__ void tm_emu_alloc_at(const TmEmu& e, uint32_t* dst, uint32_t ncols, int line) {
-  if (tm_full_warp(e, line) && (tm_linear_tid() & 31) == 0) {
+  if ((tm_linear_tid() & 31) == 0) {
     uint32_t warp = tm_linear_tid() >> 5;
     if (ncols < 32 || ncols > 512 || (ncols & (ncols - 1)) != 0) {
       tm_emu_fail(e, 1, (int)ncols, 0, 0, line);
@@ -104,14 +108,14 @@ __device__ void tm_emu_alloc_at(const TmEmu& e, uint32_t* dst, uint32_t ncols, i
 
 // tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned
 __device__ void tm_emu_relinquish_at(const TmEmu& e, int line) {
-  if (tm_full_warp(e, line) && (tm_linear_tid() & 31) == 0) e.state[1] = 1;
+  if ((tm_linear_tid() & 31) == 0) e.state[1] = 1;
   __syncwarp();
 }
 #define tm_emu_relinquish(e) tm_emu_relinquish_at((e), __LINE__)
 
 // tcgen05.dealloc.cta_group::1.sync.aligned.b32 taddr, ncols
 __device__ void tm_emu_dealloc_at(const TmEmu& e, uint32_t taddr, uint32_t ncols, int line) {
-  if (tm_full_warp(e, line) && (tm_linear_tid() & 31) == 0) {
+  if ((tm_linear_tid() & 31) == 0) {
     uint32_t col = taddr & 0xffffu, slots = ncols / 32u;
     uint32_t mask = (slots >= 32) ? 0xffffffffu : ((1u << slots) - 1u);
     uint32_t warp = tm_linear_tid() >> 5;
@@ -151,7 +155,6 @@ __device__ __forceinline__ uint32_t tm_regs_per_num(int shape) {
 __device__ __noinline__ void tm_emu_ldst_at(const TmEmu& e, int is_ld, int shape, int num, uint32_t taddr,
                                             uint32_t* regs, uint32_t split, int line) {
   uint32_t tid = tm_linear_tid(), t = tid & 31u, warp = tid >> 5;
-  if (!tm_full_warp(e, line)) return;
   uint32_t lane_field = (taddr >> 16) & 0xffffu;
   if (e.strict && ((lane_field >> 5) & 3u) != 0u && ((lane_field >> 5) & 3u) != (warp & 3u)) {
     tm_emu_fail(e, 6, (int)tid, (int)((lane_field >> 5) & 3u), (int)warp, line);

@@ -66,9 +66,12 @@ __device__ __forceinline__ void tm_emu_fail(const TmEmu& e, int code, int a, int
   }
 }
 
-// every tcgen05 instruction is .sync.aligned: all 32 lanes of the warp execute it together
-// (reports the warp's first inactive thread, as the simulator does)
-__device__ __forceinline__ bool tm_full_warp(const TmEmu& e, int line) {
+// every tcgen05 instruction is .sync.aligned: all 32 lanes of the warp execute it together.
+// The code generator proves that statically for every call site outside a guard that splits a warp;
+// only sites inside such a guard get this run-time check (emitted before the call).  It reports the
+// warp's first inactive thread, as the simulator does.  (__activemask() is not a convergence
+// guarantee on sm_70+, so it is never used where the warp is provably whole.)
+__device__ __forceinline__ bool tm_emu_warp_check_at(const TmEmu& e, int line) {
   uint32_t mask = __activemask();
   if (mask != 0xffffffffu) {
     tm_emu_fail(e, 8, (int)((tm_linear_tid() & ~31u) + (uint32_t)(__ffs(~mask) - 1)), 0, 0, line);
@@ -76,10 +79,11 @@ __device__ __forceinline__ bool tm_full_warp(const TmEmu& e, int line) {
   }
   return true;
 }
+#define tm_emu_warp_check(e) tm_emu_warp_check_at((e), __LINE__)
 
 // tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [dst], ncols  (executed by one whole warp)
 __device__ void tm_emu_alloc_at(const TmEmu& e, uint32_t* dst, uint32_t ncols, int line) {
-  if (tm_full_warp(e, line) && (tm_linear_tid() & 31) == 0) {
+  if ((tm_linear_tid() & 31) == 0) {
     uint32_t warp = tm_linear_tid() >> 5;
     if (ncols < 32 || ncols > 512 || (ncols & (ncols - 1)) != 0) {
       tm_emu_fail(e, 1, (int)ncols, 0, 0, line);
@@ -111,14 +115,14 @@ __device__ void tm_emu_alloc_at(const TmEmu& e, uint32_t* dst, uint32_t ncols, i
 
 // tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned
 __device__ void tm_emu_relinquish_at(const TmEmu& e, int line) {
-  if (tm_full_warp(e, line) && (tm_linear_tid() & 31) == 0) e.state[1] = 1;
+  if ((tm_linear_tid() & 31) == 0) e.state[1] = 1;
   __syncwarp();
 }
 #define tm_emu_relinquish(e) tm_emu_relinquish_at((e), __LINE__)
 
 // tcgen05.dealloc.cta_group::1.sync.aligned.b32 taddr, ncols
 __device__ void tm_emu_dealloc_at(const TmEmu& e, uint32_t taddr, uint32_t ncols, int line) {
-  if (tm_full_warp(e, line) && (tm_linear_tid() & 31) == 0) {
+  if ((tm_linear_tid() & 31) == 0) {
     uint32_t col = taddr & 0xffffu, slots = ncols / 32u;
     uint32_t mask = (slots >= 32) ? 0xffffffffu : ((1u << slots) - 1u);
     uint32_t warp = tm_linear_tid() >> 5;
@@ -158,7 +162,6 @@ __device__ __forceinline__ uint32_t tm_regs_per_num(int shape) {
 __device__ __noinline__ void tm_emu_ldst_at(const TmEmu& e, int is_ld, int shape, int num, uint32_t taddr,
                                             uint32_t* regs, uint32_t split, int line) {
   uint32_t tid = tm_linear_tid(), t = tid & 31u, warp = tid >> 5;
-  if (!tm_full_warp(e, line)) return;
   uint32_t lane_field = (taddr >> 16) & 0xffffu;
   if (e.strict && ((lane_field >> 5) & 3u) != 0u && ((lane_field >> 5) & 3u) != (warp & 3u)) {
     tm_emu_fail(e, 6, (int)tid, (int)((lane_field >> 5) & 3u), (int)warp, line);
@@ -197,9 +200,7 @@ extern "C" __global__ void __launch_bounds__(128) tmem_roundtrip(half* __restric
     const TmEmu tm = tm_emu_make(tm_scratch, tm_status, 0);
     // TMEM: allocate 32 columns (warp 0), publish the address to the CTA
     if (warpid == 0) {
-        __syncwarp();  // the warp executes the .sync.aligned instruction together
         tm_emu_alloc(tm, tmem_addr, 32u);
-        __syncwarp();  // the warp executes the .sync.aligned instruction together
         tm_emu_relinquish(tm);
     }
     __threadfence_block();  // tcgen05.fence::before_thread_sync
@@ -208,14 +209,12 @@ extern "C" __global__ void __launch_bounds__(128) tmem_roundtrip(half* __restric
     // L8: wg.copy a <- A    [copy/reg]
     asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(((uint32_t*)a)[0]), "=r"(((uint32_t*)a)[1]), "=r"(((uint32_t*)a)[2]), "=r"(((uint32_t*)a)[3]) : "l"(A + tid_in_wg * 8) : "memory");
     // L9: wg.copy_async T <- a    [copy_async/tmem<->local]
-    __syncwarp();  // the warp executes the .sync.aligned instruction together
     tm_emu_ldst(tm, 0, 0, 4, tmem_addr[0], ((uint32_t*)a) + 0, 0u);  // tcgen05.st.sync.aligned.32x32b.x4.b32
     __threadfence_block();  // tcgen05.wait::st (emulated ld/st complete at issue)
     __threadfence_block();  // tcgen05.fence::before_thread_sync
     __syncthreads();
     __threadfence_block();  // tcgen05.fence::after_thread_sync
     // L12: wg.copy_async b <- T    [copy_async/tmem<->local]
-    __syncwarp();  // the warp executes the .sync.aligned instruction together
     tm_emu_ldst(tm, 1, 0, 4, tmem_addr[0], ((uint32_t*)b) + 0, 0u);  // tcgen05.ld.sync.aligned.32x32b.x4.b32
     __threadfence_block();  // tcgen05.wait::ld (emulated ld/st complete at issue)
     // L14: wg.copy B <- b    [copy/reg]
@@ -225,7 +224,6 @@ extern "C" __global__ void __launch_bounds__(128) tmem_roundtrip(half* __restric
     __syncthreads();
     __threadfence_block();  // tcgen05.fence::after_thread_sync
     if (warpid == 0) {
-        __syncwarp();  // the warp executes the .sync.aligned instruction together
         tm_emu_dealloc(tm, tmem_addr[0], 32u);
     }
     tm_emu_exit_check(tm);

@@ -13,6 +13,9 @@ import shutil
 import numpy as np
 import pytest
 
+import tilemagic
+from tilemagic.cli import demo_source
+
 from cells import TMEM_VIOLATIONS, tmem_ir_kernel
 from tilemagic.codegen.cuda import EMU_STATUS, generate
 from tilemagic.errors import LaunchError
@@ -101,7 +104,20 @@ def test_emulation_spins_unless_strict():
     body = text[text.index("tm_emu_alloc_at("):text.index("#define tm_emu_alloc(")]
     assert "while (found < 0 && status[0] == 0)" in body
     assert "else if (found < 0 && e.strict) tm_emu_fail(e, 3," in body
-    assert body.count("tm_full_warp(e, line)") == 1  # the partial-warp check on alloc
+    assert "__activemask" not in body  # full warps are proven by the code generator (tm_emu_warp_check)
     for fn in ("tm_emu_relinquish_at", "tm_emu_dealloc_at", "tm_emu_ldst_at"):
         seg = text[text.index(f"void {fn}("):]
-        assert "tm_full_warp(e, line)" in seg[:seg.index("\n}\n")], fn
+        assert "__activemask" not in seg[:seg.index("\n}\n")], fn
+
+
+def test_warp_check_only_inside_warp_splitting_guards():
+    """The run-time full-warp check is emitted before a tcgen05 call inside a guard that splits a
+    warp (``if (laneid < 16)``), and nowhere in kernels whose warps provably execute whole
+    (warp-uniform guards such as ``if (warpid == 0)`` around the allocation)."""
+    text = generate(tmem_ir_kernel("partial_warp")[0], "emulated").text
+    rows = text.splitlines()
+    guard = next(i for i, row in enumerate(rows) if "if (laneid < 16) {" in row)
+    assert "tm_emu_warp_check(tm);" in rows[guard + 1] and "tm_emu_ldst(" in rows[guard + 2]
+    assert text.count("tm_emu_warp_check(tm);") == 1
+    demo = tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="off")
+    assert "tm_emu_warp_check(tm);" not in demo.cuda_emulated
