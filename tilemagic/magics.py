@@ -93,6 +93,7 @@ class TileMagics(Magics):
 
             %%tilecopy [NAME] [--launch auto|sim|gpu|off] [--arch sm_100a] [--view html|text|widget]
                        [--out VAR] [--strict] [--bench] [--seed N] [--timeout SECONDS]
+                       [--export tvmscript] [--compare tvm]
             kernel NAME threads=128
             global A: float16[128, 8]
             ...
@@ -116,6 +117,8 @@ class TileMagics(Magics):
             seed=self.seed if args.seed is None else args.seed,
             bench=bool(args.bench),
             timeout=self.timeout if args.timeout is None else args.timeout,
+            export=args.export,
+            compare=args.compare,
         )
         try:
             check_arch(opts["arch"])

@@ -7,6 +7,8 @@ import shlex
 
 LAUNCH_CHOICES = ("auto", "sim", "gpu", "off")
 VIEW_CHOICES = ("html", "text", "widget")
+EXPORT_CHOICES = ("tvmscript",)
+COMPARE_CHOICES = ("tvm",)
 
 # (flags, argparse keyword arguments) — the magic's help is generated from these
 OPTIONS = (
@@ -22,11 +24,16 @@ OPTIONS = (
     (("--seed",), dict(type=int, default=None, help="Seed of `random` initialisers (default 0).")),
     (("--timeout",), dict(type=float, default=None, metavar="SECONDS",
                           help="Seconds a GPU kernel may run before its worker process is stopped (default 10).")),
+    (("--export",), dict(choices=EXPORT_CHOICES, default=None,
+                         help="tvmscript: also show the equivalent TVM TIRx program (TVMScript text).")),
+    (("--compare",), dict(choices=COMPARE_CHOICES, default=None,
+                          help="tvm: lower the exported program with apache-tvm and show its lowering beside ours, "
+                               "differences marked (needs apache-tvm==0.27.0.post1).")),
 )
 
 
 OPTION_SUMMARY = ("[NAME] [--launch auto|sim|gpu|off] [--arch sm_100a] [--view html|text|widget] [--out VAR] "
-                  "[--strict] [--bench] [--seed N] [--timeout SECONDS]")
+                  "[--strict] [--bench] [--seed N] [--timeout SECONDS] [--export tvmscript] [--compare tvm]")
 
 
 class OptionError(ValueError):

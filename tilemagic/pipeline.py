@@ -15,9 +15,9 @@ import numpy as np
 
 from .errors import LaunchError, LoweringError, Span, TileMagicError, TileSyntaxError, TileTypeError
 from .ir import nodes as ir
-from .result import CheckResult, LaunchResult, TileCopyResult
+from .result import CheckResult, LaunchResult, ReportSection, TileCopyResult
 
-from .options import LAUNCH_CHOICES, OPTION_SUMMARY, VIEW_CHOICES
+from .options import COMPARE_CHOICES, EXPORT_CHOICES, LAUNCH_CHOICES, OPTION_SUMMARY, VIEW_CHOICES
 from .runtime.worker import DEFAULT_TIMEOUT_S
 
 _ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
@@ -205,7 +205,7 @@ def run_kernel(kernel, inputs, *, launch: str = "sim", arch: str = "sm_100a", st
 
 
 _DEFAULTS = dict(launch="auto", arch="sm_100a", view="html", strict=False, bench=False, seed=0,
-                 timeout=DEFAULT_TIMEOUT_S)
+                 timeout=DEFAULT_TIMEOUT_S, export=None, compare=None)
 
 
 def _header(source: str):
@@ -249,6 +249,8 @@ def tilecopy(
     timeout: Optional[float] = None,
     namespace: Optional[dict] = None,
     emit_warnings: bool = True,
+    export: Optional[str] = None,
+    compare: Optional[str] = None,
 ) -> TileCopyResult:
     """Run a ``%%tilecopy`` description through the whole pipeline.
 
@@ -276,6 +278,11 @@ def tilecopy(
         stopped; the launch is then a LaunchError and the next one starts a fresh worker.
     namespace : dict, optional
         Where ``= NAME`` initialisers are looked up (the notebook's user namespace).
+    export : {"tvmscript"}, optional
+        Also write the equivalent TVM TIRx program (``result.export_text``, a report section).
+    compare : {"tvm"}, optional
+        Lower that program with apache-tvm and compare it with this lowering, op by op
+        (``result.tvm_comparison``, a report section; a message when apache-tvm is missing).
 
     Returns
     -------
@@ -295,7 +302,8 @@ def tilecopy(
     from .lower.program import check, lower
 
     _, hdr = _header(source)
-    given = dict(launch=launch, arch=arch, view=view, strict=strict, bench=bench, seed=seed, timeout=timeout)
+    given = dict(launch=launch, arch=arch, view=view, strict=strict, bench=bench, seed=seed, timeout=timeout,
+                 export=export, compare=compare)
     opts = {}
     for key, default in _DEFAULTS.items():
         val = given[key]
@@ -310,6 +318,10 @@ def tilecopy(
         raise ValueError(f"view must be one of {VIEW_CHOICES}")
     if not isinstance(opts["seed"], int) or opts["seed"] < 0:
         raise ValueError("seed must be a non-negative integer")
+    if opts["export"] not in (None,) + EXPORT_CHOICES:
+        raise ValueError(f"export must be one of {EXPORT_CHOICES}")
+    if opts["compare"] not in (None,) + COMPARE_CHOICES:
+        raise ValueError(f"compare must be one of {COMPARE_CHOICES}")
     arch = check_arch(opts["arch"])
     timeout = check_timeout(opts["timeout"])
     strict, bench = bool(opts["strict"]), bool(opts["bench"])
@@ -333,9 +345,18 @@ def tilecopy(
     if emit_warnings:  # after everything else, so a later error is not preceded by them
         for text, span in warns:
             warnings.warn_explicit(text, UserWarning, "tilecopy", span.line if span else 0)
-    return TileCopyResult(
+    result = TileCopyResult(
         name=name or tp.name, source=source, program=prog, kernel=kernel, ir=ir_text, cuda=native.text,
         cuda_emulated=emulated.text if emulated else None, dispatch=records, launch=lres,
         warnings=[w for w, _ in warns], options=dict(opts, arch=arch, strict=strict, bench=bench, timeout=timeout),
-        ir_lines=ir_lines, cuda_lines=native.lines,
+        ir_lines=ir_lines, cuda_lines=native.lines, typed=tp,
     )
+    if opts["export"] == "tvmscript":
+        result.export_text = result.tvmscript()
+        result.sections.append(ReportSection("TVMScript (TVM TIRx equivalent)", result.export_text))
+    if opts["compare"] == "tvm":
+        result.tvm_comparison = result.compare_tvm()
+        result.sections.append(ReportSection("TVM comparison", result.tvm_comparison.text(),
+                                             result.tvm_comparison.html() if result.tvm_comparison.available
+                                             else None))
+    return result

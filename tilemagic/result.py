@@ -163,6 +163,19 @@ class LaunchResult:
         return s
 
 
+# ----------------------------------------------------------------------------- report sections
+@dataclass(frozen=True)
+class ReportSection:
+    """An extra titled section of the text and HTML reports (``--export``, ``--compare``).
+
+    ``html`` is a ready HTML fragment; without it the HTML view shows ``text`` preformatted.
+    """
+
+    title: str
+    text: str
+    html: Optional[str] = None
+
+
 # ----------------------------------------------------------------------------- the cell result
 @dataclass
 class TileCopyResult:
@@ -194,6 +207,14 @@ class TileCopyResult:
         The resolved options (launch, arch, view, strict, seed, ...).
     ir_lines, cuda_lines : list of int or None
         For each line of ``ir`` / ``cuda``, the description line it came from (None: scaffolding).
+    typed : tilemagic.lower.program.TypedProgram or None
+        The checked program (buffers, CTA size, TMEM plan, ops) the exports are written from.
+    sections : list of ReportSection
+        Extra report sections shown after the standard ones (``--export``, ``--compare``).
+    export_text : str or None
+        The TVMScript export, with ``--export tvmscript``.
+    tvm_comparison : TvmComparison or None
+        With ``--compare tvm`` (see :mod:`tilemagic.export.tvm_compare`).
     """
 
     name: str
@@ -209,6 +230,31 @@ class TileCopyResult:
     options: dict
     ir_lines: List[Optional[int]] = field(default_factory=list)
     cuda_lines: List[Optional[int]] = field(default_factory=list)
+    typed: object = None
+    sections: List["ReportSection"] = field(default_factory=list)
+    export_text: Optional[str] = None
+    tvm_comparison: object = None
+
+    # -- exports
+    def tvmscript(self, tmem_base: str = "shared") -> str:
+        """The equivalent TVM TIRx program as TVMScript text (see :mod:`tilemagic.export.tvmscript`).
+
+        Parameters
+        ----------
+        tmem_base : {"shared", "const"}
+            TMEM addresses from ``tmem_addr[0]`` as TVM's tests write them, or column
+            constants (TVM's ``TMEMPool`` convention, which ``tvm.compile`` of 0.27 accepts).
+        """
+        from .export.tvmscript import export_tvmscript
+
+        return export_tvmscript(self.program, self.typed, self.dispatch, tmem_base=tmem_base).text
+
+    def compare_tvm(self, cuda: bool = True):
+        """TVM's lowering of :meth:`tvmscript` beside this one, op by op (needs apache-tvm; a
+        :class:`~tilemagic.export.tvm_compare.TvmComparison` with a message when it is missing)."""
+        from .export.tvm_compare import compare_with_tvm
+
+        return compare_with_tvm(self, cuda=cuda)
 
     # -- pictures
     def heatmap(self, color_by: str = "warp"):

@@ -1,6 +1,6 @@
-"""Golden files: the printed IR and the CUDA (native and emulated) of the seed demos, and of one
-cell per copy variant (tests/cells.py ``golden_cells``: gmem_smem through a swizzle, reg with a tcgen05
-fragment, ldstmatrix .trans, the fallback).
+"""Golden files: the printed IR, the CUDA (native and emulated) and the TVMScript export of the seed demos,
+and the IR and CUDA of one cell per copy variant (tests/cells.py ``golden_cells``: gmem_smem through a swizzle,
+reg with a tcgen05 fragment, ldstmatrix .trans, the fallback).
 
 Regenerate after an intended change with ``TILEMAGIC_UPDATE_GOLDEN=1 pytest tests/golden``
 and review the diff.
@@ -71,3 +71,9 @@ def test_copy_variant_golden(name):
     _check(DATA / f"{name}.ir.txt", res.ir)
     _check(DATA / f"{name}.cu", res.cuda)
     _check(DATA / f"{name}.report.txt", res.text())
+
+
+@pytest.mark.parametrize("name", DEMOS)
+def test_tvmscript_golden(name):
+    """The TVM TIRx export (``--export tvmscript``): one tcgen05 program, one copy program."""
+    _check(DATA / f"{name}.tvmscript.txt", _result(name).tvmscript())

@@ -372,6 +372,7 @@ def render_html(result, png: Optional[bytes] = None) -> str:
         emulated_html(result),
         _section("TMEM" if uses_tmem(result) else "Shared memory", tmem_html(result) + heatmap_html(result, png)),
         _section("Launch", launch_html(result)),
-    ]
+    ] + [_section(sec.title, sec.html or f'<pre style="overflow:auto;margin:0">{escape(sec.text)}</pre>')
+         for sec in getattr(result, "sections", ())]  # extra sections (--export, --compare)
     return (f'<div class="tm-report" style="{_FONT};color:#1f2328;max-width:100%">'
             + "".join(b for b in body if b) + "</div>")

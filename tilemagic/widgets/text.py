@@ -257,6 +257,8 @@ def render_text(result) -> str:
             for key in sorted(launch.timing):
                 body_l.append(f"  {key}: {launch.timing[key]}")
         lines += _block("Launch", "\n".join(body_l))
+    for sec in getattr(result, "sections", ()):  # extra sections (--export, --compare)
+        lines += _block(sec.title, sec.text)
     while lines and not lines[-1]:
         lines.pop()
     return "\n".join(line.rstrip() for line in lines)

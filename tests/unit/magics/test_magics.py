@@ -123,3 +123,14 @@ def test_status_line_magic(ip):
 def test_reload_is_idempotent(ip):
     ip.extension_manager.reload_extension("tilemagic")
     assert ip.run_cell("%%tilecopy --launch off\nglobal A: float32[4]\n").success
+
+
+def test_export_option_shows_the_tvmscript(ip):
+    res = ip.run_cell_magic("tilecopy", "tmem_roundtrip --launch off --export tvmscript", body("tmem_roundtrip"))
+    assert res.export_text and res.export_text.startswith("# TVM TIRx equivalent of the %%tilecopy cell")
+    bundle = res._repr_mimebundle_()
+    assert "== TVMScript (TVM TIRx equivalent) ==" in bundle["text/plain"]
+    assert "T.alloc_tcgen05_ldst_frag" not in bundle["text/plain"]  # S[...] register tiles stay alloc_local
+    assert "Tx.wg.copy_async(b[0:128, 0:8], T_[0:128, 0:8])" in bundle["text/html"]
+    with pytest.raises(TileSyntaxError, match="invalid choice: 'mlir'"):
+        ip.run_cell_magic("tilecopy", "--export mlir", body("tmem_roundtrip"))

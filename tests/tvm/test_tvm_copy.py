@@ -1,0 +1,58 @@
+"""Differential tests against TVM TIRx: the ``copy`` dispatch family.
+
+Each cell's ops are compared with TVM's: the same winning variant family (TVM 0.27
+implements tilemagic's ``gmem_smem`` and ``reg`` as one variant, ``vec_auto``), the same
+widest vector ``ld``/``st`` and, for the fallback, the same number of scalar stores by
+one thread.  Cases whose TVM variant tilemagic does not register yet (``gmem_smem``,
+``ldstmatrix``) xfail on that reason only.
+"""
+
+import pytest
+from cells import reg_cell
+from tvm_cases import (
+    COPY_FALLBACK,
+    COPY_GMEM_SMEM,
+    COPY_LDSTMATRIX,
+    COPY_REG,
+    check_agreement,
+    differential,
+)
+
+from tilemagic.export.tvm_compare import compare_with_tvm
+
+pytestmark = pytest.mark.tvm  # the TVM oracle tests (fixture `tvm` in tests/conftest.py)
+
+
+@pytest.mark.parametrize("source", COPY_FALLBACK + COPY_GMEM_SMEM + COPY_REG + COPY_LDSTMATRIX)
+def test_copy_matches_tvm(tvm, source):
+    check_agreement(differential(source), mode="copy")
+
+
+def test_known_disagreement_one_column_register_tile(tvm):
+    """A (128, 1) register tile: tilemagic's reg moves it with one ld.global.u32 per thread; TVM 0.27's
+    vec_auto raises "tail too short for vec_len 1", its fallback wins and LowerTIRx then cannot lower the
+    fallback's direct access to a thread-distributed register buffer.  (TVM bug; tilemagic is right.)"""
+    cmp = compare_with_tvm(source=reg_cell("S[(128, 1) : (1@tid_in_wg, 1)]", 128, 1), cuda=False, tmem_base="const")
+    load = cmp.ops[0]
+    assert load.ours_variant == "reg" and load.ours_lines == ["ld.global.u32 ×1"]
+    assert load.tvm_variant == "fallback"
+    assert "tail too short for vec_len 1" in load.tvm_why_not
+    assert "Cannot lower direct BufferLoad/BufferStore on a buffer with thread-axis layout" in cmp.tvm.error
+    assert not cmp.agrees
+
+
+def test_known_disagreement_forced_fallback_on_register_tile(tvm):
+    """``dispatch=fallback`` on a thread-distributed register tile: tilemagic's fallback predicate rejects
+    it (one elected thread cannot reach other threads' registers); TVM's fallback accepts it and the
+    lowering fails afterwards with "Cannot lower direct BufferLoad/BufferStore"."""
+    src = """
+kernel r threads=128
+global A: float32[128, 4]
+local a: float32[128, 4] @ S[(128, 4) : (1@tid_in_wg, 1)]
+wg.copy a <- A dispatch=fallback
+"""
+    cmp = compare_with_tvm(source=src, cuda=False, tmem_base="const")
+    op = cmp.ops[0]
+    assert "one elected thread cannot reach the other threads' registers" in op.ours_error
+    assert op.tvm_variant == "fallback"
+    assert "Cannot lower direct BufferLoad/BufferStore" in cmp.tvm.error

@@ -1,0 +1,513 @@
+"""``--compare tvm``: run TVM TIRx on the exported program and put its lowering beside tilemagic's.
+
+For a description this module
+
+1. exports the TVM TIRx equivalent (:mod:`.tvmscript`) and parses it with
+   ``tvm.script.from_source``;
+2. lowers it with ``tvm.tirx.transform.LowerTIRx()`` under
+   ``Target({"kind": "cuda", "arch": <arch>})`` while recording, for every copy op, which
+   TVM dispatch variant won and the ``PrimFunc`` it returned (by wrapping the ``impl`` of
+   each registered dispatch case for the duration of the call, then restoring it);
+3. optionally compiles the module to CUDA with ``tvm.compile(..., tir_pipeline="tirx")``.
+   This wheel stops in ``MakePackedAPI`` when a TMEM address is read from shared memory
+   (``tmem_addr[0]``), so a TMEM kernel is compiled from a second export with constant
+   TMEM addresses (TVM's ``TMEMPool`` convention), and the note says so;
+4. reduces both sides to normalised instruction lines (:mod:`.instructions`) and marks
+   where they differ, op by op: the winning variant family (TVM 0.27 implements
+   tilemagic's ``gmem_smem`` and ``reg`` as one variant, ``vec_auto``), the instruction
+   chains, TMEM row/column immediates, register order and vector widths.
+
+``apache-tvm`` is an optional, test-time dependency: it is imported only inside
+:func:`run_tvm`, and :func:`compare_with_tvm` returns a comparison carrying a message
+(no traceback) when it is missing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import re
+import warnings
+from dataclasses import dataclass, field
+from html import escape
+from typing import List, Optional, Tuple
+
+from .instructions import (
+    Instr,
+    ours_instructions,
+    summary_lines,
+    tvm_instructions,
+    vector_bytes,
+)
+from .tvmscript import TVM_VARIANT_NAMES, TvmScriptExport, export_tvmscript
+
+__all__ = [
+    "TVM_MISSING",
+    "OpComparison",
+    "TvmComparison",
+    "TvmOp",
+    "TvmRun",
+    "compare_with_tvm",
+    "condense_tvm_error",
+    "run_tvm",
+    "variant_family",
+]
+
+TVM_MISSING = ("apache-tvm is not installed, so there is nothing to compare with: "
+               "pip install 'apache-tvm==0.27.0.post1' (tilemagic's `tvm` extra)")
+
+
+def variant_family(variant: Optional[str]) -> Optional[str]:
+    """The TVM 0.27 variant that a tilemagic variant corresponds to (``reg``/``gmem_smem`` -> ``vec_auto``)."""
+    return None if variant is None else TVM_VARIANT_NAMES.get(variant, variant)
+
+
+# ----------------------------------------------------------------------------- running TVM
+@dataclass
+class TvmOp:
+    """One dispatch TVM made: op (``copy``/``copy_async``), winning variant, exec scope, the returned TIR."""
+
+    op: str
+    variant: str
+    scope: str
+    script: str
+
+
+@dataclass
+class TvmRun:
+    """What TVM did with an exported program.
+
+    Attributes
+    ----------
+    ops : list of TvmOp
+        The successful dispatches, in program order.
+    error : str or None
+        TVM's error, condensed (a parse error, or the dispatch failure table without tracebacks).
+    error_stage : {"parse", "lower", None}
+    error_line : int or None
+        Description line of the op TVM rejected, when known.
+    lowered : str or None
+        ``LowerTIRx`` output (TVMScript of the lowered module).
+    cuda : str or None
+        TVM's CUDA source, when ``tvm.compile`` produced one.
+    cuda_note : str
+        How the CUDA was obtained, or why there is none.
+    warnings : list of str
+        Python warnings TVM raised while lowering (the fallback's ``copy/fallback`` UserWarning).
+    """
+
+    ops: List[TvmOp] = field(default_factory=list)
+    error: Optional[str] = None
+    error_stage: Optional[str] = None
+    error_line: Optional[int] = None
+    lowered: Optional[str] = None
+    cuda: Optional[str] = None
+    cuda_note: str = ""
+    warnings: List[str] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def _recording(dispatcher, sink: List[TvmOp]):
+    """Wrap every registered dispatch impl so that each success is appended to ``sink``; restore on exit."""
+    saved = []
+    for (op, _target), cases in dispatcher._DISPATCH_TABLE.items():
+        name = op.name.rsplit(".", 1)[-1]
+        for case in cases:
+            saved.append((case, case.impl))
+
+            def wrapped(op_call, sctx, _impl=case.impl, _variant=case.variant, _name=name):
+                res = _impl(op_call, sctx)
+                sink.append(TvmOp(_name, _variant, str(getattr(sctx, "scope_kind", "")), res.script()))
+                return res
+
+            case.impl = wrapped
+    try:
+        yield
+    finally:
+        for case, impl in saved:
+            case.impl = impl
+
+
+_ROW_RE = re.compile(r"^\|\s*(\S[^|]*?\(prio=-?\d+\))\s*\|\s*(.*?)\s*\|?$")
+
+
+def condense_tvm_error(message: str) -> str:
+    """TVM's dispatch failure table reduced to its header and one line per variant (no tracebacks).
+
+    Any other error is cut to its first lines.
+    """
+    lines = message.splitlines()
+    head = next((ln.split("RuntimeError: ")[-1].strip() for ln in lines if "dispatch failed" in ln), None)
+    rows = [f"  {m.group(1)}: {m.group(2)}" for m in (_ROW_RE.match(ln.strip()) for ln in lines) if m]
+    if head is None and not rows:
+        return _first_lines(message)
+    return "\n".join(([head] if head else []) + rows)
+
+
+def _first_lines(text: str, n: int = 12) -> str:
+    return "\n".join(text.strip().splitlines()[:n])
+
+
+def _import_tvm():
+    import tvm  # optional dependency: imported here only
+    from tvm.tirx.operator.tile_primitive import dispatcher
+
+    return tvm, dispatcher
+
+
+def run_tvm(export: TvmScriptExport, *, arch: str = "sm_100a", cuda_export: Optional[TvmScriptExport] = None,
+            cuda: bool = False) -> TvmRun:
+    """Parse, lower (recording every dispatch) and optionally compile an exported program with TVM.
+
+    Parameters
+    ----------
+    export : TvmScriptExport
+    arch : str
+        CUDA target arch of ``LowerTIRx`` and the codegen.
+    cuda : bool
+        Also run ``tvm.compile`` to CUDA (about a tenth of a second more).
+    cuda_export : TvmScriptExport, optional
+        The program to compile when ``export`` does not compile (constant TMEM addresses).
+
+    Raises
+    ------
+    ImportError
+        apache-tvm is not installed.
+    """
+    tvm, dispatcher = _import_tvm()
+    run = TvmRun()
+    target = tvm.target.Target({"kind": "cuda", "arch": arch})
+    try:
+        func = tvm.script.from_source(export.text)
+    except Exception as e:  # noqa: BLE001 -- a TVMScript diagnostic, or a layout factory's ValueError
+        run.error, run.error_stage = _first_lines(str(e)), "parse"
+        m = re.search(r"<str>:(\d+):\d+", str(e))
+        if m:
+            run.error_line = export.op_lines.get(int(m.group(1)))
+        return run
+    mod = tvm.IRModule({"main": func})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            with _recording(dispatcher, run.ops), target:
+                lowered = tvm.tirx.transform.LowerTIRx()(mod)
+            run.lowered = lowered.script()
+        except Exception as e:  # noqa: BLE001 -- TVM's dispatch failure (RuntimeError) or a pass's check
+            run.error, run.error_stage = condense_tvm_error(str(e)), "lower"
+            op_lines = [export.op_lines[k] for k in sorted(export.op_lines)]
+            if len(run.ops) < len(op_lines):
+                run.error_line = op_lines[len(run.ops)]
+    run.warnings = [str(w.message) for w in caught]
+    if cuda and run.error is None:
+        run.cuda, run.cuda_note = _compile(tvm, target, mod, export, cuda_export)
+    return run
+
+
+def _compile(tvm, target, mod, export, cuda_export) -> Tuple[Optional[str], str]:
+    def build(m):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with target:
+                rt = tvm.compile(m, target=target, tir_pipeline="tirx")
+        return "\n".join(im.inspect_source() for im in rt.mod.imports)
+
+    try:
+        return build(mod), 'tvm.compile(..., tir_pipeline="tirx") of the exported program'
+    except Exception as e:  # noqa: BLE001 -- any failure of TVM's codegen is reported, not raised
+        why = _first_lines(str(e), 40).splitlines()
+        why = next((ln.strip() for ln in reversed(why) if ln.strip()), type(e).__name__)
+    if cuda_export is None:
+        return None, f"tvm.compile failed: {why}"
+    try:
+        alt = tvm.IRModule({"main": tvm.script.from_source(cuda_export.text)})
+        return build(alt), (f"tvm.compile of the exported program failed ({why}); this CUDA comes from the same "
+                            "program with constant TMEM addresses (TMEMPool convention: allocation at address 0)")
+    except Exception as e2:  # noqa: BLE001 -- reported in the note
+        return None, f"tvm.compile failed: {why}; with constant TMEM addresses: {_first_lines(str(e2), 1)}"
+
+
+# ----------------------------------------------------------------------------- comparison
+@dataclass
+class OpComparison:
+    """tilemagic and TVM on one copy op.
+
+    Attributes
+    ----------
+    line : int
+        Description line of the op.
+    text : str
+        The statement.
+    ours_variant, tvm_variant : str or None
+        The winning variants (None when that side rejected the op or did not get to it).
+    ours, tvm : list of Instr or None
+        What one thread issues on each side (None when not lowered).
+    ours_error, tvm_error : str or None
+        Why a side rejected the op.
+    scopes : (str, str)
+        Memory scopes of the destination and the source.
+    tvm_why_not : str or None
+        When TVM chose another variant family than tilemagic: what TVM says when that op is
+        forced (``dispatch=``) to tilemagic's family.
+    """
+
+    line: int
+    text: str
+    scopes: Tuple[str, str] = ("", "")
+    ours_variant: Optional[str] = None
+    tvm_variant: Optional[str] = None
+    ours: Optional[List[Instr]] = None
+    tvm: Optional[List[Instr]] = None
+    ours_error: Optional[str] = None
+    tvm_error: Optional[str] = None
+    tvm_why_not: Optional[str] = None
+
+    @property
+    def ours_lines(self) -> List[str]:
+        return summary_lines(self.ours or [])
+
+    @property
+    def tvm_lines(self) -> List[str]:
+        return summary_lines(self.tvm or [])
+
+    @property
+    def family_agrees(self) -> bool:
+        return self.ours_variant is not None and variant_family(self.ours_variant) == self.tvm_variant
+
+    @property
+    def vector_bytes(self) -> Tuple[Optional[int], Optional[int]]:
+        """Widest ``ld``/``st`` on each side (None: no vector moves)."""
+        def widest(instrs):
+            w = [b for b in (vector_bytes(i.chain) for i in instrs or []) if b is not None]
+            return max(w) if w else None
+
+        return widest(self.ours), widest(self.tvm)
+
+    @property
+    def verdict(self) -> str:
+        """``same``, ``differs``, ``both reject``, ``tilemagic rejects``, ``TVM rejects`` or ``not compared``."""
+        ours_ok, tvm_ok = self.ours is not None, self.tvm is not None
+        if ours_ok and tvm_ok:
+            return "same" if self.family_agrees and self.ours_lines == self.tvm_lines else "differs"
+        if self.ours_error and self.tvm_error:
+            return "both reject"
+        if self.ours_error and tvm_ok:
+            return "tilemagic rejects"
+        if self.tvm_error and ours_ok:
+            return "TVM rejects"
+        return "not compared"
+
+    def diff(self) -> List[Tuple[str, str, str]]:
+        """``(mark, tilemagic line, TVM line)``: ``=`` equal, ``≠`` differ, ``-`` tilemagic only, ``+`` TVM only."""
+        a, b = self.ours_lines, self.tvm_lines
+        rows: List[Tuple[str, str, str]] = []
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+            if tag == "equal":
+                rows += [("=", x, x) for x in a[i1:i2]]
+                continue
+            left, right = a[i1:i2], b[j1:j2]
+            for k in range(max(len(left), len(right))):
+                x = left[k] if k < len(left) else ""
+                y = right[k] if k < len(right) else ""
+                rows.append(("≠" if x and y else ("-" if x else "+"), x, y))
+        return rows
+
+
+@dataclass
+class TvmComparison:
+    """The result of ``--compare tvm``.
+
+    Attributes
+    ----------
+    available : bool
+        apache-tvm could be imported.
+    message : str
+        One line: the overall outcome, or why nothing was compared.
+    export : TvmScriptExport or None
+    ops : list of OpComparison
+    tvm : TvmRun or None
+    """
+
+    available: bool
+    message: str
+    export: Optional[TvmScriptExport] = None
+    ops: List[OpComparison] = field(default_factory=list)
+    tvm: Optional[TvmRun] = None
+
+    @property
+    def agrees(self) -> bool:
+        """Every op: same lowering, or both reject it; and TVM lowered the whole program when tilemagic did."""
+        if not self.available or not all(o.verdict in ("same", "both reject") for o in self.ops):
+            return False
+        return self.tvm is None or self.tvm.error is None or any(o.ours_error for o in self.ops)
+
+    def text(self) -> str:
+        """Deterministic plain text: per op the verdict, both variants and the marked instruction lines."""
+        out = [self.message]
+        for o in self.ops:
+            out.append("")
+            out.append(f"L{o.line}: {o.text}    [{o.verdict}]")
+            out.append(f"  tilemagic: {_who(o.ours_variant, o.ours_error)}    TVM: {_who(o.tvm_variant, o.tvm_error)}")
+            if o.ours is not None and o.tvm is not None:
+                for mark, x, y in o.diff():
+                    if mark == "=":
+                        out.append(f"  = {x}")
+                    elif mark == "≠":
+                        out += [f"  ≠ tilemagic: {x}", f"         TVM: {y}"]
+                    elif mark == "-":
+                        out.append(f"  - tilemagic only: {x}")
+                    else:
+                        out.append(f"  + TVM only: {y}")
+            for who, err in (("tilemagic", o.ours_error), ("TVM", o.tvm_error)):
+                if err:
+                    out.append(f"  {who} rejects:")
+                    out += ["    " + ln for ln in err.splitlines()]
+            if o.tvm_why_not:
+                out.append(f"  TVM with dispatch={variant_family(o.ours_variant)}:")
+                out += ["    " + ln for ln in o.tvm_why_not.splitlines()]
+        if self.tvm is not None and self.tvm.cuda_note:
+            out += ["", f"TVM CUDA: {self.tvm.cuda_note}"]
+        return "\n".join(out)
+
+    def html(self) -> str:
+        """Static HTML: a table per op (tilemagic ∥ TVM, differing rows highlighted), TVM's lowered IR and CUDA
+        in ``<details>``."""
+        colors = {"=": "", "≠": "background:#fff8c5", "-": "background:#ffebe9", "+": "background:#dafbe1"}
+        mono = "font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px"
+        parts = [f'<div class="tm-tvm-compare"><div style="margin:4px 0">{escape(self.message)}</div>']
+        for o in self.ops:
+            parts.append(f'<div style="margin:6px 0 2px 0;{mono}"><b>L{o.line}: {escape(o.text)}</b> '
+                         f"[{escape(o.verdict)}] — tilemagic: {escape(str(o.ours_variant or '-'))}, "
+                         f"TVM: {escape(str(o.tvm_variant or '-'))}</div>")
+            rows = []
+            if o.ours is not None and o.tvm is not None:
+                for mark, x, y in o.diff():
+                    rows.append(f'<tr style="{colors[mark]}"><td>{escape(mark)}</td><td>{escape(x)}</td>'
+                                f"<td>{escape(y)}</td></tr>")
+            if o.tvm_why_not:
+                rows.append(f"<tr><td>?</td><td></td><td><pre style='margin:0'>TVM with dispatch="
+                            f"{escape(str(variant_family(o.ours_variant)))}:\n{escape(o.tvm_why_not)}</pre></td></tr>")
+            for who, err in (("tilemagic", o.ours_error), ("TVM", o.tvm_error)):
+                if err:
+                    cells = (f"<td><pre style='margin:0'>{escape(err)}</pre></td><td></td>" if who == "tilemagic"
+                             else f"<td></td><td><pre style='margin:0'>{escape(err)}</pre></td>")
+                    rows.append(f"<tr><td>✗</td>{cells}</tr>")
+            parts.append(f'<table style="border-collapse:collapse;{mono}"><tr><th></th><th style="text-align:left">'
+                         f'tilemagic</th><th style="text-align:left">TVM</th></tr>{"".join(rows)}</table>')
+        if self.tvm is not None:
+            for title, body in (("TVM LowerTIRx output", self.tvm.lowered),
+                                (f"TVM CUDA ({self.tvm.cuda_note})", self.tvm.cuda)):
+                if body:
+                    parts.append(f'<details><summary style="cursor:pointer">{escape(title)}</summary>'
+                                 f'<pre style="{mono};max-height:400px;overflow:auto">{escape(body)}</pre></details>')
+        parts.append("</div>")
+        return "".join(parts)
+
+
+def _who(variant, error) -> str:
+    return variant or ("rejected" if error else "-")
+
+
+def _ours_error_text(err) -> str:
+    text = getattr(err, "message", None) or str(err)
+    details = getattr(err, "details", None)
+    return text + ("\n" + details if details else "")
+
+
+def compare_with_tvm(result=None, *, source: Optional[str] = None, name: Optional[str] = None,
+                     arch: str = "sm_100a", cuda: bool = True, tmem_base: str = "shared",
+                     explain: bool = True) -> TvmComparison:
+    """Compare tilemagic's lowering of a program with TVM's, op by op.
+
+    Parameters
+    ----------
+    result : TileCopyResult, optional
+        A lowered cell (its typed program, dispatch records and kernel are used).
+    source : str, optional
+        A description instead of a result: tilemagic lowers it here (``launch="off"``); a
+        description tilemagic rejects is still exported and given to TVM.
+    arch : str
+    cuda : bool
+        Also obtain TVM's CUDA.
+    tmem_base : {"shared", "const"}
+        The export TVM lowers (see :func:`~tilemagic.export.tvmscript.export_tvmscript`); with
+        ``shared`` the CUDA comes from a second, ``const`` export when the first does not compile.
+    explain : bool
+        For an op where TVM picked another variant family, lower once more with that op forced to
+        tilemagic's family and keep TVM's answer (``OpComparison.tvm_why_not``).
+
+    Returns
+    -------
+    TvmComparison
+        ``available`` is False, with a message, when apache-tvm cannot be imported.
+    """
+    from ..errors import TileMagicError
+
+    try:
+        _import_tvm()
+    except ImportError as e:
+        return TvmComparison(False, f"{TVM_MISSING} ({e})")
+    ours_error, ours_error_line = None, None
+    if result is None:
+        from ..lang import parse
+        from ..lower.program import check
+        from ..pipeline import tilecopy
+
+        prog = parse(source)  # a syntax or type error is the caller's to see
+        tp = check(prog, name)
+        try:
+            result = tilecopy(source, name=name, launch="off", arch=arch, emit_warnings=False)
+        except TileMagicError as e:
+            ours_error = _ours_error_text(e)
+            ours_error_line = e.span.line if getattr(e, "span", None) else None
+            result = None
+        records = result.dispatch if result is not None else []
+        kernel = result.kernel if result is not None else None
+    else:
+        prog, tp, records, kernel = result.program, result.typed, result.dispatch, result.kernel
+        arch = result.options.get("arch", arch)
+    export = export_tvmscript(prog, tp, records, tmem_base=tmem_base)
+    cuda_export = None
+    if cuda and tp.tmem_cols and tmem_base == "shared":
+        cuda_export = export_tvmscript(prog, tp, records, tmem_base="const")
+    run = run_tvm(export, arch=arch, cuda=cuda, cuda_export=cuda_export)
+    inverse = {v: k for k, v in export.names.items()}
+    ours_by_line = ours_instructions(kernel) if kernel is not None else {}
+    rec_by_line = {r.line: r for r in records}
+    ops = []
+    copy_ops = [it[1] for it in tp.items if it[0] == "copy"]
+    for k, op in enumerate(copy_ops):
+        oc = OpComparison(op.span.line, op.text, (op.dst.buf.scope, op.src.buf.scope))
+        rec = rec_by_line.get(op.span.line)
+        if kernel is not None and rec is not None:
+            oc.ours_variant, oc.ours = rec.chosen, ours_by_line.get(op.span.line, [])
+        elif ours_error is not None and (ours_error_line is None or ours_error_line == op.span.line):
+            oc.ours_error = ours_error
+        if k < len(run.ops):
+            t = run.ops[k]
+            oc.tvm_variant = t.variant
+            try:
+                oc.tvm = tvm_instructions(t.script, inverse)
+            except ValueError as e:
+                oc.tvm_error = f"could not read TVM's dispatched TIR: {e}"
+        elif run.error is not None and (run.error_line is None or run.error_line == op.span.line):
+            oc.tvm_error = run.error
+        ops.append(oc)
+    for oc in ops if explain else ():  # ask TVM why it did not take tilemagic's variant family
+        fam = variant_family(oc.ours_variant)
+        if oc.ours is not None and oc.tvm_variant is not None and fam != oc.tvm_variant:
+            forced = run_tvm(export_tvmscript(prog, tp, records, tmem_base=tmem_base, force={oc.line: fam}), arch=arch)
+            if forced.error is not None and forced.error_line == oc.line:
+                oc.tvm_why_not = forced.error
+            elif forced.error is None:
+                oc.tvm_why_not = f"{fam} accepts it too; {oc.tvm_variant} is tried first (priority, then name)"
+    same = sum(o.verdict in ("same", "both reject") for o in ops)
+    msg = f"TVM TIRx (apache-tvm {_tvm_version()}) vs tilemagic: {same} of {len(ops)} ops agree"
+    if run.error and run.error_line is None:
+        msg += f"; TVM failed to {run.error_stage} the program: {run.error.splitlines()[0]}"
+    return TvmComparison(True, msg, export, ops, run)
+
+
+def _tvm_version() -> str:
+    import tvm
+
+    return str(getattr(tvm, "__version__", "?"))

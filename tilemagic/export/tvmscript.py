@@ -1,0 +1,345 @@
+"""A ``%%tilecopy`` program as the equivalent TVM TIRx program, written as TVMScript text.
+
+The text is what a TIRx user would write by hand for the same kernel (the style of
+TVM's own ``test_tcgen05_ldst.py`` / ``test_fallback.py``, as accepted by
+``apache-tvm==0.27.0.post1``):
+
+* global buffers are ``T.handle`` parameters bound with ``T.match_buffer``;
+* ``T.device_entry()`` starts the device region, followed by the scope ids of a
+  one-CTA launch (``T.cta_id``, ``T.warpgroup_id``/``T.warp_id_in_wg``/
+  ``T.thread_id_in_wg`` for whole warpgroups, ``T.warp_id``/``T.lane_id`` for
+  whole warps, ``T.thread_id``);
+* shared buffers are ``T.alloc_shared`` (with ``layout=`` when not row-major),
+  register tiles ``T.alloc_local(..., layout=...)`` or, for ``frag(...)``,
+  ``T.alloc_tcgen05_ldst_frag(shape, (rows, cols), dtype)``;
+* TMEM is allocated by hand as the TVM tests do: ``tmem_addr = T.alloc_shared([1],
+  "uint32")``, warp 0 runs ``tcgen05.alloc`` + ``relinquish_alloc_permit``, and every
+  tmem buffer is a ``T.decl_buffer(..., scope="tmem", allocated_addr=tmem_addr[0] +
+  COL, layout=...)`` with ``COL`` its 32-bit column inside the allocation and the
+  layout ``tmem_datapath_layout(...)`` or an ``S[...]`` with ``TLane``/``TCol``;
+* ops are ``Tx.<scope>.copy`` / ``Tx.<scope>.copy_async(dst, src[, dispatch=...])``,
+  ``wait ld``/``wait st`` are ``T.ptx.tcgen05.wait__ld/st.sync.aligned()``,
+  ``cta_sync`` is ``T.cuda.cta_sync()`` (between ``tcgen05.fence::before_thread_sync``
+  and ``::after_thread_sync`` when the kernel uses TMEM, as tilemagic lowers it).
+
+The text is self-contained for ``tvm.script.from_source(text)``: it only uses the
+names TVMScript binds by default (``T``, ``Tx``, ``Axis``, ``tvm``), so layout factories
+are spelled ``tvm.tirx.layout.tmem_datapath_layout(...)``.  The import lines a Python
+file needs are given as comments in the header (the TVMScript parser rejects imports).
+Buffer names that would shadow those names (a tmem buffer called ``T``, ...) are
+renamed with a trailing ``_``; the header lists every renaming.
+
+``tmem_base="const"`` writes ``allocated_addr=COL`` instead (TVM's ``TMEMPool``
+convention: the allocation is assumed to start at TMEM address 0).  That is the form
+``tvm.compile`` of this wheel turns into CUDA; with ``tmem_addr[0]`` it stops in
+``MakePackedAPI`` ("variables (tmem_addr.source,) are used, but are not passed in as
+API arguments").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional
+
+from ..errors import TileMagicError
+from ..ir import nodes as ir
+from ..lang import ast
+from ..layout import TileLayout
+
+__all__ = ["TVM_VARIANT_NAMES", "TvmScriptExport", "export_tvmscript", "tvmscript_from_source"]
+
+# tilemagic variant name -> the TVM 0.27 variant that implements it (TVM folded gmem_smem and reg into vec_auto)
+TVM_VARIANT_NAMES = {"gmem_smem": "vec_auto", "reg": "vec_auto"}
+
+# names TVMScript binds by default (tvm.script.parser.core.entry._default_globals) plus Python builtins the
+# printed program relies on: a buffer of that name would shadow them
+_RESERVED = {"T", "Tx", "Axis", "tvm", "I", "R", "ir", "tir", "relax", "tirx", "TypeVar", "range", "print", "len"}
+
+_SCOPE_NS = {"thread": "Tx", "warp": "Tx.warp", "wg": "Tx.wg", "cta": "Tx.cta"}
+
+
+class ExportError(TileMagicError):
+    """The description uses something the TVMScript export cannot write yet (located at it)."""
+
+
+@dataclass(frozen=True)
+class TvmScriptExport:
+    """The exported program.
+
+    Attributes
+    ----------
+    text : str
+        TVMScript of one ``@T.prim_func``, header comments included.
+    func_name : str
+        Name of the prim_func (the kernel name, renamed if it collides).
+    names : dict of str -> str
+        tilemagic buffer name -> name in the TVMScript text (equal unless renamed).
+    tmem_base : {"shared", "const"}
+        How TMEM buffers get their address (see the module docstring).
+    op_lines : dict of int -> int
+        1-based line of each op call in ``text`` -> its line in the description (maps a
+        TVMScript parse error back to the op).
+    """
+
+    text: str
+    func_name: str
+    names: Dict[str, str] = field(default_factory=dict)
+    tmem_base: str = "shared"
+    op_lines: Dict[int, int] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.text
+
+
+# ----------------------------------------------------------------------------- layouts
+def _stride_text(it) -> str:
+    return str(it.stride) if it.axis == "m" else f"{it.stride} @ Axis.{it.axis}"
+
+
+def _spec_text(kind: str, iters) -> str:
+    if len(iters) == 1:
+        return f"T.{kind}[{iters[0].extent}:{_stride_text(iters[0])}]"
+    ext = ", ".join(str(i.extent) for i in iters)
+    strd = ", ".join(_stride_text(i) for i in iters)
+    return f"T.{kind}[({ext}):({strd})]"
+
+
+def layout_text(layout) -> str:
+    """A tilemagic :class:`~tilemagic.layout.TileLayout` as TVMScript (``T.TileLayout(T.S[...] + ...)``).
+
+    Extents, strides and offsets are copied as written (no canonicalisation); a stride
+    or offset on an axis other than ``m`` is ``n @ Axis.<axis>``, TVM's printed form.
+    TCol is in elements in both tools.
+
+    Raises
+    ------
+    ValueError
+        ``layout`` is not a plain :class:`~tilemagic.layout.TileLayout` (e.g. a swizzle).
+    """
+    if type(layout) is not TileLayout:
+        raise ValueError(f"the TVMScript export has no form for the layout {layout} ({type(layout).__name__}) yet")
+    text = _spec_text("S", layout.shard)
+    if layout.replica:
+        text += " + " + _spec_text("R", layout.replica)
+    for axis, v in layout.offset:
+        term = str(v) if axis == "m" else f"{v} @ Axis.{axis}"
+        text += f" + {term}" if v >= 0 else f" + ({term})"
+    return f"T.TileLayout({text})"
+
+
+def _shape_text(shape) -> str:
+    return "(" + ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _region_text(r, names) -> str:
+    parts = [f"{b}:{b + e}" for b, e in zip(r.begins, r.extents)]
+    return f"{names[r.buf.name]}[{', '.join(parts)}]"
+
+
+def _tmem_layout_text(decl: Optional[ast.BufferDecl], buf: ir.Buffer) -> str:
+    lay = decl.layout if decl is not None else None
+    rows, cols = buf.shape
+    if isinstance(lay, ast.DatapathLayout):
+        sub = f", sub_slab={lay.sub_slab}" if lay.sub_slab else ""
+        return f'tvm.tirx.layout.tmem_datapath_layout("{lay.letter}", {rows}, {cols}{sub})'
+    if lay is None:  # tilemagic's default for 128 rows: datapath D (TVM's _default_tmem_layout)
+        return f'tvm.tirx.layout.tmem_datapath_layout("D", {rows}, {cols})'
+    return _layout_of(buf)
+
+
+def _layout_of(buf: ir.Buffer) -> str:
+    try:
+        return layout_text(buf.layout)
+    except ValueError as e:
+        raise ExportError(f"{e}; '{buf.name}' cannot be exported", buf.span,
+                          hint="the rest of the cell runs as usual; only --export/--compare need this") from None
+
+
+# ----------------------------------------------------------------------------- names
+class _Names:
+    """Unique TVMScript identifiers: buffer names kept unless they shadow a TVMScript name."""
+
+    def __init__(self):
+        self.taken = set(_RESERVED)
+        self.renamed: Dict[str, str] = {}
+
+    def claim(self, name: str) -> str:
+        new = name
+        while new in self.taken:
+            new += "_"
+        self.taken.add(new)
+        if new != name:
+            self.renamed[name] = new
+        return new
+
+    def fresh(self, base: str) -> str:
+        new, k = base, 0
+        while new in self.taken:
+            k += 1
+            new = f"{base}_{k}"
+        self.taken.add(new)
+        return new
+
+
+# ----------------------------------------------------------------------------- export
+def _thread_ids(threads: int, warp_id: Optional[str]) -> List[str]:
+    """Scope-id definitions of a one-CTA launch of ``threads`` threads (TVM's ``T.*_id`` statements).
+
+    ``warp_id`` names the cta->warp id when the program needs it (the TMEM alloc guard).
+    """
+    out = ["T.cta_id([1])"]
+    if threads % 128 == 0:
+        out += [f"T.warpgroup_id([{threads // 128}])", "T.warp_id_in_wg([4])", "T.thread_id_in_wg([128])"]
+    if threads % 32 == 0:
+        out += [f"{warp_id + ' = ' if warp_id else ''}T.warp_id([{threads // 32}])", "T.lane_id([32])"]
+    out.append(f"T.thread_id([{threads}])")
+    return out
+
+
+def _op_comment(op, rec) -> str:
+    text = f"# L{op.span.line}: {op.text}"
+    if rec is not None and rec.chosen:
+        text += f"  (tilemagic: {op.op}/{rec.chosen})"
+    return text
+
+
+def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
+                     force: Optional[Dict[int, str]] = None) -> TvmScriptExport:
+    """Write the TVM TIRx equivalent of a checked program.
+
+    Parameters
+    ----------
+    prog : tilemagic.lang.ast.Program
+        The parsed description (gives each buffer's layout as written: ``datapath(...)``,
+        ``frag(...)`` or ``S[...]``).
+    tp : tilemagic.lower.program.TypedProgram
+        The checked program (buffers, CTA size, TMEM plan, ops in order).
+    records : list of DispatchRecord, optional
+        tilemagic's dispatch decisions, quoted in a comment above each op.
+    tmem_base : {"shared", "const"}, default "shared"
+        ``shared``: TMEM addresses come from ``tmem_addr[0]`` written by ``tcgen05.alloc``
+        (as TVM's tests write it); ``const``: ``allocated_addr`` is the column number
+        (``TMEMPool``'s convention, which this TVM wheel compiles to CUDA).
+    force : dict of int -> str, optional
+        Description line -> TVM variant name: add ``dispatch=`` to those ops (used to ask
+        TVM why it did not pick a variant).
+
+    Returns
+    -------
+    TvmScriptExport
+    """
+    if tmem_base not in ("shared", "const"):
+        raise ValueError("tmem_base must be 'shared' or 'const'")
+    decls = {d.name: d for d in prog.buffers}
+    names = _Names()
+    bufnames = {b: names.claim(b) for b in tp.buffers}
+    func = names.claim(tp.name)
+    warp_id = names.fresh("warp_id")
+    tmem_addr = names.fresh("tmem_addr")
+    globals_ = tp.by_scope("global")
+    handles = {b.name: names.fresh(f"{bufnames[b.name]}_ptr") for b in globals_}
+    rec_of = {}
+    copy_ops = [it[1] for it in tp.items if it[0] == "copy"]
+    for op, rec in zip(copy_ops, records or ()):
+        rec_of[id(op)] = rec
+
+    out: List[str] = [
+        f"# TVM TIRx equivalent of the %%tilecopy cell `{tp.name}`, exported by tilemagic.",
+        "# Parse: tvm.script.from_source(text); lower: tvm.tirx.transform.LowerTIRx()(tvm.IRModule({\"main\": f}))",
+        '# under tvm.target.Target({"kind": "cuda", "arch": "sm_100a"}).  As a Python file it needs:',
+        "#   import tvm",
+        "#   from tvm.script import tirx as T",
+        "#   from tvm.script.tirx import tile as Tx",
+        "#   from tvm.tirx.layout import Axis",
+    ]
+    if tp.tmem_cols and tmem_base == "const":
+        out.append("# TMEM addresses are column constants (TMEMPool convention: the allocation starts at address 0).")
+    for old, new in sorted(names.renamed.items()):
+        out.append(f"# renamed: {old} -> {new} (would shadow a TVMScript name)")
+    params = ", ".join(f"{handles[b.name]}: T.handle" for b in globals_)
+    out += ["@T.prim_func", f"def {func}({params}):"]
+    body: List[str] = []
+    op_lines: Dict[int, int] = {}
+    for b in globals_:
+        body.append(f'{bufnames[b.name]} = T.match_buffer({handles[b.name]}, {_shape_text(b.shape)}, "{b.dtype}")')
+    body.append("T.device_entry()")
+    body += _thread_ids(tp.threads, warp_id if tp.tmem_cols else None)
+    for b in tp.by_scope("shared"):
+        decl = decls.get(b.name)
+        lay = "" if decl is None or decl.layout is None else f", layout={_layout_of(b)}"
+        body.append(f'{bufnames[b.name]} = T.alloc_shared({_shape_text(b.shape)}, "{b.dtype}"{lay})')
+    fence = ["T.ptx.tcgen05.fence__before_thread_sync()", "T.cuda.cta_sync()",
+             "T.ptx.tcgen05.fence__after_thread_sync()"]
+    if tp.tmem_cols:
+        body += [
+            f"# TMEM: warp 0 allocates {tp.tmem_cols} columns and publishes the address in shared memory",
+            f'{tmem_addr} = T.alloc_shared([1], "uint32")',
+            f"if {warp_id} == 0:",
+            (f"    T.ptx.tcgen05.alloc.cta_group__1.sync.aligned.shared__cta.b32(T.address_of({tmem_addr}), "
+             f"T.uint32({tp.tmem_cols}))"),
+            "    T.ptx.tcgen05.relinquish_alloc_permit.cta_group__1.sync.aligned()",
+        ] + fence
+        for b in tp.by_scope("tmem"):
+            if tmem_base == "const":
+                addr = str(b.tmem_col)
+            else:
+                addr = f"{tmem_addr}[0]" + (f" + {b.tmem_col}" if b.tmem_col else "")
+            note = f"  # at {b.alias_of} + {b.tmem_col}" if b.alias_of else ""
+            body.append(f'{bufnames[b.name]} = T.decl_buffer({_shape_text(b.shape)}, "{b.dtype}", scope="tmem", '
+                        f"allocated_addr={addr}, layout={_tmem_layout_text(decls.get(b.name), b)}){note}")
+    for b in tp.by_scope("local"):
+        decl = decls.get(b.name)
+        if decl is not None and isinstance(decl.layout, ast.FragLayout):
+            body.append(f'{bufnames[b.name]} = T.alloc_tcgen05_ldst_frag("{decl.layout.shape}", '
+                        f'({b.shape[0]}, {b.shape[1]}), "{b.dtype}")')
+        else:
+            body.append(f'{bufnames[b.name]} = T.alloc_local({_shape_text(b.shape)}, "{b.dtype}", '
+                        f"layout={_layout_of(b)})")
+    for item in tp.items:
+        kind = item[0]
+        if kind == "copy":
+            op = item[1]
+            body.append(_op_comment(op, rec_of.get(id(op))))
+            extra = ""
+            if force and op.span.line in force:
+                extra = f', dispatch="{force[op.span.line]}"'
+            elif op.dispatch:
+                tvm_name = TVM_VARIANT_NAMES.get(op.dispatch, op.dispatch)
+                extra = f', dispatch="{tvm_name}"'
+                if tvm_name != op.dispatch:
+                    body.append(f"# dispatch={op.dispatch}: TVM 0.27 implements {op.dispatch} as its {tvm_name} variant")
+            body.append(f"{_SCOPE_NS[op.scope]}.{op.op}({_region_text(op.dst, bufnames)}, "
+                        f"{_region_text(op.src, bufnames)}{extra})")
+            op_lines[len(out) + len(body)] = op.span.line
+        elif kind == "wait":
+            body.append(f"T.ptx.tcgen05.wait__{item[1]}.sync.aligned()")
+        elif kind == "sync":
+            body += fence if tp.tmem_cols else ["T.cuda.cta_sync()"]
+        elif kind == "check":
+            body.append(f"# L{item[4].line}: {item[3]}  (compared by tilemagic after the launch)")
+    if tp.tmem_cols:
+        body += [f"# TMEM: free the {tp.tmem_cols} columns (the allocating warp)"] + fence + [
+            f"if {warp_id} == 0:",
+            f"    T.ptx.tcgen05.dealloc.cta_group__1.sync.aligned.b32({tmem_addr}[0], T.uint32({tp.tmem_cols}))",
+        ]
+    out += ["    " + line for line in body]
+    return TvmScriptExport("\n".join(out) + "\n", func, dict(bufnames), tmem_base, op_lines)
+
+
+def tvmscript_from_source(source: str, name: Optional[str] = None, *, tmem_base: str = "shared") -> TvmScriptExport:
+    """Parse and check a description, then export it (no dispatch, no lowering).
+
+    This works for programs tilemagic declines to lower as well, so a user can take a
+    description TVM accepts and tilemagic does not (or the reverse) straight to TVM.
+
+    Raises
+    ------
+    TileMagicError
+        A syntax or type error of the description (located).
+    """
+    from ..lang import parse
+    from ..lower.program import check
+
+    prog = parse(source)
+    tp = check(prog, name)
+    return export_tvmscript(prog, tp, tmem_base=tmem_base)
