@@ -12,7 +12,7 @@ import keyword
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.error import UsageError
 from IPython.core.magic_arguments import argument, kwds, magic_arguments, parse_argstring
-from traitlets import Bool, CaselessStrEnum, Float, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Float, Int, TraitError, Unicode, validate
 
 from .errors import Span, TileMagicError, TileSyntaxError
 from .options import LAUNCH_CHOICES, OPTION_SUMMARY, OPTIONS, VIEW_CHOICES
@@ -83,6 +83,23 @@ class TileMagics(Magics):
                                             "is stopped (the next cell gets a fresh one).").tag(config=True)
     short_errors = Bool(True, help="Show tilemagic's own bugs as one message (False: full traceback).").tag(config=True)
 
+    @validate("arch")
+    def _valid_arch(self, proposal):
+        try:
+            return check_arch(proposal["value"])
+        except ValueError as e:
+            raise TraitError(f"TileMagics.arch: {e}") from None
+
+    @validate("seed")
+    def _valid_seed(self, proposal):
+        if proposal["value"] < 0:
+            raise TraitError("TileMagics.seed must be a non-negative integer")
+        return proposal["value"]
+
+    def defaults(self) -> dict:
+        """The session defaults of ``%%tilecopy`` (``%config TileMagics.<name>``)."""
+        return {k: getattr(self, k) for k in ("launch", "arch", "view", "strict", "seed", "timeout")}
+
     @_with_options
     @no_var_expand
     @cell_magic
@@ -94,6 +111,7 @@ class TileMagics(Magics):
             %%tilecopy [NAME] [--launch auto|sim|gpu|off] [--arch sm_100a] [--view html|text|widget]
                        [--out VAR] [--strict] [--bench] [--seed N] [--timeout SECONDS]
                        [--export tvmscript] [--compare tvm]
+                       [--heatmap tmem,instr,fragment,data|none] [--color-by warp|thread|reg|instr]
             kernel NAME threads=128
             global A: float16[128, 8]
             ...
@@ -119,6 +137,8 @@ class TileMagics(Magics):
             timeout=self.timeout if args.timeout is None else args.timeout,
             export=args.export,
             compare=args.compare,
+            heatmap=args.heatmap,
+            color_by=args.color_by,
         )
         try:
             check_arch(opts["arch"])
@@ -149,12 +169,16 @@ class TileMagics(Magics):
 
     @line_magic
     def tilemagic(self, line):
-        """``%tilemagic status``: CuPy, driver, device, NVRTC/nvcc and how launches would run."""
+        """``%tilemagic status``: CuPy, driver, device, NVRTC/nvcc and how launches would run.
+
+        ``%tilemagic variants`` lists the registered dispatch variants with their priorities.
+        The status ends with the session defaults (``%config TileMagics.<name> = ...``).
+        """
         cmd = line.strip()
         if cmd in ("", "status"):
             from .runtime.launch import status_report
 
-            print(status_report())
+            print(status_report(defaults=self.defaults()))
             return None
         if cmd == "variants":
             from .lower.dispatch import registered_variants

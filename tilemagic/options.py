@@ -9,6 +9,28 @@ LAUNCH_CHOICES = ("auto", "sim", "gpu", "off")
 VIEW_CHOICES = ("html", "text", "widget")
 EXPORT_CHOICES = ("tvmscript",)
 COMPARE_CHOICES = ("tvm",)
+#: What colours a TMEM cell in the occupancy heatmap.
+COLOR_BY_CHOICES = ("warp", "thread", "reg", "instr")
+#: Pictures ``--heatmap`` may list (comma-separated): occupancy overlay, one panel per
+#: instruction, register fragment, round-trip data, or none.
+HEATMAP_CHOICES = ("tmem", "instr", "fragment", "data", "none")
+
+
+def heatmap_list(text: str) -> tuple:
+    """``"tmem,data"`` -> ``("tmem", "data")``; argparse ``type=`` of ``--heatmap``.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        An empty list or an unknown kind (the message lists the choices).
+    """
+    kinds = tuple(k.strip() for k in str(text).split(",") if k.strip())
+    bad = [k for k in kinds if k not in HEATMAP_CHOICES]
+    if not kinds or bad:
+        raise argparse.ArgumentTypeError(
+            f"invalid --heatmap {text!r}: give a comma-separated list of {', '.join(HEATMAP_CHOICES)}")
+    return kinds
+
 
 # (flags, argparse keyword arguments) — the magic's help is generated from these
 OPTIONS = (
@@ -29,11 +51,18 @@ OPTIONS = (
     (("--compare",), dict(choices=COMPARE_CHOICES, default=None,
                           help="tvm: lower the exported program with apache-tvm and show its lowering beside ours, "
                                "differences marked (needs apache-tvm==0.27.0.post1).")),
+    (("--heatmap",), dict(type=heatmap_list, default=None, metavar="KINDS",
+                          help="Pictures in the report, comma-separated: tmem (occupancy, default), instr (one "
+                               "panel per tcgen05 instruction), fragment (thread x register -> lane, column), "
+                               "data (round-trip values; added when a check fails), none.")),
+    (("--color-by",), dict(choices=COLOR_BY_CHOICES, default=None, dest="color_by",
+                           help="Colour of a TMEM cell: warp (default), thread, reg or instr.")),
 )
 
 
 OPTION_SUMMARY = ("[NAME] [--launch auto|sim|gpu|off] [--arch sm_100a] [--view html|text|widget] [--out VAR] "
-                  "[--strict] [--bench] [--seed N] [--timeout SECONDS] [--export tvmscript] [--compare tvm]")
+                  "[--strict] [--bench] [--seed N] [--timeout SECONDS] [--export tvmscript] [--compare tvm] "
+                  "[--heatmap tmem,instr,fragment,data|none] [--color-by warp|thread|reg|instr]")
 
 
 class OptionError(ValueError):

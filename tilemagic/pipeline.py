@@ -7,6 +7,7 @@ elsewhere) → checks → :class:`~tilemagic.result.TileCopyResult`.
 
 from __future__ import annotations
 
+import argparse
 import re
 import warnings
 from typing import Dict, Optional
@@ -17,7 +18,8 @@ from .errors import LaunchError, LoweringError, Span, TileMagicError, TileSyntax
 from .ir import nodes as ir
 from .result import CheckResult, LaunchResult, ReportSection, TileCopyResult
 
-from .options import COMPARE_CHOICES, EXPORT_CHOICES, LAUNCH_CHOICES, OPTION_SUMMARY, VIEW_CHOICES
+from .options import (COLOR_BY_CHOICES, COMPARE_CHOICES, EXPORT_CHOICES, LAUNCH_CHOICES, OPTION_SUMMARY,
+                      VIEW_CHOICES, heatmap_list)
 from .runtime.worker import DEFAULT_TIMEOUT_S
 
 _ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
@@ -205,7 +207,7 @@ def run_kernel(kernel, inputs, *, launch: str = "sim", arch: str = "sm_100a", st
 
 
 _DEFAULTS = dict(launch="auto", arch="sm_100a", view="html", strict=False, bench=False, seed=0,
-                 timeout=DEFAULT_TIMEOUT_S, export=None, compare=None)
+                 timeout=DEFAULT_TIMEOUT_S, export=None, compare=None, heatmap=("tmem",), color_by="warp")
 
 
 def _header(source: str):
@@ -251,6 +253,8 @@ def tilecopy(
     emit_warnings: bool = True,
     export: Optional[str] = None,
     compare: Optional[str] = None,
+    heatmap=None,
+    color_by: Optional[str] = None,
 ) -> TileCopyResult:
     """Run a ``%%tilecopy`` description through the whole pipeline.
 
@@ -283,6 +287,11 @@ def tilecopy(
     compare : {"tvm"}, optional
         Lower that program with apache-tvm and compare it with this lowering, op by op
         (``result.tvm_comparison``, a report section; a message when apache-tvm is missing).
+    heatmap : str or sequence of str, default ("tmem",)
+        Pictures of the HTML report (``--heatmap``): ``tmem``, ``instr``, ``fragment``,
+        ``data``, ``none`` (a comma-separated string or a sequence).
+    color_by : {"warp", "thread", "reg", "instr"}, default "warp"
+        Colour of a TMEM cell in the report's occupancy heatmap.
 
     Returns
     -------
@@ -303,7 +312,7 @@ def tilecopy(
 
     _, hdr = _header(source)
     given = dict(launch=launch, arch=arch, view=view, strict=strict, bench=bench, seed=seed, timeout=timeout,
-                 export=export, compare=compare)
+                 export=export, compare=compare, heatmap=heatmap, color_by=color_by)
     opts = {}
     for key, default in _DEFAULTS.items():
         val = given[key]
@@ -322,6 +331,13 @@ def tilecopy(
         raise ValueError(f"export must be one of {EXPORT_CHOICES}")
     if opts["compare"] not in (None,) + COMPARE_CHOICES:
         raise ValueError(f"compare must be one of {COMPARE_CHOICES}")
+    if opts["color_by"] not in COLOR_BY_CHOICES:
+        raise ValueError(f"color_by must be one of {COLOR_BY_CHOICES}")
+    try:
+        opts["heatmap"] = heatmap_list(",".join(opts["heatmap"]) if not isinstance(opts["heatmap"], str)
+                                       else opts["heatmap"])
+    except argparse.ArgumentTypeError as e:
+        raise ValueError(str(e)) from None
     arch = check_arch(opts["arch"])
     timeout = check_timeout(opts["timeout"])
     strict, bench = bool(opts["strict"]), bool(opts["bench"])
@@ -350,6 +366,7 @@ def tilecopy(
         cuda_emulated=emulated.text if emulated else None, dispatch=records, launch=lres,
         warnings=[w for w, _ in warns], options=dict(opts, arch=arch, strict=strict, bench=bench, timeout=timeout),
         ir_lines=ir_lines, cuda_lines=native.lines, typed=tp,
+        cuda_emulated_lines=list(emulated.lines) if emulated else [],
     )
     if opts["export"] == "tvmscript":
         result.export_text = result.tvmscript()

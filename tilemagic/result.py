@@ -205,8 +205,9 @@ class TileCopyResult:
         e.g. the copy/fallback UserWarning text.
     options : dict
         The resolved options (launch, arch, view, strict, seed, ...).
-    ir_lines, cuda_lines : list of int or None
-        For each line of ``ir`` / ``cuda``, the description line it came from (None: scaffolding).
+    ir_lines, cuda_lines, cuda_emulated_lines : list of int or None
+        For each line of ``ir`` / ``cuda`` / ``cuda_emulated``, the description line it came
+        from (None: scaffolding).
     typed : tilemagic.lower.program.TypedProgram or None
         The checked program (buffers, CTA size, TMEM plan, ops) the exports are written from.
     sections : list of ReportSection
@@ -255,16 +256,61 @@ class TileCopyResult:
         from .export.tvm_compare import compare_with_tvm
 
         return compare_with_tvm(self, cuda=cuda)
+    cuda_emulated_lines: List[Optional[int]] = field(default_factory=list)
 
     # -- pictures
-    def heatmap(self, color_by: str = "warp"):
-        """TMEM heatmap (lanes × allocated columns) or, without TMEM, the shared-memory tile.
+    def heatmap(self, kind: str = "tmem", color_by: str = "warp", instr=None, buffer=None, check=None):
+        """A picture of where the data lives (matplotlib Figure, Agg; displays as PNG).
 
-        Returns a :class:`matplotlib.figure.Figure` rendered with Agg (no pyplot state).
+        Parameters
+        ----------
+        kind : {"tmem", "fragment", "data"}, default "tmem"
+            ``tmem``: TMEM occupancy, 128 lanes × allocated 32-bit columns (without TMEM:
+            the shared-memory tile by writing thread); ``fragment``: a register fragment,
+            thread × register -> TMEM (lane, column); ``data``: the two sides of a
+            ``check`` after the launch, mismatches in red.
+        color_by : {"warp", "thread", "reg", "instr"}, default "warp"
+            ``tmem`` only: what colours a cell.
+        instr : int or "each", optional
+            ``tmem``: one instruction (index in program order) or one panel per
+            instruction; ``fragment``: only that instruction.
+        buffer : str, optional
+            ``fragment``: the register buffer (default: the first one tcgen05 moves).
+        check : int or str, optional
+            ``data``: which check (default: the first failing one, else the first).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            Fixed size (900 × 480 px), never registered with pyplot.
+
+        Raises
+        ------
+        ValueError
+            Unknown ``kind`` / ``color_by``, or the picture does not apply (e.g. ``data``
+            without a launch).
         """
-        from .widgets.heatmap import heatmap_figure
+        from .widgets import heatmap as hm
 
-        return heatmap_figure(self.kernel, color_by=color_by)
+        if kind == "tmem":
+            return hm.heatmap_figure(self.kernel, color_by=color_by, instr=instr)
+        if kind == "fragment":
+            return hm.fragment_figure(self.kernel, local=buffer, instr=instr)
+        if kind == "data":
+            return hm.data_figure(self, check=check)
+        raise ValueError(f"kind must be one of {', '.join(hm.KINDS)}; got {kind!r}")
+
+    def ptx(self):
+        """PTX of the native CUDA for ``options["arch"]`` (nvcc or NVRTC; cached), with a line map.
+
+        Returns
+        -------
+        tilemagic.runtime.compile.PtxResult
+            ``ok``, ``text``, ``lines`` (description line per PTX line), ``tool``, ``log``.
+        """
+        from .runtime.compile import ptx_for
+
+        return ptx_for(self.cuda or "", self.options.get("arch") or "sm_100a", self.cuda_lines)
 
     # -- display
     def text(self) -> str:

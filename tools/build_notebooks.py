@@ -51,8 +51,21 @@ the same everywhere; the next cell pins that. Delete it on a GPU machine.
 A warpgroup loads a 128×8 fp16 tile into registers (`copy/reg`), stores it to tensor memory with
 `tcgen05.st.32x32b.x4` (8 fp16 = 4 32-bit columns, two per cell), reads it back with `tcgen05.ld`, and writes
 it out. Every op shows its dispatch why-table; the heatmap shows which warp owns which TMEM lanes.
+
+**Line mapping.** Hover a line of the description: the IR and CUDA lines it produced light up (and hovering an IR
+or CUDA line lights up its description line). Click a line to pin the highlight; the panes scroll to it.
 """),
     code(demo_cell("tmem_roundtrip")),
+    md("""
+### The same kernel as a stage view
+
+`--view widget` shows the stages as tabs (description, dispatch, IR, CUDA native and emulated, PTX, heatmaps,
+launch). Pick a *source line* to highlight its IR, CUDA and PTX lines; the PTX tab compiles (with `nvcc` or NVRTC)
+when you open it; the Heatmaps tab switches between TMEM occupancy (coloured by warp, thread, register or
+instruction, overlaid or one panel per instruction), the register fragment and the round-trip data. A notebook
+viewer without widgets shows the static report instead.
+"""),
+    code(demo_cell("tmem_roundtrip").replace("%%tilecopy tmem_roundtrip", "%%tilecopy tmem_roundtrip --view widget", 1)),
     md("""
 ## 2. The scalar fallback
 
@@ -76,7 +89,8 @@ wg.copy_async T[:, 0:3] <- a
     md("""
 ## 4. The result object
 
-`--out NAME` keeps the result: `.ir`, `.cuda`, `.cuda_emulated`, `.dispatch`, `.launch`, `.heatmap()`.
+`--out NAME` keeps the result: `.ir`, `.cuda`, `.cuda_emulated`, `.dispatch`, `.launch`, `.heatmap()`, `.ptx()`.
+`--heatmap tmem,instr,fragment,data` picks the report's pictures and `--color-by warp|thread|reg|instr` their colours.
 """),
     code("""
 %%tilecopy --out res --view text
@@ -96,6 +110,13 @@ check B == A
     code("""
 [(d.text, d.chosen) for d in res.dispatch], res.launch.backend, [str(c) for c in res.launch.checks]
 """),
+    md("""
+`res.heatmap(kind=...)` draws one picture (a matplotlib figure, PNG in the notebook): `"tmem"` (occupancy;
+`color_by=`, `instr=` an index or `"each"`), `"fragment"` (thread × register → TMEM lane and column of a register
+fragment) and `"data"` (the values a `check` compared, mismatches in red).
+"""),
+    code('res.heatmap(color_by="reg", instr="each")'),
+    code('res.heatmap(kind="fragment")'),
     md("""
 ## 5. This machine
 

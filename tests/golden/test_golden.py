@@ -1,5 +1,5 @@
-"""Golden files: the printed IR, the CUDA (native and emulated) and the TVMScript export of the seed demos,
-and the IR and CUDA of one cell per copy variant (tests/cells.py ``golden_cells``: gmem_smem through a swizzle,
+"""Golden files: the printed IR, the CUDA (native and emulated) and the TVMScript export of the seed
+demos, and of one cell per copy variant (tests/cells.py ``golden_cells``: gmem_smem through a swizzle,
 reg with a tcgen05 fragment, ldstmatrix .trans, the fallback).
 
 Regenerate after an intended change with ``TILEMAGIC_UPDATE_GOLDEN=1 pytest tests/golden``

@@ -14,6 +14,7 @@ from tvm_cases import (
     COPY_GMEM_SMEM,
     COPY_LDSTMATRIX,
     COPY_REG,
+    GAPPED_REG_LAYOUT,
     check_agreement,
     differential,
 )
@@ -56,3 +57,16 @@ wg.copy a <- A dispatch=fallback
     assert "one elected thread cannot reach the other threads' registers" in op.ours_error
     assert op.tvm_variant == "fallback"
     assert "Cannot lower direct BufferLoad/BufferStore" in cmp.tvm.error
+
+
+def test_known_disagreement_gapped_register_storage(tvm):
+    """Gapped register storage ``S[(128, 4) : (1@tid_in_wg, 2)]`` (column c in register 2c): tilemagic's
+    reg moves each element into its own register (4 × ld.global.u32 into a[0], a[2], a[4], a[6]); TVM 0.27's
+    vec_auto emits one ld.global.v4.u32 into a[0:4], ignoring the register stride, so logical columns 1–3
+    land in the wrong registers (a silent miscompile that a plain round trip cannot see).  tilemagic is right."""
+    cmp = compare_with_tvm(source=reg_cell(GAPPED_REG_LAYOUT, 128, 4), cuda=True, tmem_base="const")
+    load = cmp.ops[0]
+    assert load.ours_variant == "reg" and load.ours_lines == ["ld.global.u32 ×4"]
+    assert load.tvm_variant == "vec_auto" and load.tvm_lines == ["ld.global.v4.u32 ×1"]
+    assert "((uint*)a_ptr)[(r_w_ptr[0] + 1)]" in cmp.tvm.cuda  # register 1: a gap slot of the layout
+    assert not cmp.agrees

@@ -273,8 +273,11 @@ COPY_GMEM_SMEM = [
     pytest.param(gmem_smem_cell("warp", 32, (8, 16), "int32"), id="gs-warp-i32-8x16"),
     pytest.param(gmem_smem_cell("wg", 128, (8, 6, 16), "float16"), id="gs-wg-f16-3d"),
 ]
+# gapped register storage: TVM 0.27's vec_auto ignores the register stride (see
+# test_known_disagreement_gapped_register_storage), so that case is compared on its own
+GAPPED_REG_LAYOUT = "S[(128, 4) : (1@tid_in_wg, 2)]"
 COPY_REG = [pytest.param(reg_cell(*c[:6]), id=_id("reg", c[3], c[5], c[0].replace(" ", "")))
-            for c in REG_CASES]
+            for c in REG_CASES if c[0] != GAPPED_REG_LAYOUT]
 COPY_REG += [
     pytest.param("""
 kernel rs threads=128

@@ -366,6 +366,9 @@ class TvmComparison:
                 out += ["    " + ln for ln in o.tvm_why_not.splitlines()]
         if self.tvm is not None and self.tvm.cuda_note:
             out += ["", f"TVM CUDA: {self.tvm.cuda_note}"]
+        if self.tvm is not None and (self.tvm.lowered or self.tvm.cuda):
+            out.append("(TVM's LowerTIRx output and CUDA: result.tvm_comparison.tvm.lowered / .cuda; "
+                       "the exported program: .export.text)")
         return "\n".join(out)
 
     def html(self) -> str:

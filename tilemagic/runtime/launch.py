@@ -289,8 +289,47 @@ def run_on_gpu(
 
 
 # ----------------------------------------------------------------------------- status
-def status_report(*, status: Optional[DeviceStatus] = None, check_nvcc: bool = True) -> str:
-    """Multi-line text for ``tilemagic status``: what a launch would use here.
+_NVRTC_WHEELS = ("nvidia-cuda-nvrtc-cu13", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-nvrtc")
+
+
+def _nvrtc_text(st: DeviceStatus) -> str:
+    """NVRTC as CuPy loads it, else the NVRTC wheel that is installed but not loaded."""
+    if st.nvrtc_version:
+        return ".".join(str(x) for x in st.nvrtc_version) + " (loaded by CuPy)"
+    from importlib import metadata
+
+    for dist in _NVRTC_WHEELS:
+        try:
+            return f"{dist} {metadata.version(dist)} installed, not loaded (CuPy is needed to use it)"
+        except metadata.PackageNotFoundError:
+            continue
+    return "not loaded (comes with CuPy)" if st.cupy_version is None else "unknown (CuPy could not report it)"
+
+
+def _launch_rows(st: DeviceStatus, launch: str) -> List[Tuple[str, str]]:
+    """What each kind of kernel would run on under ``--launch <launch>``."""
+    if launch == "off":
+        return [("every kernel", "nothing runs (launch=off): IR and CUDA only")]
+    sim = "CPU simulator (NumPy SIMT; TMEM modelled as 128 lanes × 512 columns)"
+    if launch == "sim":
+        return [("every kernel", sim + " (launch=sim)")]
+    if not st.available:
+        if launch == "gpu":
+            return [("every kernel", f"an error: --launch gpu needs a GPU ({st.reason})")]
+        return [("every kernel", sim + " — no GPU")]
+    arch, how = arch_for_device(int(st.cc), True)
+    plain, _ = arch_for_device(int(st.cc), False)
+    if how == "native":
+        tm = f"arch={arch}, TMEM native (tcgen05 on {st.label})"
+    else:
+        tm = (f"arch={arch}, TMEM emulated in global memory (tcgen05 needs a CC 10.x GPU; "
+              f"this is CC {st.cc_text})")
+    return [("kernels with TMEM", tm), ("kernels without TMEM", f"arch={plain}, native")]
+
+
+def status_report(*, status: Optional[DeviceStatus] = None, check_nvcc: bool = True,
+                  defaults: Optional[Mapping[str, object]] = None) -> str:
+    """Multi-line text for ``tilemagic status`` / ``%tilemagic status``: what a launch would use here.
 
     Parameters
     ----------
@@ -299,14 +338,24 @@ def status_report(*, status: Optional[DeviceStatus] = None, check_nvcc: bool = T
     check_nvcc : bool, default True
         Also compile a tiny tcgen05 kernel for ``sm_100a`` with nvcc (ptxas check,
         about a second; no GPU needed).
+    defaults : mapping, optional
+        The session defaults (``%config TileMagics.<trait>``: launch, arch, view,
+        strict, seed, timeout); shown on a ``defaults`` line, and ``launch``/``arch`` decide the
+        launch rows (default: ``launch="auto"``, ``arch="sm_100a"``).
 
     Returns
     -------
     str
-        Lines ``CuPy``, ``CUDA``, ``device``, ``NVRTC``, ``nvcc``, ``sm_100a check``
-        and ``a launch would use: ...``; no temp paths.
+        Lines ``CuPy`` (version and CUDA flavour of the wheel), ``CUDA`` (driver and
+        runtime), ``device`` (name and compute capability), ``NVRTC``, ``nvcc``,
+        ``sm_100a check``, ``PTX view``, ``a launch would use:`` with one row per kind
+        of kernel (the ``-arch`` and whether TMEM runs native or emulated), ``shown
+        CUDA`` and ``defaults``; no temp paths.
     """
     st = status if status is not None else probe()
+    defaults = dict(defaults or {})
+    launch_mode = str(defaults.get("launch", "auto"))
+    shown_arch = str(defaults.get("arch", "sm_100a"))
     rows = []
     if st.cupy_version is None:
         rows.append(("CuPy", f"not installed ({INSTALL_HINT})"
@@ -321,8 +370,7 @@ def status_report(*, status: Optional[DeviceStatus] = None, check_nvcc: bool = T
         rows.append(("device", st.label))
     else:
         rows.append(("device", "none (no CuPy)" if st.cupy_version is None else f"none ({st.reason})"))
-    nv = st.nvrtc_version
-    rows.append(("NVRTC", ".".join(str(x) for x in nv) if nv else "unknown"))
+    rows.append(("NVRTC", _nvrtc_text(st)))
     nvcc = nvcc_version()
     rows.append(("nvcc", nvcc or "not found on PATH"))
     if check_nvcc and nvcc:
@@ -330,16 +378,27 @@ def status_report(*, status: Optional[DeviceStatus] = None, check_nvcc: bool = T
         first = res.log.splitlines()[0] if res.log else ""
         rows.append(("sm_100a check", "tcgen05 kernel compiles (nvcc + ptxas)" if res.ok
                      else f"FAILED: {first}"))
-    if st.available:
-        arch, how = arch_for_device(int(st.cc), True)
-        plain, _ = arch_for_device(int(st.cc), False)
-        launch = f"arch={arch}, TMEM {how}"
-        if how == "emulated" or plain != arch:
-            launch += f" (kernels without TMEM: arch={plain})"
+    if nvcc:
+        ptx_view = f"nvcc {nvcc} (nvcc -ptx -lineinfo)"
+    elif st.nvrtc_version:
+        ptx_view = "NVRTC through CuPy"
     else:
-        launch = "CPU simulator (no GPU)"
-    width = max(len(k) for k, _ in rows)
+        ptx_view = "unavailable (needs nvcc on PATH or CuPy's NVRTC)"
+    rows.append(("PTX view", ptx_view))
+    launch_rows = _launch_rows(st, launch_mode)
+    shown = f"--arch {shown_arch}"
+    shown += (" (native tcgen05 inline PTX; a TMEM kernel also gets its emulated source)"
+              if shown_arch.startswith("sm_10") or shown_arch.startswith("sm_11") else "")
+    tail = [("shown CUDA", shown)]
+    if defaults:
+        keys = ("launch", "arch", "view", "strict", "seed", "timeout")
+        tail.append(("defaults", " ".join(f"{k}={defaults[k]}" for k in keys if k in defaults)
+                     + "  (%config TileMagics.<name> = ...)"))
+    width = max(len(k) for k, _ in rows + tail)
+    sub = max(len(k) for k, _ in launch_rows)
     lines = ["tilemagic status"]
     lines += [f"  {k.ljust(width)} : {v}" for k, v in rows]
-    lines.append(f"  a launch would use: {launch}")
+    lines.append("  a launch would use:")
+    lines += [f"    {k.ljust(sub)} : {v}" for k, v in launch_rows]
+    lines += [f"  {k.ljust(width)} : {v}" for k, v in tail]
     return "\n".join(lines)

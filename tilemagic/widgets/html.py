@@ -1,29 +1,44 @@
 """Static ``text/html`` report of a :class:`~tilemagic.result.TileCopyResult`.
 
 One self-contained fragment that renders the same in JupyterLab, VS Code, nbviewer,
-nbconvert and GitHub: inline styles only (no ``<style>`` block, no scripts, no
-external resources), Pygments with ``HtmlFormatter(noclasses=True)``, the heatmap as
-a ``data:image/png;base64`` image, and no random ids, so the HTML is deterministic
-(nbval compares ``text/html``).  Class names all start with ``tm-`` and are hooks
-only (nothing depends on them for styling).
+nbconvert and GitHub: inline styles for everything visible (Pygments with
+``HtmlFormatter(noclasses=True)``), the heatmaps as ``data:image/png;base64`` images, no
+external resources and no random ids, so the HTML is deterministic (nbval compares
+``text/html``).  Class names all start with ``tm-``.
 
-Every line of the IR and CUDA panes is wrapped in
-``<span class="tm-line" data-src-line="N">`` with ``N`` the description line that
-produced it (``result.ir_lines`` / ``result.cuda_lines``; the attribute is omitted for
-scaffolding lines whose entry is None), and every description line carries its own
-number the same way, so hover highlighting can be added later without re-rendering.
+Line mapping.  Every line of the description, IR, CUDA (native and emulated) panes is
+``<span class="tm-line tm-L{N}" data-src-line="N">`` with ``N`` the description line
+that produced it (``result.ir_lines`` / ``result.cuda_lines``; scaffolding lines whose
+entry is None get neither), and each why-table heading carries its op's line the same
+way.  A small ``<style>`` block (:func:`line_map_style`) adds, per description line
+``N``, ``.tm-report:has(.tm-LN:hover) .tm-LN {background: ...}``: hovering a line
+of any pane highlights every line with the same source line in the same report (the
+description line and its IR and CUDA lines, in both directions) with CSS alone.  A
+``<script>`` (:data:`PIN_SCRIPT`, installed once per page) adds click-to-pin: a click
+on a mapped line sets ``data-tm-pin="N"`` on the report, which the same style block
+highlights until the next click.
+
+Where it works.  JupyterLab / Notebook 7 and VS Code render trusted outputs (the ones a
+cell produced in this session) unsanitised: hover and pin work.  JupyterLab's sanitizer
+removes ``<style>`` and ``<script>`` from untrusted outputs (a notebook opened from disk
+and not re-run or trusted): the report still renders, without highlighting.  nbconvert's
+HTML export keeps both; GitHub strips both.  ``:has()`` needs Chromium 105, Safari 15.4,
+Firefox 121 or later.
 
 The section builders (:func:`banner_html`, :func:`dispatch_html`, ...) are shared with
-the ipywidgets view (:mod:`tilemagic.widgets.view`).
+the ipywidgets view (:mod:`tilemagic.widgets.view`), which bakes the highlight of a
+selected line into the pane instead (``highlight=N``): ipywidgets ``HTML`` values run no
+scripts.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
+from collections.abc import Sequence
 from html import escape
-from typing import List, Optional, Sequence
 
+from ..options import HEATMAP_CHOICES
 from .text import (
     array_summary,
     cuda_title,
@@ -35,18 +50,32 @@ from .text import (
 )
 
 __all__ = [
-    "render_html",
+    "HEATMAP_KINDS",
+    "HIGHLIGHT",
+    "PIN_SCRIPT",
+    "SECTION_HOOKS",
     "banner_html",
-    "source_html",
-    "dispatch_html",
-    "code_pane_html",
     "code_grid_html",
+    "code_pane_html",
+    "cuda_pane_html",
+    "data_html",
+    "dispatch_html",
     "emulated_html",
+    "emulated_pane_html",
+    "extra_sections",
     "heatmap_html",
-    "tmem_html",
-    "launch_html",
-    "warnings_html",
+    "heatmap_kinds",
     "highlight_lines",
+    "ir_pane_html",
+    "launch_html",
+    "line_map_style",
+    "linked_lines",
+    "mapped_lines",
+    "picture_png",
+    "render_html",
+    "source_html",
+    "tmem_html",
+    "warnings_html",
 ]
 
 _FONT = "font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif"
@@ -86,15 +115,15 @@ def _formatter():
 def _lexer(language: str):
     lx = _CACHE.get(language)
     if lx is None:
-        from pygments.lexers import CudaLexer, PythonLexer, TextLexer
+        from pygments.lexers import CudaLexer, PtxLexer, PythonLexer, TextLexer
 
-        cls = {"python": PythonLexer, "cuda": CudaLexer}.get(language, TextLexer)
+        cls = {"python": PythonLexer, "cuda": CudaLexer, "ptx": PtxLexer}.get(language, TextLexer)
         # stripnl=False: keep leading/trailing blank lines so line i stays line i
         lx = _CACHE[language] = cls(stripnl=False, ensurenl=True)
     return lx
 
 
-def _split_lines(text: str) -> List[str]:
+def _split_lines(text: str) -> list[str]:
     if not text:
         return []
     lines = text.split("\n")
@@ -103,16 +132,16 @@ def _split_lines(text: str) -> List[str]:
     return lines
 
 
-def highlight_lines(text: str, language: str) -> List[str]:
+def highlight_lines(text: str, language: str) -> list[str]:
     """Pygments-highlighted HTML, one string per source line (inline styles, no wrapper).
 
     Parameters
     ----------
     text : str
         Source text; line ``i`` of the result is line ``i`` of ``text``.
-    language : {"python", "cuda", "text"}
+    language : {"python", "cuda", "ptx", "text"}
         ``PythonLexer`` for the TIR-like IR (as TVM's ``cprint`` does), ``CudaLexer``
-        for CUDA C++.
+        for CUDA C++, ``PtxLexer`` for PTX.
 
     Returns
     -------
@@ -140,13 +169,88 @@ def _highlight_cached(text: str, language: str) -> tuple:
     return tuple(out)
 
 
-def _line_attr(src_line: Optional[int]) -> str:
+def _line_attr(src_line: int | None) -> str:
     """`` data-src-line="N"`` (leading space), or '' for None."""
     return f' data-src-line="{int(src_line)}"' if src_line is not None else ""
 
 
-def _line_span(html_line: str, src_line: Optional[int]) -> str:
-    return f'<span class="tm-line"{_line_attr(src_line)}>{html_line}</span>'
+#: Background of a highlighted (hovered, pinned or selected) line, and its left marker.
+HIGHLIGHT = "background:#fff1a8;box-shadow:inset 3px 0 0 #d4a72c"
+_PINNED = "background:#ffd76e;box-shadow:inset 3px 0 0 #9a6700"
+_BLOCK_LINE = "display:inline-block;min-width:100%;box-sizing:border-box"
+
+
+def _line_span(html_line: str, src_line: int | None, highlight: int | None = None) -> str:
+    """One pane line: ``<span class="tm-line tm-LN" data-src-line="N">`` (plain ``tm-line`` if unmapped).
+
+    With ``highlight == src_line`` the highlight is baked in as an inline style (widget view).
+    """
+    if src_line is None:
+        return f'<span class="tm-line">{html_line}</span>'
+    n = int(src_line)
+    style = f' style="{HIGHLIGHT};{_BLOCK_LINE}"' if highlight is not None and int(highlight) == n else ""
+    return f'<span class="tm-line tm-L{n}" data-src-line="{n}"{style}>{html_line}</span>'
+
+
+def mapped_lines(result) -> list[int]:
+    """Description lines (1-based, sorted) that produced at least one IR or CUDA line."""
+    seen = set()
+    for lines in (result.ir_lines, result.cuda_lines, getattr(result, "cuda_emulated_lines", None)):
+        seen.update(int(n) for n in (lines or ()) if n is not None)
+    return sorted(seen)
+
+
+def linked_lines(result) -> list[int]:
+    """Description lines that something in the report points back to: code, why-tables, checks."""
+    out = set(mapped_lines(result)) | {int(rec.line) for rec in result.dispatch or ()}
+    if result.launch is not None:
+        out |= {int(c.line) for c in result.launch.checks if c.line is not None}
+    return sorted(out)
+
+
+def line_map_style(lines: Sequence[int]) -> str:
+    """The ``<style>`` block of the hover/pin line mapping for description lines ``lines``.
+
+    Parameters
+    ----------
+    lines : sequence of int
+        Description lines that carry a ``tm-L{N}`` class somewhere in the report.
+
+    Returns
+    -------
+    str
+        ``<style>``: mapped lines become full-width blocks with a pointer cursor; for each
+        ``N``, ``.tm-report:has(.tm-LN:hover) .tm-LN`` (hover, CSS only) and
+        ``.tm-report[data-tm-pin="N"] .tm-LN`` (pinned by :data:`PIN_SCRIPT`) get the
+        highlight.  Rules are scoped to the enclosing report, so several reports on one
+        page do not interfere; '' when ``lines`` is empty.  Deterministic (sorted).
+    """
+    ns = sorted({int(n) for n in lines})
+    if not ns:
+        return ""
+    rules = [f".tm-report .tm-code .tm-line{{{_BLOCK_LINE}}}",
+             ".tm-report .tm-line[data-src-line]{cursor:pointer}"]
+    for n in ns:
+        rules.append(f".tm-report:has(.tm-L{n}:hover) .tm-L{n}{{{HIGHLIGHT} !important}}")
+    for n in ns:
+        rules.append(f'.tm-report[data-tm-pin="{n}"] .tm-L{n}{{{_PINNED} !important}}')
+    return "<style>" + "\n".join(rules) + "</style>"
+
+
+#: Click-to-pin for the line mapping: one delegated listener per page (idempotent), no ids.
+#: A pin also scrolls the other panes of the report to their first line of the pinned source line.
+PIN_SCRIPT = (
+    "<script>(function(){if(window.__tilemagicPin)return;window.__tilemagicPin=true;"
+    "document.addEventListener('click',function(e){var t=e.target;if(!t||!t.closest)return;"
+    "var l=t.closest('.tm-report .tm-line[data-src-line]');if(!l)return;var r=l.closest('.tm-report');"
+    "var n=l.getAttribute('data-src-line');"
+    "if(r.getAttribute('data-tm-pin')===n){r.removeAttribute('data-tm-pin');return;}"
+    "r.setAttribute('data-tm-pin',n);var ps=r.querySelectorAll('.tm-pane');"
+    "for(var i=0;i<ps.length;i++){var p=ps[i];if(p.contains(l))continue;"
+    "var m=p.querySelector('.tm-L'+n);if(!m)continue;"
+    "p.scrollTop=Math.max(0,m.getBoundingClientRect().top-p.getBoundingClientRect().top+p.scrollTop-40);}"
+    "});})();</script>"
+)
 
 
 # ----------------------------------------------------------------------------- sections
@@ -177,16 +281,21 @@ def banner_html(result) -> str:
             f"<div>{head}</div><div style=\"font-size:13px;margin-top:2px\">{note}</div>{reason}</div>")
 
 
-def source_html(result) -> str:
-    """The description, numbered; each line ``<span data-src-line="n">`` (1-based)."""
+def source_html(result, highlight: int | None = None) -> str:
+    """The description, numbered; each line ``<span class="tm-line tm-Ln" data-src-line="n">`` (1-based).
+
+    Lines that produced no IR/CUDA (declarations, comments) are numbered but unmapped.
+    """
     lines = _split_lines(result.source or "")
+    mapped = set(linked_lines(result))
     width = len(str(len(lines))) if lines else 1
     body = "\n".join(
-        _line_span(f'<span style="color:#8c959f;user-select:none">{str(i).rjust(width)} </span>{escape(t)}', i)
+        _line_span(f'<span style="color:#8c959f;user-select:none">{str(i).rjust(width)} </span>{escape(t)}',
+                   i if i in mapped else None, highlight)
         for i, t in enumerate(lines, 1)
     )
     return (f'<div class="tm-pane" style="{_PANE}"><div style="{_PANE_HEAD}">Description</div>'
-            f'<pre class="tm-code" style="{_PRE}">{body}</pre></div>')
+            f'<pre class="tm-code tm-src" style="{_PRE}">{body}</pre></div>')
 
 
 def _reasons_cell(rec, c) -> str:
@@ -215,7 +324,8 @@ def dispatch_html(result) -> str:
             )
         out.append(
             f'<div class="tm-dispatch"{_line_attr(rec.line)}>'
-            f'<div style="{_FONT};font-size:12px;margin-top:6px"><code style="{_MONO}">{escape(head)}</code> '
+            f'<div style="{_FONT};font-size:12px;margin-top:6px"><code class="tm-line tm-L{int(rec.line)}"'
+            f'{_line_attr(rec.line)} style="{_MONO}">{escape(head)}</code> '
             f'<span style="color:#57606a">{escape(tag)}</span></div>'
             f'<table style="{_TABLE}"><thead><tr><th style="{_TH}">variant</th><th style="{_TH}">priority</th>'
             f'<th style="{_TH}">verdict</th><th style="{_TH}">reason</th></tr></thead>'
@@ -224,7 +334,8 @@ def dispatch_html(result) -> str:
     return "".join(out)
 
 
-def code_pane_html(title: str, text: str, src_lines: Sequence[Optional[int]], language: str) -> str:
+def code_pane_html(title: str, text: str, src_lines: Sequence[int | None], language: str, *,
+                   role: str = "", highlight: int | None = None) -> str:
     """A scrollable (``max-height``) highlighted code pane with per-line ``data-src-line`` spans.
 
     Parameters
@@ -234,53 +345,162 @@ def code_pane_html(title: str, text: str, src_lines: Sequence[Optional[int]], la
     text : str
     src_lines : sequence of int or None
         Description line for each line of ``text``; missing entries count as None.
-    language : {"python", "cuda", "text"}
+    language : {"python", "cuda", "ptx", "text"}
+    role : str, optional
+        Extra class of the ``<pre>`` naming the stage (``tm-ir``, ``tm-cu``, ``tm-emu``, ``tm-ptx``).
+    highlight : int, optional
+        Description line whose lines get the highlight as an inline style (widget view).
     """
     hl = highlight_lines(text or "", language)
     src = list(src_lines or [])
-    body = "\n".join(_line_span(h, src[i] if i < len(src) else None) for i, h in enumerate(hl))
+    body = "\n".join(_line_span(h, src[i] if i < len(src) else None, highlight) for i, h in enumerate(hl))
+    cls = "tm-code" + (f" {role}" if role else "")
     return (f'<div class="tm-pane" style="{_PANE}"><div style="{_PANE_HEAD}">{escape(title)}</div>'
-            f'<pre class="tm-code" data-lang="{escape(language)}" style="{_PRE}">{body}</pre></div>')
+            f'<pre class="{cls}" data-lang="{escape(language)}" style="{_PRE}">{body}</pre></div>')
 
 
-def code_grid_html(result) -> str:
+def ir_pane_html(result, highlight: int | None = None) -> str:
+    """The IR pane (``tm-ir``)."""
+    return code_pane_html("IR (TIR-like)", result.ir or "", result.ir_lines, "python", role="tm-ir",
+                          highlight=highlight)
+
+
+def cuda_pane_html(result, highlight: int | None = None) -> str:
+    """The native CUDA pane (``tm-cu``)."""
+    return code_pane_html(cuda_title(result), result.cuda or "", result.cuda_lines, "cuda", role="tm-cu",
+                          highlight=highlight)
+
+
+def emulated_pane_html(result, highlight: int | None = None) -> str:
+    """The emulated-TMEM CUDA pane (``tm-emu``); '' when the kernel uses no TMEM."""
+    if not result.cuda_emulated:
+        return ""
+    return code_pane_html("CUDA (TMEM emulated in global memory, pre-Blackwell)", result.cuda_emulated,
+                          getattr(result, "cuda_emulated_lines", None) or [], "cuda", role="tm-emu",
+                          highlight=highlight)
+
+
+def code_grid_html(result, highlight: int | None = None) -> str:
     """IR and native CUDA side by side (CSS grid, two equal columns)."""
-    ir = code_pane_html("IR (TIR-like)", result.ir or "", result.ir_lines, "python")
-    cu = code_pane_html(cuda_title(result), result.cuda or "", result.cuda_lines, "cuda")
     return (f'<div class="tm-grid" style="display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);'
-            f'gap:8px;align-items:start">{ir}{cu}</div>')
+            f'gap:8px;align-items:start">{ir_pane_html(result, highlight)}{cuda_pane_html(result, highlight)}</div>')
 
 
 def emulated_html(result, open_: bool = False) -> str:
     """The emulated-TMEM CUDA inside a ``<details>`` ('' when there is none)."""
-    if not result.cuda_emulated:
+    pane = emulated_pane_html(result)
+    if not pane:
         return ""
-    pane = code_pane_html("CUDA (TMEM emulated in global memory, pre-Blackwell)", result.cuda_emulated,
-                          [], "cuda")
     return (f'<details class="tm-emulated" style="margin:8px 0"{" open" if open_ else ""}>'
             f'<summary style="{_FONT};font-size:12px;cursor:pointer">Emulated CUDA (what runs on GPUs '
             f'without tcgen05)</summary>{pane}</details>')
 
 
-def heatmap_html(result, png: Optional[bytes] = None) -> str:
-    """The heatmap PNG as a ``data:`` image (TMEM occupancy, or the shared tile without TMEM)."""
+#: What ``--heatmap`` may list (comma-separated): the report's pictures.
+HEATMAP_KINDS = HEATMAP_CHOICES
+
+
+def heatmap_kinds(result) -> list[str]:
+    """The pictures the report shows: ``result.options["heatmap"]`` (default ``tmem``).
+
+    ``data`` is added when a check failed (unless ``none`` was asked for).
+    """
+    want = result.options.get("heatmap") if isinstance(result.options, dict) else None
+    if isinstance(want, str):
+        want = [w.strip() for w in want.split(",") if w.strip()]
+    kinds = list(want or ["tmem"])
+    if "none" in kinds:
+        return []
+    launch = result.launch
+    if launch is not None and any(not c.passed for c in launch.checks) and "data" not in kinds:
+        kinds.append("data")
+    return kinds
+
+
+def _img(png: bytes, alt: str, kind: str) -> str:
+    b64 = base64.b64encode(png).decode("ascii")
+    return (f'<div class="tm-heatmap" data-kind="{escape(kind)}"><img alt="{escape(alt)}" '
+            f'style="max-width:100%;height:auto" src="data:image/png;base64,{b64}"></div>')
+
+
+def _note(text: str, error: bool = False) -> str:
+    colour = "#a40e26" if error else "#57606a"
+    return f'<div style="{_FONT};font-size:12px;color:{colour}">{escape(text)}</div>'
+
+
+def picture_png(result, kind: str, color_by: str | None = None, instr=None) -> bytes:
+    """PNG bytes of one picture of ``result`` (``kind`` in tmem / instr / fragment / data).
+
+    ``tmem`` and ``fragment`` are cached per kernel (:func:`~tilemagic.widgets.heatmap.heatmap_png`);
+    ``instr`` is the occupancy with one panel per instruction.  Raises ValueError when the
+    picture does not apply (no launch for ``data``, no tcgen05 for ``fragment``).
+    """
+    from . import heatmap as hm
+
+    color_by = color_by or (result.options.get("color_by") if isinstance(result.options, dict) else None) or "warp"
+    if kind == "tmem":
+        return hm.heatmap_png(result.kernel, color_by=color_by, instr=instr)
+    if kind == "instr":
+        return hm.heatmap_png(result.kernel, color_by=color_by, instr="each")
+    if kind == "fragment":
+        return hm.fragment_png(result.kernel, instr=instr)
+    if kind == "data":
+        return hm.figure_png(hm.data_figure(result))
+    raise ValueError(f"unknown picture kind {kind!r}; expected one of {', '.join(HEATMAP_KINDS[:-1])}")
+
+
+_ALT = {
+    "tmem": "TMEM occupancy (TLane × TCol)",
+    "instr": "TMEM occupancy, one panel per tcgen05 instruction",
+    "fragment": "register fragment: thread × register → TMEM lane, column",
+    "data": "round-trip data: expected, got, mismatches",
+}
+
+
+def heatmap_html(result, png: bytes | None = None, kinds: Sequence[str] | None = None) -> str:
+    """The placement pictures as ``data:`` images (TMEM occupancy etc., or the shared tile without TMEM).
+
+    Parameters
+    ----------
+    result : tilemagic.result.TileCopyResult
+    png : bytes, optional
+        Pre-rendered PNG of the first picture.
+    kinds : sequence of str, optional
+        Default: :func:`heatmap_kinds` without ``data`` (which goes with the launch).
+    """
     k = result.kernel
     if k is None:
         return ""
     if not uses_tmem(result) and not [b for b in k.shared if b is not k.tmem_addr and b.name != "tmem_addr"]:
         return ""
-    if png is None:
+    kinds = [x for x in (heatmap_kinds(result) if kinds is None else kinds) if x != "data"]
+    if not uses_tmem(result):
+        kinds = ["tmem"] if kinds else []  # the shared-tile picture is the only one without TMEM
+    out = []
+    for i, kind in enumerate(kinds):
         try:
-            from .heatmap import heatmap_png
+            data = png if (i == 0 and png is not None) else picture_png(result, kind)
+        except ValueError as e:
+            out.append(_note(f"{kind} picture: {e}"))
+            continue
+        except Exception as e:  # noqa: BLE001 - a display layer must not hide the rest of the report
+            out.append(_note(f"heatmap unavailable: {type(e).__name__}: {e}", error=True))
+            continue
+        alt = _ALT[kind] if uses_tmem(result) else "shared-memory tile (writing thread)"
+        out.append(_img(data, alt, kind))
+    return "".join(out)
 
-            png = heatmap_png(result.kernel)
-        except Exception as e:  # a display layer must not hide the rest of the report
-            return (f'<div style="{_FONT};font-size:12px;color:#a40e26">heatmap unavailable: '
-                    f"{escape(type(e).__name__)}: {escape(str(e))}</div>")
-    what = "TMEM occupancy (TLane × TCol)" if uses_tmem(result) else "shared-memory tile (writing thread)"
-    b64 = base64.b64encode(png).decode("ascii")
-    return (f'<div class="tm-heatmap"><img alt="{escape(what)}" style="max-width:100%;height:auto" '
-            f'src="data:image/png;base64,{b64}"></div>')
+
+def data_html(result) -> str:
+    """The round-trip data picture when :func:`heatmap_kinds` asks for it ('' otherwise)."""
+    if "data" not in heatmap_kinds(result) or result.launch is None or not result.launch.checks:
+        return ""
+    try:
+        return _img(picture_png(result, "data"), _ALT["data"], "data")
+    except ValueError as e:
+        return _note(f"data picture: {e}")
+    except Exception as e:  # noqa: BLE001 - a display layer must not hide the rest of the report
+        return _note(f"data picture unavailable: {type(e).__name__}: {e}", error=True)
 
 
 def tmem_html(result) -> str:
@@ -321,7 +541,8 @@ def launch_html(result) -> str:
     for c in launch.checks:
         style = _VERDICT["chosen"] if c.passed else _VERDICT["rejected"]
         extra = "" if c.passed else f" ({c.mismatches} of {c.total} elements differ)"
-        checks.append(f'<div class="tm-check"{_line_attr(c.line)} style="{_FONT};font-size:12px;margin:2px 0">'
+        mark = f" tm-line tm-L{int(c.line)}" if c.line is not None else ""
+        checks.append(f'<div class="tm-check{mark}"{_line_attr(c.line)} style="{_FONT};font-size:12px;margin:2px 0">'
                       f'<span style="{_BADGE};{style}">{c.status}</span> '
                       f'<code style="{_MONO}">check {escape(c.text)}</code>{escape(extra)}</div>')
     parts.append("".join(checks) or f'<div style="{_FONT};font-size:12px;color:#57606a">(no checks)</div>')
@@ -341,12 +562,34 @@ def warnings_html(result) -> str:
             f'<ul style="margin:4px 0 0 0;padding-left:18px">{items}</ul></div>')
 
 
+#: Extra stages contributed by other modules (e.g. an export of the kernel): callables
+#: ``hook(result) -> (title, html)`` or None.  Each section is rendered after the emulated CUDA
+#: in the HTML report and as a tab (before "Heatmaps") in the widget view; a hook that raises
+#: shows its error in place of its section.
+SECTION_HOOKS: list = []
+
+
+def extra_sections(result) -> list[tuple[str, str]]:
+    """``(title, html)`` of the result's own sections (``result.sections``: ``--export``,
+    ``--compare``), then of every :data:`SECTION_HOOKS` entry that has something for ``result``."""
+    out = [(sec.title, sec.html or f'<pre style="overflow:auto;margin:0">{escape(sec.text)}</pre>')
+           for sec in getattr(result, "sections", ())]
+    for hook in SECTION_HOOKS:
+        try:
+            got = hook(result)
+        except Exception as e:  # noqa: BLE001 - a display layer must not hide the rest of the report
+            got = (getattr(hook, "__name__", "section"), _note(f"unavailable: {type(e).__name__}: {e}", error=True))
+        if got:
+            out.append((str(got[0]), str(got[1])))
+    return out
+
+
 def _section(title: str, body: str) -> str:
     return f'<div style="{_H}">{escape(title)}</div>{body}' if body else ""
 
 
 # ----------------------------------------------------------------------------- report
-def render_html(result, png: Optional[bytes] = None) -> str:
+def render_html(result, png: bytes | None = None) -> str:
     """The full static HTML report of one ``%%tilecopy`` result.
 
     Parameters
@@ -358,21 +601,29 @@ def render_html(result, png: Optional[bytes] = None) -> str:
     Returns
     -------
     str
-        One ``<div class="tm-report">`` fragment: banner, warnings, dispatch why-tables,
-        description, IR ∥ CUDA (scrollable panes, ``data-src-line`` per line), emulated
-        CUDA in ``<details>``, TMEM allocation and heatmap, launch.  Deterministic.
+        One ``<div class="tm-report">`` fragment: the line-mapping ``<style>``, banner,
+        warnings, dispatch why-tables, description, IR ∥ CUDA (scrollable panes, a
+        ``tm-L{N}`` class and ``data-src-line`` per mapped line), emulated CUDA in
+        ``<details>``, TMEM allocation and the pictures of :func:`heatmap_kinds`, launch
+        (with the round-trip data picture when a check failed), and :data:`PIN_SCRIPT`.
+        Deterministic.
     """
+    style = line_map_style(linked_lines(result))
     body = [
+        style,
         banner_html(result),
         warnings_html(result),
         _section("Dispatch", dispatch_html(result)),
-        f'<details class="tm-source" style="margin:8px 0" open><summary style="{_FONT};font-size:12px;'
-        f'cursor:pointer">Description</summary>{source_html(result)}</details>',
-        _section("IR and CUDA", code_grid_html(result)),
+        _section("Description, IR and CUDA",
+                 f'<div class="tm-hint" style="{_FONT};font-size:11px;color:#57606a;margin:0 0 4px 0">'
+                 "hover a line to light up the lines it maps to in the other panes; click to pin</div>"
+                 f'<div class="tm-source" style="margin:0 0 8px 0">{source_html(result)}</div>'
+                 + code_grid_html(result)),
         emulated_html(result),
+        *(_section(title, body) for title, body in extra_sections(result)),
         _section("TMEM" if uses_tmem(result) else "Shared memory", tmem_html(result) + heatmap_html(result, png)),
-        _section("Launch", launch_html(result)),
-    ] + [_section(sec.title, sec.html or f'<pre style="overflow:auto;margin:0">{escape(sec.text)}</pre>')
-         for sec in getattr(result, "sections", ())]  # extra sections (--export, --compare)
+        _section("Launch", launch_html(result) + data_html(result)),
+        PIN_SCRIPT if style else "",
+    ]
     return (f'<div class="tm-report" style="{_FONT};color:#1f2328;max-width:100%">'
             + "".join(b for b in body if b) + "</div>")

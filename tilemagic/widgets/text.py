@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import math
 import re
-from typing import List, Tuple
 
 import numpy as np
 
 __all__ = [
-    "render_text",
-    "launch_headline",
-    "execution_note",
-    "is_native_blackwell",
-    "uses_tmem",
-    "tmem_summary_rows",
-    "format_values",
     "array_summary",
     "cuda_title",
+    "execution_note",
+    "format_values",
+    "is_native_blackwell",
+    "launch_headline",
+    "render_text",
+    "tmem_summary_rows",
+    "uses_tmem",
 ]
 
 _PREVIEW = 6  # values shown per input/output array
@@ -133,14 +132,14 @@ def format_values(arr, count: int = _PREVIEW) -> str:
     return "[" + ", ".join(items) + more + "]"
 
 
-def array_summary(name: str, arr) -> Tuple[str, str, str, str]:
+def array_summary(name: str, arr) -> tuple[str, str, str, str]:
     """``(name, dtype, shape, values)`` strings for one global buffer."""
     a = np.asarray(arr)
     return name, str(a.dtype.name), "[" + ", ".join(str(d) for d in a.shape) + "]", format_values(a)
 
 
 # ----------------------------------------------------------------------------- TMEM
-def tmem_summary_rows(kernel) -> List[Tuple[str, str, str, str, str]]:
+def tmem_summary_rows(kernel) -> list[tuple[str, str, str, str, str]]:
     """``(name, dtype, shape, datapath, "cols a-b")`` for each TMEM buffer of ``kernel``."""
     from .heatmap import tmem_columns
 
@@ -165,7 +164,7 @@ def cuda_title(result) -> str:
     return "CUDA (native" + (f", {arch}" if arch else "") + ")"
 
 
-def _table(rows: List[Tuple[str, ...]], indent: str = "  ") -> List[str]:
+def _table(rows: list[tuple[str, ...]], indent: str = "  ") -> list[str]:
     if not rows:
         return []
     n = max(len(r) for r in rows)
@@ -177,7 +176,7 @@ def _table(rows: List[Tuple[str, ...]], indent: str = "  ") -> List[str]:
     return out
 
 
-def _block(title: str, body: str) -> List[str]:
+def _block(title: str, body: str) -> list[str]:
     head = f"== {title} "
     return [head + "=" * max(3, 78 - len(head)), body.rstrip("\n") if body else "(empty)", ""]
 
@@ -203,7 +202,7 @@ def render_text(result) -> str:
     """
     k = result.kernel
     threads = getattr(k, "threads", None)
-    lines: List[str] = []
+    lines: list[str] = []
     head = f"tilecopy {result.name}"
     if threads is not None:
         head += f" · {threads} threads"
@@ -241,7 +240,7 @@ def render_text(result) -> str:
     if launch is None or launch.backend == "off":
         lines += _block("Launch", "not launched")
     else:
-        body_l: List[str] = [launch.summary()]
+        body_l: list[str] = [launch.summary()]
         if launch.inputs:
             body_l.append("inputs:")
             body_l += _table([array_summary(n, a) for n, a in launch.inputs.items()], "  ")

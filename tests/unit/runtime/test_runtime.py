@@ -433,7 +433,7 @@ def test_run_missing_input_starts_as_zeros_and_bench(monkeypatch):
 
 # ----------------------------------------------------------------------------- status report
 def test_status_report_gpu_and_no_gpu(monkeypatch):
-    monkeypatch.setattr(rt_device, "nvcc_version", lambda: "13.0.88")
+    """The rows of tilemagic status; more in test_status_ptx.py."""
     import tilemagic.runtime.launch as rt_launch
 
     monkeypatch.setattr(rt_launch, "nvcc_version", lambda: "13.0.88")
@@ -441,13 +441,13 @@ def test_status_report_gpu_and_no_gpu(monkeypatch):
     assert "CuPy" in text and "14.2.0 (cupy-cuda13x)" in text
     assert "driver 13.0, runtime 13.0" in text
     assert "NVIDIA H200 (CC 9.0)" in text
-    assert "a launch would use: arch=sm_90, TMEM emulated" in text
+    assert "kernels with TMEM    : arch=sm_90, TMEM emulated in global memory" in text
     text = status_report(status=_status(100, "NVIDIA B200"), check_nvcc=False)
-    assert "a launch would use: arch=sm_100a, TMEM native" in text
+    assert "kernels with TMEM    : arch=sm_100a, TMEM native (tcgen05 on NVIDIA B200 (CC 10.0))" in text
     text = status_report(status=DeviceStatus(False, "CuPy is not installed (pip install tilemagic[cuda13])"),
                          check_nvcc=False)
     assert "not installed" in text
-    assert text.endswith("a launch would use: CPU simulator (no GPU)")
+    assert "a launch would use:\n    every kernel : CPU simulator" in text and "no GPU" in text
 
 
 # ----------------------------------------------------------------------------- nvcc (ptxas check)
