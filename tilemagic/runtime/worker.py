@@ -82,6 +82,7 @@ def handle_launch(request: dict, started):
     from .launch import run_on_gpu
 
     return run_on_gpu(request["native"], request["emulated"], request["inputs"], bench=request["bench"],
+                      bench_sources=request.get("bench_sources"), bench_bytes=request.get("bench_bytes"),
                       on_compiled=started)
 
 
@@ -352,12 +353,12 @@ class LaunchWorker:
         return self._status
 
     def launch(self, native, emulated, inputs: Mapping, *, bench: bool = False,
-               timeout: float = DEFAULT_TIMEOUT_S):
+               timeout: float = DEFAULT_TIMEOUT_S, bench_sources=None, bench_bytes: int | None = None):
         """Compile and run a kernel in the worker; return its :class:`~tilemagic.runtime.launch.GpuRun`.
 
         Parameters
         ----------
-        native, emulated, inputs, bench
+        native, emulated, inputs, bench, bench_sources, bench_bytes
             As :func:`tilemagic.runtime.launch.run_on_gpu`.
         timeout : float, default :data:`DEFAULT_TIMEOUT_S`
             Seconds the kernel (and ``--bench``'s repeats) may run once compiled.
@@ -372,7 +373,8 @@ class LaunchWorker:
         if not timeout or timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
         name = getattr(native, "kernel_name", "kernel")
-        req = {"native": native, "emulated": emulated, "inputs": dict(inputs), "bench": bool(bench)}
+        req = {"native": native, "emulated": emulated, "inputs": dict(inputs), "bench": bool(bench),
+               "bench_sources": bench_sources, "bench_bytes": bench_bytes}
         return self._request("launch", req, first_timeout=self.compile_timeout + (
             0 if self.alive() else self.start_timeout), run_timeout=float(timeout), what=f"running '{name}'")
 
