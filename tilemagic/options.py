@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 
 LAUNCH_CHOICES = ("auto", "sim", "gpu", "off")
@@ -93,4 +94,10 @@ def parse_option_line(line: str) -> argparse.Namespace:
         words = shlex.split(line)
     except ValueError as e:
         raise OptionError(str(e)) from None
-    return build_parser().parse_args(words)
+    return _parser().parse_args(words)
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> argparse.ArgumentParser:
+    """:func:`build_parser`, built once (``parse_args`` leaves the parser unchanged)."""
+    return build_parser()

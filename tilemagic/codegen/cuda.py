@@ -10,6 +10,7 @@ Every line carries the description line it came from (``CudaSource.lines``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import List, Optional, Tuple
@@ -95,7 +96,9 @@ def uses_tcgen05(kernel: ir.Kernel) -> bool:
                               ir.TcgenRelinquish)) for s in ir.walk(kernel.body))
 
 
+@functools.lru_cache(maxsize=1)
 def emulation_header() -> str:
+    """The text of ``tmem_emulation.cuh`` (read once per process)."""
     return resources.files("tilemagic.codegen").joinpath("tmem_emulation.cuh").read_text()
 
 
