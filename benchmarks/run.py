@@ -59,6 +59,8 @@ from common import ROOT, fmt, header, median, table, timed_ms, use_checkout, wri
 
 use_checkout()
 
+from cells import tmem_windows_cell  # noqa: E402  (tests/cells.py, after use_checkout)
+
 SECTIONS = ("lower", "cell", "import", "cache", "sim", "memory")
 COLUMNS = ("section", "case", "tilemagic", "reference", "ratio", "target", "met")
 LOWER_TARGET = 0.1  # tilemagic <= 1/10 of TVM
@@ -89,22 +91,6 @@ def lowering_cells() -> dict:
         "tcgen05 .32x32b.x32 bf16": roundtrip_cell("bfloat16", 64),
     })
     return out
-
-
-def tmem_cell(cols: int, dtype: str = "float32") -> str:
-    """128 x ``cols`` through TMEM in four column windows (``.32x32b.x(cols/4)`` for 32-bit dtypes)."""
-    w = cols // 4
-    lines = ["kernel tmem_big threads=128", f"global A: {dtype}[128, {cols}]", f"global B: {dtype}[128, {cols}]",
-             f"tmem T: {dtype}[128, {cols}]", f"local a: {dtype}[128, {w}] @ S[(128, {w}) : (1@tid_in_wg, 1)]"]
-    for k in range(4):
-        lines += [f"wg.copy a <- A[:, {k * w}:{(k + 1) * w}]", f"wg.copy_async T[:, {k * w}:{(k + 1) * w}] <- a",
-                  "wait st"]
-    lines.append("cta_sync")
-    for k in range(4):
-        lines += [f"wg.copy_async a <- T[:, {k * w}:{(k + 1) * w}]", "wait ld",
-                  f"wg.copy B[:, {k * w}:{(k + 1) * w}] <- a"]
-    lines.append("check B == A")
-    return "\n".join(lines)
 
 
 def _quiet(fn, *a, **k):
@@ -279,7 +265,7 @@ def bench_cache(repeats: int):
     from tilemagic.runtime import compile as rt_compile
     from tilemagic.runtime.cache import DiskCache, binary_key
 
-    kern = _quiet(tilemagic.tilecopy, tmem_cell(512), launch="off", emit_warnings=False).kernel
+    kern = _quiet(tilemagic.tilecopy, tmem_windows_cell(512), launch="off", emit_warnings=False).kernel
     src = generate(kern, "emulated", arch="sm_90")
     opts = rt_compile.cupy_options("sm_90")
     n = max(200, 50 * repeats)
@@ -307,12 +293,12 @@ def bench_sim(repeats: int, plot=None):
 
     rows, raw = [], {}
     for cols in SIM_COLS:
-        res = _quiet(tilemagic.tilecopy, tmem_cell(cols), launch="sim", emit_warnings=False)
+        res = _quiet(tilemagic.tilecopy, tmem_windows_cell(cols), launch="sim", emit_warnings=False)
         assert res.launch.passed
         inputs = res.launch.inputs
         t = [timed_ms(lambda: simulate(res.kernel, {k: v.copy() for k, v in inputs.items()}))
              for _ in range(repeats)]
-        full = [timed_ms(lambda: _quiet(tilemagic.tilecopy, tmem_cell(cols), launch="sim", emit_warnings=False))
+        full = [timed_ms(lambda: _quiet(tilemagic.tilecopy, tmem_windows_cell(cols), launch="sim", emit_warnings=False))
                 for _ in range(repeats)]
         kib = 128 * cols * 4 / 1024
         raw[cols] = {"tile_kib": kib, "simulate_ms": t, "tilecopy_sim_ms": full,
@@ -394,7 +380,7 @@ MEMORY_PROBE = textwrap.dedent("""
 
 
 def bench_memory(repeats: int):
-    out = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(ROOT), tmem_cell(512)], capture_output=True,
+    out = subprocess.run([sys.executable, "-c", MEMORY_PROBE, str(ROOT), tmem_windows_cell(512)], capture_output=True,
                          text=True, check=True, cwd=tempfile.gettempdir()).stdout
     m = json.loads(out.strip().splitlines()[-1])
     tile = m["tile"]

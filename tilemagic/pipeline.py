@@ -166,7 +166,8 @@ def check_timeout(timeout) -> float:
     return value
 
 
-def _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span=None, arch="sm_100a"):
+def _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span=None, arch="sm_100a",
+            bench_bytes=None):
     """Run the kernel: in the launch worker on a GPU (``auto``/``gpu`` when one is found), else in the simulator.
 
     The GPU is only ever touched by the worker process (:mod:`tilemagic.runtime.worker`):
@@ -176,14 +177,15 @@ def _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, sp
     kernel's first statement.
     """
     try:
-        return _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout, arch)
+        return _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout, arch, bench_bytes)
     except LaunchError as e:
         if e.span is None:
             e.span = span or next((s.span for s in ir.walk(kernel.body) if s.span is not None), None)
         raise
 
 
-def _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout, arch="sm_100a"):
+def _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout, arch="sm_100a",
+                 bench_bytes=None):
     has_tmem = kernel.tmem_cols > 0
     reason = ""
     if launch in ("auto", "gpu"):
@@ -198,7 +200,8 @@ def _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeou
 
                 grid = (generate(kernel, "native", arch=arch, grid=True),
                         generate(kernel, "emulated", arch=arch, strict=strict, grid=True) if emulated else None)
-            run = worker.launch(native, emulated, inputs, bench=bench, timeout=timeout, bench_sources=grid)
+            run = worker.launch(native, emulated, inputs, bench=bench, timeout=timeout, bench_sources=grid,
+                                bench_bytes=bench_bytes)
             return LaunchResult(run.backend, run.mode, run.arch, "a CUDA device was found",
                                 dict(inputs), run.outputs, device=run.device, timing=run.timing,
                                 compile=getattr(run, "compile", None))
@@ -290,6 +293,7 @@ def tilecopy(
     timeout: Optional[float] = None,
     namespace: Optional[dict] = None,
     emit_warnings: bool = True,
+    bench_bytes: Optional[int] = None,
     export: Optional[str] = None,
     compare: Optional[str] = None,
     heatmap=None,
@@ -313,7 +317,12 @@ def tilecopy(
     strict : bool, default False
         Flag TMEM addresses whose quadrant bits differ from warp_id % 4.
     bench : bool, default False
-        Time the GPU launch with CUDA events (GPU only).
+        Time the GPU launch with CUDA events (GPU only): the tile replicated over a grid of
+        CTAs (the codegen's grid form), GB/s and the ratio to a CuPy device-to-device copy
+        in ``result.launch.timing`` (see :func:`tilemagic.runtime.launch.run_on_gpu`).
+    bench_bytes : int, optional
+        With ``bench``: bytes the grid's CTAs read per launch (default 1 GiB, capped by the
+        free GPU memory).
     seed : int, default 0
         Seed of ``random`` initialisers.
     timeout : float, default 10
@@ -395,7 +404,7 @@ def tilecopy(
         if opts["launch"] != "off":  # inputs only when something runs on them
             inputs = make_inputs(tp, opts["seed"], namespace)
             lres = _launch(kernel, native, emulated, inputs, opts["launch"], strict, bench, timeout, tp.kernel_span,
-                           arch)
+                           arch, bench_bytes)
             lres.checks = run_checks(tp, lres.outputs)
     except TileMagicError as e:
         raise e.with_source(source)

@@ -294,21 +294,31 @@ def _nvrtc_to_binary(cupy):
     return compile_fn, f"nvrtc {version} cupy {getattr(cupy, '__version__', '?')}"
 
 
+_SCRATCH: Optional[str] = None
+
+
+def _scratch_dir() -> str:
+    """A private directory for binaries that are not in the disk cache, removed when the process exits
+    (``cupy.RawModule(path=...)`` may read its file after it returns)."""
+    global _SCRATCH
+    if _SCRATCH is None or not os.path.isdir(_SCRATCH):
+        import atexit
+
+        _SCRATCH = tempfile.mkdtemp(prefix="tilemagic-kernels-")
+        atexit.register(shutil.rmtree, _SCRATCH, True)
+    return _SCRATCH
+
+
 def _module_functions(cupy, path, binary: bytes, names):
-    """Load a cubin/PTX (the cache file, or ``binary`` through a temporary file) and get ``names``."""
-    if path is not None:
-        module = cupy.RawModule(path=str(path))
-        return [module.get_function(n) for n in names]
-    suffix = ".cubin" if binary.startswith(b"\x7fELF") else ".ptx"
-    fd, tmp = tempfile.mkstemp(prefix="tilemagic-", suffix=suffix)
-    try:
-        with os.fdopen(fd, "wb") as f:
+    """Load a cubin/PTX with ``cupy.RawModule(path=...)`` (the cache file, or ``binary`` written to
+    :func:`_scratch_dir`) and get the functions ``names``."""
+    if path is None:
+        suffix = ".cubin" if binary.startswith(b"\x7fELF") else ".ptx"
+        path = os.path.join(_scratch_dir(), hashlib.sha256(binary).hexdigest() + suffix)
+        with open(path, "wb") as f:
             f.write(binary)
-        module = cupy.RawModule(path=tmp)
-        return [module.get_function(n) for n in names]
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    module = cupy.RawModule(path=str(path))
+    return [module.get_function(n) for n in names]
 
 
 def _load(text: str, names, arch: str, options, how: Optional[dict] = None):

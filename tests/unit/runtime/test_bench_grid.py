@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import shutil
 import sys
-import types
 import warnings
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from cells import GMEM_SMEM_CASES, gmem_smem_cell
+from numpy_cupy import numpy_cupy
 
 import tilemagic
 from tilemagic.cli import demo_source
@@ -68,70 +68,6 @@ def test_grid_sources_assemble():
 
 
 # ----------------------------------------------------------------------------- run_on_gpu (NumPy-backed fake CuPy)
-class DevArray(np.ndarray):
-    """An ndarray standing in for a cupy.ndarray (``get()``, ``data.copy_from_device_async``)."""
-
-    def get(self):
-        return np.array(self)
-
-    @property
-    def data(self):
-        owner = self
-
-        class Ptr:
-            def copy_from_device_async(self, src, n):
-                np.asarray(owner).reshape(-1).view(np.uint8)[:n] = np.asarray(src.owner).reshape(-1).view(np.uint8)[:n]
-
-        p = Ptr()
-        p.owner = owner
-        return p
-
-
-def _dev(a):
-    return np.array(a, copy=True).view(DevArray)
-
-
-def numpy_cupy(kernels, cc="90", ms=0.5):
-    log = SimpleNamespace(launches=[], timed=0)
-    cupy = types.ModuleType("cupy")
-    cupy.__version__ = "14.2.0"
-
-    class Device:
-        id = 0
-        compute_capability = cc
-
-    class Event:
-        def record(self):
-            pass
-
-        def synchronize(self):
-            log.timed += 1
-
-    class RawModule:
-        def __init__(self, code=None, options=(), path=None):
-            self.grid = "--bench grid" in (code or "")
-
-        def get_function(self, name):
-            fn = kernels[name]
-
-            def launch(grid, block, args):
-                log.launches.append((name, grid, block))
-                fn(grid[0], *args)
-
-            return launch
-
-    cupy.cuda = SimpleNamespace(
-        Device=Device, Event=Event, get_elapsed_time=lambda s, e: ms,
-        nvrtc=SimpleNamespace(getVersion=lambda: (13, 0)),
-        runtime=SimpleNamespace(deviceSynchronize=lambda: None, memGetInfo=lambda: (1 << 34, 1 << 35)))
-    cupy.RawModule = RawModule
-    cupy.array = lambda a, copy=True: _dev(a)
-    cupy.asarray = _dev
-    cupy.zeros = lambda shape, dtype: _dev(np.zeros(shape, dtype))
-    cupy.copyto = lambda dst, src: np.copyto(dst, src)
-    return cupy, log
-
-
 def _status(cc=90):
     return DeviceStatus(True, "", name="NVIDIA H200", cc=cc, cupy_version="14.2.0", nvrtc_version=(13, 0))
 
