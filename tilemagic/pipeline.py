@@ -21,9 +21,8 @@ from .errors import LaunchError, LoweringError, Span, TileMagicError, TileSyntax
 from .ir import nodes as ir
 from .result import CheckResult, LaunchResult, ReportSection, TileCopyResult
 
-from .options import (COLOR_BY_CHOICES, COMPARE_CHOICES, EXPORT_CHOICES, LAUNCH_CHOICES, OPTION_SUMMARY,
-                      VIEW_CHOICES, heatmap_list)
-from .runtime.worker import DEFAULT_TIMEOUT_S
+from .options import (COLOR_BY_CHOICES, COMPARE_CHOICES, DEFAULT_TIMEOUT_S, EXPORT_CHOICES, LAUNCH_CHOICES,
+                      OPTION_SUMMARY, VIEW_CHOICES, heatmap_list)
 
 _ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
 

@@ -53,9 +53,8 @@ from collections.abc import Iterable, Mapping
 from multiprocessing.connection import Connection
 
 from ..errors import LaunchError
+from ..options import DEFAULT_TIMEOUT_S  # noqa: F401  (re-exported: the default of ``--timeout``)
 
-#: Default of ``--timeout``: seconds a launched kernel may run before the worker is killed.
-DEFAULT_TIMEOUT_S = 10.0
 #: Seconds for the worker to start and import CuPy (and answer a probe).
 START_TIMEOUT_S = 120.0
 #: Seconds for NVRTC to compile a kernel (before the ``--timeout`` clock starts).
