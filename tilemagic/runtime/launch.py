@@ -42,6 +42,8 @@ BENCH_BYTES = 1 << 30
 BENCH_SCRATCH_BYTES = 1 << 30
 #: ... and at most this fraction of the free device memory for all its buffers.
 BENCH_MEMORY_FRACTION = 0.7
+#: Bytes of a buffer compared at a time when the grid's results are checked (bounds the temporary).
+BENCH_CHECK_BYTES = 64 << 20
 #: The note of a ``--bench`` of an emulated TMEM kernel.
 EMULATION_NOTE = ("TMEM is emulated in global memory here: these times measure the emulation, "
                   "not Blackwell's tensor memory")
@@ -266,10 +268,12 @@ def _grid_times(cupy, kernel, src: "CudaSource", host: Mapping[str, np.ndarray],
     _grid_status(src, extras, ctas)
     for b, arr in zip(src.params, dev):
         want = cupy.asarray(_bits(expected[b.name]).reshape(-1))
-        rows = (arr[:, : want.size] == want).all(axis=1)
-        if not bool(rows.all()):
-            bad = int((~rows).argmax())
-            raise LaunchError(f"--bench: CTA {bad} of {ctas} left {b.name} different from the single-CTA launch")
+        step = max(1, BENCH_CHECK_BYTES // max(1, want.nbytes))
+        for lo in range(0, ctas, step):
+            rows = (arr[lo: lo + step, : want.size] == want).all(axis=1)
+            if not bool(rows.all()):
+                bad = lo + int((~rows).argmax())
+                raise LaunchError(f"--bench: CTA {bad} of {ctas} left {b.name} different from the single-CTA launch")
     times = _timed(cupy, launch, reset)
     _grid_status(src, extras, ctas)
     return times

@@ -151,7 +151,9 @@ def test_grid_bench_emulated_note_and_per_cta_status(monkeypatch):
     assert run.timing["note"] == rt_launch.EMULATION_NOTE and run.timing["ctas"] == 4
 
 
-def test_grid_bench_rejects_a_cta_that_differs(monkeypatch):
+@pytest.mark.parametrize("check_bytes", [64 << 20, 96 * 2], ids=["one-chunk", "chunks-of-2-ctas"])
+def test_grid_bench_rejects_a_cta_that_differs(monkeypatch, check_bytes):
+    monkeypatch.setattr(rt_launch, "BENCH_CHECK_BYTES", check_bytes)
     native, emulated, grid = _sources(demo_source("fallback_demo"))
 
     def wrong(ctas, a, b, *extra):
