@@ -331,3 +331,251 @@ def tmem_ir_kernel(violation=None):
                        tmem_addr=addr, body=ir.Seq(tuple(body)))
     a_bits = (np.arange(1, 129, dtype=np.uint64) * 2654435761) % (1 << 32)  # distinct 32-bit patterns
     return kernel, {"A": a_bits.astype(np.uint32), "B": np.zeros(128, np.uint32)}
+
+
+# ----------------------------------------------------------------------------- tcgen05 ld/st matrix (issue 3)
+# Written from PTX ISA §9.7.16 / tcgen05.md, not imported from tilemagic: the tests decode with them.
+TCGEN05_COL_FACTOR = {"32x32b": 1, "16x64b": 2, "16x128b": 4, "16x256b": 8}  # 32-bit columns per unit of num
+TCGEN05_REGS_PER_NUM = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4}
+TCGEN05_MAX_NUM = {"32x32b": 128, "16x64b": 128, "16x128b": 64, "16x256b": 32}  # PTX Table 49
+# which TMEM data paths each shape is tested on: D128 = datapath D, 128-row fragment; D64 = rows 0..63 of a
+# datapath-D buffer with a 64-row .16x*b fragment; F0/F1 = datapath(F, sub_slab=0/1); B = datapath(B)
+TCGEN05_DATAPATHS = {"32x32b": ("D128", "B"), "16x64b": ("D128", "D64", "F0", "F1"),
+                     "16x128b": ("D128", "D64", "F0", "F1"), "16x256b": ("D128", "D64", "F0", "F1")}
+
+
+def ptx_row_col(shape, t, r, split=0):
+    """(row, 32-bit column) of lane ``t``'s register ``r`` relative to the instruction's base lane and column.
+
+    PTX ISA §9.7.16.2.3 matrix fragments as closed forms (tcgen05.md §5), with q = t >> 2, p = t & 3;
+    ``split`` is ``immHalfSplitoff`` of .16x32bx2.  Works on ints and broadcasts NumPy arrays.
+    """
+    q, p = t >> 2, t & 3
+    if shape == "32x32b":
+        return t + 0 * r, r + 0 * t
+    if shape == "16x64b":
+        return q + 8 * (t & 1) + 0 * r, ((t >> 1) & 1) + 2 * r
+    if shape == "16x128b":
+        return q + 8 * (r & 1), p + 4 * (r >> 1)
+    if shape == "16x256b":
+        return q + 8 * ((r >> 1) & 1), 2 * p + (r & 1) + 8 * (r >> 2)
+    if shape == "16x32bx2":
+        return (t & 15) + 0 * r, r + split * (t >= 16)
+    raise ValueError(shape)
+
+
+class Tcgen05Case:
+    """One tcgen05 ld/st case: shape x num x dtype x data path x direction x TMEM column offset.
+
+    ``direction`` says which instruction of the shape under test is checked against the reference
+    ``.32x32b`` transfer of the whole allocation: ``st`` writes the tile with the shape under test and a
+    ``.32x32b`` load dumps TMEM into ``D``; ``ld`` fills TMEM with ``.32x32b`` stores from ``C`` and reads
+    the tile with the shape under test into ``B``.  Both cells also run the other instruction of the shape
+    under test (a round trip), so every case emits its ``ld`` and its ``st``.  ``col`` is the TMEM column
+    offset of the tile in 32-bit columns (a region slice; for datapath B an ``at T + col`` alias).
+
+    Attributes
+    ----------
+    rows, cols : int
+        The logical tile (fragment) in elements: ``rows`` 128 (D128) or 64, ``cols`` = ``num`` units.
+    tcols : int
+        32-bit columns of the allocation ``T`` (a power of two >= 32).
+    source : str
+        The ``%%tilecopy`` description (kernel ``name``).
+    region : str
+        The TMEM region the shape under test moves.
+    line : dict
+        ``{"st": line, "ld": line}``: the source lines of the two copies with the shape under test.
+    """
+
+    def __init__(self, shape, num, dtype, datapath, direction, col=0, name=None):
+        self.shape, self.num, self.dtype, self.datapath, self.direction, self.col = (
+            shape, num, dtype, datapath, direction, col)
+        self.epc = EPC[dtype]
+        self.rows = 128 if datapath == "D128" else 64
+        self.cols = 2 * num if datapath == "B" else TCGEN05_COL_FACTOR[shape] * num * self.epc
+        self.cols32 = num if datapath == "B" else self.cols // self.epc  # TMEM columns the tile spans
+        need = col + self.cols32
+        self.tcols = max(32, 1 << (need - 1).bit_length())
+        self.sub_slab = 1 if datapath == "F1" else 0
+        self.name = name or "k_" + self.id.replace("-", "_")
+        self.source = self._source()
+
+    @property
+    def id(self):
+        return f"{self.shape}-x{self.num}-{self.dtype}-{self.datapath}-{self.direction}-c{self.col}"
+
+    def __repr__(self):
+        return f"Tcgen05Case({self.id})"
+
+    def lane_col(self, r, c):
+        """TMEM (lane, 32-bit column, element within the cell) of logical element (r, c) of the tile.
+
+        The data-path formulas of PTX ISA §9.7.16.10.5 (tcgen05.md §9): D lane = r; F lane =
+        32*(r//16) + 16*sub_slab + r%16 (also where a 64-row .16x*b fragment sits on datapath D);
+        B lane = r + 64*(c // (N/2)), column c % (N/2).
+        """
+        if self.datapath == "D128":
+            lane = r
+        elif self.datapath == "B":
+            half = self.cols // 2
+            return r + 64 * (c // half), self.col + c % half, 0
+        else:
+            lane = 32 * (r // 16) + 16 * self.sub_slab + r % 16
+        return lane, self.col + c // self.epc, c % self.epc
+
+    def _source(self):
+        dt, rows, cols, epc = self.dtype, self.rows, self.cols, self.epc
+        lo = self.col * epc
+        lines = [f"kernel {self.name} threads=128",
+                 f"tmem T: {dt}[128, {self.tcols * epc}]"]
+        if self.datapath == "B":
+            lines.append(f"tmem V: {dt}[64, {cols}] @ datapath(B) at T + {self.col}")
+            region = "V"
+        elif self.datapath in ("F0", "F1"):
+            lines.append(f"tmem V: {dt}[64, {self.tcols * epc}] @ datapath(F, sub_slab={self.sub_slab}) at T")
+            region = f"V[:, {lo}:{lo + cols}]"
+        elif self.datapath == "D64":
+            region = f"T[0:64, {lo}:{lo + cols}]"
+        else:
+            region = f"T[:, {lo}:{lo + cols}]"
+        chunk = min(self.tcols, 128) * epc  # the reference .32x32b moves at most 128 columns
+        lines += [f"local a: {dt}[{rows}, {cols}] @ frag({self.shape})",
+                  f"local d: {dt}[128, {chunk}] @ frag(32x32b)",
+                  f"global D: {dt}[128, {self.tcols * epc}]",
+                  f"global B: {dt}[{rows}, {cols}]"]
+        dump = []
+        for k in range(0, self.tcols * epc, chunk):
+            dump += [f"wg.copy_async d <- T[:, {k}:{k + chunk}]", "wait ld", f"wg.copy D[:, {k}:{k + chunk}] <- d"]
+        if self.direction == "st":
+            lines += [f"global A: {dt}[{rows}, {cols}]",
+                      "wg.copy a <- A", f"wg.copy_async {region} <- a", "wait st", "cta_sync",
+                      f"wg.copy_async a <- {region}", "wait ld", "wg.copy B <- a", *dump, "check B == A"]
+        else:
+            fill = []
+            for k in range(0, self.tcols * epc, chunk):
+                fill += [f"wg.copy d <- C[:, {k}:{k + chunk}]", f"wg.copy_async T[:, {k}:{k + chunk}] <- d", "wait st"]
+            lines += [f"global C: {dt}[128, {self.tcols * epc}]", *fill, "cta_sync",
+                      f"wg.copy_async a <- {region}", "wait ld", "wg.copy B <- a",
+                      f"wg.copy_async {region} <- a", "wait st", "cta_sync", *dump, "check D == C"]
+        self.region = region
+        self.line = {"st": lines.index(f"wg.copy_async {region} <- a") + 1,
+                     "ld": lines.index(f"wg.copy_async a <- {region}") + 1}
+        return "\n".join(lines) + "\n"
+
+
+def tcgen05_nums(shape, datapath):
+    """min, a middle and the max num tested for a shape on a data path.
+
+    The max is PTX Table 49's, except for a 128-row ``.16x*b`` fragment (D128): it holds two slabs,
+    2 * REGS_PER_NUM * num registers per thread, and a thread has at most 255 (lower/limits.py), so
+    its max is half the shape's (x64 / x32 / x16); the shape's own max is reached by the 64-row
+    fragments (D64, F0, F1).
+    """
+    mx = TCGEN05_MAX_NUM[shape]
+    if datapath == "D128" and shape != "32x32b":
+        mx //= 2
+    return (1, 4 if mx <= 32 else 8, mx)
+
+
+def tcgen05_matrix():
+    """The issue-3 matrix: every shape x (min, middle, max num) x dtype x data path x direction x offset.
+
+    Dtypes: fp32, fp16, bf16, int32 on every shape, plus uint8/int8 on .32x32b (four per cell; the
+    .16x*b fragments are 16/32-bit only); datapath B is fp32 only.  Offsets: TMEM column 0 and 3
+    (B: 0 and 32, through `at T + col`).  Nums: :func:`tcgen05_nums`.
+    """
+    cases = []
+    for shape, dps in TCGEN05_DATAPATHS.items():
+        for dp in dps:
+            for num in tcgen05_nums(shape, dp):
+                dtypes = ("float32",) if dp == "B" else (
+                    ("float32", "float16", "bfloat16", "int32") + (("uint8", "int8") if shape == "32x32b" else ()))
+                for dt in dtypes:
+                    for direction in ("st", "ld"):
+                        for col in ((0, 32) if dp == "B" else (0, 3)):
+                            cases.append(Tcgen05Case(shape, num, dt, dp, direction, col))
+    return cases
+
+
+# column slices of .16x*b fragments: (shape, dtype, rows, cols, chunk width in elements)
+TCGEN05_SLICE_CASES = [
+    ("16x256b", "float32", 128, 64, 16),   # TVM test_tcgen05_ld_16x256b_sliced_matches_full_M128
+    ("16x256b", "float32", 128, 64, 8),
+    ("16x128b", "float16", 128, 64, 16),
+    ("16x64b", "bfloat16", 128, 32, 4),
+    ("16x64b", "int32", 128, 32, 2),
+]
+
+
+def tcgen05_slices_cell(shape, dtype, rows, cols, step):
+    """Store a .16x*b fragment whole, read it back in column chunks of ``step`` elements (smaller num)."""
+    chunks = "\n".join(f"wg.copy_async b[:, {k}:{k + step}] <- T[:, {k}:{k + step}]\nwait ld"
+                       for k in range(0, cols, step))
+    return f"""
+kernel s threads=128
+global A: {dtype}[{rows}, {cols}]
+global B: {dtype}[{rows}, {cols}]
+tmem T: {dtype}[128, {cols}]
+local a: {dtype}[{rows}, {cols}] @ frag({shape})
+local b: {dtype}[{rows}, {cols}] @ frag({shape})
+wg.copy a <- A
+wg.copy_async T <- a
+wait st
+cta_sync
+{chunks}
+wg.copy B <- b
+check B == A
+"""
+
+
+# both datapath-F halves of one allocation written and read back (LANGUAGE.md "Layout F halves"), plus a
+# .32x32b dump D of the whole allocation
+F_HALVES_CELL = """
+kernel fh threads=128
+global A: float32[64, 32]
+global Z: float32[64, 32]
+global B: float32[64, 32]
+global Y: float32[64, 32]
+global D: float32[128, 32]
+tmem T:     float32[128, 32]
+tmem lower: float32[64, 32] @ datapath(F, sub_slab=0) at T
+tmem upper: float32[64, 32] @ datapath(F, sub_slab=1) at T
+local lo:   float32[64, 32] @ frag(16x64b)
+local hi:   float32[64, 32] @ frag(16x64b)
+local d:    float32[128, 32] @ frag(32x32b)
+wg.copy lo <- A
+wg.copy hi <- Z
+wg.copy_async lower <- lo
+wg.copy_async upper <- hi
+wait st
+cta_sync
+wg.copy_async lo <- lower
+wg.copy_async hi <- upper
+wg.copy_async d <- T
+wait ld
+wg.copy B <- lo
+wg.copy Y <- hi
+wg.copy D <- d
+check B == A
+check Y == Z
+"""
+
+
+# the LANGUAGE.md seed examples, verbatim
+SEED_F_HALVES = """\
+tmem T:     float32[128, 32]
+tmem lower: float32[64, 32] @ datapath(F, sub_slab=0) at T
+tmem upper: float32[64, 32] @ datapath(F, sub_slab=1) at T
+local lo:   float32[64, 32] @ frag(16x64b)
+wg.copy_async lo <- lower
+"""
+
+SEED_B_READBACK = """\
+tmem  acc:  float32[64, 64] @ datapath(B)
+local frag: float32[64, 64] @ frag(32x32b)
+wg.copy_async frag <- acc      # one tcgen05.ld.sync.aligned.32x32b.x32.b32
+wait ld
+wg.copy_async acc <- frag      # one tcgen05.st ... same image
+wait st
+"""

@@ -496,7 +496,246 @@ warp.copy a <- S dispatch=ldstmatrix
 """, tags=["raises-exception"]),
 ]
 
-NOTEBOOKS = {"quickstart": QUICKSTART, "copy_fallback": COPY_FALLBACK, "copy_variants": COPY_VARIANTS}
+
+TCGEN05_LDST = [
+    md("""
+# copy_async → tcgen05_ldst (`tmem<->local`)
+
+`wg.copy_async` between a tensor-memory (TMEM) region and a register tile is lowered by the `tmem<->local`
+variant, as TVM TIRx's `tcgen05_ldst.py`: TMEM → registers is `tcgen05.ld`, registers → TMEM is `tcgen05.st`.
+Only the instructions are emitted; `wait ld` / `wait st` are the program's job. The variant picks the
+instruction shape (`.32x32b`, `.16x64b`, `.16x128b`, `.16x256b`), its `num`, how many times each warp issues it
+and the PTX row/column immediates from the two layouts: the TMEM buffer's data path (D, F or B) and the register
+tile's fragment.
+""" + SIM_NOTE),
+    code("%load_ext tilemagic\n%config TileMagics.launch = \"sim\""),
+    md("""
+## What it accepts
+
+Predicates (as TVM): `validate_copy_op` (same dtype, same non-unit extents), `exec_scope` (`wg`),
+`storage_scope` (tmem → local or local → tmem). Then the emitter takes one of three paths, in this order:
+
+| property | requirement |
+|---|---|
+| datapath B (`@ datapath(B)`, the `cta_group::2` M=64 tile) | a 32-bit dtype, the 64-row `frag(32x32b)` image on the register side, both sides whole, N/2 a legal `num` → one `.32x32b.x{N/2}` |
+| a register layout equal to `frag(16x64b / 16x128b / 16x256b)` | datapath D with 128 or 64 fragment rows, or datapath F with 64; num = columns / (2, 4, 8 32-bit columns × elements per cell), legal per PTX Table 49 (≤ x128 / x64 / x32) |
+| otherwise `.32x32b` | datapath D, a 128-row tile with row r in thread r, width a power-of-two number of 32-bit columns up to 128 |
+| dtypes | fp32, int32; fp16, bf16 two per 32-bit cell; uint8, int8 four per cell (`.32x32b` only); no `.pack::16b` |
+| slices | columns only, on both sides, the same width; a `16x*b` slice covers whole atoms |
+
+Which data path takes which shape is TVM's `_TMEM_ATOM_COMPAT`: D takes everything but B's image, F only a
+64-row `16x*b` fragment, B only its own path. Everything else declines with the rule and the fix.
+"""),
+    md("""
+## Demonstration program
+
+A warpgroup stores a 128×64 fp32 tile, held as the `.16x256b` fragment, into a datapath-D buffer and reads it
+back: each warp issues `tcgen05.st.16x256b.x8` twice (rows 0 and 16 of its 32-lane quadrant), then the same
+`tcgen05.ld` pair. The heatmap shows which warp owns which lanes.
+"""),
+    code("""
+%%tilecopy demo
+kernel demo threads=128
+global A: float32[128, 64]
+global B: float32[128, 64]
+tmem  T: float32[128, 64]
+local f: float32[128, 64] @ frag(16x256b)
+wg.copy f <- A
+wg.copy_async T <- f
+wait st
+cta_sync
+wg.copy_async f <- T
+wait ld
+wg.copy B <- f
+check B == A
+"""),
+    md("""
+## Algorithm
+
+1. **Direction** from the scopes: tmem → local is `tcgen05.ld`, local → tmem is `tcgen05.st`.
+2. **Datapath B first.** A TMEM buffer `@ datapath(B)` is moved as one `.32x32b.x{N/2}` over all 128 lanes: the
+   left N/2 columns sit in lanes 0..63, the right ones in lanes 64..127, so the 64-row register image
+   (`frag(32x32b)` with 64 rows) is a relabelled 128-row `.32x32b` tile.
+3. **Atom match.** The register layout is compared, after canonicalisation, with `frag(16x64b)`,
+   `frag(16x128b)` and `frag(16x256b)` of its shape; a match fixes the shape and
+   `num = cols / (col_factor · elements per cell)` with col_factor 2, 4, 8.
+4. **TMEM window.** The TMEM region is sliced through its layout; the window must be the data path's own layout
+   (D: `S[(rows, w) : (1@TLane, 1@TCol)]`, F: `datapath(F)` of width w) plus offsets: the `TCol` offset is the
+   column, the `TLane` offset (0 or 16) the F sub-slab. TVM's `_TMEM_ATOM_COMPAT` gates data path × shape × rows.
+5. **Issue per 16-row slab.** A `.16x*b` instruction moves 16 lanes of each warp's quadrant: a 128-row fragment
+   on D issues twice (PTX row immediate 0 and 16, the second slab's registers after the first's); a 64-row
+   fragment once, at row 16 · sub_slab. `.32x32b` covers a warp's 32 lanes in one issue.
+6. **Registers and address.** Each instruction takes `regs = num × (1, 1, 2, 4)` 32-bit words of the tile
+   starting at the column slice's register; the address is `tmem_addr[0]`, composed with `get_tmem_addr(addr,
+   row, col)` when (row, col) ≠ (0, 0). `ld` lists the destination registers first, `st` the address first.
+
+The demonstration's why-table for the store:
+"""),
+    code("""
+%%tilecopy why --view text --launch off
+kernel why threads=128
+tmem  T: float32[128, 64]
+local f: float32[128, 64] @ frag(16x256b)
+wg.copy_async T <- f
+wait st
+"""),
+    md("""
+## Generated TIRx IR
+
+The two slabs of the store and of the load: the same registers `f_32b[0..31]` and `f_32b[32..63]`, row
+immediates 0 and 16 (`T.cuda.get_tmem_addr`); the IR and CUDA panes of the demonstration above show the same.
+"""),
+    code("""
+%%tilecopy ir_view --view text --launch off
+kernel ir_view threads=128
+tmem  T: float32[128, 16]
+local f: float32[128, 16] @ frag(16x256b)
+wg.copy_async T <- f
+wait st
+wg.copy_async f <- T
+wait ld
+"""),
+    md("""
+## Generated CUDA
+
+Inline PTX for `sm_100a`: one `asm volatile` per instruction, destination registers first for `ld`, the address
+first for `st`. On a pre-Blackwell GPU the same IR runs through the emulated source (`res.cuda_emulated`).
+Here the Layout B readback of the language spec: one `.32x32b.x32` each way.
+"""),
+    code("""
+%%tilecopy b_readback --view text --launch off
+kernel b_readback threads=128
+tmem  acc:  float32[64, 64] @ datapath(B)
+local frag: float32[64, 64] @ frag(32x32b)
+wg.copy_async frag <- acc
+wait ld
+wg.copy_async acc <- frag
+wait st
+"""),
+    md("""
+## How inputs change the algorithm
+
+| input | effect | cell |
+|---|---|---|
+| a plain `S[(128, W) : (1@tid_in_wg, 1)]` tile instead of a fragment | `.32x32b.x{W/elements per cell}`, one issue | 1 |
+| `frag(16x256b)`, 128 rows (D) | `.16x256b.x{W/8}`, two issues (rows 0, 16) | the demonstration |
+| `datapath(F, sub_slab=1)`, 64-row fragment | one issue at row 16 | 2 |
+| rows `0:64` of a datapath-D buffer, 64-row fragment | one issue at row 0: lanes 0..15 of each quadrant | 3 |
+| `datapath(B)` | one `.32x32b.x{N/2}` over 128 lanes | the CUDA section |
+| a column slice of the fragment | a smaller num at the slice's registers | 4 |
+| fp16 / bf16 | two elements per register and cell: the same num covers twice the columns | 5 |
+| `at T + COLS` | the column immediate starts at COLS | 2 |
+| a `.16x*b` fragment against datapath B | declines: "allocate the fragment with frag(32x32b)" | 6 |
+
+**1.** The same TMEM buffer read as a plain 128-row tile: `.32x32b`, one instruction per warp.
+"""),
+    code("""
+%%tilecopy plain --view text
+kernel plain threads=128
+global A: float32[128, 16]
+global B: float32[128, 16]
+tmem  T: float32[128, 16]
+local a: float32[128, 16] @ S[(128, 16) : (1@tid_in_wg, 1)]
+wg.copy a <- A
+wg.copy_async T <- a
+wait st
+cta_sync
+wg.copy_async a <- T
+wait ld
+wg.copy B <- a
+check B == A
+"""),
+    md("**2.** The upper F sub-slab of an allocation, placed 16 columns in: row immediate 16, column 16."),
+    code("""
+%%tilecopy f_upper --view text
+kernel f_upper threads=128
+global A: float32[64, 32]
+global B: float32[64, 32]
+tmem  T: float32[128, 64]
+tmem  U: float32[64, 32] @ datapath(F, sub_slab=1) at T + 16
+local f: float32[64, 32] @ frag(16x128b)
+wg.copy f <- A
+wg.copy_async U <- f
+wait st
+cta_sync
+wg.copy_async f <- U
+wait ld
+wg.copy B <- f
+check B == A
+"""),
+    md("""
+**3.** A 64-row fragment on rows `0:64` of a datapath-D buffer (TVM's pairing): one issue at row 0, so fragment
+row r sits in lane 32·(r//16) + r%16 — the dispatch summary says so. Declare a datapath F buffer when the rows
+must match the lanes.
+"""),
+    code("""
+%%tilecopy d64 --view text
+kernel d64 threads=128
+global A: float32[64, 16]
+global B: float32[64, 16]
+tmem  T: float32[128, 16]
+local f: float32[64, 16] @ frag(16x64b)
+wg.copy f <- A
+wg.copy_async T[0:64, :] <- f
+wait st
+cta_sync
+wg.copy_async f <- T[0:64, :]
+wait ld
+wg.copy B <- f
+check B == A
+"""),
+    md("**4.** Reading a `.16x256b` fragment back in two column chunks: `.x4` instead of `.x8`, at registers 0 and 16 of each slab (32 and 48 for the second)."),
+    code("""
+%%tilecopy chunks --view text
+kernel chunks threads=128
+global A: float32[128, 64]
+global B: float32[128, 64]
+tmem  T: float32[128, 64]
+local a: float32[128, 64] @ frag(16x256b)
+local b: float32[128, 64] @ frag(16x256b)
+wg.copy a <- A
+wg.copy_async T <- a
+wait st
+cta_sync
+wg.copy_async b[:, 0:32] <- T[:, 0:32]
+wg.copy_async b[:, 32:64] <- T[:, 32:64]
+wait ld
+wg.copy B <- b
+check B == A
+"""),
+    md("**5.** bf16: 64 columns are 32 TMEM columns, so `.16x64b.x16` (two elements per 32-bit register)."),
+    code("""
+%%tilecopy bf16 --view text
+kernel bf16 threads=128
+global A: bfloat16[64, 64]
+global B: bfloat16[64, 64]
+tmem  T: bfloat16[128, 64]
+tmem  L: bfloat16[64, 64] @ datapath(F) at T
+local f: bfloat16[64, 64] @ frag(16x64b)
+wg.copy f <- A
+wg.copy_async L <- f
+wait st
+cta_sync
+wg.copy_async f <- L
+wait ld
+wg.copy B <- f
+check B == A
+"""),
+    md("""
+**6.** A `.16x*b` fragment against datapath B: the variant declines with the rule and the fix, and with no other
+`copy_async` variant the cell stops with the why-table.
+"""),
+    code("""
+%%tilecopy bad_b
+kernel bad_b threads=128
+tmem  acc: float32[64, 64] @ datapath(B)
+local f:   float32[64, 64] @ frag(16x256b)
+wg.copy_async f <- acc
+""", tags=["raises-exception"]),
+]
+
+NOTEBOOKS = {"quickstart": QUICKSTART, "copy_fallback": COPY_FALLBACK, "copy_variants": COPY_VARIANTS,
+             "tcgen05_ldst": TCGEN05_LDST}
 
 
 def build(name):

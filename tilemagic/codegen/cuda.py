@@ -11,6 +11,7 @@ Every line carries the description line it came from (``CudaSource.lines``).
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import List, Optional, Tuple
@@ -89,6 +90,40 @@ class CudaSource:
     grid: bool = False
     reads: Tuple[str, ...] = ()
     writes: Tuple[str, ...] = ()
+
+
+def translation_unit(texts) -> str:
+    """Several generated kernels as one CUDA translation unit (one compiler run for many kernels).
+
+    Every source :func:`generate` writes is a prelude (banner, includes, the emulation device
+    functions in emulated mode, ``get_tmem_addr`` when an instruction has a row/column immediate)
+    followed by one ``extern "C" __global__`` kernel.  The prelude is emitted once — the one
+    that defines ``get_tmem_addr`` if any source needs it — then every kernel.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        Sources of one mode (all native or all emulated) with distinct kernel names.
+
+    Raises
+    ------
+    ValueError
+        Mixed modes, or two kernels with the same name.
+    """
+    prelude, kernels, names = None, [], set()
+    for text in texts:
+        i = text.index('extern "C"')
+        head, body = text[:i], text[i:]
+        if prelude is not None and ("tm_emu_ldst" in head) != ("tm_emu_ldst" in prelude):
+            raise ValueError("translation_unit: native and emulated sources cannot share one unit")
+        name = re.match(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)', body).group(1)
+        if name in names:
+            raise ValueError(f"translation_unit: kernel '{name}' appears twice")
+        names.add(name)
+        if prelude is None or ("get_tmem_addr(" in head and "get_tmem_addr(" not in prelude):
+            prelude = head
+        kernels.append(body)
+    return (prelude or "") + "\n".join(kernels)
 
 
 def uses_tcgen05(kernel: ir.Kernel) -> bool:

@@ -146,8 +146,10 @@ __device__ __forceinline__ uint32_t tm_regs_per_num(int shape) {
 }
 
 // tcgen05.{ld,st}.sync.aligned.<shape>.x<num>.b32: regs[0 .. num*regs_per_num) <-> TMEM
-__device__ void tm_emu_ldst_at(const TmEmu& e, int is_ld, int shape, int num, uint32_t taddr, uint32_t* regs,
-                               uint32_t split, int line) {
+// (__noinline__: one copy per kernel; inlining this loop at every call site made ptxas take ~15 s on a
+// kernel with two 256-register .16x256b transfers, ~1.5 s out of line; same semantics)
+__device__ __noinline__ void tm_emu_ldst_at(const TmEmu& e, int is_ld, int shape, int num, uint32_t taddr,
+                                            uint32_t* regs, uint32_t split, int line) {
   uint32_t tid = tm_linear_tid(), t = tid & 31u, warp = tid >> 5;
   if (!tm_full_warp(e, line)) return;
   uint32_t lane_field = (taddr >> 16) & 0xffffu;

@@ -176,7 +176,7 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
             raise TileTypeError(f"layout {layout} reaches TMEM lane {int(lanes.max())}; TMEM has 128 lanes", lspan)
         epc = 4 // ir.DTYPE_BYTES[decl.dtype]
         buf.per_thread = numel
-        buf.datapath, buf.sub_slab = datapath or _classify(layout, decl.shape, ir.DTYPE_BYTES[decl.dtype] * 8), sub_slab
+        buf.datapath, buf.sub_slab = (datapath, sub_slab) if datapath else _classify(layout, decl.shape)
         buf.tmem_ncols = -(-(int(cols.max()) + 1) // epc)  # 32-bit columns spanned
     else:
         buf.per_thread = numel
@@ -215,8 +215,8 @@ def _check_injective(decl, co, numel, span):
                             hint="every element needs its own place; check for a stride of 0 or overlapping strides")
 
 
-def _classify(layout, shape, bits):
-    """Datapath letter of a TMEM layout written as ``S[...]`` (TVM ``_classify_tmem_datapath``)."""
+def _classify(layout, shape):
+    """``(letter, sub_slab)`` of a TMEM layout written as ``S[...]`` (TVM ``_classify_tmem_datapath``), or (None, 0)."""
     from ..layout import tmem_datapath_layout
 
     from ..layout import TileLayout
@@ -232,10 +232,10 @@ def _classify(layout, shape, bits):
     for letter, sub in cands:
         try:
             if layout.is_equal(tmem_datapath_layout(letter, rows, cols, sub)):
-                return letter
+                return letter, sub
         except ValueError:
             pass
-    return None
+    return None, 0
 
 
 # ----------------------------------------------------------------------------- regions

@@ -3,7 +3,8 @@
 * :mod:`.device` -- :func:`probe` (CuPy, driver, runtime, device, NVRTC; cached, never raises),
   :func:`nvcc_version`, :func:`tmem_mode`;
 * :mod:`.compile` -- :func:`arch_for_device` (explicit ``-arch``: ``sm_100a`` for TMEM on
-  CC 10.0), :func:`compile_cupy` (NVRTC through ``cupy.RawModule``), :func:`nvcc_compile`
+  CC 10.0), :func:`compile_cupy` (NVRTC through ``cupy.RawModule``), :func:`compile_cupy_many`
+  (many kernels in one NVRTC module, each cached as if compiled alone), :func:`nvcc_compile`
   (ptxas check without a GPU);
 * :mod:`.launch` -- :func:`run_on_gpu` (one CTA, every global buffer copied back,
   TMEM emulation status checked), :func:`status_report` (``tilemagic status``).
@@ -12,12 +13,18 @@ CuPy is optional and imported lazily, inside functions only: importing this
 package never imports ``cupy``.
 """
 
-from .compile import NvccResult, arch_for_device, compile_cupy, nvcc_compile
+from .compile import (
+    NvccResult,
+    arch_for_device,
+    compile_cupy,
+    compile_cupy_many,
+    nvcc_compile,
+)
 from .device import DeviceStatus, nvcc_version, probe, tmem_mode
 from .launch import GpuRun, run_on_gpu, status_report
 
 __all__ = [
     "DeviceStatus", "GpuRun", "NvccResult",
-    "arch_for_device", "compile_cupy", "nvcc_compile", "nvcc_version",
+    "arch_for_device", "compile_cupy", "compile_cupy_many", "nvcc_compile", "nvcc_version",
     "probe", "run_on_gpu", "status_report", "tmem_mode",
 ]

@@ -245,6 +245,46 @@ def compile_cupy(src: "CudaSource", arch: str, *, info: Optional[dict] = None):
     return hit
 
 
+def compile_cupy_many(sources, arch: str) -> list:
+    """Compile several kernels in one NVRTC module and cache each under its own source.
+
+    A batched :func:`compile_cupy`: the sources are joined with
+    :func:`~tilemagic.codegen.cuda.translation_unit` and compiled once, and every
+    kernel is stored under the :func:`cache_key` of its own ``src``, so a later
+    ``compile_cupy(src, arch)`` — e.g. a ``--launch gpu`` of the same description —
+    reuses it without compiling.  NVRTC's per-module cost (headers, the emulation
+    device functions) is paid once instead of once per kernel.
+
+    Parameters
+    ----------
+    sources : sequence of CudaSource
+        Of one mode, with distinct kernel names.
+    arch : str
+        As for :func:`compile_cupy`.
+
+    Returns
+    -------
+    list of cupy.RawKernel
+        In the order of ``sources``.
+
+    Raises
+    ------
+    LaunchError
+        As :func:`compile_cupy`.
+    """
+    import cupy  # lazy
+
+    from ..codegen.cuda import translation_unit
+
+    options = cupy_options(arch)
+    device_id = _device_id(cupy)
+    names = [s.kernel_name for s in sources]
+    kernels = _load(translation_unit([s.text for s in sources]), names, arch, options)
+    for src, kernel in zip(sources, kernels):
+        _KERNEL_CACHE[cache_key(src.text, src.kernel_name, arch, options, device_id)] = kernel
+    return kernels
+
+
 def _device_id(cupy) -> int:
     try:
         return int(cupy.cuda.Device().id)

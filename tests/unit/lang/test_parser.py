@@ -6,11 +6,11 @@ import re
 import time
 
 import pytest
-
-from tilemagic.cli import demo_source
+from cells import SEED_B_READBACK, SEED_F_HALVES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tilemagic.cli import demo_source
 from tilemagic.errors import Span, TileMagicError, TileSyntaxError
 from tilemagic.lang import (
     Alias,
@@ -33,22 +33,9 @@ ROUNDTRIP = demo_source("tmem_roundtrip")
 
 FALLBACK = demo_source("fallback_demo")
 
-F_HALVES = """\
-tmem T:     float32[128, 32]
-tmem lower: float32[64, 32] @ datapath(F, sub_slab=0) at T
-tmem upper: float32[64, 32] @ datapath(F, sub_slab=1) at T
-local lo:   float32[64, 32] @ frag(16x64b)
-wg.copy_async lo <- lower
-"""
+F_HALVES = SEED_F_HALVES
 
-B_READBACK = """\
-tmem  acc:  float32[64, 64] @ datapath(B)
-local frag: float32[64, 64] @ frag(32x32b)
-wg.copy_async frag <- acc      # one tcgen05.ld.sync.aligned.32x32b.x32.b32
-wait ld
-wg.copy_async acc <- frag      # one tcgen05.st ... same image
-wait st
-"""
+B_READBACK = SEED_B_READBACK
 
 SEEDS = [ROUNDTRIP, FALLBACK, F_HALVES, B_READBACK]
 

@@ -15,6 +15,7 @@ import itertools
 
 import numpy as np
 import pytest
+from cells import TCGEN05_REGS_PER_NUM, ptx_row_col
 
 from tilemagic.layout import (
     TileLayout,
@@ -143,21 +144,7 @@ def test_datapath_errors(args, kwargs, match):
 
 
 # ----------------------------------------------------------------------------- tcgen05 fragments
-def ptx_row_col(shape, t, r):
-    """tcgen05.md §5 table: (row, 32-bit col) of lane t / register r (independent of tilemagic)."""
-    q, p = t >> 2, t & 3
-    if shape == "32x32b":
-        return t, r
-    if shape == "16x64b":
-        return q + 8 * (t & 1), ((t >> 1) & 1) + 2 * r
-    if shape == "16x128b":
-        return q + 8 * (r & 1), p + 4 * (r >> 1)
-    if shape == "16x256b":
-        return q + 8 * ((r >> 1) & 1), 2 * p + (r & 1) + 8 * (r >> 2)
-    raise AssertionError(shape)
-
-
-REGS_PER_NUM = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4}
+REGS_PER_NUM = TCGEN05_REGS_PER_NUM
 COL32_PER_NUM = {"32x32b": 1, "16x64b": 2, "16x128b": 4, "16x256b": 8}
 MAX_NUM = {"32x32b": 128, "16x64b": 128, "16x128b": 64, "16x256b": 32}
 

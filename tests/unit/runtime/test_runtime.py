@@ -274,6 +274,20 @@ def test_compile_cupy_options_and_cache(monkeypatch):
     assert fake._log.modules[1].options == ("-std=c++17", "-arch=sm_100a")
 
 
+def test_compile_cupy_many_compiles_once_and_caches_each_kernel(monkeypatch):
+    fake = make_cupy(kernels={"k1": _copy, "k2": _copy})
+    monkeypatch.setitem(sys.modules, "cupy", fake)
+    pre = "#include <cuda_fp16.h>\n"
+    s1 = Src(pre + 'extern "C" __global__ void k1() {}', "k1", "native", _bufs())
+    s2 = Src(pre + 'extern "C" __global__ void k2() {}', "k2", "native", _bufs())
+    ks = rt_compile.compile_cupy_many([s1, s2], "sm_90")
+    assert len(fake._log.modules) == 1 and len(ks) == 2
+    assert fake._log.modules[0].code.count("#include <cuda_fp16.h>") == 1
+    assert compile_cupy(s2, "sm_90") is ks[1] and len(fake._log.modules) == 1  # a cache hit
+    with pytest.raises(LaunchError, match=r"NVRTC could not compile kernel 'k1 \(\+1 more\)'"):
+        rt_compile.compile_cupy_many([Src("#error x\n" + s1.text, "k1", "native", _bufs()), s2], "sm_100a")
+
+
 def test_compile_cupy_swaps_stdint_for_nvrtc(monkeypatch):
     fake = make_cupy(kernels={"k": _copy})
     monkeypatch.setitem(sys.modules, "cupy", fake)
