@@ -44,8 +44,8 @@ RERUN_TARGET_MS = 30.0
 
 def cells(quick: bool):
     """``(name, source, bench bytes, target)`` of every ``--bench`` row."""
-    from cells import (LDSTMATRIX_CASES, GmemSmemCase, fallback_cell, gmem_smem_cell, reg_cell, roundtrip_cell,
-                       smem_cell, tmem_windows_cell)
+    from cells import (LDSTMATRIX_CASES, GmemSmemCase, Tcgen05Case, fallback_cell, gmem_smem_cell, reg_cell,
+                       roundtrip_cell, smem_cell, tmem_windows_cell)
 
     from tilemagic.cli import demo_source
 
@@ -65,6 +65,8 @@ def cells(quick: bool):
         ("tmem_roundtrip demo 128x8 f16 (.32x32b.x4)", demo_source("tmem_roundtrip"), GIB, None),
         ("TMEM 128x512 f32, .32x32b.x128 in 4 windows", tmem_windows_cell(512), GIB, None),
         ("TMEM 128x32 f32 round trip (.32x32b.x32)", roundtrip_cell("float32", 32), GIB, None),
+        ("TMEM .16x256b.x4 f32 round trip + .32x32b dump", Tcgen05Case("16x256b", 4, "float32", "D128", "st").source,
+         GIB, None),
     ]
     return out[:1] + out[6:7] + out[8:9] if quick else out
 

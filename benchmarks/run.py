@@ -8,9 +8,9 @@
 Sections (``--only``):
 
 ``lower``
-    Lowering speed against TVM, per cell (the seed demos and ten cells of tests/cells.py: reg,
-    gmem_smem, ldstmatrix, fallback, tcgen05 .32x32b).  tilemagic: ``tilecopy(src, launch="off")``
-    — parse, check, dispatch, lower, hazard check, printed IR, native CUDA (and the emulated CUDA
+    Lowering speed against TVM, per cell (the seed demos and fifteen cells of tests/cells.py: reg,
+    gmem_smem, ldstmatrix, fallback, tcgen05 .32x32b, .16x64b/.16x128b/.16x256b, data paths F and
+    B).  tilemagic: ``tilecopy(src, launch="off")`` — parse, check, dispatch, lower, hazard check, printed IR, native CUDA (and the emulated CUDA
     of a TMEM kernel).  TVM (apache-tvm 0.27): the exported TVMScript (tilemagic's exporter,
     not timed) through ``tvm.script.from_source`` + ``LowerTIRx`` under
     ``Target({"kind": "cuda", "arch": "sm_100a"})``; and ``from_source`` + ``tvm.compile(...,
@@ -71,9 +71,9 @@ SIM_COLS = (64, 128, 256, 512)
 
 # ----------------------------------------------------------------------------- cells
 def lowering_cells() -> dict:
-    """The seed demos and ten cells of tests/cells.py, by name (all exportable to TVMScript)."""
-    from cells import (FALLBACK_CASES, GMEM_SMEM_CASES, LDSTMATRIX_CASES, REG_CASES, fallback_cell,
-                       gmem_smem_cell, reg_cell, roundtrip_cell, smem_cell)
+    """The seed demos and fifteen cells of tests/cells.py, by name (all exportable to TVMScript)."""
+    from cells import (F_HALVES_CELL, FALLBACK_CASES, GMEM_SMEM_CASES, LDSTMATRIX_CASES, REG_CASES, Tcgen05Case,
+                       fallback_cell, gmem_smem_cell, reg_cell, roundtrip_cell, smem_cell)
 
     from tilemagic.cli import DEMOS, demo_source
 
@@ -89,6 +89,12 @@ def lowering_cells() -> dict:
         "fallback cta256 4x8 f32": fallback_cell(*FALLBACK_CASES[4]),
         "tcgen05 .32x32b.x32 f32": roundtrip_cell("float32", 32),
         "tcgen05 .32x32b.x32 bf16": roundtrip_cell("bfloat16", 64),
+        # the .16x*b shapes and data paths F and B (each case also dumps TMEM with .32x32b)
+        "tcgen05 .16x256b.x4 f32, 128 rows": Tcgen05Case("16x256b", 4, "float32", "D128", "st").source,
+        "tcgen05 .16x64b.x8 f16, datapath F": Tcgen05Case("16x64b", 8, "float16", "F0", "st").source,
+        "tcgen05 .16x128b.x4 bf16, 64 rows (ld)": Tcgen05Case("16x128b", 4, "bfloat16", "D64", "ld").source,
+        "tcgen05 datapath B .32x32b.x16 f32": Tcgen05Case("32x32b", 16, "float32", "B", "st").source,
+        "tcgen05 both F halves (.16x64b.x16)": F_HALVES_CELL,
     })
     return out
 

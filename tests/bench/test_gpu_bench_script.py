@@ -91,7 +91,7 @@ def test_gpu_bench_runs_every_row(gpu_bench, tmp_path, capsys):
     printed = capsys.readouterr().out
     payload = json.loads(out.read_text())
     names = [name for name, *_ in script.cells(False)]
-    assert list(payload["bench"]) == names and len(names) == 11
+    assert list(payload["bench"]) == names and len(names) == 12
     for name, t in payload["bench"].items():
         assert t["passed"] and t["vs_cupy_copy"] > 0 and t["ctas"] >= 1, name
         assert ("note" in t) == ("TMEM" in name or "tmem" in name), name
@@ -99,6 +99,6 @@ def test_gpu_bench_runs_every_row(gpu_bench, tmp_path, capsys):
     for c in cache.values():
         assert (c["cold"]["cache"], set(c["rerun_cache"]), c["restarted"]["cache"]) == ("compiled", {"memory"}, "disk")
     assert payload["device"] == "Fake H200 (CC 9.0)" and payload["cache_dir"].startswith("/")
-    assert printed.count("| bench ") == 11 and printed.count("| cache ") == 6
+    assert printed.count("| bench ") == 12 and printed.count("| cache ") == 6
     assert {b for _, b, _ in fake.launches} == {True, False}
     assert all(n for _, b, n in fake.launches if b)  # every bench launch names its size
