@@ -10,9 +10,10 @@ Sections (``--only``):
 ``lower``
     Lowering speed against TVM, per cell (the seed demos and fifteen cells of tests/cells.py: reg,
     gmem_smem, ldstmatrix, fallback, tcgen05 .32x32b, .16x64b/.16x128b/.16x256b, data paths F and
-    B).  tilemagic: ``tilecopy(src, launch="off")`` — parse, check, dispatch, lower, hazard check, printed IR, native CUDA (and the emulated CUDA
-    of a TMEM kernel).  TVM (apache-tvm 0.27): the exported TVMScript (tilemagic's exporter,
-    not timed) through ``tvm.script.from_source`` + ``LowerTIRx`` under
+    B).  tilemagic: ``tilecopy(src, launch="off")`` — parse, check, dispatch, lower, hazard
+    check, printed IR, native CUDA (and the emulated CUDA of a TMEM kernel).  TVM (apache-tvm
+    0.27): the exported TVMScript (tilemagic's exporter, not timed) through
+    ``tvm.script.from_source`` + ``LowerTIRx`` under
     ``Target({"kind": "cuda", "arch": "sm_100a"})``; and ``from_source`` + ``tvm.compile(...,
     tir_pipeline="tirx")`` (which runs LowerTIRx again and the CUDA codegen; no NVRTC).  A TMEM
     kernel's ``tvm.compile`` uses the export with constant TMEM addresses (the shared-memory
