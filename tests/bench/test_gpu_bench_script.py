@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from numpy_cupy import numpy_cupy
 
+from tilemagic.errors import LaunchError
 from tilemagic.runtime import launch as rt_launch
 from tilemagic.runtime import worker as rt_worker
 from tilemagic.runtime.device import DeviceStatus
@@ -27,10 +28,12 @@ STATUS = DeviceStatus(True, "", name="Fake H200", cc=90, cupy_version="14.2.0", 
 class FakeGpu:
     """The launch worker's stand-in: run_on_gpu in this process, a compile cache that survives a restart."""
 
-    def __init__(self):
-        self.disk, self.memory, self.launches = set(), set(), []
+    def __init__(self, fail=None):
+        self.disk, self.memory, self.launches, self.fail = set(), set(), [], fail
 
     def compile(self, src, arch, *, info=None):
+        if src.kernel_name == self.fail:
+            raise LaunchError(f"NVRTC could not compile kernel '{src.kernel_name}' for -arch={arch}")
         key = (src.text, arch)
         how = "memory" if key in self.memory else "disk" if key in self.disk else "compiled"
         self.memory.add(key)
@@ -66,10 +69,10 @@ class FakeGpu:
 
 
 @pytest.fixture
-def gpu_bench(monkeypatch, tmp_path):
+def gpu_bench(monkeypatch, tmp_path, request):
     cupy, _ = numpy_cupy({})
     monkeypatch.setitem(sys.modules, "cupy", cupy)
-    fake = FakeGpu()
+    fake = FakeGpu(getattr(request, "param", None))
     monkeypatch.setattr(rt_launch, "compile_cupy", fake.compile)
     worker = fake.worker()
     monkeypatch.setattr(rt_worker, "get_worker", lambda: worker)
@@ -102,3 +105,16 @@ def test_gpu_bench_runs_every_row(gpu_bench, tmp_path, capsys):
     assert printed.count("| bench ") == 12 and printed.count("| cache ") == 6
     assert {b for _, b, _ in fake.launches} == {True, False}
     assert all(n for _, b, n in fake.launches if b)  # every bench launch names its size
+
+
+@pytest.mark.parametrize("gpu_bench", ["fb"], indirect=True)
+def test_a_failing_cell_is_a_row_and_the_rest_runs(gpu_bench, tmp_path, capsys):
+    script, fake = gpu_bench
+    out = tmp_path / "gpu.json"
+    assert script.main(["--json", str(out)]) == 0
+    bench = json.loads(out.read_text())["bench"]
+    failed = [n for n, t in bench.items() if "error" in t]
+    assert failed == ["fallback cta256 33x64 f32, one thread copies"]
+    assert "NVRTC could not compile kernel 'fb'" in bench[failed[0]]["error"]
+    assert all(t["passed"] for n, t in bench.items() if n not in failed) and len(bench) == 12
+    assert "| bench   | fallback cta256 33x64 f32, one thread copies: FAILED" in capsys.readouterr().out
