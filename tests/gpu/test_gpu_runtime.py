@@ -72,7 +72,8 @@ def test_status_report_names_the_device():
     text = status_report(check_nvcc=False)
     st = probe()
     assert st.label in text
-    assert "a launch would use: arch=" in text
+    assert "a launch would use:" in text
+    assert f"kernels without TMEM : arch=sm_{st.cc}" in text and "kernels with TMEM    : arch=" in text
     assert tempfile.gettempdir() + "/" not in text
 
 

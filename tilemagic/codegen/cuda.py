@@ -17,6 +17,7 @@ from importlib import resources
 from typing import List, Optional, Tuple
 
 from ..ir import nodes as ir
+from ..ir.evaluate import warp_uniform
 from ..ir.printer import Lines, scale_index
 
 # emulation status codes -> message ({1},{2},{3} are tm_status[1..3]); shared with the simulator
@@ -266,7 +267,20 @@ def _taddr(s):
     return f"get_tmem_addr({s.addr.name}[0], {s.row}, {s.col})"
 
 
+def _reconverge(L: Lines, src):
+    """Before an emulated ``.sync.aligned`` tcgen05 instruction outside any warp-splitting
+    guard: ``__syncwarp()``.  On sm_70+ a warp need not reconverge after earlier divergent
+    code (independent thread scheduling), and the emulation's full-warp check
+    (``__activemask()``) would then see a partial warp that the hardware instruction, which
+    synchronises the warp itself, never sees.  Inside a guard that splits a warp no
+    ``__syncwarp()`` is emitted, so a genuinely partial warp is still reported."""
+    if not L.lane_guards:
+        L.add("__syncwarp();  // the warp executes the .sync.aligned instruction together", src)
+
+
 def _tcgen_emulated(L: Lines, s, src):
+    if isinstance(s, (ir.TcgenAlloc, ir.TcgenRelinquish, ir.TcgenDealloc, ir.TcgenLdSt)):
+        _reconverge(L, src)
     if isinstance(s, ir.TcgenAlloc):
         L.add(f"tm_emu_alloc(tm, {s.addr.name}, {s.ncols}u);", src)
     elif isinstance(s, ir.TcgenRelinquish):
@@ -290,9 +304,12 @@ def _stmt(L: Lines, s: ir.Stmt, mode: str):
     elif isinstance(s, ir.Comment):
         L.add(f"// {s.text}", src)
     elif isinstance(s, ir.If):
+        splits = not warp_uniform(s.cond, L.threads)
         L.add(f"if ({cexpr(s.cond)}) {{", src)
         L.depth += 1
+        L.lane_guards += splits
         _stmt(L, s.then, mode)
+        L.lane_guards -= splits
         L.depth -= 1
         L.add("}", src)
     elif isinstance(s, ir.Grid):
@@ -389,6 +406,7 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
     tc = uses_tcgen05(kernel)
     emulated = mode == "emulated"
     L = Lines()
+    L.threads, L.lane_guards = kernel.threads, 0  # enclosing guards that split a warp (see _reconverge)
     head = (f"native tcgen05 inline PTX; build for {arch} only (NVRTC -arch={arch}, or "
             f"nvcc -gencode arch=compute_{arch[3:]},code={arch})") if (tc and not emulated) else (
         "TMEM emulated in global memory (tilemagic/codegen/tmem_emulation.cuh)" if emulated else

@@ -19,14 +19,10 @@ import numpy as np
 
 from ..errors import LaunchError
 from ..ir import nodes as ir
+from ..ir.evaluate import BIN_OPS, thread_values
 from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
-_OPS = {
-    "+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod, "^": np.bitwise_xor,
-    "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal, ">": np.greater,
-    ">=": np.greater_equal, "and": np.logical_and,
-}
 
 
 def _reads(e, buf) -> bool:
@@ -68,8 +64,7 @@ class Simulator:
         n = kernel.threads
         self.n = n
         tx = np.arange(n, dtype=np.int64)
-        self.tvars = {"tx": tx, "laneid": tx % 32, "warpid": tx // 32, "tid_in_wg": tx % 128,
-                      "wid_in_wg": (tx // 32) % 4}
+        self.tvars = {k: thread_values(k, tx) for k in ("tx", "laneid", "warpid", "tid_in_wg", "wid_in_wg")}
         self.mem: Dict[str, np.ndarray] = {}
         for b in kernel.params:
             a = np.ascontiguousarray(inputs[b.name])
@@ -93,7 +88,7 @@ class Simulator:
         if isinstance(e, ir.LoopVar):
             return env[e.name]
         if isinstance(e, ir.Bin):
-            return _OPS[e.op](self.eval_expr(e.a, env), self.eval_expr(e.b, env))
+            return BIN_OPS[e.op](self.eval_expr(e.a, env), self.eval_expr(e.b, env))
         if isinstance(e, ir.Load):
             idx = np.asarray(self._flat(e.buf, e.indices, env))
             idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, (self.n,)))  # (..., threads)

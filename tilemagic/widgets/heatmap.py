@@ -40,6 +40,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..ir import nodes as ir
+from ..ir.evaluate import Undetermined, eval_static
 from ..options import COLOR_BY_CHOICES
 
 __all__ = [
@@ -92,55 +93,9 @@ _SIXTEEN_LANE = ("16x64b", "16x128b", "16x256b", "16x32bx2")
 
 
 # ============================================================================ expressions
-class _Undetermined(Exception):
-    """A value (writer, guard) cannot be derived statically."""
-
-
-_BINOPS = {
-    "+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod, "^": np.bitwise_xor,
-    "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
-    ">": np.greater, ">=": np.greater_equal, "and": np.logical_and, "or": np.logical_or,
-    "&&": np.logical_and, "||": np.logical_or,
-}
-
-
-def _thread_var(kind: str, tid: np.ndarray) -> np.ndarray:
-    if kind in ("tx", "tid", "threadIdx.x"):
-        return tid
-    if kind == "laneid":
-        return tid % 32
-    if kind == "warpid":
-        return tid // 32
-    if kind == "tid_in_wg":
-        return tid % 128
-    if kind == "wid_in_wg":
-        return (tid // 32) % 4
-    if kind in ("wgid", "warpgroup_id"):
-        return tid // 128
-    raise _Undetermined(f"unknown thread variable {kind!r}")
-
-
 def _eval(e, env: dict):
-    if isinstance(e, ir.Const):
-        return np.int64(e.value)
-    if isinstance(e, ir.ThreadVar):
-        return _thread_var(e.kind, env["tid"])
-    if isinstance(e, ir.LoopVar):
-        if e in env:
-            return env[e]
-        raise _Undetermined(f"free loop variable {e.name}")
-    if isinstance(e, ir.Bin):
-        fn = _BINOPS.get(e.op)
-        if fn is None:
-            raise _Undetermined(f"operator {e.op!r}")
-        a, b = _eval(e.a, env), _eval(e.b, env)
-        if e.op in ("//", "%"):
-            with np.errstate(divide="ignore", invalid="ignore"):
-                if np.any(np.asarray(b) == 0):
-                    raise _Undetermined("division by zero")
-                return fn(a, b)
-        return fn(a, b)
-    raise _Undetermined(f"cannot evaluate {type(e).__name__}")
+    """:func:`tilemagic.ir.evaluate.eval_static` with the thread ids in ``env["tid"]``."""
+    return eval_static(e, env["tid"], env)
 
 
 # ============================================================================ TMEM occupancy
@@ -204,7 +159,7 @@ def issuing_warps(kernel) -> list[tuple[ir.TcgenLdSt, np.ndarray]]:
         elif isinstance(stmt, ir.If):
             try:
                 cond = np.broadcast_to(np.asarray(_eval(stmt.cond, {"tid": tid})).astype(bool), tid.shape)
-            except _Undetermined:
+            except Undetermined:
                 cond = np.ones(tid.shape, dtype=bool)
             visit(stmt.then, mask & cond)
         elif isinstance(stmt, ir.Grid):
@@ -577,7 +532,7 @@ def shared_writers(kernel) -> list[dict]:
                 return
             try:
                 cond = np.asarray(_eval(stmt.cond, env)).astype(bool)
-            except _Undetermined:
+            except Undetermined:
                 for b in hit:
                     info[b]["determined"] = False
                 return
@@ -604,7 +559,7 @@ def shared_writers(kernel) -> list[dict]:
             buf = stmt.buf
             try:
                 idx = [_eval(e, env) for e in stmt.indices]
-            except _Undetermined:
+            except Undetermined:
                 info[buf]["determined"] = False
                 return
             shape = tuple(int(d) for d in buf.shape)
@@ -622,7 +577,7 @@ def shared_writers(kernel) -> list[dict]:
             buf = stmt.dst
             try:
                 base = _eval(stmt.dst_index, env)
-            except _Undetermined:
+            except Undetermined:
                 info[buf]["determined"] = False
                 return
             lanes = np.arange(int(stmt.elems), dtype=np.int64)
@@ -638,9 +593,9 @@ def shared_writers(kernel) -> list[dict]:
             n = int(np.size(env["tid"]))
             try:
                 if ndim != 1 or n % 32:
-                    raise _Undetermined("stmatrix inside a loop")
+                    raise Undetermined("stmatrix inside a loop")
                 addr = np.broadcast_to(np.asarray(_eval(stmt.addr, env), np.int64), (n,)).reshape(-1, 32)
-            except _Undetermined:
+            except Undetermined:
                 info[buf]["determined"] = False
                 return
             lo, hi = fragment_elements(addr, stmt.num, stmt.trans)  # (warps, num, 32)

@@ -197,7 +197,9 @@ extern "C" __global__ void __launch_bounds__(128) tmem_roundtrip(half* __restric
     const TmEmu tm = tm_emu_make(tm_scratch, tm_status, 0);
     // TMEM: allocate 32 columns (warp 0), publish the address to the CTA
     if (warpid == 0) {
+        __syncwarp();  // the warp executes the .sync.aligned instruction together
         tm_emu_alloc(tm, tmem_addr, 32u);
+        __syncwarp();  // the warp executes the .sync.aligned instruction together
         tm_emu_relinquish(tm);
     }
     __threadfence_block();  // tcgen05.fence::before_thread_sync
@@ -206,12 +208,14 @@ extern "C" __global__ void __launch_bounds__(128) tmem_roundtrip(half* __restric
     // L8: wg.copy a <- A    [copy/reg]
     asm volatile("ld.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(((uint32_t*)a)[0]), "=r"(((uint32_t*)a)[1]), "=r"(((uint32_t*)a)[2]), "=r"(((uint32_t*)a)[3]) : "l"(A + tid_in_wg * 8) : "memory");
     // L9: wg.copy_async T <- a    [copy_async/tmem<->local]
+    __syncwarp();  // the warp executes the .sync.aligned instruction together
     tm_emu_ldst(tm, 0, 0, 4, tmem_addr[0], ((uint32_t*)a) + 0, 0u);  // tcgen05.st.sync.aligned.32x32b.x4.b32
     __threadfence_block();  // tcgen05.wait::st (emulated ld/st complete at issue)
     __threadfence_block();  // tcgen05.fence::before_thread_sync
     __syncthreads();
     __threadfence_block();  // tcgen05.fence::after_thread_sync
     // L12: wg.copy_async b <- T    [copy_async/tmem<->local]
+    __syncwarp();  // the warp executes the .sync.aligned instruction together
     tm_emu_ldst(tm, 1, 0, 4, tmem_addr[0], ((uint32_t*)b) + 0, 0u);  // tcgen05.ld.sync.aligned.32x32b.x4.b32
     __threadfence_block();  // tcgen05.wait::ld (emulated ld/st complete at issue)
     // L14: wg.copy B <- b    [copy/reg]
@@ -221,6 +225,7 @@ extern "C" __global__ void __launch_bounds__(128) tmem_roundtrip(half* __restric
     __syncthreads();
     __threadfence_block();  // tcgen05.fence::after_thread_sync
     if (warpid == 0) {
+        __syncwarp();  // the warp executes the .sync.aligned instruction together
         tm_emu_dealloc(tm, tmem_addr[0], 32u);
     }
     tm_emu_exit_check(tm);

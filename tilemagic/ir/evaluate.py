@@ -1,0 +1,87 @@
+"""Static evaluation of IR expressions over a CTA's threads (NumPy vectors).
+
+One definition of the binary operators and of the thread coordinates, shared by the
+simulator (:mod:`tilemagic.sim.interpreter`), the pictures (:mod:`tilemagic.widgets.heatmap`)
+and the code generator (warp-uniform guards, :mod:`tilemagic.codegen.cuda`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import nodes as ir
+
+#: ``Bin.op`` -> NumPy ufunc (element-wise over thread vectors).
+BIN_OPS = {
+    "+": np.add, "-": np.subtract, "*": np.multiply, "//": np.floor_divide, "%": np.mod, "^": np.bitwise_xor,
+    "==": np.equal, "!=": np.not_equal, "<": np.less, "<=": np.less_equal,
+    ">": np.greater, ">=": np.greater_equal, "and": np.logical_and, "or": np.logical_or,
+}
+
+
+class Undetermined(Exception):
+    """A value cannot be derived statically (a loaded value, a free loop variable, ...)."""
+
+
+def thread_values(kind: str, tid: np.ndarray) -> np.ndarray:
+    """The thread coordinate ``kind`` (``ir.ThreadVar.kind``) of CTA-linear thread ids ``tid``.
+
+    ``tx`` = threadIdx.x, ``laneid`` = tx % 32, ``warpid`` = tx // 32, ``tid_in_wg`` = tx % 128,
+    ``wid_in_wg`` = (tx // 32) % 4 (TIRx's scope ids for one CTA).
+
+    Raises
+    ------
+    Undetermined
+        An unknown coordinate name.
+    """
+    if kind == "tx":
+        return tid
+    if kind == "laneid":
+        return tid % 32
+    if kind == "warpid":
+        return tid // 32
+    if kind == "tid_in_wg":
+        return tid % 128
+    if kind == "wid_in_wg":
+        return (tid // 32) % 4
+    raise Undetermined(f"unknown thread variable {kind!r}")
+
+
+def eval_static(e, tid: np.ndarray, env: dict | None = None):
+    """Value of ``e`` for the threads ``tid`` (int64 arrays broadcast over ``tid``).
+
+    ``env`` maps ``ir.LoopVar`` objects to values.  Raises :class:`Undetermined` for loads,
+    free loop variables, unknown operators and division by zero.
+    """
+    if isinstance(e, ir.Const):
+        return np.int64(e.value)
+    if isinstance(e, ir.ThreadVar):
+        return thread_values(e.kind, tid)
+    if isinstance(e, ir.LoopVar):
+        if env is not None and e in env:
+            return env[e]
+        raise Undetermined(f"free loop variable {e.name}")
+    if isinstance(e, ir.Bin):
+        fn = BIN_OPS.get(e.op)
+        if fn is None:
+            raise Undetermined(f"operator {e.op!r}")
+        a, b = eval_static(e.a, tid, env), eval_static(e.b, tid, env)
+        if e.op in ("//", "%"):
+            if np.any(np.asarray(b) == 0):
+                raise Undetermined("division by zero")
+        return fn(a, b)
+    raise Undetermined(f"cannot evaluate {type(e).__name__}")
+
+
+def warp_uniform(cond, threads: int) -> bool:
+    """True when ``cond`` provably takes the same branch in all 32 lanes of every warp of a
+    CTA of ``threads`` threads (False when it differs inside a warp or cannot be evaluated)."""
+    tid = np.arange(threads, dtype=np.int64)
+    try:
+        v = np.broadcast_to(np.asarray(eval_static(cond, tid)).astype(bool), tid.shape)
+    except Undetermined:
+        return False
+    pad = (-threads) % 32
+    v = np.concatenate([v, np.repeat(v[-1:], pad)]) if pad else v
+    w = v.reshape(-1, 32)
+    return bool(np.all(w == w[:, :1]))
