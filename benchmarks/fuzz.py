@@ -16,8 +16,6 @@ import argparse
 import collections
 import datetime
 import json
-import os
-import platform
 import sys
 import time
 import traceback
@@ -28,6 +26,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fuzz"))
 sys.path.insert(0, str(ROOT))
 
 import cellgen
+from common import machine
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
 
@@ -47,16 +46,6 @@ def run(kind: str, n: int, rng_seed: int, counts, violations) -> None:
                                "traceback": traceback.format_exc(limit=30)})
 
     one()
-
-
-def machine() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs ({cpu}), Python {platform.python_version()}"
 
 
 def main(argv=None) -> int:

@@ -31,6 +31,24 @@ def roundtrip_cell(dtype, width, tmem_cols=None, lo=0, alias=None):
     return "\n".join(lines)
 
 
+def tmem_windows_cell(cols: int, dtype: str = "float32") -> str:
+    """128 x ``cols`` through TMEM in four column windows: global -> registers -> ``tcgen05.st`` of each
+    quarter (``.32x32b.x(cols/4)`` for 32-bit dtypes, a ``wait st`` before the registers are reused) ->
+    ``tcgen05.ld`` -> global, with ``check B == A`` (the simulator and memory benchmarks' cell)."""
+    w = cols // 4
+    lines = ["kernel tmem_big threads=128", f"global A: {dtype}[128, {cols}]", f"global B: {dtype}[128, {cols}]",
+             f"tmem T: {dtype}[128, {cols}]", f"local a: {dtype}[128, {w}] @ S[(128, {w}) : (1@tid_in_wg, 1)]"]
+    for k in range(4):
+        lines += [f"wg.copy a <- A[:, {k * w}:{(k + 1) * w}]", f"wg.copy_async T[:, {k * w}:{(k + 1) * w}] <- a",
+                  "wait st"]
+    lines.append("cta_sync")
+    for k in range(4):
+        lines += [f"wg.copy_async a <- T[:, {k * w}:{(k + 1) * w}]", "wait ld",
+                  f"wg.copy B[:, {k * w}:{(k + 1) * w}] <- a"]
+    lines.append("check B == A")
+    return "\n".join(lines)
+
+
 # TVM's test_fallback_round_trip cases (scope, CTA threads, rows, cols): n_elements % thread_cnt != 0, so gmem_smem
 # declines ("region size 24 not divisible by thread_cnt=32") and the scalar fallback copies
 FALLBACK_CASES = [

@@ -15,9 +15,8 @@ from IPython.core.magic_arguments import argument, kwds, magic_arguments, parse_
 from traitlets import Bool, CaselessStrEnum, Float, Int, TraitError, Unicode, validate
 
 from .errors import Span, TileMagicError, TileSyntaxError
-from .options import LAUNCH_CHOICES, OPTION_SUMMARY, OPTIONS, VIEW_CHOICES
+from .options import DEFAULT_TIMEOUT_S, LAUNCH_CHOICES, OPTION_SUMMARY, OPTIONS, VIEW_CHOICES
 from .pipeline import check_arch, check_timeout, tilecopy
-from .runtime.worker import DEFAULT_TIMEOUT_S
 
 
 class WidgetView:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import shlex
 
 LAUNCH_CHOICES = ("auto", "sim", "gpu", "off")
@@ -14,6 +15,9 @@ COLOR_BY_CHOICES = ("warp", "thread", "reg", "instr")
 #: Pictures ``--heatmap`` may list (comma-separated): occupancy overlay, one panel per
 #: instruction, register fragment, round-trip data, or none.
 HEATMAP_CHOICES = ("tmem", "instr", "fragment", "data", "none")
+#: Default of ``--timeout``: seconds a launched kernel may run before the launch worker is killed
+#: (:mod:`tilemagic.runtime.worker`).  Defined here so that importing tilemagic loads no runtime module.
+DEFAULT_TIMEOUT_S = 10.0
 
 
 def heatmap_list(text: str) -> tuple:
@@ -45,7 +49,8 @@ OPTIONS = (
     (("--bench",), dict(action="store_true", default=None, help="Time the GPU launch with CUDA events.")),
     (("--seed",), dict(type=int, default=None, help="Seed of `random` initialisers (default 0).")),
     (("--timeout",), dict(type=float, default=None, metavar="SECONDS",
-                          help="Seconds a GPU kernel may run before its worker process is stopped (default 10).")),
+                          help="Seconds a GPU kernel may run before its worker process is stopped "
+                               f"(default {DEFAULT_TIMEOUT_S:g}).")),
     (("--export",), dict(choices=EXPORT_CHOICES, default=None,
                          help="tvmscript: also show the equivalent TVM TIRx program (TVMScript text).")),
     (("--compare",), dict(choices=COMPARE_CHOICES, default=None,
@@ -93,4 +98,10 @@ def parse_option_line(line: str) -> argparse.Namespace:
         words = shlex.split(line)
     except ValueError as e:
         raise OptionError(str(e)) from None
-    return build_parser().parse_args(words)
+    return _parser().parse_args(words)
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> argparse.ArgumentParser:
+    """:func:`build_parser`, built once (``parse_args`` leaves the parser unchanged)."""
+    return build_parser()

@@ -8,8 +8,11 @@ elsewhere) → checks → :class:`~tilemagic.result.TileCopyResult`.
 from __future__ import annotations
 
 import argparse
+import hashlib
+import pickle
 import re
 import warnings
+from collections import OrderedDict
 from typing import Dict, Optional
 
 import numpy as np
@@ -18,11 +21,39 @@ from .errors import LaunchError, LoweringError, Span, TileMagicError, TileSyntax
 from .ir import nodes as ir
 from .result import CheckResult, LaunchResult, ReportSection, TileCopyResult
 
-from .options import (COLOR_BY_CHOICES, COMPARE_CHOICES, EXPORT_CHOICES, LAUNCH_CHOICES, OPTION_SUMMARY,
-                      VIEW_CHOICES, heatmap_list)
-from .runtime.worker import DEFAULT_TIMEOUT_S
+from .options import (COLOR_BY_CHOICES, COMPARE_CHOICES, DEFAULT_TIMEOUT_S, EXPORT_CHOICES, LAUNCH_CHOICES,
+                      OPTION_SUMMARY, VIEW_CHOICES, heatmap_list)
 
 _ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
+
+#: How many recent kernels :func:`intern_kernel` remembers.
+KERNEL_MEMO_SIZE = 32
+_KERNELS: "OrderedDict[str, ir.Kernel]" = OrderedDict()
+
+
+def intern_kernel(kernel: ir.Kernel) -> ir.Kernel:
+    """An earlier lowered kernel with the same content as ``kernel``, else ``kernel`` (remembered).
+
+    A cell that runs again unchanged lowers to an identical kernel; handing back the
+    earlier *object* lets everything cached per kernel object hit — above all the
+    report's heatmap PNGs (:func:`tilemagic.widgets.heatmap.heatmap_png`, the bulk of a
+    cell's time).  Content is compared as the sha256 of the pickled kernel (buffers,
+    layouts, statements, spans), taken right after lowering, so two kernels are only
+    merged when every field is equal; lowering itself always runs.  Lowered kernels
+    are not modified afterwards.  The last :data:`KERNEL_MEMO_SIZE` kernels are kept.
+    """
+    try:
+        key = hashlib.sha256(pickle.dumps(kernel, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+    except Exception:  # noqa: BLE001 -- something unpicklable in a hand-built kernel: no sharing
+        return kernel
+    hit = _KERNELS.get(key)
+    if hit is not None:
+        _KERNELS.move_to_end(key)
+        return hit
+    _KERNELS[key] = kernel
+    while len(_KERNELS) > KERNEL_MEMO_SIZE:
+        _KERNELS.popitem(last=False)
+    return kernel
 
 
 def check_arch(arch: str) -> str:
@@ -134,7 +165,8 @@ def check_timeout(timeout) -> float:
     return value
 
 
-def _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span=None):
+def _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span=None, arch="sm_100a",
+            bench_bytes=None):
     """Run the kernel: in the launch worker on a GPU (``auto``/``gpu`` when one is found), else in the simulator.
 
     The GPU is only ever touched by the worker process (:mod:`tilemagic.runtime.worker`):
@@ -144,14 +176,15 @@ def _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, sp
     kernel's first statement.
     """
     try:
-        return _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout)
+        return _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout, arch, bench_bytes)
     except LaunchError as e:
         if e.span is None:
             e.span = span or next((s.span for s in ir.walk(kernel.body) if s.span is not None), None)
         raise
 
 
-def _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout):
+def _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout, arch="sm_100a",
+                 bench_bytes=None):
     has_tmem = kernel.tmem_cols > 0
     reason = ""
     if launch in ("auto", "gpu"):
@@ -160,9 +193,17 @@ def _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeou
         worker = get_worker()
         st = worker.probe()
         if st.available:
-            run = worker.launch(native, emulated, inputs, bench=bench, timeout=timeout)
+            grid = None
+            if bench:  # --bench times the tile replicated over a grid of CTAs (codegen's grid form)
+                from .codegen.cuda import generate
+
+                grid = (generate(kernel, "native", arch=arch, grid=True),
+                        generate(kernel, "emulated", arch=arch, strict=strict, grid=True) if emulated else None)
+            run = worker.launch(native, emulated, inputs, bench=bench, timeout=timeout, bench_sources=grid,
+                                bench_bytes=bench_bytes)
             return LaunchResult(run.backend, run.mode, run.arch, "a CUDA device was found",
-                                dict(inputs), run.outputs, device=run.device, timing=run.timing)
+                                dict(inputs), run.outputs, device=run.device, timing=run.timing,
+                                compile=getattr(run, "compile", None))
         if launch == "gpu":
             raise LaunchError(f"--launch gpu: no GPU available ({st.reason})",
                               hint="use --launch sim for the CPU simulator, or --launch auto")
@@ -203,7 +244,7 @@ def run_kernel(kernel, inputs, *, launch: str = "sim", arch: str = "sm_100a", st
 
     native = generate(kernel, "native", arch=arch)
     emulated = generate(kernel, "emulated", arch=arch, strict=strict) if uses_tcgen05(kernel) else None
-    return _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span)
+    return _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span, arch)
 
 
 _DEFAULTS = dict(launch="auto", arch="sm_100a", view="html", strict=False, bench=False, seed=0,
@@ -251,6 +292,7 @@ def tilecopy(
     timeout: Optional[float] = None,
     namespace: Optional[dict] = None,
     emit_warnings: bool = True,
+    bench_bytes: Optional[int] = None,
     export: Optional[str] = None,
     compare: Optional[str] = None,
     heatmap=None,
@@ -274,7 +316,12 @@ def tilecopy(
     strict : bool, default False
         Flag TMEM addresses whose quadrant bits differ from warp_id % 4.
     bench : bool, default False
-        Time the GPU launch with CUDA events (GPU only).
+        Time the GPU launch with CUDA events (GPU only): the tile replicated over a grid of
+        CTAs (the codegen's grid form), GB/s and the ratio to a CuPy device-to-device copy
+        in ``result.launch.timing`` (see :func:`tilemagic.runtime.launch.run_on_gpu`).
+    bench_bytes : int, optional
+        With ``bench``: bytes the grid's CTAs read per launch (default 1 GiB, capped by the
+        free GPU memory).
     seed : int, default 0
         Seed of ``random`` initialisers.
     timeout : float, default 10
@@ -347,6 +394,7 @@ def tilecopy(
         target = {"kind": "cuda", "arch": arch}
         kernel, records, warns = lower(tp, target)
         warns = warns + check_hazards(kernel)
+        kernel = intern_kernel(kernel)
         _check_target(kernel, arch)
         ir_text, ir_lines = print_ir(kernel, arch=arch)
         native = generate(kernel, "native", arch=arch)
@@ -354,7 +402,8 @@ def tilecopy(
         lres = None
         if opts["launch"] != "off":  # inputs only when something runs on them
             inputs = make_inputs(tp, opts["seed"], namespace)
-            lres = _launch(kernel, native, emulated, inputs, opts["launch"], strict, bench, timeout, tp.kernel_span)
+            lres = _launch(kernel, native, emulated, inputs, opts["launch"], strict, bench, timeout, tp.kernel_span,
+                           arch, bench_bytes)
             lres.checks = run_checks(tp, lres.outputs)
     except TileMagicError as e:
         raise e.with_source(source)

@@ -137,7 +137,10 @@ class LaunchResult:
     device : str or None
         GPU name and compute capability when a GPU ran the kernel.
     timing : dict or None
-        Only with ``--bench``.
+        Only with ``--bench`` (see :func:`tilemagic.runtime.launch.run_on_gpu`).
+    compile : dict or None
+        GPU launches: how the kernel was obtained (``cache``: ``"memory"``, ``"disk"`` or
+        ``"compiled"``; ``ms``; ``note``).  Not shown in the reports (it varies between runs).
     """
 
     backend: str
@@ -149,6 +152,7 @@ class LaunchResult:
     checks: List[CheckResult] = field(default_factory=list)
     device: Optional[str] = None
     timing: Optional[dict] = None
+    compile: Optional[dict] = None
 
     @property
     def passed(self) -> bool:

@@ -10,6 +10,7 @@ Every line carries the description line it came from (``CudaSource.lines``).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -66,6 +67,13 @@ class CudaSource:
         ``tm_scratch`` uint32[128*512+4], ``tm_status`` int32[8]).
     threads : int
         Block size (1 CTA).
+    grid : bool
+        The ``--bench`` form: CTA ``blockIdx.x`` works on tile ``blockIdx.x`` of every
+        buffer (global buffers and the emulation's extra arguments hold ``gridDim.x``
+        tiles one after another); see :func:`generate`.
+    reads, writes : tuple of str
+        Global buffers the kernel reads / writes (their whole size is the traffic a
+        ``--bench`` launch counts per tile).
     lines : list of int or None
         For each line of ``text``, the description line it came from.
     uses_tcgen05 : bool
@@ -80,6 +88,9 @@ class CudaSource:
     threads: int
     lines: List[Optional[int]] = field(default_factory=list)
     uses_tcgen05: bool = False
+    grid: bool = False
+    reads: Tuple[str, ...] = ()
+    writes: Tuple[str, ...] = ()
 
 
 def translation_unit(texts) -> str:
@@ -121,7 +132,9 @@ def uses_tcgen05(kernel: ir.Kernel) -> bool:
                               ir.TcgenRelinquish)) for s in ir.walk(kernel.body))
 
 
+@functools.lru_cache(maxsize=1)
 def emulation_header() -> str:
+    """The text of ``tmem_emulation.cuh`` (read once per process)."""
     return resources.files("tilemagic.codegen").joinpath("tmem_emulation.cuh").read_text()
 
 
@@ -326,7 +339,50 @@ __device__ __forceinline__ uint32_t get_tmem_addr(uint32_t base, uint32_t row, u
 """
 
 
-def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", strict: bool = False) -> CudaSource:
+def global_traffic(kernel: ir.Kernel) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+    """Names of the global buffers the kernel reads and writes (kernel parameter order).
+
+    A buffer is read when it is the source of a vector move or appears in a loaded
+    expression, written when it is the destination of a vector move or a store.
+    """
+    reads, writes = set(), set()
+
+    def loads(e):
+        if isinstance(e, ir.Load):
+            reads.add(e.buf.name)
+            for i in e.indices:
+                loads(i)
+        elif isinstance(e, ir.Bin):
+            loads(e.a)
+            loads(e.b)
+
+    for s in ir.walk(kernel.body):
+        if isinstance(s, ir.VecMove):
+            if s.src.scope == "global":
+                reads.add(s.src.name)
+            if s.dst.scope == "global":
+                writes.add(s.dst.name)
+        elif isinstance(s, ir.Store):
+            if s.buf.scope == "global":
+                writes.add(s.buf.name)
+            loads(s.value)
+    names = [b.name for b in kernel.params]
+    return tuple(n for n in names if n in reads), tuple(n for n in names if n in writes)
+
+
+def grid_stride(buf: ir.Buffer) -> int:
+    """Elements between consecutive tiles of a global buffer in the ``--bench`` grid form.
+
+    The tile's element count rounded up to 16 bytes, so every tile starts as aligned as
+    the buffer itself and the tile's vector accesses (at most ``v4.u32``, 16 bytes) stay
+    aligned in every CTA.
+    """
+    per = max(1, 16 // buf.elem_bytes)
+    return -(-buf.numel // per) * per
+
+
+def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", strict: bool = False,
+             grid: bool = False) -> CudaSource:
     """CUDA C++ for ``kernel``.
 
     Parameters
@@ -338,6 +394,13 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         and ``tm_status`` kernel arguments.
     strict : bool
         Emulated mode: flag TMEM addresses whose quadrant bits differ from warp_id % 4.
+    grid : bool
+        The ``--bench`` form: the tile replicated over a grid of CTAs.  Every pointer
+        argument is advanced by ``blockIdx.x`` times its per-CTA size in elements (a
+        global buffer's :func:`grid_stride`; the emulation's ``tm_scratch`` and
+        ``tm_status`` sizes), so CTA ``b`` moves tile ``b`` of buffers holding
+        ``gridDim.x`` tiles one after another, with its own emulated TMEM.  The tile's
+        code is unchanged.
     """
     tc = uses_tcgen05(kernel)
     emulated = mode == "emulated"
@@ -347,7 +410,8 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
             f"nvcc -gencode arch=compute_{arch[3:]},code={arch})") if (tc and not emulated) else (
         "TMEM emulated in global memory (tilemagic/codegen/tmem_emulation.cuh)" if emulated else
         "no tcgen05: runs on any CUDA GPU")
-    L.add(f"// tilemagic: kernel {kernel.name}, 1 CTA x {kernel.threads} threads, {head}")
+    ctas = "one CTA per tile (--bench grid)" if grid else "1 CTA"
+    L.add(f"// tilemagic: kernel {kernel.name}, {ctas} x {kernel.threads} threads, {head}")
     for inc in ("cuda_fp16.h", "cuda_bf16.h"):
         L.add(f"#include <{inc}>")
     # NVRTC (CuPy) has no <stdint.h>; CCCL's <cuda/std/cstdint> gives the same names
@@ -374,6 +438,12 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
 
     for k in thread_vars_used(kernel):
         L.add(_THREAD_DEFS[k])
+    if grid:
+        L.add("// --bench grid: CTA blockIdx.x moves tile blockIdx.x (buffers hold gridDim.x tiles back to back)")
+        for b in kernel.params:
+            L.add(f"{b.name} += (size_t)blockIdx.x * {grid_stride(b)};")
+        for name, _, n in extra:
+            L.add(f"{name} += (size_t)blockIdx.x * {n};")
     for b in kernel.shared:
         L.add(f"__shared__ __align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];", b.span and b.span.line)
     for b in kernel.locals:
@@ -386,4 +456,6 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
     L.depth -= 1
     L.add("}")
     text, lines = L.text()
-    return CudaSource(text, kernel.name, mode, tuple(kernel.params), extra, kernel.threads, lines, tc)
+    reads, writes = global_traffic(kernel)
+    return CudaSource(text, kernel.name, mode, tuple(kernel.params), extra, kernel.threads, lines, tc,
+                      grid=grid, reads=reads, writes=writes)

@@ -183,17 +183,34 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
     return buf
 
 
+def _distinct_pairs(hi: np.ndarray, lo: np.ndarray) -> bool:
+    """Are the pairs ``(hi[i], lo[i])`` pairwise distinct?
+
+    Small non-negative coordinates (threads x registers, lanes x columns) are marked in
+    a bitmap, O(n); anything else is sorted (``np.unique``)."""
+    n = hi.size
+    if n == 0:
+        return True
+    hmin, hmax, lmin, lmax = int(hi.min()), int(hi.max()), int(lo.min()), int(lo.max())
+    if hmin >= 0 and lmin >= 0 and (hmax + 1) * (lmax + 1) <= max(1 << 20, 8 * n):
+        seen = np.zeros((hmax + 1) * (lmax + 1), np.bool_)
+        seen[hi * (lmax + 1) + lo] = True
+        return int(np.count_nonzero(seen)) == n
+    return len(np.unique(hi.astype(np.int64) * (1 << 32) + lo)) == n
+
+
 def _check_injective(decl, co, numel, span):
     """Two elements must never share a register of one thread (local) or a TMEM cell (tmem)."""
     from .common import linear_tid
 
+    zero = np.zeros(numel, np.int64)
     if decl.kind == "local":
-        key = linear_tid(co, numel) * (1 << 32) + co.get("m", np.zeros(numel, np.int64))
+        hi, lo = linear_tid(co, numel), co.get("m", zero)
         what = "the same register of the same thread"
     else:
-        key = co.get("TLane", np.zeros(numel, np.int64)) * (1 << 32) + co.get("TCol", np.zeros(numel, np.int64))
+        hi, lo = co.get("TLane", zero), co.get("TCol", zero)
         what = "the same TMEM cell"
-    if len(np.unique(key)) != numel:
+    if not _distinct_pairs(np.asarray(hi), np.asarray(lo)):
         raise TileTypeError(f"the layout of '{decl.name}' puts two elements in {what}", span,
                             hint="every element needs its own place; check for a stride of 0 or overlapping strides")
 

@@ -162,16 +162,35 @@ def cache_key(text: str, kernel_name: str, arch: str, options: Tuple[str, ...], 
     return h.hexdigest()
 
 
-def clear_cache() -> None:
-    """Drop every compiled kernel held by :func:`compile_cupy`."""
+def clear_cache(disk: bool = False) -> None:
+    """Drop every compiled kernel held in memory by :func:`compile_cupy` (and, with ``disk``,
+    every file of the disk cache, :mod:`tilemagic.runtime.cache`)."""
+    global _DISK
     _KERNEL_CACHE.clear()
+    if disk:
+        kernel_disk_cache().clear()
+    _DISK = None
+
+
+_DISK = None
+
+
+def kernel_disk_cache():
+    """The process's :class:`~tilemagic.runtime.cache.DiskCache` (its directory read from the
+    environment on first use, again after :func:`clear_cache`)."""
+    global _DISK
+    if _DISK is None:
+        from .cache import DiskCache
+
+        _DISK = DiskCache()
+    return _DISK
 
 
 def _is_compile_error(exc: BaseException) -> bool:
     return any(c.__name__ in ("CompileException", "NVRTCError") for c in type(exc).__mro__)
 
 
-def compile_cupy(src: "CudaSource", arch: str):
+def compile_cupy(src: "CudaSource", arch: str, *, info: Optional[dict] = None):
     """Compile ``src`` with NVRTC through CuPy for ``arch`` and return the kernel.
 
     Parameters
@@ -182,12 +201,14 @@ def compile_cupy(src: "CudaSource", arch: str):
     arch : str
         Explicit target, e.g. ``"sm_100a"`` or ``"sm_90"``; passed as ``-arch=<arch>``
         together with ``-std=c++17`` (see :data:`BASE_OPTIONS`).
+    info : dict, optional
+        Filled with ``cache`` (``"memory"``, ``"disk"`` or ``"compiled"``), ``ms``
+        (wall milliseconds of this call) and ``note`` (how it compiled, when it did).
 
     Returns
     -------
     cupy.RawKernel
-        The function of ``cupy.RawModule(code=src.text, options=...)``; call it as
-        ``kernel(grid, block, args)``.
+        Call it as ``kernel(grid, block, args)``.
 
     Raises
     ------
@@ -200,22 +221,28 @@ def compile_cupy(src: "CudaSource", arch: str):
     NVRTC has no ``<stdint.h>``: :func:`nvrtc_source` swaps that include line for
     CCCL's ``<cuda/std/cstdint>`` before compiling.
 
-    Compiled kernels are cached in memory for the life of the process, keyed by
-    :func:`cache_key` (sha256 of source, options, arch and device).  CuPy keeps its
-    own on-disk cubin cache (``~/.cupy/kernel_cache``); a tilemagic disk cache is a
-    later issue.
+    Two caches, so an unchanged cell does not compile again: the loaded kernels in
+    memory for the life of the process, keyed by :func:`cache_key` (source, options,
+    arch, device); and NVRTC's output on disk (:mod:`tilemagic.runtime.cache`, keyed
+    by source, options, arch, compute capability and compiler versions), which a
+    restarted launch worker loads instead of compiling.
     """
+    import time
+
     import cupy  # lazy
 
+    t0 = time.perf_counter()
     options = cupy_options(arch)
     device_id = _device_id(cupy)
     key = cache_key(src.text, src.kernel_name, arch, options, device_id)
     hit = _KERNEL_CACHE.get(key)
-    if hit is not None:
-        return hit
-    kernel = _load(src.text, [src.kernel_name], arch, options)[0]
-    _KERNEL_CACHE[key] = kernel
-    return kernel
+    how = {"cache": "memory", "note": ""}
+    if hit is None:
+        hit = _load(src.text, [src.kernel_name], arch, options, how)[0]
+        _KERNEL_CACHE[key] = hit
+    if info is not None:
+        info.update(how, ms=(time.perf_counter() - t0) * 1e3)
+    return hit
 
 
 def compile_cupy_many(sources, arch: str) -> list:
@@ -265,14 +292,103 @@ def _device_id(cupy) -> int:
         return 0
 
 
-def _load(text: str, names, arch: str, options):
-    """``RawModule(code=text)`` compiled by NVRTC, and its functions ``names``; errors as LaunchError."""
+class _NoCubinPath(Exception):
+    """The CuPy at hand offers no way to get NVRTC's output as bytes (then ``RawModule(code=...)`` compiles)."""
+
+
+def _nvrtc_to_binary(cupy):
+    """``(compile(code, options) -> bytes, compiler id)`` through CuPy's NVRTC driver, with the options
+    ``cupy.RawModule(code=...)`` would add (CuPy's and CCCL's include paths, ``-ftz=true``).
+
+    Uses CuPy internals (``cupy._core.core.assemble_cupy_compiler_options``,
+    ``cupy.cuda.compiler.compile_using_nvrtc``, checked with CuPy 14.2); raises
+    :class:`_NoCubinPath` when they are missing or answer differently.
+    """
+    try:
+        from cupy._core import core
+        from cupy.cuda import compiler
+
+        assemble = getattr(core, "assemble_cupy_compiler_options", None)
+        if assemble is None:
+            from cupy._core import _compile_with_cache
+
+            assemble = _compile_with_cache.assemble_cupy_compiler_options
+        nvrtc_compile = compiler.compile_using_nvrtc
+        version = ".".join(str(x) for x in cupy.cuda.nvrtc.getVersion())
+    except Exception as exc:  # noqa: BLE001 -- any missing piece: fall back
+        raise _NoCubinPath(f"{type(exc).__name__}: {exc}") from None
+
+    def compile_fn(code: str, options) -> bytes:
+        opts = tuple(assemble(tuple(options))) + ("-ftz=true",)  # RawModule adds -ftz=true as well
+        try:
+            out = nvrtc_compile(code, opts, cache_in_memory=True)
+        except TypeError as exc:  # another signature
+            raise _NoCubinPath(f"compile_using_nvrtc: {exc}") from None
+        obj = out[0] if isinstance(out, tuple) else out
+        if isinstance(obj, str):
+            obj = obj.encode("utf-8")
+        if not isinstance(obj, (bytes, bytearray)) or not obj:
+            raise _NoCubinPath(f"compile_using_nvrtc returned {type(obj).__name__}")
+        return bytes(obj)
+
+    return compile_fn, f"nvrtc {version} cupy {getattr(cupy, '__version__', '?')}"
+
+
+_SCRATCH: Optional[str] = None
+
+
+def _scratch_dir() -> str:
+    """A private directory for binaries that are not in the disk cache, removed when the process exits
+    (``cupy.RawModule(path=...)`` may read its file after it returns)."""
+    global _SCRATCH
+    if _SCRATCH is None or not os.path.isdir(_SCRATCH):
+        import atexit
+
+        _SCRATCH = tempfile.mkdtemp(prefix="tilemagic-kernels-")
+        atexit.register(shutil.rmtree, _SCRATCH, True)
+    return _SCRATCH
+
+
+def _module_functions(cupy, path, binary: bytes, names):
+    """Load a cubin/PTX with ``cupy.RawModule(path=...)`` (the cache file, or ``binary`` written to
+    :func:`_scratch_dir`) and get the functions ``names``."""
+    if path is None:
+        suffix = ".cubin" if binary.startswith(b"\x7fELF") else ".ptx"
+        path = os.path.join(_scratch_dir(), hashlib.sha256(binary).hexdigest() + suffix)
+        with open(path, "wb") as f:
+            f.write(binary)
+    module = cupy.RawModule(path=str(path))
+    return [module.get_function(n) for n in names]
+
+
+def _load(text: str, names, arch: str, options, how: Optional[dict] = None):
+    """The functions ``names`` of ``text`` compiled by NVRTC: from the disk cache, else compiled (and stored);
+    through ``cupy.RawModule(code=...)`` when CuPy offers no binary output.  Errors as LaunchError."""
     import cupy  # lazy
 
+    how = how if how is not None else {}
     what = names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} more)"
+    code = nvrtc_source(text)
     try:
-        module = cupy.RawModule(code=nvrtc_source(text), options=options)
-        return [module.get_function(n) for n in names]
+        try:
+            compile_fn, compiler_id = _nvrtc_to_binary(cupy)
+            from .cache import binary_key
+
+            cc = str(getattr(cupy.cuda.Device(), "compute_capability", ""))
+            disk = kernel_disk_cache()
+            got = disk.fetch(binary_key(code, options, arch, compiler_id, cc),
+                             lambda: compile_fn(code, options),
+                             lambda path, binary: _module_functions(cupy, path, binary, names))
+            where = f"cache file {got.path.name}" if got.path is not None else (
+                f"no disk cache: {disk.disabled}" if disk.disabled else "the cache file could not be written")
+            how.update(cache=got.source, note=f"NVRTC ({compiler_id}); {where}" + (f"; {got.note}" if got.note
+                                                                                    else ""))
+            return got.value
+        except _NoCubinPath as why:
+            module = cupy.RawModule(code=code, options=options)
+            fns = [module.get_function(n) for n in names]
+            how.update(cache="compiled", note=f"cupy.RawModule(code=...) (no tilemagic disk cache: {why})")
+            return fns
     except Exception as exc:
         if _is_compile_error(exc):
             raw = exc.get_message() if hasattr(exc, "get_message") else str(exc)

@@ -1,6 +1,7 @@
 """Launch a generated kernel through CuPy and bring every global buffer back.
 
-One CTA of ``src.threads`` threads (grid ``(1,)``).  A TMEM kernel runs natively
+One CTA of ``src.threads`` threads (grid ``(1,)``; ``--bench`` adds a timed grid
+of CTAs, see :func:`run_on_gpu`).  A TMEM kernel runs natively
 (``sm_100a``) on a CC 10.x GPU and in its emulated form (TMEM in a zeroed global
 scratch buffer, checked alloc/dealloc) on any other GPU; a kernel without TMEM
 runs natively everywhere.  After an emulated launch ``tm_status`` is read back:
@@ -29,9 +30,23 @@ from .device import INSTALL_HINT, DeviceStatus, format_cuda_version, nvcc_versio
 if TYPE_CHECKING:
     from ..codegen.cuda import CudaSource
 
-#: Launches before timing, and timed launches, with ``bench=True``.
+#: Launches before timing, and at most this many timed launches, with ``bench=True``.
 BENCH_WARMUP = 5
 BENCH_REPEATS = 50
+#: Timed launches stop once they add up to this many seconds (but never before :data:`BENCH_MIN_REPEATS`).
+BENCH_BUDGET_S = 1.5
+BENCH_MIN_REPEATS = 5
+#: ``--bench`` replicates the tile over as many CTAs as make the buffers it reads this large (bytes) ...
+BENCH_BYTES = 1 << 30
+#: ... with at most this much emulated-TMEM scratch (256 KiB per CTA) ...
+BENCH_SCRATCH_BYTES = 1 << 30
+#: ... and at most this fraction of the free device memory for all its buffers.
+BENCH_MEMORY_FRACTION = 0.7
+#: Bytes of a buffer compared at a time when the grid's results are checked (bounds the temporary).
+BENCH_CHECK_BYTES = 64 << 20
+#: The note of a ``--bench`` of an emulated TMEM kernel.
+EMULATION_NOTE = ("TMEM is emulated in global memory here: these times measure the emulation, "
+                  "not Blackwell's tensor memory")
 
 # CUDA errors after which the context is unusable for the rest of the process
 _STICKY = ("IllegalAddress", "LaunchFailure", "IllegalInstruction", "MisalignedAddress",
@@ -56,8 +71,11 @@ class GpuRun:
     device : str
         ``"NVIDIA H200 (CC 9.0)"``.
     timing : dict or None
-        With ``bench=True``: ``median_us`` / ``min_us`` (float, microseconds per launch,
-        cupy.cuda.Event around each launch), ``repeats``, ``warmup`` (int).
+        With ``bench=True``: see :func:`run_on_gpu` (``median_us``, ``gb_per_s``,
+        ``vs_cupy_copy`` ...).
+    compile : dict or None
+        How the kernel was obtained: ``cache`` (``"memory"``, ``"disk"`` or
+        ``"compiled"``), ``ms``, ``note`` (see :func:`~tilemagic.runtime.compile.compile_cupy`).
     options : tuple of str
         The NVRTC options tilemagic passed (CuPy adds ``-ftz=true``).
     kernel_name : str
@@ -71,6 +89,7 @@ class GpuRun:
     timing: Optional[dict] = None
     options: Tuple[str, ...] = ()
     kernel_name: str = ""
+    compile: Optional[dict] = None
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -164,28 +183,166 @@ def _mode_text(arch: str, mode: str, uses_tmem: bool) -> Tuple[str, str]:
     return "cupy", f"native {arch} (no TMEM in this kernel)"
 
 
-def _bench(cupy, launch, extras, warmup: int, repeats: int) -> dict:
+def _timed(cupy, launch, before=None, *, warmup: int = BENCH_WARMUP, repeats: int = BENCH_REPEATS,
+           budget_s: float = BENCH_BUDGET_S) -> List[float]:
+    """Microseconds of each timed ``launch()`` (a ``cupy.cuda.Event`` pair around it), after ``warmup`` untimed ones.
+
+    ``before()`` runs ahead of every launch, outside the events (e.g. re-zeroing the
+    emulation's scratch).  Stops after ``repeats`` launches, or earlier once the timed
+    launches add up to ``budget_s`` seconds and at least :data:`BENCH_MIN_REPEATS` ran.
+    """
     for _ in range(warmup):
-        for e in extras:
-            e.fill(0)
+        if before is not None:
+            before()
         launch()
     cupy.cuda.runtime.deviceSynchronize()
-    times = []
-    for _ in range(repeats):
-        for e in extras:
-            e.fill(0)
+    times: List[float] = []
+    while len(times) < repeats:
+        if before is not None:
+            before()
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
         launch()
         end.record()
         end.synchronize()
         times.append(float(cupy.cuda.get_elapsed_time(start, end)) * 1000.0)
+        if len(times) >= BENCH_MIN_REPEATS and sum(times) >= budget_s * 1e6:
+            break
+    return times
+
+
+def _bench(cupy, launch, extras, warmup: int, repeats: int) -> dict:
+    """One CTA timed as is (a caller that passed no ``bench_sources``)."""
+    times = _timed(cupy, launch, lambda: [e.fill(0) for e in extras], warmup=warmup, repeats=repeats,
+                   budget_s=float("inf"))
     return {
         "median_us": statistics.median(times),
         "min_us": min(times),
-        "repeats": repeats,
+        "repeats": len(times),
         "warmup": warmup,
     }
+
+
+def _grid_size(src: "CudaSource", host: Mapping[str, np.ndarray], max_bytes: int,
+               free: Optional[int]) -> int:
+    """CTAs of a ``--bench`` grid: the buffers the kernel reads total ``max_bytes``, within the scratch and
+    memory caps."""
+    from ..codegen.cuda import grid_stride
+
+    per = {b.name: host[b.name].nbytes for b in src.params}
+    read = sum(per[n] for n in src.reads) or sum(per.values()) or 1
+    alloc = sum(grid_stride(b) * host[b.name].dtype.itemsize for b in src.params)
+    extra = sum(np.dtype(dt).itemsize * int(n) for _, dt, n in src.extra_params)
+    ctas = max(1, int(max_bytes) // read)
+    if extra:
+        ctas = min(ctas, max(1, BENCH_SCRATCH_BYTES // extra))
+    if free:
+        ctas = min(ctas, max(1, int(free * BENCH_MEMORY_FRACTION) // (alloc + extra + 2 * read)))
+    return min(ctas, 2 ** 31 - 1)
+
+
+def _grid_times(cupy, kernel, src: "CudaSource", host: Mapping[str, np.ndarray],
+                expected: Mapping[str, np.ndarray], ctas: int) -> List[float]:
+    """Launch ``src`` over ``ctas`` CTAs (each with a copy of the input tile), check every CTA's tiles
+    against ``expected`` (the single-CTA launch) and the emulation's status, and time it."""
+    from ..codegen.cuda import grid_stride
+
+    dev = []
+    for b in src.params:
+        bits = _bits(host[b.name]).reshape(-1)
+        arr = cupy.zeros((ctas, grid_stride(b)), dtype=bits.dtype)
+        arr[:, : bits.size] = cupy.asarray(bits)
+        dev.append(arr)
+    extras = [cupy.zeros(ctas * int(n), dtype=np.dtype(dt)) for (_, dt, n) in src.extra_params]
+    args = tuple(dev) + tuple(extras)
+
+    def launch():
+        kernel((ctas,), (int(src.threads),), args)
+
+    def reset():
+        for e in extras:
+            e.fill(0)
+
+    launch()
+    cupy.cuda.runtime.deviceSynchronize()
+    _grid_status(src, extras, ctas)
+    for b, arr in zip(src.params, dev):
+        want = cupy.asarray(_bits(expected[b.name]).reshape(-1))
+        step = max(1, BENCH_CHECK_BYTES // max(1, want.nbytes))
+        for lo in range(0, ctas, step):
+            rows = (arr[lo: lo + step, : want.size] == want).all(axis=1)
+            if not bool(rows.all()):
+                bad = lo + int((~rows).argmax())
+                raise LaunchError(f"--bench: CTA {bad} of {ctas} left {b.name} different from the single-CTA launch")
+    times = _timed(cupy, launch, reset)
+    _grid_status(src, extras, ctas)
+    return times
+
+
+def _copy_times(cupy, nbytes: int) -> Tuple[List[float], List[float]]:
+    """Microseconds of a CuPy device-to-device copy of ``nbytes``: ``cudaMemcpyAsync``
+    (``MemoryPointer.copy_from_device_async``) and ``cupy.copyto`` (32-bit elements when they fit)."""
+    a = cupy.zeros(nbytes, dtype=np.uint8)
+    c = cupy.zeros(nbytes, dtype=np.uint8)
+    memcpy = _timed(cupy, lambda: c.data.copy_from_device_async(a.data, nbytes))
+    wide = np.uint32 if nbytes % 4 == 0 else np.uint8
+    copyto = _timed(cupy, lambda: cupy.copyto(c.view(wide), a.view(wide)))
+    return memcpy, copyto
+
+
+def _grid_bench(cupy, kernel, src: "CudaSource", host: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
+                max_bytes: int, emulated: bool) -> dict:
+    """Time ``src`` (a :func:`~tilemagic.codegen.cuda.generate` ``grid=True`` source) over a grid of CTAs, and a
+    CuPy device-to-device copy of the same bytes in the same process.
+
+    Every CTA gets a copy of the input tile; after one launch every CTA's tile must equal
+    the single-CTA launch's output (else a LaunchError).  Traffic per launch is the size
+    of every global buffer the kernel reads plus every one it writes, times the CTAs.
+    The reference is the faster of ``cudaMemcpyAsync`` device-to-device and
+    ``cupy.copyto`` over as many bytes as the kernel reads, counted as read + write.
+    """
+    try:
+        free = int(cupy.cuda.runtime.memGetInfo()[0])
+    except Exception:  # noqa: BLE001 -- no memory query: the byte cap alone
+        free = None
+    ctas = _grid_size(src, host, max_bytes, free)
+    times = _grid_times(cupy, kernel, src, host, expected, ctas)
+    per = {b.name: host[b.name].nbytes for b in src.params}
+    read = ctas * (sum(per[n] for n in src.reads) or sum(per.values()))
+    moved = ctas * (sum(per[n] for n in src.reads) + sum(per[n] for n in src.writes)) or 2 * read
+    memcpy, copyto = _copy_times(cupy, read)
+    med, ref = statistics.median(times), min(statistics.median(memcpy), statistics.median(copyto))
+    gbps, ref_gbps = moved / (med * 1e3), 2 * read / (ref * 1e3)
+    out = {
+        "ctas": ctas,
+        "threads": int(src.threads),
+        "bytes_per_launch": int(moved),
+        "median_us": round(med, 2),
+        "min_us": round(min(times), 2),
+        "repeats": len(times),
+        "warmup": BENCH_WARMUP,
+        "gb_per_s": round(gbps, 1),
+        "cupy_memcpy_us": round(statistics.median(memcpy), 2),
+        "cupy_copyto_us": round(statistics.median(copyto), 2),
+        "cupy_copy_gb_per_s": round(ref_gbps, 1),
+        "vs_cupy_copy": round(gbps / ref_gbps, 3),
+    }
+    if emulated:
+        out["note"] = EMULATION_NOTE
+    return out
+
+
+def _grid_status(src: "CudaSource", extras, ctas: int) -> None:
+    """Raise the first CTA's emulation trap of a ``--bench`` grid (``tm_status`` per CTA)."""
+    names = [p[0] for p in src.extra_params]
+    if "tm_status" not in names:
+        return
+    st = extras[names.index("tm_status")].reshape(ctas, -1)
+    bad = st[:, 0] != 0
+    if bool(bad.any()):
+        cta = int(bad.argmax())
+        err = _trap(st[cta].get().tolist(), src)
+        raise LaunchError(f"--bench, CTA {cta} of {ctas}: {err.message}", err.span)
 
 
 # ----------------------------------------------------------------------------- launch
@@ -196,6 +353,8 @@ def run_on_gpu(
     *,
     status: Optional[DeviceStatus] = None,
     bench: bool = False,
+    bench_sources: Optional[Tuple["CudaSource", Optional["CudaSource"]]] = None,
+    bench_bytes: Optional[int] = None,
     on_compiled: Optional[Callable[[], None]] = None,
 ) -> GpuRun:
     """Compile and launch a kernel on the current CUDA device; return the global buffers.
@@ -214,8 +373,23 @@ def run_on_gpu(
     status : DeviceStatus, optional
         A :func:`~tilemagic.runtime.device.probe` result (probed when omitted).
     bench : bool, default False
-        Also time the kernel: :data:`BENCH_WARMUP` warm-ups, then
-        :data:`BENCH_REPEATS` launches each bracketed by ``cupy.cuda.Event``.
+        Also time the kernel (after the launch whose outputs are returned):
+        :data:`BENCH_WARMUP` warm-ups, then up to :data:`BENCH_REPEATS` launches (fewer
+        once they add up to :data:`BENCH_BUDGET_S`), each bracketed by
+        ``cupy.cuda.Event``; the median is reported.  With ``bench_sources`` the tile is
+        replicated over a grid of CTAs (the buffers it reads total ``bench_bytes``,
+        default :data:`BENCH_BYTES`, capped by the free memory and, emulated, by
+        :data:`BENCH_SCRATCH_BYTES` of scratch), every CTA's result is checked against
+        the single-CTA launch, and ``timing`` holds ``ctas``, ``threads``,
+        ``bytes_per_launch`` (bytes read + written), ``median_us``, ``min_us``,
+        ``repeats``, ``warmup``, ``gb_per_s``, the CuPy device-to-device copy of the same
+        bytes (``cupy_memcpy_us``, ``cupy_copyto_us``, ``cupy_copy_gb_per_s`` of the
+        faster), ``vs_cupy_copy`` (``gb_per_s`` over it) and, for emulated TMEM, a
+        ``note``.  Without ``bench_sources`` the single CTA is timed
+        (``median_us``, ``min_us``, ``repeats``, ``warmup``).
+    bench_sources : (CudaSource, CudaSource or None), optional
+        The ``grid=True`` forms of ``native`` and ``emulated``.
+    bench_bytes : int, optional
     on_compiled : callable, optional
         Called once the kernel is compiled and its buffers are on the device, just
         before it is launched (the launch worker starts the ``--timeout`` clock then).
@@ -243,7 +417,12 @@ def run_on_gpu(
     device = status.label or "CUDA device"
 
     host = {buf.name: _host_array(buf, inputs) for buf in src.params}
-    kernel = compile_cupy(src, arch)
+    cinfo: dict = {}
+    kernel = compile_cupy(src, arch, info=cinfo)
+    gsrc = gkernel = None
+    if bench and bench_sources is not None:
+        gsrc = bench_sources[1] if how == "emulated" else bench_sources[0]
+        gkernel = compile_cupy(gsrc, arch) if gsrc is not None else None
 
     import cupy  # lazy
 
@@ -275,7 +454,14 @@ def run_on_gpu(
         raise _trap(tm_status, src)
 
     timing = None
-    if bench:
+    if bench and gkernel is not None:
+        try:
+            timing = _grid_bench(cupy, gkernel, gsrc, host, outputs, bench_bytes or BENCH_BYTES, how == "emulated")
+        except LaunchError:
+            raise
+        except Exception as exc:
+            raise _cuda_error(src.kernel_name, mode, exc) from None
+    elif bench:
         try:
             timing = _bench(cupy, launch, extras, BENCH_WARMUP, BENCH_REPEATS)
             final = extras[names.index("tm_status")].get().tolist() if tm_status is not None else None
@@ -285,7 +471,7 @@ def run_on_gpu(
             raise _trap(final, src)
 
     return GpuRun(outputs=outputs, backend=backend, mode=mode, arch=arch, device=device,
-                  timing=timing, options=cupy_options(arch), kernel_name=src.kernel_name)
+                  timing=timing, options=cupy_options(arch), kernel_name=src.kernel_name, compile=cinfo)
 
 
 # ----------------------------------------------------------------------------- status

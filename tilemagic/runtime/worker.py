@@ -53,9 +53,8 @@ from collections.abc import Iterable, Mapping
 from multiprocessing.connection import Connection
 
 from ..errors import LaunchError
+from ..options import DEFAULT_TIMEOUT_S  # noqa: F401  (re-exported: the default of ``--timeout``)
 
-#: Default of ``--timeout``: seconds a launched kernel may run before the worker is killed.
-DEFAULT_TIMEOUT_S = 10.0
 #: Seconds for the worker to start and import CuPy (and answer a probe).
 START_TIMEOUT_S = 120.0
 #: Seconds for NVRTC to compile a kernel (before the ``--timeout`` clock starts).
@@ -82,6 +81,7 @@ def handle_launch(request: dict, started):
     from .launch import run_on_gpu
 
     return run_on_gpu(request["native"], request["emulated"], request["inputs"], bench=request["bench"],
+                      bench_sources=request.get("bench_sources"), bench_bytes=request.get("bench_bytes"),
                       on_compiled=started)
 
 
@@ -352,12 +352,12 @@ class LaunchWorker:
         return self._status
 
     def launch(self, native, emulated, inputs: Mapping, *, bench: bool = False,
-               timeout: float = DEFAULT_TIMEOUT_S):
+               timeout: float = DEFAULT_TIMEOUT_S, bench_sources=None, bench_bytes: int | None = None):
         """Compile and run a kernel in the worker; return its :class:`~tilemagic.runtime.launch.GpuRun`.
 
         Parameters
         ----------
-        native, emulated, inputs, bench
+        native, emulated, inputs, bench, bench_sources, bench_bytes
             As :func:`tilemagic.runtime.launch.run_on_gpu`.
         timeout : float, default :data:`DEFAULT_TIMEOUT_S`
             Seconds the kernel (and ``--bench``'s repeats) may run once compiled.
@@ -372,7 +372,8 @@ class LaunchWorker:
         if not timeout or timeout <= 0:
             raise ValueError("timeout must be a positive number of seconds")
         name = getattr(native, "kernel_name", "kernel")
-        req = {"native": native, "emulated": emulated, "inputs": dict(inputs), "bench": bool(bench)}
+        req = {"native": native, "emulated": emulated, "inputs": dict(inputs), "bench": bool(bench),
+               "bench_sources": bench_sources, "bench_bytes": bench_bytes}
         return self._request("launch", req, first_timeout=self.compile_timeout + (
             0 if self.alive() else self.start_timeout), run_timeout=float(timeout), what=f"running '{name}'")
 

@@ -1,0 +1,179 @@
+"""GPU benchmarks of tilemagic (issue 6): ``--bench`` bandwidth against a CuPy copy, and the compile cache.
+
+    python benchmarks/gpu_bench.py            # ~1-2 min on an H200; JSON to $OUT/gpu_bench.json if $OUT is set
+    python benchmarks/gpu_bench.py --json bench.json --quick
+
+Everything goes through the product path: ``tilemagic.tilecopy(cell, launch="gpu", bench=True)``, i.e. the
+launch worker process, NVRTC, the codegen's grid form of the kernel (the tile replicated over a grid of CTAs,
+each CTA on its own tile of large tensors, every CTA's result checked against the single-CTA launch) and CUDA
+events around each launch (warm-up, then repeats until 1.5 s, median).  The reference, in the same worker
+process and run, is the faster of ``cudaMemcpyAsync`` device-to-device and ``cupy.copyto`` over the bytes the
+kernel reads (counted read + write, as the kernel's traffic).
+
+Rows:
+
+* gmem_smem (global -> shared -> global, 16-byte vectors) on 1 GiB per tensor: target >= 0.90 of the CuPy copy;
+* reg, ldstmatrix and fallback cells (the fallback on 256 MiB: it is meant to be slow, the row shows by how much);
+* TMEM round trips: on a GPU without tensor memory (the H200) they run the *emulation*: TMEM in global memory,
+  256 KiB of scratch per CTA (so the grid is capped at 4096 CTAs); those rows measure the emulation;
+* the compile cache: a cold compile (empty cache directory: ``$TILEMAGIC_CACHE_DIR`` is set to a fresh one),
+  the re-run of the unchanged cell (memory hit; whole ``tilecopy`` wall time, target <= 30 ms + kernel), and a
+  restarted worker (disk hit: no NVRTC).
+
+The machine must have CuPy and a CUDA GPU; ``lark`` (and ``ml_dtypes``) must be importable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+import warnings
+
+from common import header, median, table, use_checkout, write_json
+
+use_checkout()
+
+COLUMNS = ("section", "case", "tilemagic", "reference", "ratio", "target", "met")
+GIB = 1 << 30
+RATIO_TARGET = 0.90
+RERUN_TARGET_MS = 30.0
+
+
+def cells(quick: bool):
+    """``(name, source, bench bytes, target)`` of every ``--bench`` row."""
+    from cells import (LDSTMATRIX_CASES, GmemSmemCase, Tcgen05Case, fallback_cell, gmem_smem_cell, reg_cell,
+                       roundtrip_cell, smem_cell, tmem_windows_cell)
+
+    from tilemagic.cli import demo_source
+
+    def gs(threads, rows, cols, dtype, smem=""):
+        return gmem_smem_cell(GmemSmemCase("cta", threads, rows, cols, dtype, smem), "gs")
+
+    out = [
+        ("gmem_smem cta256 64x128 f16 (16 KiB tile, v4)", gs(256, 64, 128, "float16"), GIB, RATIO_TARGET),
+        ("gmem_smem cta256 64x128 f16 swizzle(3,3,3)", gs(256, 64, 128, "float16", "swizzle(3, 3, 3)"), GIB, None),
+        ("gmem_smem cta1024 64x256 f16 (32 KiB tile)", gs(1024, 64, 256, "float16"), GIB, None),
+        ("gmem_smem cta256 32x128 f32", gs(256, 32, 128, "float32"), GIB, None),
+        ("reg frag(32x32b) 128x32 f32 (global -> registers -> global)",
+         reg_cell("frag(32x32b)", 128, 32, "wg", 128, "float32"), GIB, None),
+        ("ldstmatrix x4 16x16 f16 (A -> S -> regs -> B, S' -> C)", smem_cell(*LDSTMATRIX_CASES[0][:7]), GIB // 4, None),
+        ("fallback demo: warp 4x6 f32, one thread copies", demo_source("fallback_demo"), GIB // 4, None),
+        ("fallback cta256 33x64 f32, one thread copies", fallback_cell("cta", 256, 33, 64), GIB // 4, None),
+        ("tmem_roundtrip demo 128x8 f16 (.32x32b.x4)", demo_source("tmem_roundtrip"), GIB, None),
+        ("TMEM 128x512 f32, .32x32b.x128 in 4 windows", tmem_windows_cell(512), GIB, None),
+        ("TMEM 128x32 f32 round trip (.32x32b.x32)", roundtrip_cell("float32", 32), GIB, None),
+        ("TMEM .16x256b.x4 f32 round trip + .32x32b dump", Tcgen05Case("16x256b", 4, "float32", "D128", "st").source,
+         GIB, None),
+    ]
+    return out[:1] + out[6:7] + out[8:9] if quick else out
+
+
+def _quiet(fn, *a, **k):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fn(*a, **k)
+
+
+def bench_rows(quick: bool):
+    """One row per cell; a cell that fails (a LaunchError, a failed check) is a row saying so, and the rest run."""
+    import tilemagic
+    from tilemagic.errors import TileMagicError
+
+    rows, raw = [], {}
+    for name, src, nbytes, target in cells(quick):
+        try:
+            res = _quiet(tilemagic.tilecopy, src, launch="gpu", bench=True, timeout=300, bench_bytes=nbytes)
+        except TileMagicError as e:
+            raw[name] = {"error": str(e)}
+            rows.append(dict(section="bench", case=f"{name}: FAILED", tilemagic=e.message[:80], met=False))
+            continue
+        t = res.launch.timing
+        raw[name] = dict(t, backend=res.launch.backend, mode=res.launch.mode, passed=res.launch.passed,
+                         compile=res.launch.compile)
+        emu = "note" in t
+        rows.append(dict(
+            section="bench", case=f"{name}{' [emulated TMEM]' if emu else ''}: GB/s ({t['ctas']} CTAs, "
+                                  f"{t['bytes_per_launch'] / 2**20:.0f} MiB/launch, {t['median_us']:.0f} us)"
+                                  + ("" if res.launch.passed else " CHECK FAILED"),
+            tilemagic=t["gb_per_s"], reference=t["cupy_copy_gb_per_s"], ratio=t["vs_cupy_copy"],
+            target=f">= {target}" if target else ("measures the emulation" if emu else ""),
+            met=(t["vs_cupy_copy"] >= target and res.launch.passed) if target else
+            (None if res.launch.passed else False)))
+    return rows, raw
+
+
+def cache_rows():
+    """Cold compile, memory hit (whole re-run), disk hit after a worker restart, for the TMEM demo (emulated:
+    the largest NVRTC compile of the demos) and the gmem_smem copy."""
+    import tilemagic
+    from tilemagic.cli import demo_source
+    from tilemagic.runtime.worker import get_worker, set_worker
+
+    rows, raw = [], {}
+    for name, src in (("tmem_roundtrip demo", demo_source("tmem_roundtrip")),
+                      ("fallback demo", demo_source("fallback_demo"))):
+        first = _quiet(tilemagic.tilecopy, src, launch="gpu")
+        c0 = first.launch.compile
+        walls, hits = [], []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            again = _quiet(tilemagic.tilecopy, src, launch="gpu")
+            walls.append((time.perf_counter() - t0) * 1e3)
+            hits.append(again.launch.compile["cache"])
+        get_worker().stop()
+        set_worker(None)
+        after = _quiet(tilemagic.tilecopy, src, launch="gpu")
+        c2 = after.launch.compile
+        raw[name] = {"cold": c0, "rerun_wall_ms": walls, "rerun_cache": hits, "restarted": c2,
+                     "passed": first.launch.passed and again.launch.passed and after.launch.passed}
+        rows += [
+            dict(section="cache", case=f"{name}: first launch, empty cache: compile ms ({c0['cache']})",
+                 tilemagic=c0["ms"], reference=c0.get("note", "")[:60]),
+            dict(section="cache", case=f"{name}: unchanged re-run, whole tilecopy(launch='gpu'): ms ({hits[-1]} hit)",
+                 tilemagic=median(walls), target=f"<= {RERUN_TARGET_MS:g} + kernel",
+                 met=median(walls) <= RERUN_TARGET_MS and set(hits) == {"memory"}),
+            dict(section="cache", case=f"{name}: restarted worker: compile ms ({c2['cache']})", tilemagic=c2["ms"],
+                 reference=f"vs {c0['ms']:.0f} ms cold", ratio=f"{c2['ms'] / c0['ms']:.3f}" if c0["ms"] else None,
+                 target="disk hit", met=c2["cache"] == "disk"),
+        ]
+    return rows, raw
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--json", help="write the table and raw timings here (default: $OUT/gpu_bench.json when $OUT "
+                                  "is set)")
+    p.add_argument("--quick", action="store_true", help="three bench rows only")
+    args = p.parse_args(argv)
+    cache_dir = tempfile.mkdtemp(prefix="tilemagic-bench-cache-")
+    os.environ["TILEMAGIC_CACHE_DIR"] = cache_dir  # before the worker starts: it inherits the environment
+
+    from tilemagic.runtime.worker import get_worker
+
+    st = get_worker().probe()
+    if not st.available:
+        print(f"no GPU: {st.reason}", file=sys.stderr)
+        return 2
+    head = dict(header(), device=st.label, cupy=st.cupy_version, nvrtc=st.nvrtc_version, cache_dir=cache_dir)
+    t0 = time.perf_counter()
+    crows, craw = cache_rows()
+    brows, braw = bench_rows(args.quick)
+    rows = brows + crows
+    for r in rows:
+        if isinstance(r.get("met"), bool):
+            r["met"] = "yes" if r["met"] else "NO"
+    print(f"tilemagic GPU benchmarks — {head['date']}, commit {head['commit']}, {st.label}, CuPy {st.cupy_version}, "
+          f"NVRTC {'.'.join(map(str, st.nvrtc_version or ()))}; {time.perf_counter() - t0:.0f} s")
+    print(table(rows, COLUMNS))
+    out = args.json or (os.path.join(os.environ["OUT"], "gpu_bench.json") if os.environ.get("OUT") else None)
+    if out:
+        write_json(out, dict(head, rows=rows, bench=braw, cache=craw))
+        print(f"JSON: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,120 @@
+"""benchmarks/gpu_bench.py end to end without a GPU, so a GPU run does not fail on the script itself.
+
+The launch worker is replaced by an in-process stand-in that calls the real ``run_on_gpu`` (grid bench,
+CuPy copy reference, per-CTA checks) on a NumPy-backed fake CuPy (tests/numpy_cupy.py) whose "compiled"
+kernels copy the cell's read buffer into every buffer it writes, grid or single CTA, and whose compile
+cache answers compiled / memory / disk like the real one.  Bench sizes are capped to keep it fast.
+The numbers are meaningless; the test checks the rows, the JSON and that every cell went through.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from numpy_cupy import numpy_cupy
+
+from tilemagic.errors import LaunchError
+from tilemagic.runtime import launch as rt_launch
+from tilemagic.runtime import worker as rt_worker
+from tilemagic.runtime.device import DeviceStatus
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+STATUS = DeviceStatus(True, "", name="Fake H200", cc=90, cupy_version="14.2.0", nvrtc_version=(13, 0))
+
+
+class FakeGpu:
+    """The launch worker's stand-in: run_on_gpu in this process, a compile cache that survives a restart."""
+
+    def __init__(self, fail=None):
+        self.disk, self.memory, self.launches, self.fail = set(), set(), [], fail
+
+    def compile(self, src, arch, *, info=None):
+        if src.kernel_name == self.fail:
+            raise LaunchError(f"NVRTC could not compile kernel '{src.kernel_name}' for -arch={arch}")
+        key = (src.text, arch)
+        how = "memory" if key in self.memory else "disk" if key in self.disk else "compiled"
+        self.memory.add(key)
+        self.disk.add(key)
+        if info is not None:
+            info.update(cache=how, ms={"compiled": 900.0, "disk": 3.0, "memory": 0.01}[how], note="fake")
+        names = [b.name for b in src.params]
+
+        def kernel(grid, block, args):
+            bufs = args[: len(names)]
+            for w in src.writes:
+                bufs[names.index(w)][...] = bufs[names.index(src.reads[0])]
+
+        return kernel
+
+    def worker(self):
+        gpu = self
+
+        class Worker:
+            def probe(self):
+                return STATUS
+
+            def launch(self, native, emulated, inputs, *, bench=False, timeout=10, bench_sources=None,
+                       bench_bytes=None):
+                gpu.launches.append((native.kernel_name, bench, bench_bytes))
+                return rt_launch.run_on_gpu(native, emulated, inputs, status=STATUS, bench=bench,
+                                            bench_sources=bench_sources, bench_bytes=min(bench_bytes or 0, 1 << 16))
+
+            def stop(self):
+                gpu.memory.clear()  # a new worker process: nothing in memory, the disk cache stays
+
+        return Worker()
+
+
+@pytest.fixture
+def gpu_bench(monkeypatch, tmp_path, request):
+    cupy, _ = numpy_cupy({})
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    fake = FakeGpu(getattr(request, "param", None))
+    monkeypatch.setattr(rt_launch, "compile_cupy", fake.compile)
+    worker = fake.worker()
+    monkeypatch.setattr(rt_worker, "get_worker", lambda: worker)
+    monkeypatch.setattr(rt_worker, "set_worker", lambda w: None)
+    monkeypatch.setenv("TILEMAGIC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("OUT", raising=False)
+    sys.path.insert(0, str(BENCH))
+    try:
+        import gpu_bench
+    finally:
+        sys.path.remove(str(BENCH))
+    return gpu_bench, fake
+
+
+def test_gpu_bench_runs_every_row(gpu_bench, tmp_path, capsys):
+    script, fake = gpu_bench
+    out = tmp_path / "gpu.json"
+    assert script.main(["--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    payload = json.loads(out.read_text())
+    names = [name for name, *_ in script.cells(False)]
+    assert list(payload["bench"]) == names and len(names) == 12
+    for name, t in payload["bench"].items():
+        assert t["passed"] and t["vs_cupy_copy"] > 0 and t["ctas"] >= 1, name
+        assert ("note" in t) == ("TMEM" in name or "tmem" in name), name
+    cache = payload["cache"]
+    for c in cache.values():
+        assert (c["cold"]["cache"], set(c["rerun_cache"]), c["restarted"]["cache"]) == ("compiled", {"memory"}, "disk")
+    assert payload["device"] == "Fake H200 (CC 9.0)" and payload["cache_dir"].startswith("/")
+    assert printed.count("| bench ") == 12 and printed.count("| cache ") == 6
+    assert {b for _, b, _ in fake.launches} == {True, False}
+    assert all(n for _, b, n in fake.launches if b)  # every bench launch names its size
+
+
+@pytest.mark.parametrize("gpu_bench", ["fb"], indirect=True)
+def test_a_failing_cell_is_a_row_and_the_rest_runs(gpu_bench, tmp_path, capsys):
+    script, fake = gpu_bench
+    out = tmp_path / "gpu.json"
+    assert script.main(["--json", str(out)]) == 0
+    bench = json.loads(out.read_text())["bench"]
+    failed = [n for n, t in bench.items() if "error" in t]
+    assert failed == ["fallback cta256 33x64 f32, one thread copies"]
+    assert "NVRTC could not compile kernel 'fb'" in bench[failed[0]]["error"]
+    assert all(t["passed"] for n, t in bench.items() if n not in failed) and len(bench) == 12
+    assert "| bench   | fallback cta256 33x64 f32, one thread copies: FAILED" in capsys.readouterr().out

@@ -1,0 +1,94 @@
+"""GPU tests of issue 6: the compile cache (NVRTC output on disk, loaded by a restarted worker) and ``--bench``
+over a grid of CTAs with the ratio to a CuPy copy.
+
+Run: ``pytest -o addopts="" -m gpu tests/gpu/test_gpu_bench.py`` on a machine with CuPy and a GPU.
+The full benchmark table is benchmarks/gpu_bench.py.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+from gpu_guard import cupy  # noqa: E402,F401  (skips the module without a GPU)
+
+import tilemagic  # noqa: E402
+from cells import GmemSmemCase, gmem_smem_cell, tmem_windows_cell  # noqa: E402
+from tilemagic.cli import demo_source  # noqa: E402
+from tilemagic.codegen.cuda import generate  # noqa: E402
+from tilemagic.runtime import compile as rt_compile  # noqa: E402
+from tilemagic.runtime import worker as W  # noqa: E402
+from tilemagic.runtime.device import is_blackwell_dc, probe  # noqa: E402
+
+EMULATED = not is_blackwell_dc(probe().cc)
+
+
+def _run(src, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return tilemagic.tilecopy(src, launch="gpu", **kw)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """An empty disk cache for this test, and fresh launch workers that see it."""
+    d = tmp_path / "kernels"
+    monkeypatch.setenv("TILEMAGIC_CACHE_DIR", str(d))
+    rt_compile.clear_cache()
+    W.set_worker(None)
+    yield d
+    W.set_worker(None)
+    rt_compile.clear_cache()
+
+
+def test_compile_cache_memory_then_disk_after_a_worker_restart(cache_dir):
+    src = demo_source("tmem_roundtrip")
+    first = _run(src)
+    assert first.launch.passed and first.launch.compile["cache"] == "compiled"
+    assert "NVRTC" in first.launch.compile["note"], first.launch.compile  # the binary path, not RawModule(code)
+    files = sorted(cache_dir.iterdir())
+    assert len(files) == 1 and files[0].suffix in (".cubin", ".ptx")
+    again = _run(src)
+    assert again.launch.compile["cache"] == "memory" and again.launch.passed
+    W.get_worker().stop()  # a restarted worker: empty memory, same disk
+    after = _run(src)
+    assert after.launch.compile["cache"] == "disk" and after.launch.passed
+    assert after.launch.compile["ms"] < first.launch.compile["ms"]
+    for name, out in first.launch.outputs.items():
+        np.testing.assert_array_equal(after.launch.outputs[name].view(np.uint8), out.view(np.uint8))
+
+
+def test_in_process_disk_hit_loads_a_working_kernel(cache_dir):
+    from tilemagic.runtime.launch import run_on_gpu
+
+    res = _run(demo_source("fallback_demo"))  # lowered; compile here, in this process
+    k = res.kernel
+    native = generate(k, "native", arch="sm_100a")
+    info = {}
+    rt_compile.compile_cupy(native, f"sm_{probe().cc}", info=info)
+    rt_compile.clear_cache()
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    run = run_on_gpu(native, None, {"A": a})
+    assert run.compile["cache"] == "disk"
+    np.testing.assert_array_equal(run.outputs["B"], a)
+
+
+def test_bench_grid_gmem_smem_reports_bandwidth_and_cupy_ratio(cache_dir):
+    src = gmem_smem_cell(GmemSmemCase("cta", 256, 64, 128, "float16"))
+    res = _run(src, bench=True, bench_bytes=64 << 20)
+    t = res.launch.timing
+    assert res.launch.passed and t["ctas"] == (64 << 20) // (64 * 128 * 2)
+    assert t["bytes_per_launch"] == 2 * (64 << 20) and t["repeats"] >= 5 and 0 < t["min_us"] <= t["median_us"]
+    assert t["gb_per_s"] > 50 and t["cupy_copy_gb_per_s"] > 50 and 0.2 < t["vs_cupy_copy"] < 3
+    assert "note" not in t
+
+
+def test_bench_grid_of_an_emulated_tmem_kernel(cache_dir):
+    res = _run(tmem_windows_cell(128), bench=True, bench_bytes=16 << 20)
+    t = res.launch.timing
+    assert res.launch.passed and t["ctas"] == (16 << 20) // (128 * 128 * 4)
+    assert ("note" in t) == EMULATED and t["gb_per_s"] > 0
