@@ -31,6 +31,10 @@ KERNEL_MEMO_SIZE = 32
 _KERNELS: "OrderedDict[str, ir.Kernel]" = OrderedDict()
 
 
+def _content_key(kernel: ir.Kernel) -> str:
+    return hashlib.sha256(pickle.dumps(kernel, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+
+
 def intern_kernel(kernel: ir.Kernel) -> ir.Kernel:
     """An earlier lowered kernel with the same content as ``kernel``, else ``kernel`` (remembered).
 
@@ -39,15 +43,16 @@ def intern_kernel(kernel: ir.Kernel) -> ir.Kernel:
     report's heatmap PNGs (:func:`tilemagic.widgets.heatmap.heatmap_png`, the bulk of a
     cell's time).  Content is compared as the sha256 of the pickled kernel (buffers,
     layouts, statements, spans), taken right after lowering, so two kernels are only
-    merged when every field is equal; lowering itself always runs.  Lowered kernels
-    are not modified afterwards.  The last :data:`KERNEL_MEMO_SIZE` kernels are kept.
+    merged when every field is equal; lowering itself always runs.  A remembered kernel
+    that was edited since (tests and users may change ``result.kernel``) is re-hashed on a
+    hit and replaced, never handed out.  The last :data:`KERNEL_MEMO_SIZE` kernels are kept.
     """
     try:
-        key = hashlib.sha256(pickle.dumps(kernel, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+        key = _content_key(kernel)
     except Exception:  # noqa: BLE001 -- something unpicklable in a hand-built kernel: no sharing
         return kernel
     hit = _KERNELS.get(key)
-    if hit is not None:
+    if hit is not None and _content_key(hit) == key:  # (a caller may have edited the earlier object)
         _KERNELS.move_to_end(key)
         return hit
     _KERNELS[key] = kernel

@@ -114,3 +114,17 @@ def test_distinct_pairs_matches_unique(seed):
         hi[1], lo[1] = hi[0], lo[0]
         assert not _distinct_pairs(hi, lo)
     assert _distinct_pairs(np.zeros(0, np.int64), np.zeros(0, np.int64))
+
+
+def test_an_edited_kernel_is_never_handed_out_again(fresh_memo):
+    """A caller that edits ``result.kernel`` (as the GPU trap tests do) must not leak the edit into the next
+    run of the same cell: the memo re-hashes a hit and replaces an edited entry."""
+    from tilemagic.ir import nodes as ir
+
+    src = demo_source("tmem_roundtrip")
+    a = run(src, launch="off")
+    st = next(s for s in ir.walk(a.kernel.body) if isinstance(s, ir.TcgenLdSt))
+    st.col = 40
+    b = run(src)
+    assert b.kernel is not a.kernel and b.launch.passed
+    assert run(src, launch="off").kernel is b.kernel

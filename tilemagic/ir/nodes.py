@@ -103,6 +103,13 @@ class Buffer:
             n *= d
         return n
 
+    def __getstate__(self):
+        """Pickled state without the ``_dim_strides`` cache, so a buffer pickles (and the
+        pipeline's kernel memo hashes) the same before and after code generation."""
+        state = dict(self.__dict__)
+        state.pop("_dim_strides", None)
+        return state
+
     def dim_strides(self) -> Tuple[Tuple[int, ...], int]:
         """``(strides, offset)`` in elements with ``index = offset + Σ index_d * strides[d]`` (global/shared).
 
