@@ -734,8 +734,314 @@ wg.copy_async f <- acc
 """, tags=["raises-exception"]),
 ]
 
+
+def shape_cell(shape, cols, color_by):
+    """A classroom cell: a warpgroup stores a 128 × ``cols`` fp32 ``frag(shape)`` tile into TMEM, drawn."""
+    return code(f"""
+%%tilecopy shape_{shape} --heatmap instr,fragment --color-by {color_by}
+kernel shape_{shape} threads=128
+global A: float32[128, {cols}]
+tmem  T: float32[128, {cols}]
+local f: float32[128, {cols}] @ frag({shape})
+wg.copy f <- A
+wg.copy_async T <- f
+wait st
+""")
+
+
+# the seed fallback demo (a warp copies a 4×6 tile) as a text report
+FALLBACK_TEXT = demo_cell("fallback_demo").replace("%%tilecopy fallback_demo", "%%tilecopy fallback_demo --view text", 1)
+
+# The classroom tour: every code cell after the first is a %%tilecopy cell
+# (tests/unit/test_notebooks.py checks it), so a class can run it without reading Python.
+CLASSROOM_TMEM = [
+    md("""
+# A guided tour of Blackwell tensor memory (TMEM)
+
+This notebook is a class handout. Every code cell is a `%%tilecopy` cell: a few lines that describe a tile copy.
+tilemagic turns the description into the TIR-like IR and the CUDA a compiler would produce, draws where the data
+lands in tensor memory, runs the kernel and checks the result. You do not need to write any Python.
+
+How to read a report: the **why-table** of each op lists the variants the dispatcher tried and why each was chosen
+or not; the **IR** and **CUDA** panes follow (hover a description line to light up the lines it produced); the
+**pictures** come last, then the launch with `check ... PASS`.
+
+Section numbers like §9.7.16.8.1 refer to the *PTX ISA* (version 9.0), section 9.7.16, the `tcgen05`
+instructions.
+""" + SIM_NOTE),
+    code("%load_ext tilemagic\n%config TileMagics.launch = \"sim\""),
+    md("""
+## 1. What TMEM is
+
+Data-centre Blackwell GPUs (compute capability 10.x, code compiled for `sm_100a`) add a new on-chip memory next to
+the tensor cores: **tensor memory**. The `tcgen05.mma` instructions keep their accumulators there instead of in registers.
+
+* **Shape (§9.7.16.1).** Per CTA, TMEM is a 2-D array of **128 lanes** (rows) × **512 columns**, every cell
+  **32 bits**. That is 256 KiB, as much as the register file of a whole SM.
+* **Address (§9.7.16.1.1).** A 32-bit value: the lane in bits 31..16, the column in bits 15..0.
+* **Allocation (§9.7.16.1.2, §9.7.16.7.1).** TMEM is not there for the taking: one warp runs
+  `tcgen05.alloc` for a power-of-two number of columns between 32 and 512 (the unit is 32 columns, always all 128
+  lanes) and gets the start address in shared memory. The same warp must give the columns back with
+  `tcgen05.dealloc` before the kernel ends. `tcgen05.relinquish_alloc_permit` tells the hardware that this CTA
+  will not allocate again (an `alloc` after it is an error). CTAs on the same SM share the 512 columns, so an
+  `alloc` that does not fit waits until another CTA frees columns.
+* **Moving data (§9.7.16.8.3, §9.7.16.8.4).** Threads reach TMEM only through `tcgen05` instructions:
+  `tcgen05.ld` (TMEM → registers) and `tcgen05.st` (registers → TMEM), each executed by a whole warp, besides
+  `tcgen05.cp` from shared memory and the MMA itself. `ld` and `st` are asynchronous: `tcgen05.wait::ld` /
+  `tcgen05.wait::st` (§9.7.16.8.5) wait until the thread's own earlier loads or stores are complete.
+
+In a description you declare TMEM buffers with `tmem NAME: DTYPE[rows, cols]`; tilemagic places them one after the
+other, allocates for all of them (warp 0), relinquishes the permit and deallocates at the end. 16-bit values are
+packed two per 32-bit cell. Below, `acc` needs 32 columns and `h16` (fp16, only declared, to show the placement)
+needs 16: 48 columns, rounded up to an allocation of 64. Look for the `tcgen05.alloc`, `relinquish_alloc_permit`
+and `dealloc` lines in the IR, and for the TMEM table at the end.
+"""),
+    code("""
+%%tilecopy tmem_alloc --view text
+kernel tmem_alloc threads=128
+global A: float32[128, 32]
+global B: float32[128, 32]
+tmem  acc:  float32[128, 32]
+tmem  h16: float16[128, 32]
+local a: float32[128, 32] @ S[(128, 32) : (1@tid_in_wg, 1)]
+wg.copy a <- A
+wg.copy_async acc <- a
+wait st
+cta_sync
+wg.copy_async a <- acc
+wait ld
+wg.copy B <- a
+check B == A
+"""),
+    md("""
+## 2. The four shapes of `tcgen05.ld` / `tcgen05.st`
+
+One `tcgen05.ld` or `tcgen05.st` moves a block of TMEM between the cells and the registers of the 32 threads of a
+warp. The **shape** says how big the block is and which thread holds which cell (§9.7.16.2.3); `.num` (`.x1`,
+`.x2`, …, `.x128`) repeats the block along the columns (the legal values are PTX Table 49):
+
+| shape | lanes | 32-bit columns per `.x1` | registers per thread per `.x1` | largest `.num` |
+|---|---|---|---|---|
+| `.32x32b` | 32 | 1 | 1 | `.x128` |
+| `.16x64b` | 16 | 2 | 1 | `.x128` |
+| `.16x128b` | 16 | 4 | 2 | `.x64` |
+| `.16x256b` | 16 | 8 | 4 | `.x32` |
+
+In a description you pick the shape through the register side: `local f: ... @ frag(16x128b)` is the register
+layout a warpgroup sees for that shape (TVM TIRx's `T.alloc_tcgen05_ldst_frag`). The four cells below load a
+128×8 fp32 tile (128×16 for `.16x256b`) from global memory into registers and store it into TMEM with
+`tcgen05.st`, one shape each. (A `tcgen05.ld` of the same shape binds the same registers to the same cells, in the
+other direction; from section 4 on the cells read their data back and check it.) Each report has two pictures:
+
+* **instr**: the TMEM occupancy, one panel per instruction a warp issues: lanes (rows) × the allocated columns,
+  each cell coloured by the **thread** (or the **register**) that holds it. Solid lines are the 32-lane quadrants, dotted
+  lines the 16-lane halves a `.16x*b` shape works in.
+* **fragment**: the other direction: for every thread (one row per thread) and 32-bit register (one column per
+  register), the TMEM lane within the warp's quadrant (left panel) and the TMEM column (right panel) it is bound to.
+
+### `.32x32b`: one lane per thread
+
+Thread *t* of warp *w* owns lane 32·*w* + *t*; its register *r* is column *r*. A warp moves its 32 lanes in one
+instruction, `.x8` for 8 columns.
+"""),
+    shape_cell("32x32b", 8, "thread"),
+    md("""
+### `.16x64b`: two threads per lane
+
+A `.16x*b` instruction covers only 16 lanes, so for a 128-row tile each warp issues it twice: once at row 0 and once
+at row 16 of its quadrant (the PTX row immediate; the second half's registers follow the first's). In a `.16x64b`
+block, lane *k* (0–7) holds threads 4*k* and 4*k*+2 in its two columns, lane 8+*k* threads 4*k*+1 and 4*k*+3.
+Each thread has one register per `.x1`: 8 columns are `.x4`.
+"""),
+    shape_cell("16x64b", 8, "thread"),
+    md("""
+### `.16x128b`: four threads per lane, two registers each
+
+Lane *k* (0–7) holds register 0 of threads 4*k* … 4*k*+3 in columns 0–3; lane 8+*k* holds their register 1.
+8 columns are `.x2`: registers 2 and 3 repeat the pattern in columns 4–7. Here the cells are coloured by
+**register**: in the second panel (row 16) the registers are 4–7, since the second issue's registers follow the
+first's.
+"""),
+    shape_cell("16x128b", 8, "reg"),
+    md("""
+### `.16x256b`: the `mma.sync` accumulator pattern
+
+Lane *k* (0–7) holds registers 0 and 1 of threads 4*k* … 4*k*+3, side by side in columns 0–7 (thread 4*k*+*j* in
+columns 2*j* and 2*j*+1); lane 8+*k* holds their registers 2 and 3. This is the m16n8 accumulator (C) fragment of
+`mma.sync`, familiar from Ampere and Hopper. Each `.x1` is 8 columns and four registers: 16 columns are `.x2`,
+registers 4–7 fill columns 8–15, and the issue at row 16 uses registers 8–15.
+"""),
+    shape_cell("16x256b", 16, "reg"),
+    md("""
+## 3. The quadrant rule: warp *w* reaches lanes 32·(*w*%4) … 32·(*w*%4)+31
+
+§9.7.16.8.1: TMEM is split into four **quadrants** of 32 lanes, and warp *w* of the CTA may only access the lanes
+of quadrant *w* % 4; every warp may access every column. That is why all the pictures above have four bands, and
+why a copy of all 128 lanes needs a whole warpgroup (`wg.copy_async`): four warps, one per quadrant.
+
+The cell below writes an 8-column window `T[:, 8:16]` of a 32-column buffer and colours the cells by **warp**.
+The window picks columns; the rows of `T[:, …]` are all 128 lanes, and each warp takes its own quadrant.
+Look at the IR: every warp passes the *same* address `get_tmem_addr(tmem_addr[0], 0, 8)`, lane field 0 and
+column 8. The hardware takes the quadrant from the warp that issues the instruction, not from the address, so
+the lane field only says where inside the quadrant to start (0, or 16 for the upper half of a `.16x*b` shape).
+TVM TIRx, tilelang and DeepGEMM emit the same addresses. A consequence: a row window other than `T[:, …]`,
+`T[0:64, …]` or an F sub-slab (section 4), say `T[64:128, 0:8]`, cannot be expressed by an address and is
+refused with *"has TLane offset 64; only 0 or 16 (the datapath F sub-slab) fit the PTX row immediate"*.
+
+**`--strict`.** The ISA forbids an address whose quadrant bits (lane bits 5–6, address bits 21–22) name
+another warp's quadrant, and nobody has measured what the hardware does then. With `--strict` the simulator
+(and the TMEM emulation on a GPU) stops with a located `LaunchError` when an address's quadrant bits are neither 0
+nor *w* % 4; the cell below passes it. NVIDIA's debug check (`ptxas -g-tmem-access-check`, on under `-g`) is
+stricter still: it traps unless the quadrant bits equal *w* % 4, which is why DeepGEMM's debug builds add
+32·(*w*%4) to the lane field.
+"""),
+    code("""
+%%tilecopy quadrants --strict --heatmap tmem --color-by warp
+kernel quadrants threads=128
+global A: float32[128, 8]
+tmem  T: float32[128, 32]
+local a: float32[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]
+wg.copy a <- A
+wg.copy_async T[:, 8:16] <- a
+wait st
+"""),
+    md("""
+## 4. Data paths D, F and B: where an accumulator's rows live
+
+`tcgen05.mma` writes its M×N accumulator into TMEM in one of several **data-path layouts** (§9.7.16.10.5). A TMEM
+buffer declares the one it holds with `@ datapath(...)`; the copy then picks the instruction that reads it.
+
+| layout | MMA | rows per CTA | logical row *r*, column *c* sits at |
+|---|---|---|---|
+| `datapath(D)` (the default) | M=128, one CTA | 128 | lane *r*, column *c* |
+| `datapath(F, sub_slab=s)` | M=64, one CTA | 64 | lane 32·(*r*//16) + 16·*s* + *r*%16, column *c* |
+| `datapath(B)` | M=128 over a CTA pair (`cta_group::2`) | 64 | lane *r* + 64·(*c* // (N/2)), column *c* % (N/2) |
+
+Everything in sections 2 and 3 was **D**: lane = row.
+
+### F: 64 rows, 16 per quadrant
+
+An M=64 accumulator uses only 16 lanes of each quadrant: rows 0–15 in lanes 0–15, rows 16–31 in lanes 32–47, and
+so on, all shifted by 16 lanes for the upper **sub-slab** (`sub_slab=1`). Two M=64 tiles can therefore share one
+allocation. This is the "Layout F halves" example of the language spec: `lower` and `upper` alias the same 32
+columns (`at T`). A 64-row `frag(16x64b)` fragment is read with one `.16x64b` per warp at row 0 (lower) or row 16
+(upper). `.32x32b` is refused for F: it would move all 32 lanes of the quadrant, half of them the other tile's.
+
+To *see* the placement, the cell then reads the whole allocation `T` as a plain D tile (`.32x32b`) into `E`, whose
+row *i* is TMEM lane *i*. The checks say where the rows of `A` (lower) and `B` (upper) went.
+"""),
+    code("""
+%%tilecopy f_halves --view text
+kernel f_halves threads=128
+global A: float32[64, 32]
+global B: float32[64, 32]
+global C: float32[64, 32]
+global E: float32[128, 32]
+tmem  T:     float32[128, 32]
+tmem  lower: float32[64, 32] @ datapath(F, sub_slab=0) at T
+tmem  upper: float32[64, 32] @ datapath(F, sub_slab=1) at T
+local lo: float32[64, 32] @ frag(16x64b)
+local hi: float32[64, 32] @ frag(16x64b)
+local d:  float32[128, 32] @ frag(32x32b)
+wg.copy lo <- A
+wg.copy hi <- B
+wg.copy_async lower <- lo
+wg.copy_async upper <- hi
+wait st
+cta_sync
+wg.copy_async lo <- lower
+wg.copy_async d <- T
+wait ld
+wg.copy C <- lo
+wg.copy E <- d
+check C == A
+check E[0:16, :] == A[0:16, :]
+check E[16:32, :] == B[0:16, :]
+check E[32:48, :] == A[16:32, :]
+check E[112:128, :] == B[48:64, :]
+"""),
+    md("""
+### B: the right half of the columns under the left half
+
+With `cta_group::2` two CTAs compute one M=128 tile; each holds 64 rows × N columns in **layout B**: the left N/2
+columns in lanes 0–63, the right N/2 columns in lanes 64–127, so the buffer takes only N/2 columns. It is read with
+one `.32x32b.x{N/2}` per warp over all 128 lanes, and the 64×N register tile a warpgroup sees is the 64-row
+`frag(32x32b)`.
+
+**A deliberate mistake.** After section 2 it is tempting to read the accumulator as a `.16x256b` fragment. The cell
+below does that, and tilemagic stops: the error points at the line (`tilecopy:5:1`) and the why-table gives the
+rule and the fix.
+"""),
+    code("""
+%%tilecopy b_mistake
+kernel b_mistake threads=128
+tmem  acc: float32[64, 64] @ datapath(B)
+local f:   float32[64, 64] @ frag(16x256b)
+wg.copy_async f <- acc
+wait ld
+""", tags=["raises-exception"]),
+    md("""
+**The fix**, as the message says: allocate the fragment with `frag(32x32b)` as `float32[64, N]`. This is the
+"Layout B readback" example of the language spec, a round trip (`A` → `acc` → `B`), plus a read of the same 32
+columns as a D tile `T` into `E` (row *i* = lane *i*) to show the two halves: lanes 0–63 hold columns 0–31 of `A`,
+lanes 64–127 columns 32–63.
+"""),
+    code("""
+%%tilecopy b_readback --view text
+kernel b_readback threads=128
+global A: float32[64, 64]
+global B: float32[64, 64]
+global E: float32[128, 32]
+tmem  T:    float32[128, 32]
+tmem  acc:  float32[64, 64] @ datapath(B) at T
+local frag: float32[64, 64] @ frag(32x32b)
+local d:    float32[128, 32] @ frag(32x32b)
+wg.copy frag <- A
+wg.copy_async acc <- frag
+wait st
+cta_sync
+wg.copy_async frag <- acc
+wg.copy_async d <- T
+wait ld
+wg.copy B <- frag
+wg.copy E <- d
+check B == A
+check E[0:64, :] == A[:, 0:32]
+check E[64:128, :] == A[:, 32:64]
+"""),
+    md("""
+## 5. Not every copy is fast: `fallback` vs `gmem_smem`
+
+The same dispatcher decides ordinary copies. A `copy` between global and shared memory is tried with the fast
+variants first (`gmem_smem`, `ldstmatrix`, `reg`, all priority 10), then the scalar `fallback` (priority 0), where
+one elected thread copies element by element. Here (the quickstart's demo) a warp of 32 threads copies a 4×6 fp32
+tile: 24 elements do not split over 32 threads, so `gmem_smem` declines ("region size 24 not divisible by
+thread_cnt=32"), the register variants need a register tile, and the fallback runs, with TVM TIRx's `UserWarning`
+under the cell.
+"""),
+    code(FALLBACK_TEXT),
+    md("""
+Make the tile 4×8: 32 elements, one per thread. Now `gmem_smem` accepts (compare its row in the why-tables of the
+two cells), every thread moves its own element, and there is no warning. With a 32×64 tile each thread would move
+16-byte vectors (`ld.global.v4`).
+"""),
+    code(FALLBACK_TEXT.replace("fallback_demo", "gmem_smem_4x8").replace("[4, 6]", "[4, 8]")),
+    md("""
+## Try it yourself
+
+* In section 2, change `frag(16x128b)` to `S[(128, 8) : (1@tid_in_wg, 1)]`: which shape does the copy use now?
+* Widen the `.16x256b` tile (`A`, `T` and `f`) to 128×256: why is it refused? (Count the registers per thread:
+  two issues of `.16x256b.x32`.)
+* In section 3, move the window to `T[:, 24:32]`. Then try to store 64 rows into lanes 64–127: make `A` and `a`
+  `float32[64, 8]`, `a` a `frag(16x64b)`, and the window `T[64:128, 8:16]`. What does the why-table say, and why?
+* In section 4, switch `lower` to `sub_slab=1` as well, and read the checks.
+* Add `dispatch=fallback` to the first copy of the 4×8 cell.
+"""),
+]
+
+
 NOTEBOOKS = {"quickstart": QUICKSTART, "copy_fallback": COPY_FALLBACK, "copy_variants": COPY_VARIANTS,
-             "tcgen05_ldst": TCGEN05_LDST}
+             "tcgen05_ldst": TCGEN05_LDST, "classroom_tmem": CLASSROOM_TMEM}
 
 
 def build(name):
