@@ -1049,7 +1049,9 @@ def build(name):
     nb.cells = NOTEBOOKS[name]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
-    client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+    for i, cell in enumerate(nb.cells):  # stable ids: a rebuild changes only what the cells print
+        cell.id = f"{name[:40]}-{i:03d}"
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True, record_timing=False,
                             resources={"metadata": {"path": str(ROOT / "notebooks")}})
     client.execute()
     out = ROOT / "notebooks" / f"{name}.ipynb"

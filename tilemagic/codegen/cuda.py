@@ -28,7 +28,8 @@ EMU_STATUS = {
     4: "tcgen05.dealloc of {2} columns at column {1} does not match an allocation",
     5: "tcgen05.ld/st by thread {1} touches TMEM lane {2}, column {3}: outside the allocated columns",
     6: "strict: thread {1}'s TMEM address has lane quadrant {2} but it runs in warp {3} "
-       "(ptxas -g-tmem-access-check would trap: quadrant bits must be 0 or warp_id % 4)",
+       "(PTX ISA §9.7.16.8.1: a warp reaches only its own lane quadrant; the address's quadrant bits must be "
+       "0 or warp_id % 4)",
     7: "TMEM still allocated at kernel exit (slot mask {1:#x}): missing tcgen05.dealloc",
     8: "tcgen05 instruction issued by a partial warp (thread {1}); .sync.aligned needs all 32 lanes",
     9: "tcgen05.dealloc by warp {1}, but warp {2} allocated (the same warp must alloc and dealloc)",

@@ -316,7 +316,7 @@ def tmem_cell(
 
     See Also
     --------
-    quadrant_mismatch : the strict (``-g-tmem-access-check``) ownership test.
+    quadrant_mismatch : the ``--strict`` ownership test.
     """
     _check_shape(shape)
     t = np.asarray(t, dtype=np.int64)

@@ -56,7 +56,7 @@ class Simulator:
     inputs : dict of str -> ndarray
         Initial contents of every global buffer (logical shape; any dtype of the right itemsize).
     strict : bool
-        Flag TMEM addresses whose quadrant bits differ from warp_id % 4 (ptxas ``-g-tmem-access-check``).
+        Flag TMEM addresses whose quadrant bits are neither 0 nor warp_id % 4 (:func:`layout.tcgen05.quadrant_mismatch`).
     """
 
     def __init__(self, kernel: ir.Kernel, inputs: Dict[str, np.ndarray], strict: bool = False):
