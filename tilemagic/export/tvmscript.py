@@ -289,7 +289,9 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
                         f"allocated_addr={addr}, layout={_tmem_layout_text(decls.get(b.name), b)}){note}")
     for b in tp.by_scope("local"):
         decl = decls.get(b.name)
-        if decl is not None and isinstance(decl.layout, ast.FragLayout):
+        # TVM's tcgen05_atom_layout takes 16- and 32-bit dtypes only: an 8-bit fragment (tilemagic packs four
+        # per 32-bit register, as the .32x32b path does) is written as its explicit S[...] layout instead
+        if decl is not None and isinstance(decl.layout, ast.FragLayout) and b.elem_bytes >= 2:
             body.append(f'{bufnames[b.name]} = T.alloc_tcgen05_ldst_frag("{decl.layout.shape}", '
                         f'({b.shape[0]}, {b.shape[1]}), "{b.dtype}")')
         else:
