@@ -217,11 +217,12 @@ def _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeou
         reason = "--launch sim"
     from .sim import simulate
 
-    outputs = simulate(kernel, inputs, strict=strict)
+    hazards = []
+    outputs = simulate(kernel, inputs, strict=strict, hazards=hazards)
     if bench:
         reason += "; --bench ignored: it times GPU launches only"
     mode = "CPU simulator, TMEM modelled in NumPy" if has_tmem else "CPU simulator"
-    return LaunchResult("sim", mode, None, reason, dict(inputs), outputs)
+    return LaunchResult("sim", mode, None, reason, dict(inputs), outputs, hazards=hazards)
 
 
 def run_kernel(kernel, inputs, *, launch: str = "sim", arch: str = "sm_100a", strict: bool = False,
@@ -410,6 +411,7 @@ def tilecopy(
             lres = _launch(kernel, native, emulated, inputs, opts["launch"], strict, bench, timeout, tp.kernel_span,
                            arch, bench_bytes)
             lres.checks = run_checks(tp, lres.outputs)
+            warns = warns + lres.hazards  # shared-memory races the simulator saw
     except TileMagicError as e:
         raise e.with_source(source)
     if emit_warnings:  # after everything else, so a later error is not preceded by them

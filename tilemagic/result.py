@@ -141,6 +141,9 @@ class LaunchResult:
     compile : dict or None
         GPU launches: how the kernel was obtained (``cache``: ``"memory"``, ``"disk"`` or
         ``"compiled"``; ``ms``; ``note``).  Not shown in the reports (it varies between runs).
+    hazards : list of (str, Span or None)
+        Simulator runs: the shared-memory races it saw (a thread reading what another thread
+        wrote with no ``cta_sync`` in between); the result shows them as ``hazard:`` warnings.
     """
 
     backend: str
@@ -153,6 +156,7 @@ class LaunchResult:
     device: Optional[str] = None
     timing: Optional[dict] = None
     compile: Optional[dict] = None
+    hazards: list = field(default_factory=list)
 
     @property
     def passed(self) -> bool:

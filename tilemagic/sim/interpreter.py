@@ -8,7 +8,11 @@ Values move as raw bits (fp16 as uint16, ...), so round trips are bit-exact.
 
 Statements execute in program order for all threads (a legal schedule of a
 correctly synchronised kernel); tcgen05.ld/st complete at issue, so
-``wait::ld``/``wait::st`` are no-ops, as in the emulation.
+``wait::ld``/``wait::st`` are no-ops, as in the emulation.  Because that schedule hides a
+missing barrier, the simulator records which thread last wrote each shared-memory byte
+and in which barrier interval (``cta_sync`` starts a new one): a thread that reads a byte
+another thread wrote in the same interval is a read-after-write race on a GPU, reported
+in :attr:`Simulator.hazards` (the pipeline shows them as ``hazard:`` warnings).
 """
 
 from __future__ import annotations
@@ -75,6 +79,60 @@ class Simulator:
             self.mem[b.name] = np.zeros(b.nbytes, np.uint8)
         self.local = {b.name: np.zeros((n, b.nbytes), np.uint8) for b in kernel.locals}
         self.tmem = TmemModel(strict)
+        # shared-memory race check: per byte, the last writing thread (-1 none, -2 every active thread
+        # stored the same value), the barrier interval of that write and its source line
+        self.epoch = 0
+        self._writer = {b.name: (np.full(b.nbytes, -1, np.int64), np.full(b.nbytes, -1, np.int64),
+                                 np.zeros(b.nbytes, np.int64))
+                        for b in kernel.shared if b is not kernel.tmem_addr}
+        self._read_ctx = None  # (active mask, span) of the statement whose loads are being evaluated
+        self.hazards: list = []  # (message, span) of shared-memory races, first per (buffer, write line, read line)
+
+    # ------------------------------------------------------------------ shared-memory races
+    def _note_write(self, buf, byte_off, tids, span):
+        """Record that threads ``tids`` wrote the shared bytes ``byte_off`` (same shapes)."""
+        rec = self._writer.get(buf.name)
+        if rec is None:
+            return
+        byte_off = np.asarray(byte_off, np.int64)
+        rec[0][byte_off.reshape(-1)] = np.broadcast_to(np.asarray(tids, np.int64), byte_off.shape).reshape(-1)
+        byte_off = byte_off.reshape(-1)
+        rec[1][byte_off] = self.epoch
+        rec[2][byte_off] = span.line if span else 0
+
+    def _check_read(self, buf, byte_off, tids, span):
+        """A read of shared bytes ``byte_off`` by threads ``tids`` (same shapes): report a byte another
+        thread wrote since the last ``cta_sync`` (PTX ISA §9.7.13.1 bar.sync orders shared memory across
+        the CTA; without it the read may see the old value)."""
+        rec = self._writer.get(buf.name)
+        if rec is None or not np.size(byte_off):
+            return
+        byte_off = np.asarray(byte_off, np.int64).reshape(-1)
+        tids = np.asarray(tids, np.int64).reshape(-1)
+        wt = rec[0][byte_off]
+        bad = (rec[1][byte_off] == self.epoch) & (wt >= 0) & (wt != tids)
+        if not bad.any():
+            return
+        i = int(np.argmax(bad))
+        wline, rline = int(rec[2][byte_off[i]]), (span.line if span else 0)
+        key = (buf.name, wline, rline)
+        if any(k == key for k, _, _ in self.hazards):
+            return
+        elem = int(byte_off[i]) // buf.elem_bytes
+        at = f"L{wline}" if wline else "an earlier statement"
+        msg = (f"hazard: shared-memory race on {buf.name}: thread {int(tids[i])} reads element offset {elem} at "
+               f"L{rline} that thread {int(wt[i])} wrote at {at} with no `cta_sync` in between; the simulator runs "
+               f"ops in program order, a GPU does not — add `cta_sync` after {at}")
+        self.hazards.append((key, msg, span))
+
+    def _check_loads(self, buf, idx):
+        """Loads from shared ``buf`` at element indices ``idx`` (..., threads) by the active threads."""
+        if self._read_ctx is None or buf.name not in self._writer:
+            return
+        mask, span = self._read_ctx
+        tids = np.broadcast_to(np.arange(self.n), idx.shape)
+        sel = np.broadcast_to(mask, idx.shape)
+        self._check_read(buf, idx[sel] * buf.elem_bytes, tids[sel], span)
 
     # ------------------------------------------------------------------ helpers
     def _flat(self, buf, indices, env):
@@ -93,6 +151,8 @@ class Simulator:
             idx = np.asarray(self._flat(e.buf, e.indices, env))
             idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, (self.n,)))  # (..., threads)
             self._bounds(e.buf, idx.reshape(-1), e.buf.elem_bytes, None)
+            if e.buf.scope == "shared":
+                self._check_loads(e.buf, idx)
             if e.buf.scope == "local":
                 view = self.local[e.buf.name].view(_BITS[e.buf.elem_bytes])
                 return view[np.broadcast_to(np.arange(self.n), idx.shape), idx]
@@ -110,6 +170,7 @@ class Simulator:
         """Execute; return the global buffers as raw bytes (``name -> uint8 array``)."""
         self.run_stmt(self.k.body, np.ones(self.n, bool), {})
         self.tmem.exit_check()
+        self.hazards = [(msg, span) for _, msg, span in self.hazards]
         return {b.name: self.mem[b.name] for b in self.k.params}
 
     def run_stmt(self, s, mask, env):
@@ -118,8 +179,9 @@ class Simulator:
         if isinstance(s, ir.Seq):
             for c in s.body:
                 self.run_stmt(c, mask, env)
-        elif isinstance(s, ir.Comment) or isinstance(s, ir.Barrier) or isinstance(s, ir.TcgenFence) \
-                or isinstance(s, ir.TcgenWait):
+        elif isinstance(s, ir.Barrier):
+            self.epoch += 1
+        elif isinstance(s, ir.Comment) or isinstance(s, ir.TcgenFence) or isinstance(s, ir.TcgenWait):
             return
         elif isinstance(s, ir.If):
             cond = np.broadcast_to(np.asarray(self.eval_expr(s.cond, env), bool), (self.n,))
@@ -134,7 +196,11 @@ class Simulator:
                     env2[v.name] = p
                 self.run_stmt(s.body, mask, env2)
         elif isinstance(s, ir.Store):
-            val = np.broadcast_to(self.eval_expr(s.value, env), (self.n,))
+            self._read_ctx = (mask, s.span)
+            try:
+                val = np.broadcast_to(self.eval_expr(s.value, env), (self.n,))
+            finally:
+                self._read_ctx = None
             idx = np.broadcast_to(self._flat(s.buf, s.indices, env), (self.n,))
             self._bounds(s.buf, idx, s.buf.elem_bytes, s.span, mask)
             bits = _BITS[s.buf.elem_bytes]
@@ -142,6 +208,10 @@ class Simulator:
                 self.local[s.buf.name].view(bits)[np.nonzero(mask)[0], idx[mask]] = val[mask]
             else:
                 self.mem[s.buf.name].view(bits)[idx[mask]] = val[mask]
+                if s.buf.name in self._writer:
+                    eb = s.buf.elem_bytes
+                    tids = np.nonzero(mask)[0]
+                    self._note_write(s.buf, idx[mask][:, None] * eb + np.arange(eb), tids[:, None], s.span)
         elif isinstance(s, ir.VecMove):
             self._vecmove(s, mask, env)
         elif isinstance(s, ir.TcgenLdSt):
@@ -165,15 +235,22 @@ class Simulator:
         st = s.body
         bits = _BITS[st.buf.elem_bytes]
         active = np.nonzero(mask)[0]
-        if st.buf.scope != "local" and not _uses_threads(st):
+        same = st.buf.scope != "local" and not _uses_threads(st)
+        if same:
             active = active[:1]  # every thread stores the same value at the same place: do it once
+        writer = -2 if same and np.count_nonzero(mask) > 1 else None  # (-2: every active thread wrote it)
+        eb = st.buf.elem_bytes
         for start in range(0, total, chunk):
             lin = np.arange(start, min(total, start + chunk), dtype=np.int64)
             coords = np.unravel_index(lin, s.extents)
             env2 = dict(env)
             for v, c in zip(s.vars, coords):
                 env2[v.name] = c[:, None]  # iterations × threads
-            val = np.broadcast_to(self.eval_expr(st.value, env2), (lin.size, self.n))[:, active]
+            self._read_ctx = (mask, st.span)
+            try:
+                val = np.broadcast_to(self.eval_expr(st.value, env2), (lin.size, self.n))[:, active]
+            finally:
+                self._read_ctx = None
             idx = np.broadcast_to(self._flat(st.buf, st.indices, env2), (lin.size, self.n))[:, active]
             self._bounds(st.buf, idx.reshape(-1), st.buf.elem_bytes, st.span)
             if st.buf.scope == "local":
@@ -181,6 +258,9 @@ class Simulator:
                 self.local[st.buf.name].view(bits)[rows.reshape(-1), idx.reshape(-1)] = val.reshape(-1)
             else:
                 self.mem[st.buf.name].view(bits)[idx.reshape(-1)] = val.reshape(-1)
+                if st.buf.name in self._writer:
+                    who = np.full(idx.shape, writer) if writer is not None else np.broadcast_to(active, idx.shape)
+                    self._note_write(st.buf, idx.reshape(-1, 1) * eb + np.arange(eb), who.reshape(-1, 1), st.span)
 
     def _byte_index(self, buf, idx, nbytes, mask, span):
         idx = np.broadcast_to(idx, (self.n,))
@@ -199,11 +279,13 @@ class Simulator:
         if s.src.scope == "local":
             data = self.local[s.src.name][rows[:, None], so]
         else:
+            self._check_read(s.src, so, np.broadcast_to(rows[:, None], so.shape), s.span)
             data = self.mem[s.src.name][so]
         if s.dst.scope == "local":
             self.local[s.dst.name][rows[:, None], do] = data
         else:
             self.mem[s.dst.name][do] = data
+            self._note_write(s.dst, do, np.broadcast_to(rows[:, None], do.shape), s.span)
 
     def _warps(self, mask, span):
         """Active warps; a partially active warp is an error (.sync.aligned)."""
@@ -238,12 +320,16 @@ class Simulator:
             w = np.broadcast_to(np.asarray(self.eval_expr(r, env), np.int64), (self.n,))[tids]
             if w.min() < 0 or w.max() >= regs.shape[1]:
                 raise LaunchError(f"{s.chain}: register word {int(w.max())} is outside {s.local.name}", s.span)
+            half = np.stack([lo[:, i], hi[:, i]], -1)[..., None] * 2 + np.arange(2)  # bytes of the two halves
+            who = np.broadcast_to(tids[..., None, None], half.shape)
             if s.op == "ld":
+                self._check_read(s.smem, half, who, s.span)
                 regs[tids, w] = smem[lo[:, i]].astype(np.uint32) | (smem[hi[:, i]].astype(np.uint32) << 16)
             else:
                 val = regs[tids, w]
                 smem[lo[:, i]] = (val & 0xFFFF).astype(np.uint16)
                 smem[hi[:, i]] = (val >> 16).astype(np.uint16)
+                self._note_write(s.smem, half, who, s.span)
 
     def _taddr(self, addr_buf):
         return int(self.mem[addr_buf.name].view(np.uint32)[0])
@@ -274,9 +360,17 @@ class Simulator:
                 self.tmem.dealloc(self._taddr(s.addr), s.ncols, int(w), s.span)
 
 
-def simulate(kernel: ir.Kernel, inputs: Dict[str, np.ndarray], strict: bool = False) -> Dict[str, np.ndarray]:
-    """Run ``kernel`` on the CPU; return every global buffer after the kernel, viewed like its input."""
-    raw = Simulator(kernel, inputs, strict).run()
+def simulate(kernel: ir.Kernel, inputs: Dict[str, np.ndarray], strict: bool = False,
+             hazards: list | None = None) -> Dict[str, np.ndarray]:
+    """Run ``kernel`` on the CPU; return every global buffer after the kernel, viewed like its input.
+
+    ``hazards``, when given, receives the ``(message, span)`` of each shared-memory race the run
+    saw (:attr:`Simulator.hazards`).
+    """
+    sim = Simulator(kernel, inputs, strict)
+    raw = sim.run()
+    if hazards is not None:
+        hazards.extend(sim.hazards)
     out = {}
     for b in kernel.params:
         src = np.asarray(inputs[b.name])

@@ -1,0 +1,90 @@
+"""Shared-memory races: the simulator runs ops in program order, so a missing ``cta_sync`` between
+a shared-memory write by one thread and a read by another still gives the right numbers there.
+It records the last writer of each shared byte per barrier interval and reports such reads as
+``hazard:`` warnings (found by QA: these cells used to PASS silently)."""
+
+import warnings
+
+import pytest
+
+import tilemagic
+
+LDMATRIX_RACE = """kernel k threads=128
+global A: float16[64, 16]
+global B: float16[64, 16]
+shared S: float16[64, 16]
+local  a: float16[64, 16] @ S[(4, 2, 8, 2, 4, 2) : (1@wid_in_wg, 2, 4@laneid, 4, 1@laneid, 1)]
+wg.copy S <- A
+wg.copy a <- S
+wg.copy B <- a
+check B == A"""
+
+REG_RACE = """kernel k threads=128
+global A: float32[128, 8]
+global B: float32[128, 8]
+shared S: float32[128, 8]
+local a: float32[128, 8] @ S[(8, 128) : (1, 1@tid_in_wg)]
+wg.copy S <- A
+wg.copy a <- S
+wg.copy B <- a
+check B == A"""
+
+FALLBACK_RACE = """kernel k threads=32
+global A: float32[4, 8]
+global B: float32[4, 6]
+shared S: float32[4, 8]
+warp.copy S <- A
+warp.copy B <- S[:, 0:6]
+check B == A[:, 0:6]"""
+
+
+def _hazards(src):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = tilemagic.tilecopy(src, launch="sim")
+    return res, [w for w in res.warnings if w.startswith("hazard: shared-memory race")]
+
+
+@pytest.mark.parametrize("src,buf,wline,rline", [
+    (LDMATRIX_RACE, "S", 6, 7),   # gmem_smem writes, ldmatrix reads other threads' rows
+    (REG_RACE, "S", 6, 7),        # gmem_smem writes row-major chunks, reg reads a transposed split
+    (FALLBACK_RACE, "S", 5, 6),   # gmem_smem by 32 lanes, then the fallback's elected lane reads it all
+])
+def test_missing_cta_sync_between_threads_is_a_hazard(src, buf, wline, rline):
+    res, haz = _hazards(src)
+    assert res.launch.passed  # the simulator's schedule still moves the data ...
+    assert len(haz) == 1, res.warnings  # ... but says the kernel races
+    assert f"race on {buf}:" in haz[0] and f"at L{rline} " in haz[0] and f"wrote at L{wline} " in haz[0]
+    assert f"add `cta_sync` after L{wline}" in haz[0]
+    with pytest.warns(UserWarning, match="shared-memory race"):  # shown like the other hazards
+        tilemagic.tilecopy(src, launch="sim")
+
+
+@pytest.mark.parametrize("src,sync_before", [(LDMATRIX_RACE, "wg.copy a <- S"), (REG_RACE, "wg.copy a <- S"),
+                                             (FALLBACK_RACE, "warp.copy B <- S[:, 0:6]")])
+def test_cta_sync_removes_the_hazard(src, sync_before):
+    res, haz = _hazards(src.replace(sync_before, "cta_sync\n" + sync_before))
+    assert res.launch.passed and not haz
+
+
+def test_a_thread_reading_its_own_writes_needs_no_barrier():
+    # the same [outer, threads, vec] split both ways: every thread reads back exactly what it wrote
+    same_split = """kernel k threads=32
+global A: float32[4, 8]
+global B: float32[4, 8]
+shared S: float32[4, 8]
+warp.copy S <- A
+warp.copy B <- S
+check B == A"""
+    res, haz = _hazards(same_split)
+    assert [d.chosen for d in res.dispatch] == ["gmem_smem", "gmem_smem"] and not haz
+    # one elected lane per warp writes and reads the same values (TVM's fallback in two warps)
+    two_warps = """kernel k threads=64
+global A: float32[4, 6]
+global B: float32[4, 6]
+shared S: float32[4, 6]
+warp.copy S <- A
+warp.copy B <- S
+check B == A"""
+    res, haz = _hazards(two_warps)
+    assert [d.chosen for d in res.dispatch] == ["fallback", "fallback"] and not haz
