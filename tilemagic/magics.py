@@ -95,6 +95,14 @@ class TileMagics(Magics):
             raise TraitError("TileMagics.seed must be a non-negative integer")
         return proposal["value"]
 
+    @validate("timeout")
+    def _valid_timeout(self, proposal):
+        # refused here, not at the next cell (which would blame that cell's %%tilecopy line)
+        try:
+            return check_timeout(proposal["value"])
+        except ValueError as e:
+            raise TraitError(f"TileMagics.timeout: {e}") from None
+
     def defaults(self) -> dict:
         """The session defaults of ``%%tilecopy`` (``%config TileMagics.<name>``)."""
         return {k: getattr(self, k) for k in ("launch", "arch", "view", "strict", "seed", "timeout")}
@@ -124,7 +132,7 @@ class TileMagics(Magics):
         source = f"%%tilecopy {line}\n{cell}"
         try:
             args = parse_argstring(self.tilecopy, line)
-        except UsageError as e:
+        except (UsageError, ValueError) as e:  # ValueError: shlex on an unclosed quote
             raise _option_error(source, str(e)) from None
         opts = dict(
             launch=args.launch or self.launch,

@@ -102,3 +102,17 @@ def test_heatmap_and_color_by_flags(ip):
     assert ei.value.line == 1
     with pytest.raises(TileSyntaxError, match="invalid choice: 'lane'"):
         ip.run_cell_magic("tilecopy", "--color-by lane", body("tmem_roundtrip"))
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "float('nan')", "float('inf')"])
+def test_config_timeout_refuses_bad_values(ip, value):
+    # QA: these used to be accepted, and every later cell then failed with "bad %%tilecopy option line:
+    # --timeout must be a positive number" located on a line that has no --timeout
+    ip.run_line_magic("config", "TileMagics.timeout = 2.5")
+    with capture_output():
+        ip.run_line_magic("config", f"TileMagics.timeout = {value}")  # IPython logs the TraitError
+    assert magics(ip).timeout == 2.5  # rejected, unchanged
+    with pytest.raises(Exception, match="TileMagics.timeout: --timeout must be a positive number"):
+        magics(ip).timeout = -1.0
+    ip.run_line_magic("config", "TileMagics.launch = 'sim'")
+    assert run(ip, "", RANDOM_CELL).options["timeout"] == 2.5

@@ -134,3 +134,13 @@ def test_export_option_shows_the_tvmscript(ip):
     assert "Tx.wg.copy_async(b[0:128, 0:8], T_[0:128, 0:8])" in bundle["text/html"]
     with pytest.raises(TileSyntaxError, match="invalid choice: 'mlir'"):
         ip.run_cell_magic("tilecopy", "--export mlir", body("tmem_roundtrip"))
+
+
+@pytest.mark.parametrize("line", ["'unterminated", 'rt --out "x', "--arch 'sm_100a"])
+def test_unclosed_quote_on_the_magic_line_is_a_located_error(ip, line):
+    # QA: shlex's ValueError("No closing quotation") used to escape as a raw ValueError traceback
+    with capture_output() as cap:
+        r = ip.run_cell(f"%%tilecopy {line}\n" + body("fallback_demo"))
+    assert isinstance(r.error_in_exec, TileSyntaxError)
+    assert (r.error_in_exec.line, r.error_in_exec.col) == (1, 1)
+    assert "bad %%tilecopy option line: No closing quotation" in cap.stdout + cap.stderr
