@@ -63,8 +63,12 @@ def _report(sources: List[tuple], args) -> int:
         if res.launch and not res.launch.passed:
             status = max(status, 1)
     if getattr(args, "html", None) and results:
-        _write_html(results, args.html)
-        print(f"HTML report: {args.html}")
+        try:
+            _write_html(results, args.html)
+            print(f"HTML report: {args.html}")
+        except OSError as e:
+            print(f"tilemagic: cannot write the HTML report {args.html}: {e.strerror or e}", file=sys.stderr)
+            status = 2
     for res in results:
         if res.launch:
             checks = ", ".join(f"{c.text}: {c.status}" for c in res.launch.checks) or "no checks"
@@ -107,6 +111,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             src = f.read()
     except OSError as e:
         print(f"tilemagic: cannot read {args.file}: {e.strerror}", file=sys.stderr)
+        return 2
+    except UnicodeDecodeError as e:
+        print(f"tilemagic: cannot read {args.file}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset "
+              f"{e.start}); a .tile file is a cell's text", file=sys.stderr)
         return 2
     label = args.file.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     return _report([(label if label.isidentifier() else None, src)], args)

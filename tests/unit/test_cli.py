@@ -52,3 +52,19 @@ def test_console_script_installed():
     r = subprocess.run([exe, "demo", "--launch", "off"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert "tmem_roundtrip: not launched" in r.stdout
+
+
+def test_unreadable_input_and_unwritable_report_exit_2_without_traceback(tmp_path, capsys):
+    # QA: a binary file and an --html path in a missing folder used to end in raw tracebacks
+    binary = tmp_path / "a.tile"
+    binary.write_bytes(b"kernel k threads=32\n\xd0\xff\n")
+    assert main(["run", str(binary)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read" in err and "not UTF-8 text (byte 0xd0 at offset 20)" in err and "Traceback" not in err
+    good = tmp_path / "good.tile"
+    good.write_text("kernel k threads=32\nglobal A: float32[4]\nglobal B: float32[4]\nwarp.copy B <- A\ncheck B == A\n")
+    missing = tmp_path / "no" / "such" / "dir" / "r.html"
+    assert main(["run", str(good), "--launch", "sim", "--html", str(missing)]) == 2
+    out = capsys.readouterr()
+    assert f"cannot write the HTML report {missing}: No such file or directory" in out.err
+    assert "good: sim (CPU simulator) — B == A: PASS" in out.out  # the text report still came out
