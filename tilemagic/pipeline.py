@@ -356,6 +356,8 @@ def tilecopy(
         A located description, dispatch, lowering or launch error.
     ValueError
         ``launch``/``view``/``arch`` given here with an invalid value.
+    TypeError
+        ``source`` is not a str.
     """
     from .codegen.cuda import generate, uses_tcgen05
     from .ir.printer import print_ir
@@ -363,6 +365,8 @@ def tilecopy(
     from .lower.hazards import check_hazards
     from .lower.program import check, lower
 
+    if not isinstance(source, str):
+        raise TypeError(f"source must be the cell's text (str), not {type(source).__name__}")
     _, hdr = _header(source)
     given = dict(launch=launch, arch=arch, view=view, strict=strict, bench=bench, seed=seed, timeout=timeout,
                  export=export, compare=compare, heatmap=heatmap, color_by=color_by)
@@ -378,8 +382,9 @@ def tilecopy(
         raise ValueError(f"launch must be one of {LAUNCH_CHOICES}")
     if opts["view"] not in VIEW_CHOICES:
         raise ValueError(f"view must be one of {VIEW_CHOICES}")
-    if not isinstance(opts["seed"], int) or opts["seed"] < 0:
+    if not isinstance(opts["seed"], (int, np.integer)) or opts["seed"] < 0:  # (a NumPy integer is fine)
         raise ValueError("seed must be a non-negative integer")
+    opts["seed"] = int(opts["seed"])
     if opts["export"] not in (None,) + EXPORT_CHOICES:
         raise ValueError(f"export must be one of {EXPORT_CHOICES}")
     if opts["compare"] not in (None,) + COMPARE_CHOICES:

@@ -170,3 +170,18 @@ def test_header_option_errors_are_located():
     with pytest.raises(LoweringError) as e:
         run("tmem T: f32[128, 32]\nwait st\n", arch="sm_90")
     assert e.value.line == 1
+
+
+def test_api_argument_types(demo):
+    # QA: a NumPy integer seed was refused as "not a non-negative integer", and source=None ended in an
+    # AttributeError from inside the header parser
+    a = run(demo("fallback_demo"), seed=np.int64(7))
+    b = run(demo("fallback_demo"), seed=7)
+    assert a.options["seed"] == 7 and type(a.options["seed"]) is int
+    np.testing.assert_array_equal(a.launch.inputs["A"], b.launch.inputs["A"])
+    for bad in (-1, 1.5, np.float32(2)):
+        with pytest.raises(ValueError, match="seed must be a non-negative integer"):
+            run(demo("fallback_demo"), seed=bad)
+    for src in (None, demo("fallback_demo").encode()):
+        with pytest.raises(TypeError, match=r"source must be the cell's text \(str\)"):
+            tilemagic.tilecopy(src, launch="sim")
