@@ -83,6 +83,8 @@ def test_compare_tvm_on_the_demos(tvm):
         assert cmp.available and cmp.agrees, cmp.text()
         assert "== TVM comparison ==" in res.text() and "vs tilemagic: " in res.text()
         assert "tm-tvm-compare" in res.html() and "TVM LowerTIRx output" in res.html()
+        # QA: the tilemagic and TVM columns ran together outside a notebook stylesheet (a saved .html report)
+        assert ".tm-tvm-compare td,.tm-tvm-compare th{padding:" in cmp.html()
         assert cmp.tvm.cuda and "__global__" in cmp.tvm.cuda
         if name == "tmem_roundtrip":  # tvm.compile stops in MakePackedAPI on tmem_addr[0]: constant addresses
             assert "constant TMEM addresses" in cmp.tvm.cuda_note and "tmem_addr.source" in cmp.tvm.cuda_note

@@ -376,7 +376,9 @@ class TvmComparison:
         in ``<details>``."""
         colors = {"=": "", "≠": "background:#fff8c5", "-": "background:#ffebe9", "+": "background:#dafbe1"}
         mono = "font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:12px"
-        parts = [f'<div class="tm-tvm-compare"><div style="margin:4px 0">{escape(self.message)}</div>']
+        # cell padding of its own: outside a notebook's stylesheet (an exported .html) the two columns ran together
+        pad = "<style>.tm-tvm-compare td,.tm-tvm-compare th{padding:1px 14px 1px 2px;vertical-align:top}</style>"
+        parts = [f'<div class="tm-tvm-compare">{pad}<div style="margin:4px 0">{escape(self.message)}</div>']
         for o in self.ops:
             parts.append(f'<div style="margin:6px 0 2px 0;{mono}"><b>L{o.line}: {escape(o.text)}</b> '
                          f"[{escape(o.verdict)}] — tilemagic: {escape(str(o.ours_variant or '-'))}, "
