@@ -896,7 +896,8 @@ def _draw_tmem(fig, kernel, color_by: str, instr):
         ax.set_xlabel("TCol (32-bit)" if k > 1 else "TCol (32-bit column)", fontsize=8)
         if k > 1:
             ins = ins_list[p]
-            ax.set_title(f"#{p} {ins['op']} .{ins['shape']}.x{ins['num']}\nrow {ins['row']} col {ins['col']}",
+            sep = "\n" if k > 4 else " "  # narrow panels: the instruction on two lines, or the titles collide
+            ax.set_title(f"#{p} {ins['op']}{sep}.{ins['shape']}.x{ins['num']}\nrow {ins['row']} col {ins['col']}",
                          fontsize=7, pad=12)
     # title
     head = f"TMEM occupancy of {kernel.name} · {ncols} of 512 columns × 128 lanes allocated · coloured by {color_by}"

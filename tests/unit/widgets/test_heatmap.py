@@ -420,3 +420,19 @@ def test_figures_display_as_png_without_pyplot():
     from IPython.core.formatters import PNGFormatter
 
     assert PNGFormatter()(fig).startswith(PNG_SIGNATURE)
+
+
+@pytest.mark.parametrize("count", [2, 4, 6, 8])
+def test_heatmap_each_panel_titles_do_not_overlap(count):
+    # QA: with six .16x256b instructions the panel titles ran into each other ("...x8#1 st ...")
+    k = make_tmem_kernel()
+    T, addr, a = k.tmem[0], k.tmem_addr, k.locals[0]
+    k.body = Seq(tuple(TcgenLdSt("st", "16x256b", 8, a, 0, 32, addr, 16 * (c % 2), 8 * c, tmem=T)
+                       for c in range(count)))
+    fig = hm.heatmap_figure(k, instr="each")
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [ax.title.get_window_extent(renderer) for ax in fig.axes[:count]]
+    assert len(boxes) == count
+    for left, right in zip(boxes, boxes[1:]):  # a visible gap (pixels at the figure's dpi), not just no overlap
+        assert right.x0 - left.x1 >= 4, [ax.get_title() for ax in fig.axes[:count]]
