@@ -79,9 +79,10 @@ class Simulator:
             self.mem[b.name] = np.zeros(b.nbytes, np.uint8)
         self.local = {b.name: np.zeros((n, b.nbytes), np.uint8) for b in kernel.locals}
         self.tmem = TmemModel(strict)
-        # shared-memory race check: per byte, the last writing thread (-1 none, -2 every active thread
-        # stored the same value), the barrier interval of that write and its source line
+        # shared-memory race check: per byte, the last writing thread (-1 none; -2 - k: every thread of
+        # self._writer_sets[k] stored the same value), the barrier interval of that write and its source line
         self.epoch = 0
+        self._writer_sets: list = []
         self._writer = {b.name: (np.full(b.nbytes, -1, np.int64), np.full(b.nbytes, -1, np.int64),
                                  np.zeros(b.nbytes, np.int64))
                         for b in kernel.shared if b is not kernel.tmem_addr}
@@ -110,10 +111,16 @@ class Simulator:
         byte_off = np.asarray(byte_off, np.int64).reshape(-1)
         tids = np.asarray(tids, np.int64).reshape(-1)
         wt = rec[0][byte_off]
-        bad = (rec[1][byte_off] == self.epoch) & (wt >= 0) & (wt != tids)
+        bad = (rec[1][byte_off] == self.epoch) & (wt != -1) & (wt != tids)
+        for code in np.unique(wt[bad & (wt <= -2)]):  # written by a set of threads: a reader among them is fine
+            sel = bad & (wt == code)
+            bad[sel] = ~self._writer_sets[-2 - int(code)][tids[sel]]
         if not bad.any():
             return
         i = int(np.argmax(bad))
+        if wt[i] <= -2:
+            wt = wt.copy()
+            wt[i] = int(np.argmax(self._writer_sets[-2 - int(wt[i])]))  # name the first of the writers
         wline, rline = int(rec[2][byte_off[i]]), (span.line if span else 0)
         key = (buf.name, wline, rline)
         if any(k == key for k, _, _ in self.hazards):
@@ -238,7 +245,10 @@ class Simulator:
         same = st.buf.scope != "local" and not _uses_threads(st)
         if same:
             active = active[:1]  # every thread stores the same value at the same place: do it once
-        writer = -2 if same and np.count_nonzero(mask) > 1 else None  # (-2: every active thread wrote it)
+        writer = None
+        if same and np.count_nonzero(mask) > 1:  # every active thread stored the same values: remember them all
+            self._writer_sets.append(mask.copy())
+            writer = -1 - len(self._writer_sets)
         eb = st.buf.elem_bytes
         for start in range(0, total, chunk):
             lin = np.arange(start, min(total, start + chunk), dtype=np.int64)

@@ -88,3 +88,19 @@ warp.copy B <- S
 check B == A"""
     res, haz = _hazards(two_warps)
     assert [d.chosen for d in res.dispatch] == ["fallback", "fallback"] and not haz
+
+
+def test_writes_by_several_elected_threads_still_race_with_other_readers():
+    # both warps' lane 0 store the same tile (TVM's fallback), then every thread reads all of it
+    src = """kernel k threads=64
+global A: float32[4, 6]
+global B: float32[4, 6]
+shared S: float32[4, 6]
+warp.copy S <- A
+thread.copy B <- S
+check B == A"""
+    res, haz = _hazards(src)
+    assert [d.chosen for d in res.dispatch] == ["fallback", "gmem_smem"]
+    assert len(haz) == 1 and "thread 1 reads" in haz[0] and "that thread 0 wrote at L5" in haz[0]
+    res, haz = _hazards(src.replace("thread.copy", "cta_sync\nthread.copy"))
+    assert not haz
