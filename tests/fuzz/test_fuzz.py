@@ -37,7 +37,7 @@ def test_every_seed_is_a_result_or_located_error(i):
 
 def test_outcome_flags_violations():
     """The harness itself: a non-TileMagicError and a failing valid cell are violations."""
-    with pytest.raises(Violation, match="AttributeError"):
+    with pytest.raises(Violation, match="TypeError: source must be the cell's text"):
         outcome(None)
     bad = "kernel k threads=32\nglobal A: float32[4]\nglobal B: float32[4]\nwarp.copy B[0:2] <- A[0:2]\ncheck B == A\n"
     assert outcome(bad) == "FAIL"
