@@ -73,9 +73,11 @@ class TileMagics(Magics):
     """The ``%%tilecopy`` cell magic and the ``%tilemagic`` line magic."""
 
     launch = CaselessStrEnum(LAUNCH_CHOICES, default_value="auto",
-                             help="Default --launch: auto (GPU if found, else CPU simulator), sim, gpu, off.").tag(config=True)
+                             help="Default --launch: auto (GPU if found, else CPU simulator), sim, gpu, off.",
+                             ).tag(config=True)
     arch = Unicode("sm_100a", help="Default --arch of the shown CUDA (tcgen05 needs sm_100a).").tag(config=True)
-    view = CaselessStrEnum(VIEW_CHOICES, default_value="html", help="Default --view: html, text, widget.").tag(config=True)
+    view = CaselessStrEnum(VIEW_CHOICES, default_value="html",
+                           help="Default --view: html, text, widget.").tag(config=True)
     strict = Bool(False, help="Default --strict (flag TMEM addresses in the wrong lane quadrant).").tag(config=True)
     seed = Int(0, help="Default --seed of random initialisers.").tag(config=True)
     timeout = Float(DEFAULT_TIMEOUT_S, help="Default --timeout: seconds a GPU kernel may run before its worker process "

@@ -261,6 +261,8 @@ class _Interp:
             if isinstance(base, _Buf):
                 idx = self.value(node.slice)
                 return _Reg(base.root, idx if isinstance(idx, int) else None)
+            if isinstance(base, _Reg) and self.value(node.slice) == 0:  # `scalar_view[0]`
+                return base
             return SYM
         if isinstance(node, pyast.Call):
             return self.call_value(node)
@@ -295,7 +297,7 @@ class _Interp:
             return None  # bound to its own name by the assignment
         if isinstance(node.func, pyast.Attribute) and node.func.attr == "view":
             base = self.value(node.func.value)
-            return base if isinstance(base, _Buf) else SYM
+            return base if isinstance(base, (_Buf, _Reg)) else SYM  # (a view of one scalar register stays it)
         return SYM
 
     # -- statements
@@ -370,9 +372,12 @@ class _Interp:
         words = [a.value for a in call.args if isinstance(a, pyast.Constant) and isinstance(a.value, str)]
         vals = [self.value(a) for a in call.args if not (isinstance(a, pyast.Constant) and isinstance(a.value, str))]
         chain = ".".join([name[len("T.ptx."):]] + [w for w in words if w])
-        if chain.startswith("tcgen05.") and words and words[0] in ("ld", "st"):
-            regs = tuple((v.root, v.index) for v in vals if isinstance(v, _Reg))
-            addr = next((v for v in vals if not isinstance(v, _Reg)), None)
+        if chain.startswith("tcgen05.") and words and words[0] in ("ld", "st") and vals:
+            # PTX operand order: ld takes the destination registers first and the address last, st the
+            # address first; a one-register transfer passes its 1-word view itself (a buffer: word 0)
+            addr, reg_vals = (vals[-1], vals[:-1]) if words[0] == "ld" else (vals[0], vals[1:])
+            regs = tuple((v.root, v.index) if isinstance(v, _Reg) else (v.root, 0)
+                         for v in reg_vals if isinstance(v, (_Reg, _Buf)))
             if isinstance(addr, _Buf):
                 addr = _Addr(0, 0)
             elif isinstance(addr, int):

@@ -309,7 +309,8 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
                 tvm_name = TVM_VARIANT_NAMES.get(op.dispatch, op.dispatch)
                 extra = f', dispatch="{tvm_name}"'
                 if tvm_name != op.dispatch:
-                    body.append(f"# dispatch={op.dispatch}: TVM 0.27 implements {op.dispatch} as its {tvm_name} variant")
+                    body.append(f"# dispatch={op.dispatch}: TVM 0.27 implements {op.dispatch} "
+                                f"as its {tvm_name} variant")
             body.append(f"{_SCOPE_NS[op.scope]}.{op.op}({_region_text(op.dst, bufnames)}, "
                         f"{_region_text(op.src, bufnames)}{extra})")
             op_lines[len(out) + len(body)] = op.span.line

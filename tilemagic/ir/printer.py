@@ -228,7 +228,8 @@ def _stmt(L: Lines, s: ir.Stmt):
         args = [*regs, ptr] if s.op == "ld" else [ptr, *regs]
         L.add(f'T.ptx["{s.chain}"]({", ".join(args)})', src)
     elif isinstance(s, ir.TcgenAlloc):
-        L.add(f'T.ptx["tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32"](T.address_of({s.addr.name}[0]), {s.ncols})', src)
+        L.add('T.ptx["tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32"]'
+              f"(T.address_of({s.addr.name}[0]), {s.ncols})", src)
     elif isinstance(s, ir.TcgenRelinquish):
         L.add('T.ptx["tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned"]()', src)
     elif isinstance(s, ir.TcgenDealloc):

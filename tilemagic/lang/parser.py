@@ -59,9 +59,11 @@ _HEADER = re.compile(r"[ \t]*%%tilecopy(?![^ \t])")
 # Usage line per statement, used as the hint of a generic grammar error.
 _USAGE = {
     "kernel": "usage: `kernel NAME [threads=N]`, e.g. `kernel tmem_roundtrip threads=128`",
-    "global": "usage: `global NAME: DTYPE[d0, d1, ...] [= random|arange|zeros|ARRAY]`, e.g. `global A: float16[128, 8]`",
+    "global": ("usage: `global NAME: DTYPE[d0, d1, ...] [= random|arange|zeros|ARRAY]`, "
+               "e.g. `global A: float16[128, 8]`"),
     "shared": "usage: `shared NAME: DTYPE[d0, d1, ...] [@ LAYOUT]`, e.g. `shared A_smem: float32[4, 6]`",
-    "local": "usage: `local NAME: DTYPE[d0, d1, ...] @ LAYOUT`, e.g. `local a: float16[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]`",
+    "local": ("usage: `local NAME: DTYPE[d0, d1, ...] @ LAYOUT`, "
+              "e.g. `local a: float16[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]`"),
     "tmem": "usage: `tmem NAME: DTYPE[d0, d1, ...] [@ LAYOUT] [at OTHER [+ COLS]]`, e.g. `tmem T: float16[128, 8]`",
     "copy": "usage: `SCOPE.copy DST <- SRC [dispatch=VARIANT]`, e.g. `wg.copy a <- A[0:128, :]`",
     "copy_async": "usage: `SCOPE.copy_async DST <- SRC [dispatch=VARIANT]`, e.g. `wg.copy_async T <- a`",

@@ -39,7 +39,8 @@ class TypedProgram:
     threads: int
     buffers: Dict[str, ir.Buffer]
     tmem_cols: int  # allocated 32-bit columns (power of two >= 32), 0 without TMEM
-    items: List[tuple] = field(default_factory=list)  # ("copy", CopyOp) | ("wait", kind, span) | ("sync", span) | ("check", lhs, rhs, text, span)
+    # ("copy", CopyOp) | ("wait", kind, span) | ("sync", span) | ("check", lhs, rhs, text, span)
+    items: List[tuple] = field(default_factory=list)
     source: str = ""
     kernel_span: Optional[Span] = None
 
@@ -130,7 +131,8 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
                             f"(at most {_MAX_ELEMS[decl.kind]})", decl.shape_span)
     if decl.kind == "shared" and numel * ir.DTYPE_BYTES[decl.dtype] > 227 * 1024:
         raise TileTypeError(
-            f"shared buffer '{decl.name}' needs {numel * ir.DTYPE_BYTES[decl.dtype]} bytes; a CTA has at most 232448 (227 KiB)",
+            f"shared buffer '{decl.name}' needs {numel * ir.DTYPE_BYTES[decl.dtype]} bytes; "
+            "a CTA has at most 232448 (227 KiB)",
             decl.shape_span)
     layout, datapath, sub_slab = _layout_from_ast(decl)
     lspan = getattr(decl.layout, "span", decl.span)
@@ -140,7 +142,8 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
         raise TileTypeError(f"layout of '{decl.name}' has a stride, extent or offset of 2**31 or more", lspan)
     if layout.size() != numel:
         raise TileTypeError(
-            f"layout {layout} covers {layout.size()} elements but '{decl.name}' {decl.dtype}{list(decl.shape)} has {numel}",
+            f"layout {layout} covers {layout.size()} elements but "
+            f"'{decl.name}' {decl.dtype}{list(decl.shape)} has {numel}",
             lspan,
             hint="the layout's extents must multiply to the buffer's element count",
         )
@@ -164,7 +167,8 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
         m = co.get("m", np.zeros(1, np.int64))
         buf.per_thread = int(m.max()) + 1 if m.size else 1
         if buf.per_thread > 8192:
-            raise TileTypeError(f"'{decl.name}' needs {buf.per_thread} register elements per thread (at most 8192)", lspan)
+            raise TileTypeError(
+                f"'{decl.name}' needs {buf.per_thread} register elements per thread (at most 8192)", lspan)
     elif decl.kind == "shared":
         m = co.get("m", np.zeros(1, np.int64))
         if m.size and (m.min() < 0 or m.max() + 1 != numel or len(np.unique(m)) != numel):
@@ -249,7 +253,8 @@ def _region(r: ast.Region, bufs: Dict[str, ir.Buffer]) -> RegionRef:
         return RegionRef(buf, (0,) * len(buf.shape), tuple(buf.shape), r.span)
     if len(r.slices) != len(buf.shape):
         raise TileTypeError(
-            f"'{r.name}' has {len(buf.shape)} dimension(s) {list(buf.shape)} but the region gives {len(r.slices)} index(es)",
+            f"'{r.name}' has {len(buf.shape)} dimension(s) {list(buf.shape)} "
+            f"but the region gives {len(r.slices)} index(es)",
             r.span)
     begins, extents = [], []
     for s, dim in zip(r.slices, buf.shape):

@@ -60,7 +60,8 @@ class Simulator:
     inputs : dict of str -> ndarray
         Initial contents of every global buffer (logical shape; any dtype of the right itemsize).
     strict : bool
-        Flag TMEM addresses whose quadrant bits are neither 0 nor warp_id % 4 (:func:`layout.tcgen05.quadrant_mismatch`).
+        Flag TMEM addresses whose quadrant bits are neither 0 nor warp_id % 4
+        (:func:`layout.tcgen05.quadrant_mismatch`).
     """
 
     def __init__(self, kernel: ir.Kernel, inputs: Dict[str, np.ndarray], strict: bool = False):
@@ -277,7 +278,8 @@ class Simulator:
         off = idx * buf.elem_bytes
         if np.any(off[mask] % nbytes):
             t = int(np.nonzero(mask & (off % nbytes != 0))[0][0])
-            raise LaunchError(f"misaligned {nbytes}-byte access to {buf.name} at byte {int(off[t])} by thread {t}", span)
+            raise LaunchError(
+                f"misaligned {nbytes}-byte access to {buf.name} at byte {int(off[t])} by thread {t}", span)
         self._bounds(buf, idx, nbytes, span, mask)
         return off[:, None] + np.arange(nbytes)[None, :]
 

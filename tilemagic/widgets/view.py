@@ -2,9 +2,10 @@
 
 A ``VBox``: the banner, a *source line* selector, and a ``Tab`` over the stages --
 Description, Dispatch, IR, CUDA, CUDA (emulated) when the kernel uses TMEM, PTX, any stage a
-module adds through :data:`tilemagic.widgets.html.SECTION_HOOKS`, Heatmaps, Launch.  Every pane is an ``HTML`` widget built by the same section renderers as the
-static report (:mod:`tilemagic.widgets.html`); the pictures are an ``Image`` driven by
-``ToggleButtons``/``Dropdown`` controls.  Nothing lives in an ``ipywidgets.Output``
+module adds (``result.sections``, :data:`tilemagic.widgets.html.SECTION_HOOKS`), Heatmaps, Launch.
+Every pane is an ``HTML`` widget built by the same section renderers as the static report
+(:mod:`tilemagic.widgets.html`); the pictures are an ``Image`` driven by ``ToggleButtons``/``Dropdown``
+controls.  Nothing lives in an ``ipywidgets.Output``
 widget: headless executors (nbconvert, nbclient, nbval) would leak its content as stray
 ``stdout`` (notebook_conventions.md §4).
 

@@ -421,7 +421,7 @@ def test_bad_cells(source, line, col, fragment):
     text = err.render()
     assert text.startswith(f"tilecopy:{line}:{col}: TileSyntaxError: ")
     lines = text.splitlines()
-    caret = next(l for l in lines[2:] if set(l.split("|", 1)[-1].strip()) == {"^"})
+    caret = next(ln for ln in lines[2:] if set(ln.split("|", 1)[-1].strip()) == {"^"})
     assert caret.split("|", 1)[1].index("^") == col  # "| " + (col - 1) spaces
     # no lark internals in the message
     assert "__ANON" not in text and "NAME" not in err.message and "$END" not in text

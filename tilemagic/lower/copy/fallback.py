@@ -27,7 +27,8 @@ def _single_thread_reachable(op, ctx):
     for side in (op.dst, op.src):
         b = side.buf
         if b.scope == "tmem":
-            return False, f"{b.name} is tmem: TMEM is reached only through tcgen05.ld/st (use copy_async with a local tile)"
+            return False, (f"{b.name} is tmem: TMEM is reached only through tcgen05.ld/st "
+                           "(use copy_async with a local tile)")
         if b.scope == "local" and is_distributed(b):
             return False, (f"local {b.name} is distributed over threads ({b.layout}); one elected thread "
                            f"cannot reach the other threads' registers")
