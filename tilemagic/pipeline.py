@@ -378,6 +378,9 @@ def tilecopy(
         opts[key] = default if val is None else val
     if name is None and hdr is not None:
         name = hdr.name
+    for key in ("launch", "view", "export", "compare", "color_by"):  # case-insensitive, as %config TileMagics.*
+        if isinstance(opts[key], str):
+            opts[key] = opts[key].lower()
     if opts["launch"] not in LAUNCH_CHOICES:
         raise ValueError(f"launch must be one of {LAUNCH_CHOICES}")
     if opts["view"] not in VIEW_CHOICES:
@@ -392,8 +395,13 @@ def tilecopy(
     if opts["color_by"] not in COLOR_BY_CHOICES:
         raise ValueError(f"color_by must be one of {COLOR_BY_CHOICES}")
     try:
-        opts["heatmap"] = heatmap_list(",".join(opts["heatmap"]) if not isinstance(opts["heatmap"], str)
-                                       else opts["heatmap"])
+        kinds = opts["heatmap"]
+        if not isinstance(kinds, str):
+            if not isinstance(kinds, (list, tuple)) or not all(isinstance(k, str) for k in kinds):
+                raise argparse.ArgumentTypeError(f"heatmap must be a comma-separated string or a sequence of "
+                                                 f"strings, not {kinds!r}")
+            kinds = ",".join(kinds)
+        opts["heatmap"] = heatmap_list(kinds)
     except argparse.ArgumentTypeError as e:
         raise ValueError(str(e)) from None
     arch = check_arch(opts["arch"])

@@ -185,3 +185,14 @@ def test_api_argument_types(demo):
     for src in (None, demo("fallback_demo").encode()):
         with pytest.raises(TypeError, match=r"source must be the cell's text \(str\)"):
             tilemagic.tilecopy(src, launch="sim")
+
+
+def test_api_choices_ignore_case_and_heatmap_types_are_checked(demo):
+    """``tilecopy(launch="SIM")`` works as ``%config TileMagics.launch = "SIM"`` does; a heatmap argument
+    that is neither a string nor a sequence of strings is a ValueError naming it (not a TypeError from join)."""
+    res = tilemagic.tilecopy(demo("tmem_roundtrip"), launch="SIM", view="TEXT", color_by="Thread")
+    assert res.launch.backend == "sim" and res.launch.passed
+    with pytest.raises(ValueError, match="heatmap must be a comma-separated string or a sequence of strings"):
+        tilemagic.tilecopy(demo("tmem_roundtrip"), launch="off", heatmap=123)
+    with pytest.raises(ValueError, match="invalid --heatmap"):
+        tilemagic.tilecopy(demo("tmem_roundtrip"), launch="off", heatmap=["tmem", "pie"])
