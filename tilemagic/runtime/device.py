@@ -22,7 +22,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Optional, Tuple
 
-INSTALL_HINT = "pip install 'tilemagic[cuda13]', or -e '.[cuda13]' in a clone"
+INSTALL_HINT = "pip install -e '.[cuda13]' in the tilemagic checkout (or pip install cupy-cuda13x; cuda12: cupy-cuda12x)"
 
 # distributions that provide the ``cupy`` module, most specific first
 _CUPY_DISTS = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
