@@ -16,6 +16,7 @@ from .errors import (  # noqa: F401
     TileSyntaxError,
     TileTypeError,
 )
+from .caches import clear_caches  # noqa: F401
 from .pipeline import tilecopy  # noqa: F401
 from .result import TileCopyResult  # noqa: F401
 

@@ -12,7 +12,6 @@ import argparse
 import html
 import sys
 from importlib import resources
-from typing import List, Optional
 
 from .errors import TileMagicError
 
@@ -24,7 +23,7 @@ def demo_source(name: str) -> str:
     return resources.files("tilemagic.demos").joinpath(f"{name}.tile").read_text()
 
 
-def _run_one(source: str, args, label: Optional[str]):
+def _run_one(source: str, args, label: str | None):
     """Run one description; command-line flags win over its ``%%tilecopy`` line, which wins over defaults."""
     from .pipeline import _header, tilecopy
 
@@ -44,7 +43,7 @@ def _write_html(results, path: str):
                 f"<body style='font-family: sans-serif; margin: 1em'>\n{parts}\n</body></html>\n")
 
 
-def _report(sources: List[tuple], args) -> int:
+def _report(sources: list[tuple], args) -> int:
     results, status = [], 0
     for label, src in sources:
         try:
@@ -78,7 +77,7 @@ def _report(sources: List[tuple], args) -> int:
     return status
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="tilemagic", description="TIRx-style tile-copy dispatch, lowering and launch.")
     sub = p.add_subparsers(dest="cmd", required=True)
 

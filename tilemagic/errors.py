@@ -17,7 +17,7 @@ text (no Python traceback from tilemagic's internals) while still sending a real
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Span:
     end_col: int
 
     @staticmethod
-    def point(line: int, col: int, width: int = 1) -> "Span":
+    def point(line: int, col: int, width: int = 1) -> Span:
         return Span(line, col, line, col + max(1, width))
 
     def __str__(self) -> str:  # deterministic, short
@@ -59,11 +59,11 @@ class TileMagicError(Exception):
     def __init__(
         self,
         message: str,
-        span: Optional[Span] = None,
+        span: Span | None = None,
         *,
-        source: Optional[str] = None,
-        hint: Optional[str] = None,
-        details: Optional[str] = None,
+        source: str | None = None,
+        hint: str | None = None,
+        details: str | None = None,
     ):
         self.message = message
         self.span = span
@@ -73,14 +73,14 @@ class TileMagicError(Exception):
         super().__init__(message)
 
     @property
-    def line(self) -> Optional[int]:
+    def line(self) -> int | None:
         return self.span.line if self.span else None
 
     @property
-    def col(self) -> Optional[int]:
+    def col(self) -> int | None:
         return self.span.col if self.span else None
 
-    def with_source(self, source: str) -> "TileMagicError":
+    def with_source(self, source: str) -> TileMagicError:
         """Attach the cell text (if not already attached) and return self."""
         if self.source is None:
             self.source = source

@@ -13,7 +13,6 @@ import pickle
 import re
 import warnings
 from collections import OrderedDict
-from typing import Dict, Optional
 
 import numpy as np
 
@@ -28,7 +27,7 @@ _ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
 
 #: How many recent kernels :func:`intern_kernel` remembers.
 KERNEL_MEMO_SIZE = 32
-_KERNELS: "OrderedDict[str, ir.Kernel]" = OrderedDict()
+_KERNELS: OrderedDict[str, ir.Kernel] = OrderedDict()
 
 
 def _content_key(kernel: ir.Kernel) -> str:
@@ -97,7 +96,7 @@ def _read_first(tp):
     return reads
 
 
-def make_inputs(tp, seed: int = 0, namespace: Optional[dict] = None) -> Dict[str, np.ndarray]:
+def make_inputs(tp, seed: int = 0, namespace: dict | None = None) -> dict[str, np.ndarray]:
     """Initial contents of every global buffer.
 
     ``random`` (the default for buffers read before written) draws from a generator
@@ -226,7 +225,7 @@ def _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeou
 
 
 def run_kernel(kernel, inputs, *, launch: str = "sim", arch: str = "sm_100a", strict: bool = False,
-               bench: bool = False, timeout: float = DEFAULT_TIMEOUT_S, span: Optional[Span] = None) -> LaunchResult:
+               bench: bool = False, timeout: float = DEFAULT_TIMEOUT_S, span: Span | None = None) -> LaunchResult:
     """Generate the CUDA of a lowered (or hand-built) kernel and run it as a cell would.
 
     Parameters
@@ -288,21 +287,21 @@ def _header(source: str):
 def tilecopy(
     source: str,
     *,
-    name: Optional[str] = None,
-    launch: Optional[str] = None,
-    arch: Optional[str] = None,
-    view: Optional[str] = None,
-    strict: Optional[bool] = None,
-    bench: Optional[bool] = None,
-    seed: Optional[int] = None,
-    timeout: Optional[float] = None,
-    namespace: Optional[dict] = None,
+    name: str | None = None,
+    launch: str | None = None,
+    arch: str | None = None,
+    view: str | None = None,
+    strict: bool | None = None,
+    bench: bool | None = None,
+    seed: int | None = None,
+    timeout: float | None = None,
+    namespace: dict | None = None,
     emit_warnings: bool = True,
-    bench_bytes: Optional[int] = None,
-    export: Optional[str] = None,
-    compare: Optional[str] = None,
+    bench_bytes: int | None = None,
+    export: str | None = None,
+    compare: str | None = None,
     heatmap=None,
-    color_by: Optional[str] = None,
+    color_by: str | None = None,
 ) -> TileCopyResult:
     """Run a ``%%tilecopy`` description through the whole pipeline.
 

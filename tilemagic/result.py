@@ -7,7 +7,6 @@ timings (unless ``--bench``) or random ids, so notebooks stay stable under nbval
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -35,8 +34,8 @@ class Candidate:
     variant: str
     priority: int
     accepted: bool
-    reasons: Tuple[str, ...]
-    declined: Optional[str] = None
+    reasons: tuple[str, ...]
+    declined: str | None = None
     chosen: bool = False
     tried: bool = True
 
@@ -61,12 +60,12 @@ class DispatchRecord:
     text: str  # the source statement, e.g. "wg.copy_async T <- a"
     line: int
     scope: str
-    candidates: Tuple[Candidate, ...]
-    chosen: Optional[str]
-    forced: Optional[str] = None
+    candidates: tuple[Candidate, ...]
+    chosen: str | None
+    forced: str | None = None
     summary: str = ""  # what the chosen variant emitted, e.g. "tcgen05.st.sync.aligned.32x32b.x4.b32"
 
-    def why(self, c: Candidate) -> List[str]:
+    def why(self, c: Candidate) -> list[str]:
         """The reason lines shown for candidate ``c``, in order: what the chosen variant emitted, or
         each failed predicate with its reason and the emitter's decline; then the predicates that held
         (``ok: name, ...``), so every predicate's verdict is on the table."""
@@ -148,14 +147,14 @@ class LaunchResult:
 
     backend: str
     mode: str
-    arch: Optional[str] = None
+    arch: str | None = None
     reason: str = ""
-    inputs: Dict[str, np.ndarray] = field(default_factory=dict)
-    outputs: Dict[str, np.ndarray] = field(default_factory=dict)
-    checks: List[CheckResult] = field(default_factory=list)
-    device: Optional[str] = None
-    timing: Optional[dict] = None
-    compile: Optional[dict] = None
+    inputs: dict[str, np.ndarray] = field(default_factory=dict)
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    checks: list[CheckResult] = field(default_factory=list)
+    device: str | None = None
+    timing: dict | None = None
+    compile: dict | None = None
     hazards: list = field(default_factory=list)
 
     @property
@@ -181,7 +180,7 @@ class ReportSection:
 
     title: str
     text: str
-    html: Optional[str] = None
+    html: str | None = None
 
 
 # ----------------------------------------------------------------------------- the cell result
@@ -232,16 +231,16 @@ class TileCopyResult:
     kernel: object
     ir: str
     cuda: str
-    cuda_emulated: Optional[str]
-    dispatch: List[DispatchRecord]
-    launch: Optional[LaunchResult]
-    warnings: List[str]
+    cuda_emulated: str | None
+    dispatch: list[DispatchRecord]
+    launch: LaunchResult | None
+    warnings: list[str]
     options: dict
-    ir_lines: List[Optional[int]] = field(default_factory=list)
-    cuda_lines: List[Optional[int]] = field(default_factory=list)
+    ir_lines: list[int | None] = field(default_factory=list)
+    cuda_lines: list[int | None] = field(default_factory=list)
     typed: object = None
-    sections: List["ReportSection"] = field(default_factory=list)
-    export_text: Optional[str] = None
+    sections: list[ReportSection] = field(default_factory=list)
+    export_text: str | None = None
     tvm_comparison: object = None
 
     # -- exports
@@ -264,7 +263,7 @@ class TileCopyResult:
         from .export.tvm_compare import compare_with_tvm
 
         return compare_with_tvm(self, cuda=cuda)
-    cuda_emulated_lines: List[Optional[int]] = field(default_factory=list)
+    cuda_emulated_lines: list[int | None] = field(default_factory=list)
 
     # -- pictures
     def heatmap(self, kind: str = "tmem", color_by: str = "warp", instr=None, buffer=None, check=None):

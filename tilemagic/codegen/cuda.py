@@ -14,7 +14,6 @@ import functools
 import re
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import List, Optional, Tuple
 
 from ..ir import nodes as ir
 from ..ir.evaluate import warp_uniform
@@ -84,14 +83,14 @@ class CudaSource:
     text: str
     kernel_name: str
     mode: str
-    params: Tuple[ir.Buffer, ...]
-    extra_params: Tuple[Tuple[str, str, int], ...]
+    params: tuple[ir.Buffer, ...]
+    extra_params: tuple[tuple[str, str, int], ...]
     threads: int
-    lines: List[Optional[int]] = field(default_factory=list)
+    lines: list[int | None] = field(default_factory=list)
     uses_tcgen05: bool = False
     grid: bool = False
-    reads: Tuple[str, ...] = ()
-    writes: Tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
 
 
 def translation_unit(texts) -> str:
@@ -340,7 +339,7 @@ __device__ __forceinline__ uint32_t get_tmem_addr(uint32_t base, uint32_t row, u
 """
 
 
-def global_traffic(kernel: ir.Kernel) -> Tuple[Tuple[str, ...], Tuple[str, ...]]:
+def global_traffic(kernel: ir.Kernel) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Names of the global buffers the kernel reads and writes (kernel parameter order).
 
     A buffer is read when it is the source of a vector move or appears in a loaded

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast as pyast
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 from ..ir import nodes as ir
 
@@ -54,9 +54,9 @@ class Instr:
     """
 
     chain: str
-    row: Optional[int] = None
-    col: Optional[int] = None
-    regs: Tuple[Tuple[str, Optional[int]], ...] = ()
+    row: int | None = None
+    col: int | None = None
+    regs: tuple[tuple[str, int | None], ...] = ()
     guarded: bool = False
 
     @property
@@ -84,7 +84,7 @@ def _regs_text(regs) -> str:
     return ",".join(f"{n}[{'?' if i is None else i}]" for n, i in regs)
 
 
-def vector_bytes(chain: str) -> Optional[int]:
+def vector_bytes(chain: str) -> int | None:
     """Bytes one ``ld``/``st`` chain moves (``ld.global.v4.u32`` -> 16), None for other instructions."""
     parts = chain.split(".")
     if parts[0] not in ("ld", "st"):
@@ -98,12 +98,12 @@ def vector_bytes(chain: str) -> Optional[int]:
     return None if size is None else lanes * size
 
 
-def summary_lines(instrs: Sequence[Instr]) -> List[str]:
+def summary_lines(instrs: Sequence[Instr]) -> list[str]:
     """The normalised lines of one op: every tcgen05 instruction on its own line, other
     instructions counted (``ld.global.v4.u32 ×2``) in order of first appearance."""
-    lines: List[str] = []
-    counts: Dict[str, int] = {}
-    order: List[str] = []
+    lines: list[str] = []
+    counts: dict[str, int] = {}
+    order: list[str] = []
     for ins in instrs:
         if ins.is_tcgen05:
             lines.append(ins.line())
@@ -118,7 +118,7 @@ def summary_lines(instrs: Sequence[Instr]) -> List[str]:
 
 
 # ----------------------------------------------------------------------------- tilemagic's side
-def _vec_instrs(mv: ir.VecMove, guarded: bool) -> List[Instr]:
+def _vec_instrs(mv: ir.VecMove, guarded: bool) -> list[Instr]:
     form = PTX_VEC_FORM[mv.nbytes]
     if mv.dst.scope == "local":
         return [Instr(f"ld.{mv.src.scope}.{form}", guarded=guarded)]
@@ -127,7 +127,7 @@ def _vec_instrs(mv: ir.VecMove, guarded: bool) -> List[Instr]:
     return [Instr(f"ld.{mv.src.scope}.{form}", guarded=guarded), Instr(f"st.{mv.dst.scope}.{form}", guarded=guarded)]
 
 
-def ours_instructions(kernel: ir.Kernel) -> Dict[int, List[Instr]]:
+def ours_instructions(kernel: ir.Kernel) -> dict[int, list[Instr]]:
     """tilemagic's instructions per description line (one copy op per line), loops expanded.
 
     Returns
@@ -135,7 +135,7 @@ def ours_instructions(kernel: ir.Kernel) -> Dict[int, List[Instr]]:
     dict of int -> list of Instr
         Keyed by the source line of the op the statements were lowered from.
     """
-    out: Dict[int, List[Instr]] = {}
+    out: dict[int, list[Instr]] = {}
 
     def emit(line, instrs, times):
         out.setdefault(line, []).extend(list(instrs) * times)
@@ -186,7 +186,7 @@ class _Buf:
 @dataclass(frozen=True)
 class _Reg:
     root: str
-    index: Optional[int]
+    index: int | None
 
 
 @dataclass(frozen=True)
@@ -222,8 +222,8 @@ class _Interp:
     """Walks the printed TVMScript of one dispatched ``impl`` PrimFunc and collects its instructions."""
 
     def __init__(self, budget: int):
-        self.env: Dict[str, object] = {}
-        self.out: List[Instr] = []
+        self.env: dict[str, object] = {}
+        self.out: list[Instr] = []
         self.budget = budget
 
     # -- expressions
@@ -388,7 +388,7 @@ class _Interp:
             self.out.append(Instr(chain, guarded=guarded))
 
 
-def tvm_instructions(script: str, names: Optional[Dict[str, str]] = None, *, budget: int = 200_000) -> List[Instr]:
+def tvm_instructions(script: str, names: dict[str, str] | None = None, *, budget: int = 200_000) -> list[Instr]:
     """The instructions of one dispatched TVM ``PrimFunc``, from its printed TVMScript.
 
     Parameters

@@ -30,7 +30,6 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from html import escape
-from typing import List, Optional, Tuple
 
 from .instructions import (
     Instr,
@@ -57,7 +56,7 @@ TVM_MISSING = ("apache-tvm is not installed, so there is nothing to compare with
                "pip install 'apache-tvm==0.27.0.post1' (tilemagic's `tvm` extra)")
 
 
-def variant_family(variant: Optional[str]) -> Optional[str]:
+def variant_family(variant: str | None) -> str | None:
     """The TVM 0.27 variant that a tilemagic variant corresponds to (``reg``/``gmem_smem`` -> ``vec_auto``)."""
     return None if variant is None else TVM_VARIANT_NAMES.get(variant, variant)
 
@@ -96,18 +95,18 @@ class TvmRun:
         Python warnings TVM raised while lowering (the fallback's ``copy/fallback`` UserWarning).
     """
 
-    ops: List[TvmOp] = field(default_factory=list)
-    error: Optional[str] = None
-    error_stage: Optional[str] = None
-    error_line: Optional[int] = None
-    lowered: Optional[str] = None
-    cuda: Optional[str] = None
+    ops: list[TvmOp] = field(default_factory=list)
+    error: str | None = None
+    error_stage: str | None = None
+    error_line: int | None = None
+    lowered: str | None = None
+    cuda: str | None = None
     cuda_note: str = ""
-    warnings: List[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 @contextlib.contextmanager
-def _recording(dispatcher, sink: List[TvmOp]):
+def _recording(dispatcher, sink: list[TvmOp]):
     """Wrap every registered dispatch impl so that each success is appended to ``sink``; restore on exit."""
     saved = []
     for (op, _target), cases in dispatcher._DISPATCH_TABLE.items():
@@ -155,7 +154,7 @@ def _import_tvm():
     return tvm, dispatcher
 
 
-def run_tvm(export: TvmScriptExport, *, arch: str = "sm_100a", cuda_export: Optional[TvmScriptExport] = None,
+def run_tvm(export: TvmScriptExport, *, arch: str = "sm_100a", cuda_export: TvmScriptExport | None = None,
             cuda: bool = False) -> TvmRun:
     """Parse, lower (recording every dispatch) and optionally compile an exported program with TVM.
 
@@ -203,7 +202,7 @@ def run_tvm(export: TvmScriptExport, *, arch: str = "sm_100a", cuda_export: Opti
     return run
 
 
-def _compile(tvm, target, mod, export, cuda_export) -> Tuple[Optional[str], str]:
+def _compile(tvm, target, mod, export, cuda_export) -> tuple[str | None, str]:
     def build(m):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -252,21 +251,21 @@ class OpComparison:
 
     line: int
     text: str
-    scopes: Tuple[str, str] = ("", "")
-    ours_variant: Optional[str] = None
-    tvm_variant: Optional[str] = None
-    ours: Optional[List[Instr]] = None
-    tvm: Optional[List[Instr]] = None
-    ours_error: Optional[str] = None
-    tvm_error: Optional[str] = None
-    tvm_why_not: Optional[str] = None
+    scopes: tuple[str, str] = ("", "")
+    ours_variant: str | None = None
+    tvm_variant: str | None = None
+    ours: list[Instr] | None = None
+    tvm: list[Instr] | None = None
+    ours_error: str | None = None
+    tvm_error: str | None = None
+    tvm_why_not: str | None = None
 
     @property
-    def ours_lines(self) -> List[str]:
+    def ours_lines(self) -> list[str]:
         return summary_lines(self.ours or [])
 
     @property
-    def tvm_lines(self) -> List[str]:
+    def tvm_lines(self) -> list[str]:
         return summary_lines(self.tvm or [])
 
     @property
@@ -274,7 +273,7 @@ class OpComparison:
         return self.ours_variant is not None and variant_family(self.ours_variant) == self.tvm_variant
 
     @property
-    def vector_bytes(self) -> Tuple[Optional[int], Optional[int]]:
+    def vector_bytes(self) -> tuple[int | None, int | None]:
         """Widest ``ld``/``st`` on each side (None: no vector moves)."""
         def widest(instrs):
             w = [b for b in (vector_bytes(i.chain) for i in instrs or []) if b is not None]
@@ -296,10 +295,10 @@ class OpComparison:
             return "TVM rejects"
         return "not compared"
 
-    def diff(self) -> List[Tuple[str, str, str]]:
+    def diff(self) -> list[tuple[str, str, str]]:
         """``(mark, tilemagic line, TVM line)``: ``=`` equal, ``≠`` differ, ``-`` tilemagic only, ``+`` TVM only."""
         a, b = self.ours_lines, self.tvm_lines
-        rows: List[Tuple[str, str, str]] = []
+        rows: list[tuple[str, str, str]] = []
         for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
             if tag == "equal":
                 rows += [("=", x, x) for x in a[i1:i2]]
@@ -329,9 +328,9 @@ class TvmComparison:
 
     available: bool
     message: str
-    export: Optional[TvmScriptExport] = None
-    ops: List[OpComparison] = field(default_factory=list)
-    tvm: Optional[TvmRun] = None
+    export: TvmScriptExport | None = None
+    ops: list[OpComparison] = field(default_factory=list)
+    tvm: TvmRun | None = None
 
     @property
     def agrees(self) -> bool:
@@ -418,7 +417,7 @@ def _ours_error_text(err) -> str:
     return text + ("\n" + details if details else "")
 
 
-def compare_with_tvm(result=None, *, source: Optional[str] = None, name: Optional[str] = None,
+def compare_with_tvm(result=None, *, source: str | None = None, name: str | None = None,
                      arch: str = "sm_100a", cuda: bool = True, tmem_base: str = "shared",
                      explain: bool = True) -> TvmComparison:
     """Compare tilemagic's lowering of a program with TVM's, op by op.

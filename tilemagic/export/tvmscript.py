@@ -39,7 +39,6 @@ API arguments").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
 
 from ..errors import TileMagicError
 from ..ir import nodes as ir
@@ -83,9 +82,9 @@ class TvmScriptExport:
 
     text: str
     func_name: str
-    names: Dict[str, str] = field(default_factory=dict)
+    names: dict[str, str] = field(default_factory=dict)
     tmem_base: str = "shared"
-    op_lines: Dict[int, int] = field(default_factory=dict)
+    op_lines: dict[int, int] = field(default_factory=dict)
 
     def __str__(self) -> str:
         return self.text
@@ -136,7 +135,7 @@ def _region_text(r, names) -> str:
     return f"{names[r.buf.name]}[{', '.join(parts)}]"
 
 
-def _tmem_layout_text(decl: Optional[ast.BufferDecl], buf: ir.Buffer) -> str:
+def _tmem_layout_text(decl: ast.BufferDecl | None, buf: ir.Buffer) -> str:
     lay = decl.layout if decl is not None else None
     rows, cols = buf.shape
     if isinstance(lay, ast.DatapathLayout):
@@ -161,7 +160,7 @@ class _Names:
 
     def __init__(self):
         self.taken = set(_RESERVED)
-        self.renamed: Dict[str, str] = {}
+        self.renamed: dict[str, str] = {}
 
     def claim(self, name: str) -> str:
         new = name
@@ -182,7 +181,7 @@ class _Names:
 
 
 # ----------------------------------------------------------------------------- export
-def _thread_ids(threads: int, warp_id: Optional[str]) -> List[str]:
+def _thread_ids(threads: int, warp_id: str | None) -> list[str]:
     """Scope-id definitions of a one-CTA launch of ``threads`` threads (TVM's ``T.*_id`` statements).
 
     ``warp_id`` names the cta->warp id when the program needs it (the TMEM alloc guard).
@@ -204,7 +203,7 @@ def _op_comment(op, rec) -> str:
 
 
 def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
-                     force: Optional[Dict[int, str]] = None) -> TvmScriptExport:
+                     force: dict[int, str] | None = None) -> TvmScriptExport:
     """Write the TVM TIRx equivalent of a checked program.
 
     Parameters
@@ -243,7 +242,7 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
     for op, rec in zip(copy_ops, records or ()):
         rec_of[id(op)] = rec
 
-    out: List[str] = [
+    out: list[str] = [
         f"# TVM TIRx equivalent of the %%tilecopy cell `{tp.name}`, exported by tilemagic.",
         "# Parse: tvm.script.from_source(text); lower: tvm.tirx.transform.LowerTIRx()(tvm.IRModule({\"main\": f}))",
         '# under tvm.target.Target({"kind": "cuda", "arch": "sm_100a"}).  As a Python file it needs:',
@@ -258,8 +257,8 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
         out.append(f"# renamed: {old} -> {new} (would shadow a TVMScript name)")
     params = ", ".join(f"{handles[b.name]}: T.handle" for b in globals_)
     out += ["@T.prim_func", f"def {func}({params}):"]
-    body: List[str] = []
-    op_lines: Dict[int, int] = {}
+    body: list[str] = []
+    op_lines: dict[int, int] = {}
     for b in globals_:
         body.append(f'{bufnames[b.name]} = T.match_buffer({handles[b.name]}, {_shape_text(b.shape)}, "{b.dtype}")')
     body.append("T.device_entry()")
@@ -329,7 +328,7 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
     return TvmScriptExport("\n".join(out) + "\n", func, dict(bufnames), tmem_base, op_lines)
 
 
-def tvmscript_from_source(source: str, name: Optional[str] = None, *, tmem_base: str = "shared") -> TvmScriptExport:
+def tvmscript_from_source(source: str, name: str | None = None, *, tmem_base: str = "shared") -> TvmScriptExport:
     """Parse and check a description, then export it (no dispatch, no lowering).
 
     This works for programs tilemagic declines to lower as well, so a user can take a

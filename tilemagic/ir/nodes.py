@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Optional, Tuple
 
 import numpy as np
 
@@ -80,17 +79,17 @@ class Buffer:
     name: str
     scope: str
     dtype: str
-    shape: Tuple[int, ...]
+    shape: tuple[int, ...]
     layout: object = None
     per_thread: int = 0
     tmem_col: int = 0
     tmem_ncols: int = 0  # 32-bit columns the buffer spans
-    alias_of: Optional[str] = None  # tmem `at OTHER`
-    datapath: Optional[str] = None
+    alias_of: str | None = None  # tmem `at OTHER`
+    datapath: str | None = None
     sub_slab: int = 0
-    span: Optional[Span] = None
-    init: Optional[str] = None  # global: random|arange|zeros|<notebook variable>
-    init_span: Optional[Span] = None
+    span: Span | None = None
+    init: str | None = None  # global: random|arange|zeros|<notebook variable>
+    init_span: Span | None = None
 
     @property
     def elem_bytes(self) -> int:
@@ -110,7 +109,7 @@ class Buffer:
         state.pop("_dim_strides", None)
         return state
 
-    def dim_strides(self) -> Tuple[Tuple[int, ...], int]:
+    def dim_strides(self) -> tuple[tuple[int, ...], int]:
         """``(strides, offset)`` in elements with ``index = offset + Σ index_d * strides[d]`` (global/shared).
 
         Global buffers (and buffers without a layout) are row-major.  Raises ValueError when a shared
@@ -138,7 +137,7 @@ class Buffer:
         self.__dict__["_dim_strides"] = res
         return res
 
-    def index_expr(self, indices) -> "Expr":
+    def index_expr(self, indices) -> Expr:
         """Physical element index of the access ``buf[indices]``.
 
         ``local`` buffers are indexed flat (one index, the register slot).  Global
@@ -208,7 +207,7 @@ class Bin(Expr):
 @dataclass(frozen=True, eq=False)
 class Load(Expr):
     buf: Buffer
-    indices: Tuple[Expr, ...]
+    indices: tuple[Expr, ...]
 
 
 def const(v) -> Expr:
@@ -313,12 +312,12 @@ def _layout_index(layout, shape, indices) -> Expr:
 # ----------------------------------------------------------------------------- statements
 @dataclass(eq=False)
 class Stmt:
-    span: Optional[Span] = field(default=None, kw_only=True)
+    span: Span | None = field(default=None, kw_only=True)
 
 
 @dataclass(eq=False)
 class Seq(Stmt):
-    body: Tuple[Stmt, ...]
+    body: tuple[Stmt, ...]
 
 
 @dataclass(eq=False)
@@ -338,8 +337,8 @@ class If(Stmt):
 class Grid(Stmt):
     """Serial loop nest ``for i, j in T.grid(4, 6)``."""
 
-    vars: Tuple[LoopVar, ...]
-    extents: Tuple[int, ...]
+    vars: tuple[LoopVar, ...]
+    extents: tuple[int, ...]
     body: Stmt
 
 
@@ -348,7 +347,7 @@ class Store(Stmt):
     """Scalar element store ``buf[indices] = value``."""
 
     buf: Buffer
-    indices: Tuple[Expr, ...]
+    indices: tuple[Expr, ...]
     value: Expr
 
 
@@ -389,7 +388,7 @@ class LdStMatrix(Stmt):
     num: int
     trans: bool
     local: Buffer
-    regs: Tuple[Expr, ...]
+    regs: tuple[Expr, ...]
     smem: Buffer
     addr: Expr
 
@@ -447,7 +446,7 @@ class TcgenLdSt(Stmt):
     addr: Buffer
     row: int
     col: int
-    tmem: Optional[Buffer] = None  # the TMEM buffer this instruction touches (heatmaps)
+    tmem: Buffer | None = None  # the TMEM buffer this instruction touches (heatmaps)
 
     @property
     def chain(self) -> str:
@@ -478,12 +477,12 @@ class Kernel:
 
     name: str
     threads: int
-    params: Tuple[Buffer, ...]
-    shared: Tuple[Buffer, ...]
-    locals: Tuple[Buffer, ...]
-    tmem: Tuple[Buffer, ...]
+    params: tuple[Buffer, ...]
+    shared: tuple[Buffer, ...]
+    locals: tuple[Buffer, ...]
+    tmem: tuple[Buffer, ...]
     tmem_cols: int
-    tmem_addr: Optional[Buffer]
+    tmem_addr: Buffer | None
     body: Seq
 
 

@@ -7,7 +7,6 @@ description, the IR and the CUDA.
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
 
 from . import nodes as ir
 
@@ -29,11 +28,11 @@ class Lines:
     """Collects (indent, text, source line) triples."""
 
     def __init__(self):
-        self.rows: List[Tuple[str, Optional[int]]] = []
+        self.rows: list[tuple[str, int | None]] = []
         self.depth = 0
         self.scratch_names = {}
 
-    def add(self, text: str, src: Optional[int] = None):
+    def add(self, text: str, src: int | None = None):
         self.rows.append(("    " * self.depth + text, src))
 
     def text(self):

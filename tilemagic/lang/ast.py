@@ -10,7 +10,6 @@ looked up (never evaluated) at launch time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Tuple, Union
 
 from ..errors import Span
 
@@ -51,9 +50,9 @@ class SLayout:
     A 1-D ``S[e : s]`` has one extent and one stride.
     """
 
-    extents: Tuple[int, ...]
-    strides: Optional[Tuple[Stride, ...]]
-    offsets: Tuple[Stride, ...]
+    extents: tuple[int, ...]
+    strides: tuple[Stride, ...] | None
+    offsets: tuple[Stride, ...]
     span: Span
 
 
@@ -84,21 +83,21 @@ class SwizzleLayout:
     per_element: int
     swizzle_len: int
     atom_len: int
-    tile: Optional[SLayout]
+    tile: SLayout | None
     span: Span
 
 
-LayoutExpr = Union[SLayout, DatapathLayout, FragLayout, SwizzleLayout]
+LayoutExpr = SLayout | DatapathLayout | FragLayout | SwizzleLayout
 
 
 # ----------------------------------------------------------------------------- declarations
 @dataclass(frozen=True)
 class KernelDecl:
     name: str
-    threads: Optional[int]
+    threads: int | None
     span: Span
     name_span: Span
-    threads_span: Optional[Span] = None
+    threads_span: Span | None = None
 
 
 @dataclass(frozen=True)
@@ -116,15 +115,15 @@ class BufferDecl:
     kind: str  # one of BUFFER_KINDS
     name: str
     dtype: str  # canonical, one of DTYPES
-    shape: Tuple[int, ...]
-    layout: Optional[LayoutExpr]
-    init: Optional[str]  # global only: INIT_KEYWORDS or a notebook variable name
-    alias: Optional[Alias]  # tmem only
+    shape: tuple[int, ...]
+    layout: LayoutExpr | None
+    init: str | None  # global only: INIT_KEYWORDS or a notebook variable name
+    alias: Alias | None  # tmem only
     span: Span  # the whole statement
     name_span: Span
     dtype_span: Span
     shape_span: Span
-    init_span: Optional[Span] = None
+    init_span: Span | None = None
 
 
 # ----------------------------------------------------------------------------- statements
@@ -132,8 +131,8 @@ class BufferDecl:
 class Slice:
     """One index of a region: ``a:b`` (``start``/``stop`` None when omitted) or a point ``k``."""
 
-    start: Optional[int]
-    stop: Optional[int]
+    start: int | None
+    stop: int | None
     point: bool
     span: Span
 
@@ -143,7 +142,7 @@ class Region:
     """``NAME`` or ``NAME[a:b, :, k]`` with constant slices."""
 
     name: str
-    slices: Optional[Tuple[Slice, ...]]
+    slices: tuple[Slice, ...] | None
     span: Span
     name_span: Span
 
@@ -156,10 +155,10 @@ class CopyStmt:
     is_async: bool
     dst: Region
     src: Region
-    dispatch: Optional[str]
+    dispatch: str | None
     span: Span
     op_span: Span  # the `wg.copy_async` token
-    dispatch_span: Optional[Span] = None
+    dispatch_span: Span | None = None
 
     @property
     def op_name(self) -> str:
@@ -190,7 +189,7 @@ class CheckStmt:
     span: Span
 
 
-Stmt = Union[CopyStmt, WaitStmt, SyncStmt, CheckStmt]
+Stmt = CopyStmt | WaitStmt | SyncStmt | CheckStmt
 
 
 @dataclass
@@ -198,8 +197,8 @@ class Program:
     """A parsed cell: optional kernel line, declarations and statements, in source order."""
 
     source: str
-    kernel: Optional[KernelDecl] = None
-    buffers: Tuple[BufferDecl, ...] = ()
-    stmts: Tuple[Stmt, ...] = ()
+    kernel: KernelDecl | None = None
+    buffers: tuple[BufferDecl, ...] = ()
+    stmts: tuple[Stmt, ...] = ()
     # statements and declarations interleaved in source order (for printers)
-    items: Tuple[Union[KernelDecl, BufferDecl, Stmt], ...] = field(default=())
+    items: tuple[KernelDecl | BufferDecl | Stmt, ...] = field(default=())

@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, List, NoReturn, Optional, Sequence
+from typing import NoReturn
+from collections.abc import Iterable, Sequence
 
 from lark import Lark, Token, Tree
 from lark.exceptions import (
@@ -177,7 +178,7 @@ class _Line:
         self.word = word  # first word ("copy"/"copy_async" for ops)
 
     # spans -----------------------------------------------------------------
-    def span(self, col: int, end_col: Optional[int] = None) -> Span:
+    def span(self, col: int, end_col: int | None = None) -> Span:
         col = max(1, col)
         if end_col is None or end_col <= col:
             end_col = col + 1
@@ -196,10 +197,10 @@ class _Line:
         return self.span(a.col, b.end_col)
 
     # errors ----------------------------------------------------------------
-    def error(self, message: str, span: Span, hint: Optional[str] = None) -> NoReturn:
+    def error(self, message: str, span: Span, hint: str | None = None) -> NoReturn:
         raise TileSyntaxError(message, span, source=self.err_source, hint=hint)
 
-    def int(self, tok: Token, what: str, *, minimum: Optional[int] = None) -> int:
+    def int(self, tok: Token, what: str, *, minimum: int | None = None) -> int:
         text = tok.value
         digits = text.lstrip("-")
         if len(digits) > _MAX_INT_DIGITS:
@@ -296,9 +297,9 @@ def _filter_expected(ln: _Line, expected: Iterable[str], col: int) -> set:
     return narrowed or exp
 
 
-def _expected_names(expected: Iterable[str]) -> List[str]:
+def _expected_names(expected: Iterable[str]) -> list[str]:
     names = sorted(expected, key=lambda t: (_TERMINAL_ORDER.get(t, len(_TERMINAL_ORDER)), t))
-    out: List[str] = []
+    out: list[str] = []
     for t in names:
         human = _TERMINAL_NAMES.get(t, t.lower().lstrip("_"))
         if human not in out:
@@ -621,9 +622,9 @@ def parse(source: str, *, line_offset: int = 0) -> A.Program:
         raise TypeError(f"parse() expects the cell text as str, got {type(source).__name__}")
     line_offset = int(line_offset)
     err_source = "\n" * line_offset + source if line_offset > 0 else source
-    kernel: Optional[A.KernelDecl] = None
-    buffers: List[A.BufferDecl] = []
-    stmts: List[A.Stmt] = []
+    kernel: A.KernelDecl | None = None
+    buffers: list[A.BufferDecl] = []
+    stmts: list[A.Stmt] = []
     items: list = []
     seen_nonblank = False
     for idx, text in enumerate(source.splitlines()):

@@ -10,7 +10,7 @@ tirx_copy_dispatch.md §5.6 (TVM ``tmem_datapath_layout`` /
 
 from __future__ import annotations
 
-from typing import Sequence, Tuple, Union
+from collections.abc import Sequence
 
 from . import tcgen05 as _hw
 from .tile import Iter, TileLayout
@@ -29,7 +29,7 @@ __all__ = [
 DATAPATH_ROWS = {"A": 128, "D": 128, "B": 64, "C": 64, "E": 64, "F": 64, "G": 32}
 
 # Register-fragment shapes tcgen05_atom_layout builds (16x32bx2 has no TIRx fragment).
-ATOM_SHAPES: Tuple[str, ...] = ("32x32b", "16x64b", "16x128b", "16x256b")
+ATOM_SHAPES: tuple[str, ...] = ("32x32b", "16x64b", "16x128b", "16x256b")
 
 _DTYPE_BITS = {
     "float32": 32, "float16": 16, "bfloat16": 16, "uint8": 8, "int8": 8, "int32": 32,
@@ -37,7 +37,7 @@ _DTYPE_BITS = {
 }
 
 
-def dtype_bits_of(dtype: Union[int, str]) -> int:
+def dtype_bits_of(dtype: int | str) -> int:
     """Bit width of a dtype given as bits (``16``) or a name (``"float16"``, ``"bf16"``)."""
     if isinstance(dtype, str):
         if dtype not in _DTYPE_BITS:
@@ -46,7 +46,7 @@ def dtype_bits_of(dtype: Union[int, str]) -> int:
     return int(dtype)
 
 
-def row_major(shape: Union[int, Sequence[int]]) -> TileLayout:
+def row_major(shape: int | Sequence[int]) -> TileLayout:
     """``S[d0, d1, ...]``: row-major strides on the memory axis ``m``.
 
     Parameters
@@ -165,7 +165,7 @@ def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -
     )
 
 
-def tcgen05_atom_layout(shape: str, rows_cols: Tuple[int, int], dtype_bits: Union[int, str]) -> TileLayout:
+def tcgen05_atom_layout(shape: str, rows_cols: tuple[int, int], dtype_bits: int | str) -> TileLayout:
     """Warpgroup register-fragment layout of ``tcgen05.ld/st`` (TVM ``tcgen05_atom_layout``).
 
     Maps logical ``(row, col)`` of a ``(rows, cols)`` tile (cols in elements)

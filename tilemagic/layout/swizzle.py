@@ -25,7 +25,6 @@ logical index before the tile) is not supported.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict
 
 import numpy as np
 
@@ -114,12 +113,12 @@ class ComposeLayout:
     def offset(self):
         return ()
 
-    def apply(self, *coords, shape=None) -> Dict[str, np.ndarray]:
+    def apply(self, *coords, shape=None) -> dict[str, np.ndarray]:
         """The tile's ``apply`` followed by :func:`xor_swizzle` on ``m``."""
         m = self.tile.apply(*coords, shape=shape).get("m")
         return {"m": xor_swizzle(m, self.per_element, self.swizzle_len, self.atom_len)}
 
-    def canonicalize(self) -> "ComposeLayout":
+    def canonicalize(self) -> ComposeLayout:
         return ComposeLayout(self.per_element, self.swizzle_len, self.atom_len, self.tile.canonicalize(), self.bare)
 
     def is_equal(self, other) -> bool:

@@ -18,7 +18,6 @@ All functions are plain Python/numpy; the mapping functions are vectorised
 
 from __future__ import annotations
 
-from typing import Dict, Tuple
 
 import numpy as np
 
@@ -43,29 +42,29 @@ __all__ = [
 ]
 
 # PTX ISA §9.7.16.2.3 ("Matrix fragments for tcgen05.ld/st"): the shape qualifiers.
-SHAPES: Tuple[str, ...] = ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")
+SHAPES: tuple[str, ...] = ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")
 
 # TMEM lanes one instruction touches (both halves of .16x32bx2 share the same 16 lanes).
-LANES: Dict[str, int] = {"32x32b": 32, "16x64b": 16, "16x128b": 16, "16x256b": 16, "16x32bx2": 16}
+LANES: dict[str, int] = {"32x32b": 32, "16x64b": 16, "16x128b": 16, "16x256b": 16, "16x32bx2": 16}
 
 # 32-bit registers per thread per unit of .num (PTX Tables 47-49).
-REGS_PER_NUM: Dict[str, int] = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4, "16x32bx2": 1}
+REGS_PER_NUM: dict[str, int] = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4, "16x32bx2": 1}
 
 # 32-bit columns covered per unit of .num, unpacked; per half for .16x32bx2.
 # `.pack::16b` / `.unpack::16b` doubles it (register count unchanged).
-COL_FACTOR: Dict[str, int] = {"32x32b": 1, "16x64b": 2, "16x128b": 4, "16x256b": 8, "16x32bx2": 1}
+COL_FACTOR: dict[str, int] = {"32x32b": 1, "16x64b": 2, "16x128b": 4, "16x256b": 8, "16x32bx2": 1}
 
 # The .num qualifiers .x1 ... .x128 (PTX §9.7.16.8.3).
-NUMS: Tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
+NUMS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
 
 # Legal .num per shape: a thread may hold at most 128 registers, hence 16x128b
 # stops at .x64 and 16x256b at .x32 (PTX Table 49; ptxas: "Illegal vector size").
-LEGAL_NUMS: Dict[str, Tuple[int, ...]] = {
+LEGAL_NUMS: dict[str, tuple[int, ...]] = {
     s: tuple(n for n in NUMS if n * REGS_PER_NUM[s] <= 128) for s in SHAPES
 }
 
 # tcgen05.alloc nCols immediates accepted by ptxas: powers of two in [32, 512] (§9.7.16.7.1).
-ALLOC_COLS: Tuple[int, ...] = (32, 64, 128, 256, 512)
+ALLOC_COLS: tuple[int, ...] = (32, 64, 128, 256, 512)
 
 # TMEM geometry per CTA (§9.7.16.1): 128 lanes x 512 columns of 32-bit cells.
 TMEM_LANES, TMEM_COLS = 128, 512
@@ -213,7 +212,7 @@ def instr_chain(op: str, shape: str, num: int, pack: bool = False) -> str:
     return f"tcgen05.{op}.sync.aligned.{shape}.x{int(num)}{packq}.b32"
 
 
-def cell_offsets(shape: str, t, r, split: int = 0) -> Tuple[np.ndarray, np.ndarray]:
+def cell_offsets(shape: str, t, r, split: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(row, column) of the cell that thread ``t`` / register ``r`` moves.
 
     Implements the matrix-fragment figures of PTX §9.7.16.2.3 as closed forms
@@ -272,7 +271,7 @@ def cell_offsets(shape: str, t, r, split: int = 0) -> Tuple[np.ndarray, np.ndarr
 
 def tmem_cell(
     shape: str, t, r, taddr: int, warp, row_imm: int = 0, col_imm: int = 0, split: int = 0
-) -> Tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray]:
     """Absolute TMEM (lane, column) that thread ``t`` / register ``r`` of warp ``warp`` moves.
 
     The hardware takes the lane quadrant from the issuing warp, not from the

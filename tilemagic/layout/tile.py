@@ -29,7 +29,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -42,12 +42,12 @@ __all__ = [
     "parse_layout",
 ]
 
-THREAD_AXES: Tuple[str, ...] = ("laneid", "wid_in_wg", "tid_in_wg", "warpid", "wgid", "tx")
-MEMORY_AXES: Tuple[str, ...] = ("m", "TLane", "TCol")
+THREAD_AXES: tuple[str, ...] = ("laneid", "wid_in_wg", "tid_in_wg", "warpid", "wgid", "tx")
+MEMORY_AXES: tuple[str, ...] = ("m", "TLane", "TCol")
 
 # Thread axis -> (subscope, scope): the unit one step counts and the scope it ranges over
 # (TVM axis registry, tirx_copy_dispatch.md §5.1).
-AXIS_SCOPES: Dict[str, Tuple[str, str]] = {
+AXIS_SCOPES: dict[str, tuple[str, str]] = {
     "laneid": ("thread", "warp"),
     "wid_in_wg": ("warp", "warpgroup"),
     "tid_in_wg": ("thread", "warpgroup"),
@@ -112,7 +112,7 @@ class Iter:
         return f"{self.extent}:{self.stride_text()}"
 
 
-def _to_stride(s) -> Tuple[int, str]:
+def _to_stride(s) -> tuple[int, str]:
     """Normalise one stride/offset term to ``(value, axis)``.
 
     Accepts ``(value, axis)`` pairs, a bare int (axis ``m``), an axis name
@@ -140,8 +140,8 @@ def _to_iter(x) -> Iter:
     raise TypeError(f"expected an Iter or an (extent, stride, axis) triple, got {x!r}")
 
 
-def _norm_offset(offset) -> Tuple[Tuple[str, int], ...]:
-    acc: Dict[str, int] = {}
+def _norm_offset(offset) -> tuple[tuple[str, int], ...]:
+    acc: dict[str, int] = {}
     if isinstance(offset, dict):
         items = list(offset.items())
     else:
@@ -155,7 +155,7 @@ def _norm_offset(offset) -> Tuple[Tuple[str, int], ...]:
     return tuple(sorted((a, v) for a, v in acc.items() if v != 0))
 
 
-def _fuse_axis(axis: str, sub: str, scope: str) -> Tuple[str, int]:
+def _fuse_axis(axis: str, sub: str, scope: str) -> tuple[str, int]:
     """Rewrite a thread axis to the one axis of the layout's (subscope, scope).
 
     Returns ``(new_axis, stride_multiplier)``.  Generalises TVM's CUDA
@@ -194,9 +194,9 @@ class TileLayout:
     equality, :meth:`is_equal` compares canonical forms.
     """
 
-    shard: Tuple[Iter, ...]
-    replica: Tuple[Iter, ...] = ()
-    offset: Tuple[Tuple[str, int], ...] = ()
+    shard: tuple[Iter, ...]
+    replica: tuple[Iter, ...] = ()
+    offset: tuple[tuple[str, int], ...] = ()
 
     def __post_init__(self):
         object.__setattr__(self, "shard", tuple(_to_iter(i) for i in self.shard))
@@ -205,7 +205,7 @@ class TileLayout:
 
     # ------------------------------------------------------------------ construction
     @staticmethod
-    def from_spec(extents, strides=None, offsets=(), replica=()) -> "TileLayout":
+    def from_spec(extents, strides=None, offsets=(), replica=()) -> TileLayout:
         """Build a layout from the pieces of ``S[(e0, ...) : (s0, ...)] + offsets``.
 
         Parameters
@@ -241,7 +241,7 @@ class TileLayout:
             extents = (extents,)
         extents = tuple(_int(e, "extent") for e in extents)
         if strides is None:
-            vals: List[int] = []
+            vals: list[int] = []
             acc = 1
             for e in reversed(extents):
                 vals.append(acc)
@@ -274,17 +274,17 @@ class TileLayout:
         return TileLayout(shard, tuple(_to_iter(r) for r in replica), tuple((a, v) for v, a in off))
 
     @staticmethod
-    def from_iters(shard, replica=(), offset=()) -> "TileLayout":
+    def from_iters(shard, replica=(), offset=()) -> TileLayout:
         """Build from iters (``Iter`` or ``(extent, stride, axis)``) and an offset dict/pairs."""
         return TileLayout(tuple(shard), tuple(replica), offset)
 
     # ------------------------------------------------------------------ queries
     @property
-    def extents(self) -> Tuple[int, ...]:
+    def extents(self) -> tuple[int, ...]:
         """Shard extents, outermost first."""
         return tuple(i.extent for i in self.shard)
 
-    def size(self, axis: Optional[str] = None) -> int:
+    def size(self, axis: str | None = None) -> int:
         """Number of logical elements: the product of the shard extents.
 
         Parameters
@@ -301,9 +301,9 @@ class TileLayout:
                 return v
         return 0
 
-    def axes(self) -> Tuple[str, ...]:
+    def axes(self) -> tuple[str, ...]:
         """Every axis appearing in shard, replica or offset, in first-seen order."""
-        seen: Dict[str, None] = {}
+        seen: dict[str, None] = {}
         for it in self.shard + self.replica:
             seen.setdefault(it.axis)
         for a, _ in self.offset:
@@ -315,16 +315,16 @@ class TileLayout:
         s = 1 + sum((i.extent - 1) * abs(i.stride) for i in self.shard + self.replica if i.axis == axis)
         return s + self.offset_of(axis)
 
-    def thread_iters(self) -> Tuple[Iter, ...]:
+    def thread_iters(self) -> tuple[Iter, ...]:
         """Shard iters on a thread axis (:data:`THREAD_AXES`), in order."""
         return tuple(i for i in self.shard if i.axis in THREAD_AXES)
 
-    def memory_iters(self) -> Tuple[Iter, ...]:
+    def memory_iters(self) -> tuple[Iter, ...]:
         """Shard iters on any non-thread axis (``m``, ``TLane``, ``TCol``, ...), in order."""
         return tuple(i for i in self.shard if i.axis not in THREAD_AXES)
 
     # ------------------------------------------------------------------ apply
-    def apply(self, *coords, shape=None) -> Dict[str, np.ndarray]:
+    def apply(self, *coords, shape=None) -> dict[str, np.ndarray]:
         """Map logical coordinates to per-axis coordinates (TVM ``apply``, base only).
 
         1. Flatten ``coords`` row-major over ``shape``.
@@ -392,7 +392,7 @@ class TileLayout:
         return {a: np.array(v, dtype=np.int64) for a, v in out.items()}
 
     # ------------------------------------------------------------------ canonical form
-    def scope(self) -> Optional[Tuple[str, str]]:
+    def scope(self) -> tuple[str, str] | None:
         """(innermost subscope, outermost scope) over the layout's thread axes, or None."""
         axes = [a for a in self.axes() if a in AXIS_SCOPES]
         if not axes:
@@ -401,7 +401,7 @@ class TileLayout:
         sc = max((AXIS_SCOPES[a][1] for a in axes), key=_SCOPE_RANK.__getitem__)
         return sub, sc
 
-    def canonicalize(self) -> "TileLayout":
+    def canonicalize(self) -> TileLayout:
         """The canonical form used for structural comparison (TVM ``canonicalize``).
 
         Steps (tirx_copy_dispatch.md §5.4, as TVM does with a CUDA target current):
@@ -446,7 +446,7 @@ class TileLayout:
                 new_off.append((ax, v * mult))
             offset = new_off
 
-        fused: List[Iter] = []
+        fused: list[Iter] = []
         for it in shard:
             if fused:
                 top = fused[-1]
@@ -457,21 +457,21 @@ class TileLayout:
         replica.sort(key=lambda i: (i.axis, i.stride, i.extent))
         return TileLayout(tuple(fused), tuple(replica), tuple(offset))
 
-    def is_equal(self, other: "TileLayout") -> bool:
+    def is_equal(self, other: TileLayout) -> bool:
         """Structural equality of the canonical forms (TVM ``assert_structural_equal`` after canonicalize)."""
         if not isinstance(other, TileLayout):
             return False
         return self.canonicalize() == other.canonicalize()
 
     # ------------------------------------------------------------------ group / slice
-    def try_group(self, shape) -> Optional[Tuple["TileLayout", Tuple[int, ...]]]:
+    def try_group(self, shape) -> tuple[TileLayout, tuple[int, ...]] | None:
         """Non-raising :meth:`group`: None when the shard cannot be split along ``shape``."""
         try:
             return self.group(shape)
         except ValueError:
             return None
 
-    def group(self, shape) -> Tuple["TileLayout", Tuple[int, ...]]:
+    def group(self, shape) -> tuple[TileLayout, tuple[int, ...]]:
         """Split the shard iters so that consecutive runs cover each dim of ``shape``.
 
         Walks the iters outermost first with a running product; when it
@@ -504,7 +504,7 @@ class TileLayout:
             raise ValueError(
                 f"group: layout {self} has {self.size()} elements, shape {shape} has {math.prod(shape)}"
             )
-        out: List[Iter] = []
+        out: list[Iter] = []
         seps = [0]
         k = 0
         prod = 1
@@ -532,7 +532,7 @@ class TileLayout:
                 raise ValueError(f"group: cannot split {self} along shape {shape}")
         return TileLayout(tuple(out), self.replica, self.offset), tuple(seps)
 
-    def slice(self, shape, region) -> Optional["TileLayout"]:
+    def slice(self, shape, region) -> TileLayout | None:
         """The layout of a rectangular sub-region (TVM ``slice``).
 
         The layout is canonicalized, grouped by ``shape``, and each group is
@@ -573,8 +573,8 @@ class TileLayout:
         if grouped is None:
             return None
         lay, seps = grouped
-        iters: List[Iter] = []
-        off: Dict[str, int] = dict(lay.offset)
+        iters: list[Iter] = []
+        off: dict[str, int] = dict(lay.offset)
         for g, (b, e) in enumerate(region):
             res = _slice_group(lay.shard[seps[g]:seps[g + 1]], b, e)
             if res is None:
@@ -609,7 +609,7 @@ def _slice_group(iters: Sequence[Iter], begin: int, extent: int):
     of the group, whose iters split the group index innermost first.
     """
     n = len(iters)
-    off: Dict[str, int] = {}
+    off: dict[str, int] = {}
     if n == 0:
         return [], off
     inner = [1] * n  # product of extents strictly inside iter k
@@ -623,7 +623,7 @@ def _slice_group(iters: Sequence[Iter], begin: int, extent: int):
         digits.append(d)
         off[it.axis] = off.get(it.axis, 0) + d * it.stride
     # peel full inner iters
-    kept: List[Iter] = []
+    kept: list[Iter] = []
     rem = extent
     k = n - 1
     while k >= 0 and digits[k] == 0 and rem % iters[k].extent == 0:
@@ -699,7 +699,7 @@ class _Parser:
         self.i += 1
         return t[1]
 
-    def stride(self) -> Tuple[int, str]:
+    def stride(self) -> tuple[int, str]:
         v = self.take("int")
         if self.peek() == ("op", "@"):
             self.take()
@@ -746,8 +746,8 @@ class _Parser:
         kind, ext, strides = self.spec()
         if kind != "S":
             self.err("a layout starts with S[...]")
-        replica: List[Iter] = []
-        offsets: List[Tuple[int, str]] = []
+        replica: list[Iter] = []
+        offsets: list[tuple[int, str]] = []
         while self.peek()[0] is not None:
             sign = self.take("op")
             if sign not in "+-":
@@ -782,7 +782,7 @@ def parse_layout(text: str) -> TileLayout:
     return _Parser(text).parse()
 
 
-def affine_dims(layout, shape, axis: str = "m") -> Optional[Tuple[Tuple[int, ...], int]]:
+def affine_dims(layout, shape, axis: str = "m") -> tuple[tuple[int, ...], int] | None:
     """Per-dimension strides and offset of ``layout`` on ``axis`` when it is affine per logical dim.
 
     Returns ``(strides, offset)`` with ``index = offset + Σ coord_d * strides[d]`` for every

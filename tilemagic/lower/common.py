@@ -17,7 +17,7 @@ split:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, List, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -51,7 +51,7 @@ def exec_scope_ok(op, ctx, expected_scopes: Sequence[str]):
     return False, f"unsupported exec_scope {ctx.scope_kind} (needs {' or '.join(expected_scopes)})"
 
 
-def scope_allowed(op, ctx, allowed_pairs: Sequence[Tuple[str, str]]):
+def scope_allowed(op, ctx, allowed_pairs: Sequence[tuple[str, str]]):
     pair = (op.src.buf.scope, op.dst.buf.scope)
     if pair in [tuple(p) for p in allowed_pairs]:
         return True, None
@@ -105,7 +105,7 @@ def linear_tid(coords: dict, n: int) -> np.ndarray:
     return t
 
 
-def digits_expr(tvar: ir.Expr, digits: Sequence[Tuple[int, int, int]]) -> ir.Expr:
+def digits_expr(tvar: ir.Expr, digits: Sequence[tuple[int, int, int]]) -> ir.Expr:
     """``Σ ((t // stride) % extent) * coeff`` over ``digits`` = [(stride, extent, coeff)], simplified."""
     expr: ir.Expr = ir.Const(0)
     for stride, extent, coeff in digits:
@@ -205,7 +205,7 @@ def memory_index(region) -> np.ndarray:
     return region.buf.layout.apply(lin).get("m", lin)
 
 
-def swizzle_chunk(buf) -> Optional[int]:
+def swizzle_chunk(buf) -> int | None:
     """Elements per swizzle chunk of a swizzled shared buffer (TVM's vec_len cap), else None."""
     return getattr(buf.layout, "chunk_elems", None)
 
@@ -215,7 +215,7 @@ VEC_BYTES = (16, 8, 4, 2, 1)  # 128, 64, 32, 16, 8 bits: ld/st .v4.u32 .v2.u32 .
 PTX_FORM = {16: "v4.u32", 8: "v2.u32", 4: "u32", 2: "u16", 1: "u8"}
 
 
-def vector_lengths(elem_bytes: int, cap: Optional[int] = None) -> List[int]:
+def vector_lengths(elem_bytes: int, cap: int | None = None) -> list[int]:
     """Vector lengths in elements, widest first: 128, 64, 32, 16, 8 bits that hold whole elements,
     then a single element (TVM ``_vec_len_candidates``); at most ``cap`` elements (a swizzle chunk)."""
     out = [vb // elem_bytes for vb in VEC_BYTES if vb % elem_bytes == 0]
@@ -233,12 +233,12 @@ def runs_ok(idx: np.ndarray, v: int) -> bool:
 
 
 # ----------------------------------------------------------------------------- index expressions
-def _divisors_desc(n: int) -> List[int]:
+def _divisors_desc(n: int) -> list[int]:
     small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]), reverse=True)
 
 
-def fit_digits(vals) -> Optional[List[Tuple[int, Optional[int], int]]]:
+def fit_digits(vals) -> list[tuple[int, int | None, int]] | None:
     """Express ``vals[j] - vals[0]`` as ``Σ ((j // stride) % extent) * coeff`` (mixed radix).
 
     Greedy from the innermost digit: each digit takes the largest extent (a divisor of
@@ -271,13 +271,13 @@ def fit_digits(vals) -> Optional[List[Tuple[int, Optional[int], int]]]:
     return digits if np.array_equal(pred, d) else None
 
 
-def digits_of(var: ir.Expr, vals) -> Optional[ir.Expr]:
+def digits_of(var: ir.Expr, vals) -> ir.Expr | None:
     """``vals[var] - vals[0]`` as an expression in ``var`` (:func:`fit_digits`), or None."""
     dg = fit_digits(vals)
     return None if dg is None else digits_expr(var, dg)
 
 
-def fit_grid(vals: np.ndarray, fvar, tvar, threads: int) -> Optional[ir.Expr]:
+def fit_grid(vals: np.ndarray, fvar, tvar, threads: int) -> ir.Expr | None:
     """``vals[f, t]`` (iterations × threads) as an expression in ``fvar`` and ``tvar``.
 
     Tries a sum of a function of ``f`` and one of ``t`` (each mixed-radix), then one
@@ -312,9 +312,9 @@ class IndexTable:
 
     buf: ir.Buffer
     phys: np.ndarray
-    coords: Optional[np.ndarray] = None
+    coords: np.ndarray | None = None
 
-    def expr(self, it, tvar, threads) -> Optional[ir.Expr]:
+    def expr(self, it, tvar, threads) -> ir.Expr | None:
         """The index at iteration ``it`` (a LoopVar over all iterations, or an int)."""
         sel = slice(None) if isinstance(it, ir.LoopVar) else slice(it, it + 1)
         fvar = it if isinstance(it, ir.LoopVar) else None
@@ -336,7 +336,7 @@ class IndexTable:
 
 def emit_iterations(ctx, n: int, tables: Sequence[IndexTable], build: Callable[..., ir.Stmt], *,
                     tvar=None, threads: int = 1, unroll_up_to: int = 0, max_unrolled: int = 64,
-                    what: str = "copy") -> Tuple[List[ir.Stmt], str]:
+                    what: str = "copy") -> tuple[list[ir.Stmt], str]:
     """Statements for ``n`` iterations of ``build(*index_exprs)`` (one expression per table).
 
     One iteration is one statement.  Otherwise a serial ``T.grid(n)`` loop with the
@@ -358,7 +358,7 @@ def emit_iterations(ctx, n: int, tables: Sequence[IndexTable], build: Callable[.
         bad = [t.buf.name for t, e in zip(tables, exprs) if e is None]
         return exprs, bad
 
-    bad: List[str] = []
+    bad: list[str] = []
     if n == 1:
         exprs, bad = at(0)
         if bad:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from collections.abc import Callable, Sequence
 
 from ..errors import DispatchError, Span
 from ..result import Candidate, DispatchRecord
@@ -42,9 +42,9 @@ class Predicate:
 
     name: str
     fn: Callable
-    kwargs: Tuple[Tuple[str, object], ...] = ()
+    kwargs: tuple[tuple[str, object], ...] = ()
 
-    def evaluate(self, op, ctx) -> Tuple[bool, Optional[str]]:
+    def evaluate(self, op, ctx) -> tuple[bool, str | None]:
         try:
             res = self.fn(op, ctx, **dict(self.kwargs))
         except DispatchFail as e:
@@ -68,11 +68,11 @@ class DispatchCase:
     target: str
     variant: str
     priority: int
-    preds: Tuple[Predicate, ...]
+    preds: tuple[Predicate, ...]
     impl: Callable
 
 
-_TABLE: Dict[Tuple[str, str], List[DispatchCase]] = {}
+_TABLE: dict[tuple[str, str], list[DispatchCase]] = {}
 
 
 def register_dispatch(op: str, target: str, *, variant: str, priority: int = 0, when: Sequence[Predicate] = ()):
@@ -92,7 +92,7 @@ def register_dispatch(op: str, target: str, *, variant: str, priority: int = 0, 
     return deco
 
 
-def registered_variants(op: str, target: str = "cuda") -> List[Tuple[str, int]]:
+def registered_variants(op: str, target: str = "cuda") -> list[tuple[str, int]]:
     """``[(variant, priority), ...]`` in dispatch order."""
     _ensure_variants_loaded()
     cases = sorted(_TABLE.get((op, target), []), key=lambda c: (-c.priority, c.variant))
@@ -126,7 +126,7 @@ class DispatchContext:
     threads: int
     scope_kind: str
     builder: object
-    warnings: List[Tuple[str, Optional[Span]]] = field(default_factory=list)
+    warnings: list[tuple[str, Span | None]] = field(default_factory=list)
 
     @property
     def scope_threads(self) -> int:
@@ -160,7 +160,7 @@ def run_dispatch(op, ctx: DispatchContext):
                 hint=(f"did you mean dispatch={close[0]}? " if close else "")
                 + f"registered {op.op} variants, in dispatch order: " + ", ".join(names),
             )
-    rows: List[Candidate] = []
+    rows: list[Candidate] = []
     for case in cases:
         verdicts = [(p.name, *p.evaluate(op, ctx)) for p in case.preds]
         reasons = tuple(f"{n}: ok" if ok else f"{n}: {why}" for n, ok, why in verdicts)

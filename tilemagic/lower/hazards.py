@@ -11,7 +11,6 @@ program order and reports each such read, so a PASS is not mistaken for a correc
 
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
 
 from ..errors import Span
 from ..ir import nodes as ir
@@ -21,7 +20,7 @@ def _line(s) -> str:
     return f"L{s.span.line}" if s.span else "the kernel epilogue"
 
 
-def _local_reads(s) -> List[ir.Buffer]:
+def _local_reads(s) -> list[ir.Buffer]:
     """Local buffers a statement reads (registers)."""
     out = []
 
@@ -44,13 +43,13 @@ def _local_reads(s) -> List[ir.Buffer]:
     return out
 
 
-def _cols(s: ir.TcgenLdSt) -> Tuple[int, int]:
+def _cols(s: ir.TcgenLdSt) -> tuple[int, int]:
     from ..layout.tcgen05 import cols_per_instr
 
     return s.col, s.col + cols_per_instr(s.shape, s.num)
 
 
-def check_hazards(kernel: ir.Kernel) -> List[Tuple[str, Optional[Span]]]:
+def check_hazards(kernel: ir.Kernel) -> list[tuple[str, Span | None]]:
     """Missing ``wait ld`` / ``wait st`` in program order; returns (message, span) pairs."""
     pending_ld = {}  # local buffer name -> the tcgen05.ld writing it
     pending_st = []  # tcgen05.st not yet waited for

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from ..errors import Span
 from ..ir.nodes import Buffer
@@ -17,8 +16,8 @@ class RegionRef:
     """A constant region of a buffer: per dimension ``begin`` and ``extent`` (elements)."""
 
     buf: Buffer
-    begins: Tuple[int, ...]
-    extents: Tuple[int, ...]
+    begins: tuple[int, ...]
+    extents: tuple[int, ...]
     span: Span
 
     @property
@@ -37,7 +36,7 @@ class RegionRef:
         return n
 
     @property
-    def nonunit(self) -> Tuple[int, ...]:
+    def nonunit(self) -> tuple[int, ...]:
         return tuple(e for e in self.extents if e != 1)
 
     def __str__(self) -> str:
@@ -57,10 +56,10 @@ class CopyOp:
     scope: str  # description scope: thread | warp | wg | cta
     dst: RegionRef
     src: RegionRef
-    dispatch: Optional[str]
+    dispatch: str | None
     text: str  # the statement as written (comment stripped)
     span: Span
-    dispatch_span: Optional[Span] = None
+    dispatch_span: Span | None = None
 
     @property
     def scope_kind(self) -> str:

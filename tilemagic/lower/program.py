@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -37,12 +36,12 @@ class TypedProgram:
 
     name: str
     threads: int
-    buffers: Dict[str, ir.Buffer]
+    buffers: dict[str, ir.Buffer]
     tmem_cols: int  # allocated 32-bit columns (power of two >= 32), 0 without TMEM
     # ("copy", CopyOp) | ("wait", kind, span) | ("sync", span) | ("check", lhs, rhs, text, span)
-    items: List[tuple] = field(default_factory=list)
+    items: list[tuple] = field(default_factory=list)
     source: str = ""
-    kernel_span: Optional[Span] = None
+    kernel_span: Span | None = None
 
     def by_scope(self, scope):
         return tuple(b for b in self.buffers.values() if b.scope == scope)
@@ -243,7 +242,7 @@ def _classify(layout, shape):
 
 
 # ----------------------------------------------------------------------------- regions
-def _region(r: ast.Region, bufs: Dict[str, ir.Buffer]) -> RegionRef:
+def _region(r: ast.Region, bufs: dict[str, ir.Buffer]) -> RegionRef:
     buf = bufs.get(r.name)
     if buf is None:
         known = ", ".join(bufs) or "none declared yet"
@@ -281,7 +280,7 @@ def _stmt_text(source: str, span: Span) -> str:
 
 
 # ----------------------------------------------------------------------------- check
-def check(prog: ast.Program, name: Optional[str] = None, *, name_span: Optional[Span] = None,
+def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None = None,
           arch: str = "sm_100a") -> TypedProgram:
     """Resolve and validate a parsed program.
 
@@ -307,9 +306,9 @@ def check(prog: ast.Program, name: Optional[str] = None, *, name_span: Optional[
             raise TileTypeError(f"cell name '{name}' is not an identifier", name_span,
                                 hint="use letters, digits and _, not starting with a digit")
         check_identifier(name, name_span, "kernel")
-    bufs: Dict[str, ir.Buffer] = {}
+    bufs: dict[str, ir.Buffer] = {}
     tmem_next = 0
-    items: List[tuple] = []
+    items: list[tuple] = []
     scopes_used = []
     for item in prog.items:
         if isinstance(item, ast.BufferDecl):
@@ -412,7 +411,7 @@ class Builder:
         self.tmem_addr = ir.Buffer("tmem_addr", "shared", "uint32", (1,), per_thread=1) if tp.tmem_cols else None
         self._taken = set(tp.buffers) | {tp.name}
 
-    def loop_vars(self, n: int) -> Tuple[ir.LoopVar, ...]:
+    def loop_vars(self, n: int) -> tuple[ir.LoopVar, ...]:
         """``n`` loop-variable names distinct from every buffer and the kernel (i, j, k, ..., then i0, i1, ...)."""
         def candidates():
             yield from "ijklpqrsuvw"
@@ -451,7 +450,7 @@ def lower(tp: TypedProgram, target: dict):
         An op no variant accepts (with the why-table).
     """
     b = Builder(tp)
-    body: List[ir.Stmt] = []
+    body: list[ir.Stmt] = []
     records = []
     warns = []
     warp0 = ir.Bin("==", ir.ThreadVar("warpid"), ir.Const(0))

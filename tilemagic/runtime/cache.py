@@ -33,7 +33,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
 
 #: Environment variable naming the cache directory (``off``, ``0``, ``none`` or empty: no disk cache).
 ENV_DIR = "TILEMAGIC_CACHE_DIR"
@@ -46,7 +46,7 @@ _OFF = ("", "0", "off", "none", "false", "no")
 _ELF = b"\x7fELF"
 
 
-def default_cache_dir() -> Optional[Path]:
+def default_cache_dir() -> Path | None:
     """The disk cache directory, or None when ``$TILEMAGIC_CACHE_DIR`` turns it off.
 
     See the module docstring for the order; the directory is not created here.
@@ -67,7 +67,7 @@ def default_cache_dir() -> Optional[Path]:
     return base / "tilemagic" / "kernels"
 
 
-def _repo_root() -> Optional[Path]:
+def _repo_root() -> Path | None:
     """The source checkout tilemagic is imported from (a directory with ``.git`` above the package), if any."""
     here = Path(__file__).resolve().parent.parent  # .../tilemagic
     for parent in here.parents:
@@ -76,7 +76,7 @@ def _repo_root() -> Optional[Path]:
     return None
 
 
-def cache_dir_problem(directory: Path) -> Optional[str]:
+def cache_dir_problem(directory: Path) -> str | None:
     """Why ``directory`` may not hold the cache (inside the tilemagic checkout), or None."""
     root = _repo_root()
     if root is None:
@@ -130,7 +130,7 @@ class Fetched:
 
     value: object
     source: str
-    path: Optional[Path] = None
+    path: Path | None = None
     note: str = ""
 
 
@@ -148,7 +148,7 @@ class DiskCache:
         Size the directory is pruned to after a write (oldest files first).
     """
 
-    directory: Optional[Path] = field(default_factory=default_cache_dir)
+    directory: Path | None = field(default_factory=default_cache_dir)
     max_bytes: int = MAX_DISK_BYTES
     stats: CacheStats = field(default_factory=CacheStats)
     disabled: str = ""
@@ -162,13 +162,13 @@ class DiskCache:
         elif not self.disabled:
             self.disabled = f"${ENV_DIR} turns the disk cache off"
 
-    def path_for(self, key: str, binary: bytes = b"") -> Optional[Path]:
+    def path_for(self, key: str, binary: bytes = b"") -> Path | None:
         """Where the output for ``key`` lives (``.cubin`` for an ELF image, else ``.ptx``)."""
         if self.directory is None:
             return None
         return self.directory / f"{key}{'.cubin' if binary.startswith(_ELF) else '.ptx'}"
 
-    def lookup(self, key: str) -> Optional[Path]:
+    def lookup(self, key: str) -> Path | None:
         """The existing file of ``key``, or None."""
         if self.directory is None:
             return None
@@ -178,7 +178,7 @@ class DiskCache:
                 return p
         return None
 
-    def store(self, key: str, binary: bytes) -> Optional[Path]:
+    def store(self, key: str, binary: bytes) -> Path | None:
         """Write ``binary`` for ``key`` (temp file + rename); None when the disk layer is off or the write failed."""
         path = self.path_for(key, binary)
         if path is None:

@@ -22,7 +22,7 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, Optional, Tuple
+from typing import TYPE_CHECKING
 
 from ..errors import LaunchError
 from .device import is_blackwell_dc
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # the codegen is imported only for type hints
     from ..codegen.cuda import CudaSource
 
 #: NVRTC options besides ``-arch`` (CuPy appends ``-ftz=true`` itself).
-BASE_OPTIONS: Tuple[str, ...] = ("-std=c++17",)
+BASE_OPTIONS: tuple[str, ...] = ("-std=c++17",)
 
 #: Lines of a compiler log kept in a LaunchError / NvccResult before trimming.
 MAX_LOG_LINES = 40
@@ -57,7 +57,7 @@ extern "C" __global__ void tm_probe(uint32_t* out) {
 
 
 # ----------------------------------------------------------------------------- targets
-def arch_for_device(cc: int, uses_tmem: bool) -> Tuple[str, str]:
+def arch_for_device(cc: int, uses_tmem: bool) -> tuple[str, str]:
     """The ``-arch`` and the TMEM mode for a device.
 
     Parameters
@@ -83,7 +83,7 @@ def arch_for_device(cc: int, uses_tmem: bool) -> Tuple[str, str]:
     return f"sm_{cc}", ("emulated" if uses_tmem else "native")
 
 
-def cupy_options(arch: str) -> Tuple[str, ...]:
+def cupy_options(arch: str) -> tuple[str, ...]:
     """The NVRTC options tilemagic passes to ``cupy.RawModule`` for ``arch``."""
     return BASE_OPTIONS + (f"-arch={arch}",)
 
@@ -93,7 +93,7 @@ _HASHED_CU = re.compile(r"[0-9a-f]{32,}[^\s/\\:()\"']*\.cu\b")
 _NVCC_TMP = re.compile(r"tmpxft_[0-9a-fA-F]+_[0-9a-fA-F]+-\d+_")
 
 
-def _temp_roots() -> Tuple[str, ...]:
+def _temp_roots() -> tuple[str, ...]:
     roots = {"/tmp", "/var/tmp", tempfile.gettempdir()}
     for r in list(roots):
         try:
@@ -103,7 +103,7 @@ def _temp_roots() -> Tuple[str, ...]:
     return tuple(sorted((r.rstrip("/\\") for r in roots if r and r not in ("/", "\\")), key=len, reverse=True))
 
 
-def scrub_paths(log: str, tmpdir: Optional[str] = None) -> str:
+def scrub_paths(log: str, tmpdir: str | None = None) -> str:
     """Remove temporary paths from a compiler log (deterministic notebook output).
 
     ``tmpdir`` (and its realpath) becomes ``<tmp>``; any other path under the
@@ -135,7 +135,7 @@ def trim_log(log: str, max_lines: int = MAX_LOG_LINES) -> str:
 
 
 # ----------------------------------------------------------------------------- CuPy / NVRTC
-_KERNEL_CACHE: Dict[str, object] = {}
+_KERNEL_CACHE: dict[str, object] = {}
 
 # NVRTC has no C library headers: ``#include <stdint.h>`` / ``<cstdint>`` fail with
 # "cannot open source file" (checked with NVRTC 13.5 and the include paths CuPy 14.2
@@ -153,7 +153,7 @@ def nvrtc_source(text: str) -> str:
     return _STD_INCLUDE.sub("#include <cuda/std/cstdint>", text)
 
 
-def cache_key(text: str, kernel_name: str, arch: str, options: Tuple[str, ...], device_id: int = 0) -> str:
+def cache_key(text: str, kernel_name: str, arch: str, options: tuple[str, ...], device_id: int = 0) -> str:
     """sha256 over source, kernel name, options, arch and device id (hex)."""
     h = hashlib.sha256()
     for part in (text, kernel_name, "\x1f".join(options), arch, str(device_id)):
@@ -190,7 +190,7 @@ def _is_compile_error(exc: BaseException) -> bool:
     return any(c.__name__ in ("CompileException", "NVRTCError") for c in type(exc).__mro__)
 
 
-def compile_cupy(src: "CudaSource", arch: str, *, info: Optional[dict] = None):
+def compile_cupy(src: CudaSource, arch: str, *, info: dict | None = None):
     """Compile ``src`` with NVRTC through CuPy for ``arch`` and return the kernel.
 
     Parameters
@@ -334,7 +334,7 @@ def _nvrtc_to_binary(cupy):
     return compile_fn, f"nvrtc {version} cupy {getattr(cupy, '__version__', '?')}"
 
 
-_SCRATCH: Optional[str] = None
+_SCRATCH: str | None = None
 
 
 def _scratch_dir() -> str:
@@ -361,7 +361,7 @@ def _module_functions(cupy, path, binary: bytes, names):
     return [module.get_function(n) for n in names]
 
 
-def _load(text: str, names, arch: str, options, how: Optional[dict] = None):
+def _load(text: str, names, arch: str, options, how: dict | None = None):
     """The functions ``names`` of ``text`` compiled by NVRTC: from the disk cache, else compiled (and stored);
     through ``cupy.RawModule(code=...)`` when CuPy offers no binary output.  Errors as LaunchError."""
     import cupy  # lazy
@@ -423,13 +423,13 @@ class NvccResult:
 
     ok: bool
     log: str
-    cubin: Optional[bytes] = None
+    cubin: bytes | None = None
     command: str = ""
-    ptx: Optional[str] = None
+    ptx: str | None = None
 
 
 def nvcc_compile(text: str, arch: str = "sm_100a", *, cubin: bool = True, timeout: float = 120,
-                 flags: Tuple[str, ...] = ()) -> NvccResult:
+                 flags: tuple[str, ...] = ()) -> NvccResult:
     """Compile CUDA source with ``nvcc`` (the ptxas legality check); works without a GPU.
 
     Runs ``nvcc -arch=<arch> -cubin -o k.cubin k.cu`` in a temporary directory
@@ -516,19 +516,19 @@ class PtxResult:
 
     ok: bool
     text: str
-    cuda_lines: Tuple[Optional[int], ...]
-    lines: Tuple[Optional[int], ...]
+    cuda_lines: tuple[int | None, ...]
+    lines: tuple[int | None, ...]
     tool: str
     log: str
     arch: str
 
 
-_PTX_CACHE: Dict[str, PtxResult] = {}
+_PTX_CACHE: dict[str, PtxResult] = {}
 _LOC = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\b")
 _FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"')
 
 
-def ptx_line_map(ptx: str, main_file: str) -> Tuple[Optional[int], ...]:
+def ptx_line_map(ptx: str, main_file: str) -> tuple[int | None, ...]:
     """CUDA source line of every PTX line, from the ``.loc`` directives of ``-lineinfo`` PTX.
 
     Parameters
@@ -547,7 +547,7 @@ def ptx_line_map(ptx: str, main_file: str) -> Tuple[Optional[int], ...]:
     mains = {m.group(1) for m in map(_FILE.match, lines)
              if m and re.split(r"[/\\]", m.group(2))[-1] == main_file}
     out: list = []
-    cur: Optional[int] = None
+    cur: int | None = None
     for line in lines:
         m = _LOC.match(line)
         if m:
@@ -561,7 +561,7 @@ def ptx_line_map(ptx: str, main_file: str) -> Tuple[Optional[int], ...]:
 
 
 @functools.lru_cache(maxsize=1)
-def _nvrtc_include_dirs() -> Tuple[str, ...]:
+def _nvrtc_include_dirs() -> tuple[str, ...]:
     """Directories holding ``cuda_fp16.h`` and ``cuda/std/cstdint`` for a direct NVRTC compile.
 
     Searched: the CuPy package (its bundled CUDA headers and CCCL), the ``nvidia`` wheels,
@@ -588,7 +588,7 @@ def _nvrtc_include_dirs() -> Tuple[str, ...]:
     return tuple(found)
 
 
-def _ptx_nvrtc(text: str, arch: str) -> Tuple[Optional[str], str, str]:
+def _ptx_nvrtc(text: str, arch: str) -> tuple[str | None, str, str]:
     """(PTX or None, log, tool) through NVRTC (CuPy's bindings); never raises."""
     try:
         from cupy_backends.cuda.libs import nvrtc

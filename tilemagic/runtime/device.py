@@ -20,15 +20,15 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
-INSTALL_HINT = "pip install -e '.[cuda13]' in the tilemagic checkout (or pip install cupy-cuda13x; cuda12: cupy-cuda12x)"
+INSTALL_HINT = ("pip install -e '.[cuda13]' in the tilemagic checkout "
+                "(or pip install cupy-cuda13x; cuda12: cupy-cuda12x)")
 
 # distributions that provide the ``cupy`` module, most specific first
 _CUPY_DISTS = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
 
 
-def format_cuda_version(v: Optional[int]) -> str:
+def format_cuda_version(v: int | None) -> str:
     """``13000 -> "13.0"``, ``12080 -> "12.8"``; ``None``/0 -> ``"unknown"``.
 
     CUDA encodes versions as ``1000 * major + 10 * minor`` (cudaDriverGetVersion).
@@ -38,7 +38,7 @@ def format_cuda_version(v: Optional[int]) -> str:
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
-def is_blackwell_dc(cc: Optional[int]) -> bool:
+def is_blackwell_dc(cc: int | None) -> bool:
     """True for compute capability 10.x (``cc`` 100..109): tcgen05/TMEM hardware."""
     return cc is not None and 100 <= int(cc) <= 109
 
@@ -71,33 +71,33 @@ class DeviceStatus:
 
     available: bool
     reason: str = ""
-    name: Optional[str] = None
-    cc: Optional[int] = None
-    driver_version: Optional[int] = None
-    runtime_version: Optional[int] = None
-    cupy_version: Optional[str] = None
-    nvrtc_version: Optional[Tuple[int, ...]] = None
-    cuda_flavour: Optional[str] = None
+    name: str | None = None
+    cc: int | None = None
+    driver_version: int | None = None
+    runtime_version: int | None = None
+    cupy_version: str | None = None
+    nvrtc_version: tuple[int, ...] | None = None
+    cuda_flavour: str | None = None
 
     @property
-    def cc_text(self) -> Optional[str]:
+    def cc_text(self) -> str | None:
         """Compute capability as ``"9.0"`` / ``"10.0"`` (None without a device)."""
         if self.cc is None:
             return None
         return f"{self.cc // 10}.{self.cc % 10}"
 
     @property
-    def label(self) -> Optional[str]:
+    def label(self) -> str | None:
         """``"NVIDIA H200 (CC 9.0)"``; None without a device."""
         if not self.available:
             return None
         return f"{self.name or 'CUDA device'} (CC {self.cc_text})"
 
 
-_CACHE: Optional[DeviceStatus] = None
+_CACHE: DeviceStatus | None = None
 
 
-def _flavour() -> Optional[str]:
+def _flavour() -> str | None:
     try:
         from importlib import metadata
     except ImportError:  # pragma: no cover
@@ -111,7 +111,7 @@ def _flavour() -> Optional[str]:
     return None
 
 
-def _nvrtc_version(cupy) -> Optional[Tuple[int, ...]]:
+def _nvrtc_version(cupy) -> tuple[int, ...] | None:
     try:
         v = cupy.cuda.nvrtc.getVersion()
         return tuple(int(x) for x in v)
@@ -119,7 +119,7 @@ def _nvrtc_version(cupy) -> Optional[Tuple[int, ...]]:
         return None
 
 
-def _int_or_none(fn) -> Optional[int]:
+def _int_or_none(fn) -> int | None:
     try:
         v = int(fn())
     except Exception:
@@ -136,7 +136,7 @@ def _error_code(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _unavailable_reason(exc: Optional[BaseException]) -> str:
+def _unavailable_reason(exc: BaseException | None) -> str:
     if exc is None:
         return "no CUDA device"
     code = _error_code(exc)
@@ -174,7 +174,7 @@ def _probe() -> DeviceStatus:
     except Exception:
         ok = False
     if not ok:
-        err: Optional[BaseException] = None
+        err: BaseException | None = None
         try:
             runtime.getDeviceCount()
         except Exception as exc:
@@ -229,7 +229,7 @@ def reset_cache() -> None:
 
 
 @functools.lru_cache(maxsize=1)
-def nvcc_version() -> Optional[str]:
+def nvcc_version() -> str | None:
     """Version of the ``nvcc`` on PATH, e.g. ``"13.0.88"``; None when absent or broken.
 
     Parsed from ``nvcc --version`` (``"... release 13.0, V13.0.88"``); cached.

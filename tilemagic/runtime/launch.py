@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -81,15 +82,15 @@ class GpuRun:
     kernel_name : str
     """
 
-    outputs: Dict[str, np.ndarray]
+    outputs: dict[str, np.ndarray]
     backend: str
     mode: str
     arch: str
     device: str
-    timing: Optional[dict] = None
-    options: Tuple[str, ...] = ()
+    timing: dict | None = None
+    options: tuple[str, ...] = ()
     kernel_name: str = ""
-    compile: Optional[dict] = None
+    compile: dict | None = None
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -126,7 +127,7 @@ def _host_array(buf, inputs: Mapping[str, np.ndarray]) -> np.ndarray:
     return arr
 
 
-def _status_message(status: List[int]) -> str:
+def _status_message(status: list[int]) -> str:
     code = int(status[0])
     try:
         from ..codegen.cuda import EMU_STATUS
@@ -155,7 +156,7 @@ def _cuda_error(kernel_name: str, mode: str, exc: BaseException) -> LaunchError:
     return err
 
 
-def _trap(status: List[int], src: "CudaSource") -> LaunchError:
+def _trap(status: list[int], src: CudaSource) -> LaunchError:
     """The emulation's trap as a LaunchError located at the description line of the failing call.
 
     ``tm_status[4]`` is the ``__LINE__`` of the emulated tcgen05 call in the CUDA text
@@ -175,7 +176,7 @@ def _trap(status: List[int], src: "CudaSource") -> LaunchError:
     return LaunchError(_status_message(status), span)
 
 
-def _mode_text(arch: str, mode: str, uses_tmem: bool) -> Tuple[str, str]:
+def _mode_text(arch: str, mode: str, uses_tmem: bool) -> tuple[str, str]:
     if mode == "emulated":
         return "cupy-emulated", f"emulated TMEM on {arch}"
     if uses_tmem:
@@ -184,7 +185,7 @@ def _mode_text(arch: str, mode: str, uses_tmem: bool) -> Tuple[str, str]:
 
 
 def _timed(cupy, launch, before=None, *, warmup: int = BENCH_WARMUP, repeats: int = BENCH_REPEATS,
-           budget_s: float = BENCH_BUDGET_S) -> List[float]:
+           budget_s: float = BENCH_BUDGET_S) -> list[float]:
     """Microseconds of each timed ``launch()`` (a ``cupy.cuda.Event`` pair around it), after ``warmup`` untimed ones.
 
     ``before()`` runs ahead of every launch, outside the events (e.g. re-zeroing the
@@ -196,7 +197,7 @@ def _timed(cupy, launch, before=None, *, warmup: int = BENCH_WARMUP, repeats: in
             before()
         launch()
     cupy.cuda.runtime.deviceSynchronize()
-    times: List[float] = []
+    times: list[float] = []
     while len(times) < repeats:
         if before is not None:
             before()
@@ -223,8 +224,8 @@ def _bench(cupy, launch, extras, warmup: int, repeats: int) -> dict:
     }
 
 
-def _grid_size(src: "CudaSource", host: Mapping[str, np.ndarray], max_bytes: int,
-               free: Optional[int]) -> int:
+def _grid_size(src: CudaSource, host: Mapping[str, np.ndarray], max_bytes: int,
+               free: int | None) -> int:
     """CTAs of a ``--bench`` grid: the buffers the kernel reads total ``max_bytes``, within the scratch and
     memory caps."""
     from ..codegen.cuda import grid_stride
@@ -241,8 +242,8 @@ def _grid_size(src: "CudaSource", host: Mapping[str, np.ndarray], max_bytes: int
     return min(ctas, 2 ** 31 - 1)
 
 
-def _grid_times(cupy, kernel, src: "CudaSource", host: Mapping[str, np.ndarray],
-                expected: Mapping[str, np.ndarray], ctas: int) -> List[float]:
+def _grid_times(cupy, kernel, src: CudaSource, host: Mapping[str, np.ndarray],
+                expected: Mapping[str, np.ndarray], ctas: int) -> list[float]:
     """Launch ``src`` over ``ctas`` CTAs (each with a copy of the input tile), check every CTA's tiles
     against ``expected`` (the single-CTA launch) and the emulation's status, and time it."""
     from ..codegen.cuda import grid_stride
@@ -279,7 +280,7 @@ def _grid_times(cupy, kernel, src: "CudaSource", host: Mapping[str, np.ndarray],
     return times
 
 
-def _copy_times(cupy, nbytes: int) -> Tuple[List[float], List[float]]:
+def _copy_times(cupy, nbytes: int) -> tuple[list[float], list[float]]:
     """Microseconds of a CuPy device-to-device copy of ``nbytes``: ``cudaMemcpyAsync``
     (``MemoryPointer.copy_from_device_async``) and ``cupy.copyto`` (32-bit elements when they fit)."""
     a = cupy.zeros(nbytes, dtype=np.uint8)
@@ -290,7 +291,7 @@ def _copy_times(cupy, nbytes: int) -> Tuple[List[float], List[float]]:
     return memcpy, copyto
 
 
-def _grid_bench(cupy, kernel, src: "CudaSource", host: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
+def _grid_bench(cupy, kernel, src: CudaSource, host: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
                 max_bytes: int, emulated: bool) -> dict:
     """Time ``src`` (a :func:`~tilemagic.codegen.cuda.generate` ``grid=True`` source) over a grid of CTAs, and a
     CuPy device-to-device copy of the same bytes in the same process.
@@ -332,7 +333,7 @@ def _grid_bench(cupy, kernel, src: "CudaSource", host: Mapping[str, np.ndarray],
     return out
 
 
-def _grid_status(src: "CudaSource", extras, ctas: int) -> None:
+def _grid_status(src: CudaSource, extras, ctas: int) -> None:
     """Raise the first CTA's emulation trap of a ``--bench`` grid (``tm_status`` per CTA)."""
     names = [p[0] for p in src.extra_params]
     if "tm_status" not in names:
@@ -347,15 +348,15 @@ def _grid_status(src: "CudaSource", extras, ctas: int) -> None:
 
 # ----------------------------------------------------------------------------- launch
 def run_on_gpu(
-    native: "CudaSource",
-    emulated: Optional["CudaSource"],
+    native: CudaSource,
+    emulated: CudaSource | None,
     inputs: Mapping[str, np.ndarray],
     *,
-    status: Optional[DeviceStatus] = None,
+    status: DeviceStatus | None = None,
     bench: bool = False,
-    bench_sources: Optional[Tuple["CudaSource", Optional["CudaSource"]]] = None,
-    bench_bytes: Optional[int] = None,
-    on_compiled: Optional[Callable[[], None]] = None,
+    bench_sources: tuple[CudaSource, CudaSource | None] | None = None,
+    bench_bytes: int | None = None,
+    on_compiled: Callable[[], None] | None = None,
 ) -> GpuRun:
     """Compile and launch a kernel on the current CUDA device; return the global buffers.
 
@@ -492,7 +493,7 @@ def _nvrtc_text(st: DeviceStatus) -> str:
     return "not loaded (comes with CuPy)" if st.cupy_version is None else "unknown (CuPy could not report it)"
 
 
-def _launch_rows(st: DeviceStatus, launch: str) -> List[Tuple[str, str]]:
+def _launch_rows(st: DeviceStatus, launch: str) -> list[tuple[str, str]]:
     """What each kind of kernel would run on under ``--launch <launch>``."""
     if launch == "off":
         return [("every kernel", "nothing runs (launch=off): IR and CUDA only")]
@@ -513,8 +514,8 @@ def _launch_rows(st: DeviceStatus, launch: str) -> List[Tuple[str, str]]:
     return [("kernels with TMEM", tm), ("kernels without TMEM", f"arch={plain}, native")]
 
 
-def status_report(*, status: Optional[DeviceStatus] = None, check_nvcc: bool = True,
-                  defaults: Optional[Mapping[str, object]] = None) -> str:
+def status_report(*, status: DeviceStatus | None = None, check_nvcc: bool = True,
+                  defaults: Mapping[str, object] | None = None) -> str:
     """Multi-line text for ``tilemagic status`` / ``%tilemagic status``: what a launch would use here.
 
     Parameters

@@ -17,7 +17,6 @@ in :attr:`Simulator.hazards` (the pipeline shows them as ``hazard:`` warnings).
 
 from __future__ import annotations
 
-from typing import Dict
 
 import numpy as np
 
@@ -64,13 +63,13 @@ class Simulator:
         (:func:`layout.tcgen05.quadrant_mismatch`).
     """
 
-    def __init__(self, kernel: ir.Kernel, inputs: Dict[str, np.ndarray], strict: bool = False):
+    def __init__(self, kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False):
         self.k = kernel
         n = kernel.threads
         self.n = n
         tx = np.arange(n, dtype=np.int64)
         self.tvars = {k: thread_values(k, tx) for k in ("tx", "laneid", "warpid", "tid_in_wg", "wid_in_wg")}
-        self.mem: Dict[str, np.ndarray] = {}
+        self.mem: dict[str, np.ndarray] = {}
         for b in kernel.params:
             a = np.ascontiguousarray(inputs[b.name])
             if a.nbytes != b.nbytes:
@@ -174,7 +173,7 @@ class Simulator:
             raise LaunchError(f"out-of-bounds access to {buf.name} (element {int(i.max())} of {lim})", span)
 
     # ------------------------------------------------------------------ run
-    def run(self) -> Dict[str, np.ndarray]:
+    def run(self) -> dict[str, np.ndarray]:
         """Execute; return the global buffers as raw bytes (``name -> uint8 array``)."""
         self.run_stmt(self.k.body, np.ones(self.n, bool), {})
         self.tmem.exit_check()
@@ -372,8 +371,8 @@ class Simulator:
                 self.tmem.dealloc(self._taddr(s.addr), s.ncols, int(w), s.span)
 
 
-def simulate(kernel: ir.Kernel, inputs: Dict[str, np.ndarray], strict: bool = False,
-             hazards: list | None = None) -> Dict[str, np.ndarray]:
+def simulate(kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False,
+             hazards: list | None = None) -> dict[str, np.ndarray]:
     """Run ``kernel`` on the CPU; return every global buffer after the kernel, viewed like its input.
 
     ``hazards``, when given, receives the ``(message, span)`` of each shared-memory race the run
