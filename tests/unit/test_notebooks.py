@@ -1,20 +1,29 @@
-"""The stored notebooks: built from tools/build_notebooks.py, and the classroom tour's rules.
+"""The stored notebooks: built from their jupytext sources, and the classroom tour's rules.
 
 nbval (pyproject addopts) re-runs every stored notebook and compares its outputs; these tests
-check what nbval cannot: that a stored notebook is the one its definition builds (no stale
-cells), and that the classroom notebook keeps to its contract (issue 5, item 6): after
-``%load_ext tilemagic`` every code cell is a ``%%tilecopy`` cell.
+check what nbval cannot: that a stored notebook ``notebooks/NAME.ipynb`` holds the cells of its
+source ``notebooks/src/NAME.md`` (no stale cells), that the notebooks' literal programs are the
+``.tile`` demos and the tests' cell builders (``tests/cells.py``) they show, that the build stops
+at an unexpected error, and that the classroom notebook keeps to its contract (issue 5, item 6):
+after ``%load_ext tilemagic`` every code cell is a ``%%tilecopy`` cell.
 """
 
+from __future__ import annotations
+
+import ast
 import importlib.util
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
+from nbclient.exceptions import CellExecutionError
+
+import cells
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
+DEMOS = ROOT / "tilemagic" / "demos"
 
 
 def _builder():
@@ -35,17 +44,29 @@ def _code_cells(cells):
     return [c for c in cells if c.cell_type == "code"]
 
 
-@pytest.mark.parametrize("name", sorted(BUILDER.NOTEBOOKS))
-def test_stored_notebook_is_built_from_its_definition(name):
-    stored = _stored(name)
-    defined = BUILDER.NOTEBOOKS[name]
-    assert [(c.cell_type, c.source) for c in stored.cells] == [(c.cell_type, c.source) for c in defined], (
+def _source_cells(name):
+    return _code_cells(BUILDER.read_source(name).cells)
+
+
+def test_every_stored_notebook_has_a_source():
+    assert BUILDER.NAMES == sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("name", BUILDER.NAMES)
+def test_stored_notebook_is_built_from_its_source(name):
+    stored, source = _stored(name), BUILDER.read_source(name)
+
+    def cells_of(nb):
+        return [(c.id, c.cell_type, c.source, c.metadata.get("tags", [])) for c in nb.cells]
+
+    assert cells_of(stored) == cells_of(source), (
         f"notebooks/{name}.ipynb is stale: rerun `python tools/build_notebooks.py {name}`")
-    for s, d in zip(stored.cells, defined):
-        assert s.metadata.get("tags", []) == d.metadata.get("tags", [])
+    # nothing but the tags in a cell's metadata: no timing (record_timing=False), no jupytext header
+    assert all(set(c.metadata) <= {"tags"} for c in stored.cells)
+    assert set(stored.metadata) <= {"kernelspec", "language_info", "widgets"}
 
 
-@pytest.mark.parametrize("name", sorted(BUILDER.NOTEBOOKS))
+@pytest.mark.parametrize("name", BUILDER.NAMES)
 def test_every_stored_code_cell_was_executed(name):
     for cell in _code_cells(_stored(name).cells):
         assert cell.execution_count is not None, cell.source[:60]
@@ -54,8 +75,112 @@ def test_every_stored_code_cell_was_executed(name):
         assert bool(errors) == ("raises-exception" in cell.metadata.get("tags", [])), cell.source[:60]
 
 
+def test_build_stops_at_an_untagged_error_only():
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("1 / 0", metadata={"tags": ["raises-exception"]}),
+        nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("{}['missing']"),
+        nbformat.v4.new_code_cell("y = 2"),
+    ])
+    with pytest.raises(CellExecutionError, match="KeyError"):
+        BUILDER.execute(nb)
+    assert nb.cells[0].outputs[0].ename == "ZeroDivisionError"
+    assert nb.cells[1].execution_count is not None and nb.cells[3].execution_count is None
+
+
+# ----------------------------------------------------------------------------- literal programs
+
+
+def _demo(name):
+    return (DEMOS / f"{name}.tile").read_text().strip()
+
+
+def _tilecopy_cells(name, kernel):
+    """The %%tilecopy cells of notebook ``name`` whose header names ``kernel``: (header flags, body)."""
+    out = []
+    for c in _source_cells(name):
+        head, _, body = c.source.partition("\n")
+        words = head.split()
+        if words[:2] == ["%%tilecopy", kernel]:
+            out.append((words[2:], body))
+    return out
+
+
+@pytest.mark.parametrize("name, kernel, flags", [
+    ("quickstart", "tmem_roundtrip", [[], ["--view", "widget"]]),
+    ("quickstart", "fallback_demo", [[]]),
+    ("copy_fallback", "fallback_demo", [["--out", "fb"]]),
+    ("classroom_tmem", "fallback_demo", [["--view", "text"]]),
+])
+def test_demo_cells_are_the_tile_demos(name, kernel, flags):
+    found = _tilecopy_cells(name, kernel)
+    assert [f for f, _ in found] == flags
+    demo_body = _demo(kernel).partition("\n")[2]
+    assert all(body == demo_body for _, body in found)
+
+
+def test_classroom_4x8_cell_is_the_demo_widened():
+    [(flags, body)] = _tilecopy_cells("classroom_tmem", "gmem_smem_4x8")
+    assert flags == ["--view", "text"]
+    assert body == _demo("fallback_demo").partition("\n")[2].replace("fallback_demo", "gmem_smem_4x8").replace(
+        "[4, 6]", "[4, 8]")
+
+
+def _literal(name, var):
+    """The value of ``var = <literal>`` in a code cell of notebook ``name``."""
+    for c in _source_cells(name):
+        if c.source.startswith("%"):
+            continue
+        for node in ast.parse(c.source).body:
+            if isinstance(node, ast.Assign) and [t.id for t in node.targets if isinstance(t, ast.Name)] == [var]:
+                return ast.literal_eval(node.value)
+    raise AssertionError(f"no {var} = ... in notebooks/src/{name}.md")
+
+
+G = cells.GmemSmemCase
+# the sweeps of notebooks/src/copy_variants.md, as the tests' builders write them
+NOTEBOOK_SWEEPS = {
+    "GMEM_SMEM": [cells.gmem_smem_cell(c) for c in (
+        G("warp", 32, 8, 64, "float16"), G("wg", 128, 8, 64, "float16"), G("cta", 256, 8, 64, "float16"),
+        G("warp", 32, 8, 64, "float16", "swizzle(2, 3, 3)"),
+        G("warp", 32, 8, 32, "float32", "S[(8, 8, 4) : (4, 32, 1)]"),
+        G("warp", 32, 8, 16, "float32", "S[(8, 16) : (1, 8)]"),
+        G("warp", 32, 8, 64, "float16", gcols=70, c0=3), G("warp", 32, 4, 6, "float32"))],
+    "LDSTMATRIX": [cells.smem_cell(*a) for a in (
+        ("S[(8, 4, 2) : (4@laneid, 1@laneid, 1)]", 8, 8, "warp", 32, "float16"),
+        ("S[(2, 8, 4, 2) : (2, 4@laneid, 1@laneid, 1)]", 16, 8, "warp", 32, "bfloat16"),
+        ("S[(2, 8, 2, 4, 2) : (2, 4@laneid, 4, 1@laneid, 1)]", 16, 16, "warp", 32, "float16"),
+        ("S[(2, 4, 2, 2, 8) : (4, 1@laneid, 1, 2, 4@laneid)]", 16, 16, "warp", 32, "float16"),
+        ("frag(16x128b)", 64, 64, "wg", 128, "float16", "swizzle(3, 3, 3)"),
+        ("S[(2, 8, 2, 4, 2) : (2, 4@laneid, 4, 1@laneid, 1)]", 16, 16, "warp", 32, "float32"),
+        ("S[(32, 8) : (1@laneid, 1)]", 32, 8, "warp", 32, "float16"))],
+    "REG": [cells.reg_cell(*a) for a in (
+        ("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8, "wg", 128, "float16"),
+        ("frag(32x32b)", 128, 32, "wg", 128, "float32"), ("frag(16x64b)", 64, 32, "wg", 128, "float32"),
+        ("frag(16x256b)", 128, 64, "wg", 128, "float16"),
+        ("S[(32, 2, 4) : (1@laneid, 1, 2)]", 32, 8, "warp", 32, "float16"),
+        ("S[(128, 4) : (1@tid_in_wg, 2)]", 128, 4, "wg", 128, "float32"),
+        ("S[(16, 16) : (1@laneid, 1)]", 16, 16, "warp", 32, "float16"))],
+}
+
+
+@pytest.mark.parametrize("var", sorted(NOTEBOOK_SWEEPS))
+def test_copy_variants_sweeps_are_the_test_cells(var):
+    assert _literal("copy_variants", var) == NOTEBOOK_SWEEPS[var]
+
+
+def test_copy_fallback_cases_are_the_test_cells():
+    programs = _literal("copy_fallback", "CASES")
+    # TVM's test_fallback_round_trip cases, then one size the warp's threads divide
+    assert list(programs) == cells.FALLBACK_CASES + [("warp", 32, 4, 8)]
+    assert all(src == cells.fallback_cell(*case) for case, src in programs.items())
+
+
+# ----------------------------------------------------------------------------- the classroom contract
+
+
 def _classroom_cells():
-    return _code_cells(BUILDER.NOTEBOOKS["classroom_tmem"])
+    return _source_cells("classroom_tmem")
 
 
 def test_classroom_code_cells_are_tilecopy_cells():
