@@ -7,23 +7,19 @@ elsewhere) → checks → :class:`~tilemagic.result.TileCopyResult`.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import pickle
-import re
 import warnings
 from collections import OrderedDict
+from collections.abc import Mapping
 
 import numpy as np
 
 from .errors import LaunchError, LoweringError, Span, TileMagicError, TileSyntaxError, TileTypeError
 from .ir import nodes as ir
 from .result import CheckResult, LaunchResult, ReportSection, TileCopyResult
-
-from .options import (COLOR_BY_CHOICES, COMPARE_CHOICES, DEFAULT_TIMEOUT_S, EXPORT_CHOICES, LAUNCH_CHOICES,
-                      OPTION_SUMMARY, VIEW_CHOICES, heatmap_list)
-
-_ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
+from .options import DEFAULT_TIMEOUT_S, OptionError, Options, numpydoc, resolve, usage
+from .options import parse as parse_options
 
 #: How many recent kernels :func:`intern_kernel` remembers.
 KERNEL_MEMO_SIZE = 32
@@ -58,13 +54,6 @@ def intern_kernel(kernel: ir.Kernel) -> ir.Kernel:
     while len(_KERNELS) > KERNEL_MEMO_SIZE:
         _KERNELS.popitem(last=False)
     return kernel
-
-
-def check_arch(arch: str) -> str:
-    """Validate an ``--arch`` value (``sm_100a``, ``sm_90``, ...); raise ValueError otherwise."""
-    if not isinstance(arch, str) or not _ARCH_RE.match(arch):
-        raise ValueError(f"--arch {arch!r} is not a CUDA target; expected e.g. sm_100a")
-    return arch
 
 
 def _check_target(kernel, arch):
@@ -158,17 +147,6 @@ def run_checks(tp, outputs) -> list:
     return res
 
 
-def check_timeout(timeout) -> float:
-    """Validate a ``--timeout`` value (seconds, a positive finite number); raise ValueError otherwise."""
-    try:
-        value = float(timeout)
-    except (TypeError, ValueError):
-        raise ValueError(f"--timeout {timeout!r} is not a number of seconds") from None
-    if not (0 < value < float("inf")):
-        raise ValueError(f"--timeout must be a positive number of seconds, got {timeout!r}")
-    return value
-
-
 def _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span=None, arch="sm_100a",
             bench_bytes=None):
     """Run the kernel: in the launch worker on a GPU (``auto``/``gpu`` when one is found), else in the simulator.
@@ -252,56 +230,51 @@ def run_kernel(kernel, inputs, *, launch: str = "sim", arch: str = "sm_100a", st
     return _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span, arch)
 
 
-_DEFAULTS = dict(launch="auto", arch="sm_100a", view="html", strict=False, bench=False, seed=0,
-                 timeout=DEFAULT_TIMEOUT_S, export=None, compare=None, heatmap=("tmem",), color_by="warp")
-
-
-def _header(source: str):
-    """(line number, options) of a first line ``%%tilecopy ...``, or (None, None)."""
-    from .options import OptionError, parse_option_line
-
+def _header_line(source: str) -> tuple[str, Span] | None:
+    """(the words after ``%%tilecopy``, the line's span) of a first line ``%%tilecopy ...``, or None."""
     for no, line in enumerate(source.splitlines(), 1):
         if not line.strip():
             continue
         if not line.lstrip().startswith("%%tilecopy"):
-            return None, None
-        text = line.lstrip()[len("%%tilecopy"):]
+            return None
         col = len(line) - len(line.lstrip()) + 1
-        span = Span(no, col, no, len(line) + 1)
-        try:
-            opts = parse_option_line(text)
-            if opts.arch is not None:
-                check_arch(opts.arch)
-            if opts.seed is not None and opts.seed < 0:
-                raise OptionError("--seed must be a non-negative integer")
-            if opts.timeout is not None:
-                check_timeout(opts.timeout)
-        except (OptionError, ValueError) as e:
-            raise TileSyntaxError(f"bad %%tilecopy option line: {e}", span,
-                                  source=source, hint="options: " + OPTION_SUMMARY) from None
-        opts.span = span
-        return no, opts
-    return None, None
+        return line.lstrip()[len("%%tilecopy"):], Span(no, col, no, len(line) + 1)
+    return None
+
+
+def cell_options(source: str, overrides: Mapping[str, object] | None = None,
+                 defaults: Mapping[str, object] | None = None) -> Options:
+    """The options of a cell: ``overrides``, then its ``%%tilecopy`` line, then ``defaults``.
+
+    The one way every entry point reads options (the magic with its ``%config`` traits as
+    ``defaults``, :func:`tilecopy` with its keyword arguments as ``overrides``, the command line
+    with its flags as ``overrides``); see :func:`tilemagic.options.resolve`.
+
+    Raises
+    ------
+    TileSyntaxError
+        A bad option line, located on that line with a caret.
+    ValueError, TypeError
+        A bad or unknown value in ``overrides``/``defaults`` (an OptionError names the option).
+    """
+    header = _header_line(source)
+    try:
+        parsed = parse_options(header[0]) if header is not None else None
+    except OptionError as e:
+        assert header is not None
+        raise TileSyntaxError(f"bad %%tilecopy option line: {e}", header[1], source=source,
+                              hint="options: " + usage()) from None
+    return resolve(parsed, overrides, defaults)
 
 
 def tilecopy(
     source: str,
     *,
-    name: str | None = None,
-    launch: str | None = None,
-    arch: str | None = None,
-    view: str | None = None,
-    strict: bool | None = None,
-    bench: bool | None = None,
-    seed: int | None = None,
-    timeout: float | None = None,
+    options: Options | None = None,
     namespace: dict | None = None,
     emit_warnings: bool = True,
     bench_bytes: int | None = None,
-    export: str | None = None,
-    compare: str | None = None,
-    heatmap=None,
-    color_by: str | None = None,
+    **overrides: object,
 ) -> TileCopyResult:
     """Run a ``%%tilecopy`` description through the whole pipeline.
 
@@ -310,53 +283,36 @@ def tilecopy(
     source : str
         The description (docs/language.md).  A first line ``%%tilecopy [NAME] [--launch ...] ...``
         gives options, as in a notebook cell; keyword arguments given here win over it.
-    name : str, optional
-        Cell name; the ``kernel`` statement's name wins for the CUDA kernel.
-    launch : {"auto", "sim", "gpu", "off"}, default "auto"
-        ``auto``: CuPy on a GPU when one is found, else the CPU simulator (and says so).
-    arch : str, default "sm_100a"
-        Target of the shown (native) CUDA.  A kernel using tcgen05 needs a tensor-memory target
-        (``sm_100a``, ``sm_100f``, ``sm_103a``, ``sm_103f``, ``sm_110a``, ``sm_110f``).
-    view : {"html", "text", "widget"}, default "html"
-    strict : bool, default False
-        Flag TMEM addresses whose quadrant bits differ from warp_id % 4.
-    bench : bool, default False
-        Time the GPU launch with CUDA events (GPU only): the tile replicated over a grid of
-        CTAs (the codegen's grid form), GB/s and the ratio to a CuPy device-to-device copy
-        in ``result.launch.timing`` (see :func:`tilemagic.runtime.launch.run_on_gpu`).
+    options : Options, optional
+        Options already resolved (:func:`cell_options`; the magic's): the ``%%tilecopy`` line is
+        then not read again; keyword arguments still win.
+    namespace : dict, optional
+        Where ``= NAME`` initialisers are looked up (the notebook's user namespace); ``out``
+        stores the result there.
+    emit_warnings : bool, default True
+        Issue the lowering's and the simulator's warnings (UserWarning, located on their line).
     bench_bytes : int, optional
         With ``bench``: bytes the grid's CTAs read per launch (default 1 GiB, capped by the
-        free GPU memory).
-    seed : int, default 0
-        Seed of ``random`` initialisers.
-    timeout : float, default 10
-        Seconds a GPU kernel may run (after compiling) before the launch worker is
-        stopped; the launch is then a LaunchError and the next one starts a fresh worker.
-    namespace : dict, optional
-        Where ``= NAME`` initialisers are looked up (the notebook's user namespace).
-    export : {"tvmscript"}, optional
-        Also write the equivalent TVM TIRx program (``result.export_text``, a report section).
-    compare : {"tvm"}, optional
-        Lower that program with apache-tvm and compare it with this lowering, op by op
-        (``result.tvm_comparison``, a report section; a message when apache-tvm is missing).
-    heatmap : str or sequence of str, default ("tmem",)
-        Pictures of the HTML report (``--heatmap``): ``tmem``, ``instr``, ``fragment``,
-        ``data``, ``none`` (a comma-separated string or a sequence).
-    color_by : {"warp", "thread", "reg", "instr"}, default "warp"
-        Colour of a TMEM cell in the report's occupancy heatmap.
+        free GPU memory; see :func:`tilemagic.runtime.launch.run_on_gpu`).
+    **overrides
+        The options of the ``%%tilecopy`` line as keywords (None: not given), from
+        :class:`tilemagic.options.Options`:
+
+    <options>
 
     Returns
     -------
     TileCopyResult
+        ``result.options`` is the resolved :class:`~tilemagic.options.Options`.
 
     Raises
     ------
     TileMagicError
-        A located description, dispatch, lowering or launch error.
+        A located description, option line, dispatch, lowering or launch error.
     ValueError
-        ``launch``/``view``/``arch`` given here with an invalid value.
+        A keyword option with an invalid value (an OptionError naming it).
     TypeError
-        ``source`` is not a str.
+        ``source`` is not a str, or a keyword that is no option.
     """
     from .codegen.cuda import generate, uses_tcgen05
     from .ir.printer import print_ir
@@ -366,49 +322,12 @@ def tilecopy(
 
     if not isinstance(source, str):
         raise TypeError(f"source must be the cell's text (str), not {type(source).__name__}")
-    _, hdr = _header(source)
-    given = dict(launch=launch, arch=arch, view=view, strict=strict, bench=bench, seed=seed, timeout=timeout,
-                 export=export, compare=compare, heatmap=heatmap, color_by=color_by)
-    opts = {}
-    for key, default in _DEFAULTS.items():
-        val = given[key]
-        if val is None and hdr is not None:
-            val = getattr(hdr, key, None)
-        opts[key] = default if val is None else val
-    if name is None and hdr is not None:
-        name = hdr.name
-    for key in ("launch", "view", "export", "compare", "color_by"):  # case-insensitive, as %config TileMagics.*
-        if isinstance(opts[key], str):
-            opts[key] = opts[key].lower()
-    if opts["launch"] not in LAUNCH_CHOICES:
-        raise ValueError(f"launch must be one of {LAUNCH_CHOICES}")
-    if opts["view"] not in VIEW_CHOICES:
-        raise ValueError(f"view must be one of {VIEW_CHOICES}")
-    if not isinstance(opts["seed"], (int, np.integer)) or opts["seed"] < 0:  # (a NumPy integer is fine)
-        raise ValueError("seed must be a non-negative integer")
-    opts["seed"] = int(opts["seed"])
-    if opts["export"] not in (None,) + EXPORT_CHOICES:
-        raise ValueError(f"export must be one of {EXPORT_CHOICES}")
-    if opts["compare"] not in (None,) + COMPARE_CHOICES:
-        raise ValueError(f"compare must be one of {COMPARE_CHOICES}")
-    if opts["color_by"] not in COLOR_BY_CHOICES:
-        raise ValueError(f"color_by must be one of {COLOR_BY_CHOICES}")
-    try:
-        kinds = opts["heatmap"]
-        if not isinstance(kinds, str):
-            if not isinstance(kinds, (list, tuple)) or not all(isinstance(k, str) for k in kinds):
-                raise argparse.ArgumentTypeError(f"heatmap must be a comma-separated string or a sequence of "
-                                                 f"strings, not {kinds!r}")
-            kinds = ",".join(kinds)
-        opts["heatmap"] = heatmap_list(kinds)
-    except argparse.ArgumentTypeError as e:
-        raise ValueError(str(e)) from None
-    arch = check_arch(opts["arch"])
-    timeout = check_timeout(opts["timeout"])
-    strict, bench = bool(opts["strict"]), bool(opts["bench"])
+    opts = cell_options(source, overrides) if options is None else resolve(None, overrides, vars(options))
+    header = _header_line(source)
+    arch, strict = opts.arch, opts.strict
     try:
         prog = parse(source)
-        tp = check(prog, name, name_span=getattr(hdr, "span", None), arch=arch)
+        tp = check(prog, opts.name, name_span=header[1] if header else None, arch=arch)
         target = {"kind": "cuda", "arch": arch}
         kernel, records, warns = lower(tp, target)
         warns = warns + check_hazards(kernel)
@@ -418,10 +337,10 @@ def tilecopy(
         native = generate(kernel, "native", arch=arch)
         emulated = generate(kernel, "emulated", arch=arch, strict=strict) if uses_tcgen05(kernel) else None
         lres = None
-        if opts["launch"] != "off":  # inputs only when something runs on them
-            inputs = make_inputs(tp, opts["seed"], namespace)
-            lres = _launch(kernel, native, emulated, inputs, opts["launch"], strict, bench, timeout, tp.kernel_span,
-                           arch, bench_bytes)
+        if opts.launch != "off":  # inputs only when something runs on them
+            inputs = make_inputs(tp, opts.seed, namespace)
+            lres = _launch(kernel, native, emulated, inputs, opts.launch, strict, opts.bench, opts.timeout,
+                           tp.kernel_span, arch, bench_bytes)
             lres.checks = run_checks(tp, lres.outputs)
             warns = warns + lres.hazards  # shared-memory races the simulator saw
     except TileMagicError as e:
@@ -430,18 +349,22 @@ def tilecopy(
         for text, span in warns:
             warnings.warn_explicit(text, UserWarning, "tilecopy", span.line if span else 0)
     result = TileCopyResult(
-        name=name or tp.name, source=source, program=prog, kernel=kernel, ir=ir_text, cuda=native.text,
+        name=opts.name or tp.name, source=source, program=prog, kernel=kernel, ir=ir_text, cuda=native.text,
         cuda_emulated=emulated.text if emulated else None, dispatch=records, launch=lres,
-        warnings=[w for w, _ in warns], options=dict(opts, arch=arch, strict=strict, bench=bench, timeout=timeout),
+        warnings=[w for w, _ in warns], options=opts,
         ir_lines=ir_lines, cuda_lines=native.lines, typed=tp,
         cuda_emulated_lines=list(emulated.lines) if emulated else [],
     )
-    if opts["export"] == "tvmscript":
+    if opts.export == "tvmscript":
         result.export_text = result.tvmscript()
         result.sections.append(ReportSection("TVMScript (TVM TIRx equivalent)", result.export_text))
-    if opts["compare"] == "tvm":
-        result.tvm_comparison = result.compare_tvm()
-        result.sections.append(ReportSection("TVM comparison", result.tvm_comparison.text(),
-                                             result.tvm_comparison.html() if result.tvm_comparison.available
-                                             else None))
+    if opts.compare == "tvm":
+        result.tvm_comparison = cmp = result.compare_tvm()
+        result.sections.append(ReportSection("TVM comparison", cmp.text(), cmp.html() if cmp.available else None))
+    if opts.out and namespace is not None:
+        namespace[opts.out] = result
     return result
+
+
+if tilecopy.__doc__:  # (None under python -OO)
+    tilecopy.__doc__ = tilecopy.__doc__.replace("    <options>", numpydoc())

@@ -15,7 +15,7 @@ from conftest import run
 def test_header_line_gives_options_and_keywords_win(demo):
     src = demo("tmem_roundtrip").replace("%%tilecopy tmem_roundtrip", "%%tilecopy rt --launch off --seed 3")
     res = run(src, launch=None)
-    assert res.launch is None and res.name == "rt" and res.options["seed"] == 3
+    assert res.launch is None and res.name == "rt" and res.options.seed == 3
     assert run(src, launch="sim").launch.backend == "sim"
     with pytest.raises(TileSyntaxError, match="bad %%tilecopy option line") as e:
         run(src.replace("--seed 3", "--bogus"), launch=None)
@@ -177,7 +177,7 @@ def test_api_argument_types(demo):
     # AttributeError from inside the header parser
     a = run(demo("fallback_demo"), seed=np.int64(7))
     b = run(demo("fallback_demo"), seed=7)
-    assert a.options["seed"] == 7 and type(a.options["seed"]) is int
+    assert a.options.seed == 7 and type(a.options.seed) is int
     np.testing.assert_array_equal(a.launch.inputs["A"], b.launch.inputs["A"])
     for bad in (-1, 1.5, np.float32(2)):
         with pytest.raises(ValueError, match="seed must be a non-negative integer"):

@@ -468,7 +468,7 @@ def compare_with_tvm(result=None, *, source: str | None = None, name: str | None
         kernel = result.kernel if result is not None else None
     else:
         prog, tp, records, kernel = result.program, result.typed, result.dispatch, result.kernel
-        arch = result.options.get("arch", arch)
+        arch = result.options.arch
     export = export_tvmscript(prog, tp, records, tmem_base=tmem_base)
     cuda_export = None
     if cuda and tp.tmem_cols and tmem_base == "shared":
