@@ -40,11 +40,8 @@ _ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
 
 
 class OptionError(ValueError):
-    """A bad option value or option line; the message names the option.
-
-    Entry points locate it on the ``%%tilecopy`` line (a :class:`~tilemagic.errors.TileSyntaxError`);
-    for a keyword argument of :func:`tilemagic.tilecopy` it is raised as it is (a ValueError).
-    """
+    """A bad option (named in the message): located as a TileSyntaxError on a ``%%tilecopy`` line,
+    a ValueError as it is for a keyword argument of :func:`tilemagic.tilecopy`."""
 
 
 def check_arch(arch: object) -> str:
@@ -76,14 +73,7 @@ def _check_seed(seed: object) -> int:
 
 
 def heatmap_list(kinds: object) -> tuple[str, ...]:
-    """``"tmem,data"`` (or ``["tmem", "data"]``) -> ``("tmem", "data")``: the ``--heatmap`` check.
-
-    Raises
-    ------
-    OptionError
-        Neither a string nor a sequence of strings, an empty list or an unknown kind (the message
-        lists the choices).
-    """
+    """``"tmem,data"`` (or ``["tmem", "data"]``) -> ``("tmem", "data")``; OptionError otherwise."""
     if not isinstance(kinds, str):
         if not isinstance(kinds, (list, tuple)) or not all(isinstance(k, str) for k in kinds):
             raise OptionError(f"--heatmap must be a comma-separated string or a sequence of strings, not {kinds!r}")
@@ -101,12 +91,6 @@ def _check_out(name: object) -> str:
         raise OptionError(f"--out {name!r} is not a notebook variable name (an identifier, not a keyword nor a "
                           f"__dunder__ name)")
     return name
-
-
-def _check_name(name: object) -> str:
-    if not isinstance(name, str):
-        raise OptionError(f"name must be a str, not {type(name).__name__}")
-    return name  # an identifier? checked with the cell (lower.program.check), located on the name
 
 
 def _opt(default: Any, help: str, *, choices: tuple[str, ...] = (), check: Callable[[Any], Any] | None = None,
@@ -128,8 +112,7 @@ class Options:
     ``config``, a ``%config TileMagics.<name>`` trait.  Build one with :func:`resolve`.
     """
 
-    name: str | None = _opt(None, "Name of the cell/kernel (the `kernel` line's name wins).", check=_check_name,
-                            cli=False)
+    name: str | None = _opt(None, "Name of the cell/kernel (the `kernel` line's name wins).", check=str, cli=False)
     launch: str = _opt("auto", "auto: GPU through CuPy when found, else the CPU simulator; sim; gpu; off (no launch).",
                        choices=LAUNCH_CHOICES, config=True)
     arch: str = _opt("sm_100a", "Target of the shown CUDA (tcgen05 needs sm_100a, sm_100f, sm_103a, ...).",

@@ -12,14 +12,18 @@ import pickle
 import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import LaunchError, LoweringError, Span, TileMagicError, TileSyntaxError, TileTypeError
 from .ir import nodes as ir
-from .result import CheckResult, LaunchResult, ReportSection, TileCopyResult
 from .options import DEFAULT_TIMEOUT_S, OptionError, Options, numpydoc, resolve, usage
 from .options import parse as parse_options
+from .result import CheckResult, LaunchResult, ReportSection, TileCopyResult
+
+if TYPE_CHECKING:
+    from .lower.program import TypedProgram
 
 #: How many recent kernels :func:`intern_kernel` remembers.
 KERNEL_MEMO_SIZE = 32
@@ -70,22 +74,20 @@ def _check_target(kernel, arch):
         hint="use --arch sm_100a (the default); on other GPUs tilemagic runs the emulated TMEM source by itself")
 
 
-def _read_first(tp):
+def _read_first(tp: TypedProgram) -> set[str]:
     """Global buffers whose first use is a read (they default to ``random`` init)."""
     seen, reads = set(), set()
-    for item in tp.items:
-        if item[0] == "copy":
-            op = item[1]
-            for side, is_read in ((op.src, True), (op.dst, False)):
-                b = side.buf
-                if b.scope == "global" and b.name not in seen:
-                    seen.add(b.name)
-                    if is_read:
-                        reads.add(b.name)
+    for op in tp.copy_ops:
+        for side, is_read in ((op.src, True), (op.dst, False)):
+            b = side.buf
+            if b.scope == "global" and b.name not in seen:
+                seen.add(b.name)
+                if is_read:
+                    reads.add(b.name)
     return reads
 
 
-def make_inputs(tp, seed: int = 0, namespace: dict | None = None) -> dict[str, np.ndarray]:
+def make_inputs(tp: TypedProgram, seed: int = 0, namespace: dict | None = None) -> dict[str, np.ndarray]:
     """Initial contents of every global buffer.
 
     ``random`` (the default for buffers read before written) draws from a generator
@@ -134,16 +136,14 @@ def make_inputs(tp, seed: int = 0, namespace: dict | None = None) -> dict[str, n
     return out
 
 
-def run_checks(tp, outputs) -> list:
+def run_checks(tp: TypedProgram, outputs: Mapping[str, np.ndarray]) -> list[CheckResult]:
     res = []
-    for item in tp.items:
-        if item[0] != "check":
-            continue
-        _, lhs, rhs, text, span = item
+    for item in tp.checks:
+        lhs, rhs = item.lhs, item.rhs
         a = ir.bits_view(outputs[lhs.buf.name])[tuple(slice(b, b + e) for b, e in lhs.region)].reshape(lhs.nonunit)
         b = ir.bits_view(outputs[rhs.buf.name])[tuple(slice(b, b + e) for b, e in rhs.region)].reshape(rhs.nonunit)
         bad = int(np.count_nonzero(a != b))
-        res.append(CheckResult(text.removeprefix("check").strip(), span.line, bad == 0, bad, int(a.size)))
+        res.append(CheckResult(item.text.removeprefix("check").strip(), item.span.line, bad == 0, bad, int(a.size)))
     return res
 
 
@@ -364,6 +364,37 @@ def tilecopy(
     if opts.out and namespace is not None:
         namespace[opts.out] = result
     return result
+
+
+def compare_source_with_tvm(source: str, name: str | None = None, *, arch: str = "sm_100a", cuda: bool = True,
+                            tmem_base: str = "shared", explain: bool = True):
+    """Lower a description (``launch="off"``) and compare it with TVM's lowering, op by op.
+
+    A description that tilemagic rejects after checking (dispatch, lowering) is still exported
+    and given to TVM; our side of the comparison then shows the error.  See
+    :func:`tilemagic.export.tvm_compare.compare_with_tvm` for ``cuda``, ``tmem_base``, ``explain``.
+
+    Returns
+    -------
+    TvmComparison
+
+    Raises
+    ------
+    TileMagicError
+        A syntax or type error of the description (located): there is nothing to export.
+    """
+    from .export.tvm_compare import compare_with_tvm
+    from .lang import parse
+    from .lower.program import check
+
+    prog = parse(source)
+    tp = check(prog, name)
+    try:
+        result = tilecopy(source, name=name, launch="off", arch=arch, emit_warnings=False)
+    except TileMagicError as e:
+        return compare_with_tvm(program=prog, typed=tp, error=e, arch=arch, cuda=cuda, tmem_base=tmem_base,
+                                explain=explain)
+    return compare_with_tvm(result, cuda=cuda, tmem_base=tmem_base, explain=explain)
 
 
 if tilecopy.__doc__:  # (None under python -OO)

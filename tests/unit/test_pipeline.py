@@ -196,3 +196,35 @@ def test_api_choices_ignore_case_and_heatmap_types_are_checked(demo):
         tilemagic.tilecopy(demo("tmem_roundtrip"), launch="off", heatmap=123)
     with pytest.raises(ValueError, match="invalid --heatmap"):
         tilemagic.tilecopy(demo("tmem_roundtrip"), launch="off", heatmap=["tmem", "pie"])
+
+
+def test_program_items_are_typed_dataclasses(demo):
+    import dataclasses
+
+    from tilemagic.lower.program import CheckItem, CopyItem, SyncItem, WaitItem
+
+    tp = run(demo("tmem_roundtrip"), launch="off").typed
+    kinds = [type(it).__name__ for it in tp.items]
+    assert set(kinds) == {"CopyItem", "WaitItem", "SyncItem", "CheckItem"} and kinds[-1] == "CheckItem"
+    assert [it.op for it in tp.items if isinstance(it, CopyItem)] == tp.copy_ops and len(tp.copy_ops) == 4
+    wait = next(it for it in tp.items if isinstance(it, WaitItem))
+    assert wait.kind == "st" and wait.span.line == 10
+    sync = next(it for it in tp.items if isinstance(it, SyncItem))
+    (check,) = tp.checks
+    assert isinstance(check, CheckItem) and check.text == "check B == A" and check.lhs.buf.name == "B"
+    assert sync.span.line == 11
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        check.text = "x"
+
+
+def test_export_never_runs_the_pipeline():
+    """export/ takes a result or a checked program; a description text goes through the pipeline."""
+    import ast
+    from pathlib import Path
+
+    import tilemagic.export as export
+
+    for path in Path(export.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert "pipeline" not in (node.module or ""), f"{path.name}:{node.lineno} imports the pipeline"
