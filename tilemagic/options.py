@@ -174,7 +174,6 @@ def _argparse_type(f: dataclasses.Field) -> Callable[[str], Any]:
             return check_value(f, text)
         except OptionError as e:
             raise argparse.ArgumentTypeError(str(e)) from None
-    convert.__name__ = f.name  # argparse names the type in some messages
     return convert
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .errors import LaunchError, LoweringError, Span, TileMagicError, TileSyntaxError, TileTypeError
 from .ir import nodes as ir
-from .options import DEFAULT_TIMEOUT_S, OptionError, Options, numpydoc, resolve, usage
+from .options import OptionError, Options, numpydoc, resolve, usage
 from .options import parse as parse_options
 from .result import CheckResult, LaunchResult, ReportSection, TileCopyResult
 
@@ -147,8 +147,8 @@ def run_checks(tp: TypedProgram, outputs: Mapping[str, np.ndarray]) -> list[Chec
     return res
 
 
-def _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span=None, arch="sm_100a",
-            bench_bytes=None):
+def _launch(kernel: ir.Kernel, native, emulated, inputs: dict[str, np.ndarray], opts: Options,
+            span: Span | None = None, bench_bytes: int | None = None) -> LaunchResult:
     """Run the kernel: in the launch worker on a GPU (``auto``/``gpu`` when one is found), else in the simulator.
 
     The GPU is only ever touched by the worker process (:mod:`tilemagic.runtime.worker`):
@@ -158,35 +158,33 @@ def _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, sp
     kernel's first statement.
     """
     try:
-        return _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout, arch, bench_bytes)
+        return _run_backend(kernel, native, emulated, inputs, opts, bench_bytes)
     except LaunchError as e:
         if e.span is None:
             e.span = span or next((s.span for s in ir.walk(kernel.body) if s.span is not None), None)
         raise
 
 
-def _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout, arch="sm_100a",
-                 bench_bytes=None):
-    has_tmem = kernel.tmem_cols > 0
-    reason = ""
-    if launch in ("auto", "gpu"):
+def _run_backend(kernel, native, emulated, inputs, opts: Options, bench_bytes=None) -> LaunchResult:
+    if opts.launch in ("auto", "gpu"):
         from .runtime.worker import get_worker
 
         worker = get_worker()
         st = worker.probe()
         if st.available:
             grid = None
-            if bench:  # --bench times the tile replicated over a grid of CTAs (codegen's grid form)
+            if opts.bench:  # --bench times the tile replicated over a grid of CTAs (codegen's grid form)
                 from .codegen.cuda import generate
 
-                grid = (generate(kernel, "native", arch=arch, grid=True),
-                        generate(kernel, "emulated", arch=arch, strict=strict, grid=True) if emulated else None)
-            run = worker.launch(native, emulated, inputs, bench=bench, timeout=timeout, bench_sources=grid,
+                grid = (generate(kernel, "native", arch=opts.arch, grid=True),
+                        generate(kernel, "emulated", arch=opts.arch, strict=opts.strict, grid=True) if emulated
+                        else None)
+            run = worker.launch(native, emulated, inputs, bench=opts.bench, timeout=opts.timeout, bench_sources=grid,
                                 bench_bytes=bench_bytes)
             return LaunchResult(run.backend, run.mode, run.arch, "a CUDA device was found",
                                 dict(inputs), run.outputs, device=run.device, timing=run.timing,
                                 compile=getattr(run, "compile", None))
-        if launch == "gpu":
+        if opts.launch == "gpu":
             raise LaunchError(f"--launch gpu: no GPU available ({st.reason})",
                               hint="use --launch sim for the CPU simulator, or --launch auto")
         reason = f"no CUDA device — {st.reason} — so the CPU simulator ran"
@@ -194,29 +192,22 @@ def _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeou
         reason = "--launch sim"
     from .sim import simulate
 
-    hazards = []
-    outputs = simulate(kernel, inputs, strict=strict, hazards=hazards)
-    if bench:
+    hazards: list = []
+    outputs = simulate(kernel, inputs, strict=opts.strict, hazards=hazards)
+    if opts.bench:
         reason += "; --bench ignored: it times GPU launches only"
-    mode = "CPU simulator, TMEM modelled in NumPy" if has_tmem else "CPU simulator"
+    mode = "CPU simulator, TMEM modelled in NumPy" if kernel.tmem_cols > 0 else "CPU simulator"
     return LaunchResult("sim", mode, None, reason, dict(inputs), outputs, hazards=hazards)
 
 
-def run_kernel(kernel, inputs, *, launch: str = "sim", arch: str = "sm_100a", strict: bool = False,
-               bench: bool = False, timeout: float = DEFAULT_TIMEOUT_S, span: Span | None = None) -> LaunchResult:
+def run_kernel(kernel: ir.Kernel, inputs: dict[str, np.ndarray], *, span: Span | None = None,
+               **options: object) -> LaunchResult:
     """Generate the CUDA of a lowered (or hand-built) kernel and run it as a cell would.
 
-    Parameters
-    ----------
-    kernel : ir.Kernel
-    inputs : dict of str -> numpy.ndarray
-        Every global buffer's initial contents.
-    launch : {"auto", "sim", "gpu"}
-    arch, strict, bench, timeout
-        As the ``%%tilecopy`` options.
-    span : Span, optional
-        Where a launch error that the GPU cannot place (a CUDA error, a timeout, a dead
-        worker) is located; default the kernel's first statement with a span.
+    ``inputs`` holds every global buffer's initial contents; ``options`` are the ``%%tilecopy``
+    options as keywords (``launch="sim"`` by default; ``arch``, ``strict``, ``bench``, ``timeout``
+    are used); ``span`` locates a launch error the GPU cannot place (a CUDA error, a timeout, a
+    dead worker), by default the kernel's first statement with a span.
 
     Raises
     ------
@@ -225,9 +216,10 @@ def run_kernel(kernel, inputs, *, launch: str = "sim", arch: str = "sm_100a", st
     """
     from .codegen.cuda import generate, uses_tcgen05
 
-    native = generate(kernel, "native", arch=arch)
-    emulated = generate(kernel, "emulated", arch=arch, strict=strict) if uses_tcgen05(kernel) else None
-    return _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span, arch)
+    opts = resolve(overrides={"launch": "sim", **options})
+    native = generate(kernel, "native", arch=opts.arch)
+    emulated = generate(kernel, "emulated", arch=opts.arch, strict=opts.strict) if uses_tcgen05(kernel) else None
+    return _launch(kernel, native, emulated, inputs, opts, span)
 
 
 def _header_line(source: str) -> tuple[str, Span] | None:
@@ -339,8 +331,7 @@ def tilecopy(
         lres = None
         if opts.launch != "off":  # inputs only when something runs on them
             inputs = make_inputs(tp, opts.seed, namespace)
-            lres = _launch(kernel, native, emulated, inputs, opts.launch, strict, opts.bench, opts.timeout,
-                           tp.kernel_span, arch, bench_bytes)
+            lres = _launch(kernel, native, emulated, inputs, opts, tp.kernel_span, bench_bytes)
             lres.checks = run_checks(tp, lres.outputs)
             warns = warns + lres.hazards  # shared-memory races the simulator saw
     except TileMagicError as e:

@@ -33,14 +33,12 @@ SCOPE_THREADS = {"thread": 1, "warp": 32, "wg": 128}
 @dataclass(frozen=True)
 class CopyItem:
     """A copy op of the description (``wg.copy_async T <- a``)."""
-
     op: CopyOp
 
 
 @dataclass(frozen=True)
 class WaitItem:
     """``wait ld`` / ``wait st``: ``tcgen05.wait::ld|st`` (PTX ISA 9.0 §9.7.16.8.5)."""
-
     kind: str
     span: Span | None
 
@@ -48,14 +46,12 @@ class WaitItem:
 @dataclass(frozen=True)
 class SyncItem:
     """``cta_sync``: a CTA barrier (fenced for tcgen05 traffic when the kernel uses TMEM)."""
-
     span: Span | None
 
 
 @dataclass(frozen=True)
 class CheckItem:
     """``check LHS == RHS``: two global regions of one shape and dtype, compared after the launch."""
-
     lhs: RegionRef
     rhs: RegionRef
     text: str  # the statement's source text
