@@ -21,7 +21,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 import cells  # noqa: E402
-from tilemagic.export.tvm_compare import compare_with_tvm  # noqa: E402
+from tilemagic.pipeline import compare_source_with_tvm  # noqa: E402
 
 
 def main() -> int:
@@ -31,7 +31,7 @@ def main() -> int:
     cells_same = tc_ops = tc_same = 0
     diffs = collections.Counter()
     for c in cases:
-        cmp = compare_with_tvm(source=c.source, cuda=False, tmem_base="const")
+        cmp = compare_source_with_tvm(c.source, cuda=False, tmem_base="const")
         cells_same += bool(cmp.agrees)
         for op in cmp.ops:
             same = op.ours_variant == op.tvm_variant and op.ours_lines == op.tvm_lines

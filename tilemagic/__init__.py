@@ -27,10 +27,7 @@ def load_ipython_extension(ip):
     """``%load_ext tilemagic``: register ``%%tilecopy`` and ``%tilemagic`` (idempotent)."""
     from .magics import TileMagics
 
-    magics = TileMagics(shell=ip)
-    ip.register_magics(magics)
-    if magics not in ip.configurables:
-        ip.configurables.append(magics)
+    ip.register_magics(TileMagics(shell=ip))  # Magics.__init__ adds it to ip.configurables (%config)
 
 
 def unload_ipython_extension(ip):

@@ -2,7 +2,7 @@
 
 The same pipeline as the magic.  A ``.tile`` file holds a cell's description; an
 optional first line ``%%tilecopy NAME --launch sim ...`` gives its options (the
-command-line flags win).  Exit status: 0 when every ``check`` passed, 1 when one
+command-line flags, the same table of options, win).  Exit status: 0 when every ``check`` passed, 1 when one
 failed, 2 on a description/launch error (printed located, with a caret).
 """
 
@@ -14,6 +14,7 @@ import sys
 from importlib import resources
 
 from .errors import TileMagicError
+from .options import FIELDS, add_arguments
 
 DEMOS = ("tmem_roundtrip", "fallback_demo")
 
@@ -23,16 +24,13 @@ def demo_source(name: str) -> str:
     return resources.files("tilemagic.demos").joinpath(f"{name}.tile").read_text()
 
 
-def _run_one(source: str, args, label: str | None):
-    """Run one description; command-line flags win over its ``%%tilecopy`` line, which wins over defaults."""
-    from .pipeline import _header, tilecopy
+def _run_one(source: str, args: argparse.Namespace, label: str | None):
+    """Run one description; command-line flags win over its ``%%tilecopy`` line, which wins over defaults
+    (the file's name is the default NAME)."""
+    from .pipeline import cell_options, tilecopy
 
-    _, hdr = _header(source)
-    return tilecopy(
-        source,
-        name=None if (hdr is not None and hdr.name) else label,
-        launch=args.launch, arch=args.arch, strict=args.strict, seed=args.seed, bench=args.bench, view="html",
-    )
+    flags = {f.name: getattr(args, f.name) for f in FIELDS if hasattr(args, f.name)}
+    return tilecopy(source, options=cell_options(source, flags, defaults={"name": label}))
 
 
 def _write_html(results, path: str):
@@ -50,10 +48,6 @@ def _report(sources: list[tuple], args) -> int:
             res = _run_one(src, args, label)
         except TileMagicError as e:
             print(e.render(), file=sys.stderr)
-            status = 2
-            continue
-        except ValueError as e:  # a bad --arch value
-            print(f"tilemagic: {e}", file=sys.stderr)
             status = 2
             continue
         results.append(res)
@@ -81,13 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="tilemagic", description="TIRx-style tile-copy dispatch, lowering and launch.")
     sub = p.add_subparsers(dest="cmd", required=True)
 
-    def common(sp):
-        sp.add_argument("--launch", choices=("auto", "sim", "gpu", "off"), default=None,
-                        help="auto (default): GPU through CuPy when found, else the CPU simulator")
-        sp.add_argument("--arch", default=None, help="target of the shown CUDA (default sm_100a)")
-        sp.add_argument("--strict", action="store_true", default=None, help="strict TMEM quadrant checks")
-        sp.add_argument("--seed", type=int, default=None, help="seed of random initialisers")
-        sp.add_argument("--bench", action="store_true", default=None, help="time GPU launches")
+    def common(sp):  # the %%tilecopy options of the shared table, and the command line's own
+        add_arguments(sp, cli=True)
         sp.add_argument("--html", default=None, metavar="OUT.html", help="also write an HTML report")
 
     r = sub.add_parser("run", help="run a .tile description")

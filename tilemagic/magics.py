@@ -1,22 +1,24 @@
 """IPython magics: ``%%tilecopy`` and ``%tilemagic``.
 
-``%load_ext tilemagic`` registers them.  Defaults come from traits, so
+``%load_ext tilemagic`` registers them.  Defaults come from traits generated from the option table
+(:class:`tilemagic.options.Options`, the fields marked ``config``), so
 ``%config TileMagics.launch = "sim"`` (or ``arch``, ``view``, ``strict``, ``seed``, ``timeout``)
-changes them for the rest of the session.
+changes them for the rest of the session; ``--no-strict`` turns a configured boolean off per cell.
 """
 
 from __future__ import annotations
 
-import keyword
+import dataclasses
+from collections.abc import Callable
+from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
-from IPython.core.error import UsageError
-from IPython.core.magic_arguments import argument, kwds, magic_arguments, parse_argstring
-from traitlets import Bool, CaselessStrEnum, Float, Int, TraitError, Unicode, validate
+from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_arguments, parse_argstring
+from traitlets import Bool, CaselessStrEnum, Float, Int, TraitError, TraitType, Unicode, validate
 
-from .errors import Span, TileMagicError, TileSyntaxError
-from .options import DEFAULT_TIMEOUT_S, LAUNCH_CHOICES, OPTION_SUMMARY, OPTIONS, VIEW_CHOICES
-from .pipeline import check_arch, check_timeout, tilecopy
+from .errors import TileMagicError
+from .options import FIELDS, OptionError, add_arguments, check_value, flag
+from .pipeline import cell_options, tilecopy
 
 
 class WidgetView:
@@ -40,28 +42,25 @@ class WidgetView:
         return self.result.text()
 
 
-def _with_options(fn):
-    """Apply the shared option table (tilemagic.options.OPTIONS) as magic_arguments."""
-    for flags, kw in reversed(OPTIONS):
-        fn = argument(*flags, **kw)(fn)
-    fn = kwds(usage="%%tilecopy " + OPTION_SUMMARY)(fn)
-    return magic_arguments()(fn)
+def _with_usage(fn: Callable) -> Callable:
+    """``%%tilecopy?`` shows the usage and option help generated from the option table, once."""
+    fn.__doc__ = add_arguments(MagicArgumentParser(prog="%tilecopy", description=fn.__doc__)).format_help()
+    return fn
 
 
-def _option_error(source: str, message: str) -> TileSyntaxError:
-    """A bad ``%%tilecopy`` option line, located on line 1 (the magic line).
+def _trait(f: dataclasses.Field) -> TraitType:
+    """The ``%config TileMagics.<name>`` trait of an option: its default and help from the table."""
+    m, text = f.metadata, f"Default {flag(f)}: {f.metadata['help']}"
+    if m["choices"]:
+        trait: TraitType = CaselessStrEnum(m["choices"], default_value=f.default, help=text)
+    else:
+        kind = {bool: Bool, int: Int, float: Float, str: Unicode}[type(f.default)]
+        trait = kind(f.default, help=text)
+    return trait.tag(config=True)
 
-    A TileMagicError rather than IPython's UsageError: the kernel then sends an ``error``
-    message (UsageError is only printed to stderr), so nbval and nbclient see the failure.
-    """
-    first = source.split("\n", 1)[0]
-    return TileSyntaxError(f"bad %%tilecopy option line: {message}", Span(1, 1, 1, len(first) + 1), source=source,
-                           hint="options: " + OPTION_SUMMARY)
 
-
-def _is_variable_name(name: str) -> bool:
-    """``--out`` names a plain notebook variable: an identifier, no keyword, no ``__dunder__``."""
-    return name.isidentifier() and not keyword.iskeyword(name) and not (name.startswith("__") and name.endswith("__"))
+#: The options that are also traits (``%config``), in table order.
+CONFIG = tuple(f for f in FIELDS if f.metadata["config"])
 
 
 class InternalError(TileMagicError):
@@ -72,95 +71,39 @@ class InternalError(TileMagicError):
 class TileMagics(Magics):
     """The ``%%tilecopy`` cell magic and the ``%tilemagic`` line magic."""
 
-    launch = CaselessStrEnum(LAUNCH_CHOICES, default_value="auto",
-                             help="Default --launch: auto (GPU if found, else CPU simulator), sim, gpu, off.",
-                             ).tag(config=True)
-    arch = Unicode("sm_100a", help="Default --arch of the shown CUDA (tcgen05 needs sm_100a).").tag(config=True)
-    view = CaselessStrEnum(VIEW_CHOICES, default_value="html",
-                           help="Default --view: html, text, widget.").tag(config=True)
-    strict = Bool(False, help="Default --strict (flag TMEM addresses in the wrong lane quadrant).").tag(config=True)
-    seed = Int(0, help="Default --seed of random initialisers.").tag(config=True)
-    timeout = Float(DEFAULT_TIMEOUT_S, help="Default --timeout: seconds a GPU kernel may run before its worker process "
-                                            "is stopped (the next cell gets a fresh one).").tag(config=True)
+    # one trait per option marked ``config`` in the table (a class body's namespace is a dict)
+    locals().update({f.name: _trait(f) for f in CONFIG})
     short_errors = Bool(True, help="Show tilemagic's own bugs as one message (False: full traceback).").tag(config=True)
 
-    @validate("arch")
-    def _valid_arch(self, proposal):
-        try:
-            return check_arch(proposal["value"])
-        except ValueError as e:
-            raise TraitError(f"TileMagics.arch: {e}") from None
-
-    @validate("seed")
-    def _valid_seed(self, proposal):
-        if proposal["value"] < 0:
-            raise TraitError("TileMagics.seed must be a non-negative integer")
-        return proposal["value"]
-
-    @validate("timeout")
-    def _valid_timeout(self, proposal):
+    @validate(*(f.name for f in CONFIG))
+    def _valid_option(self, proposal: dict[str, Any]) -> Any:
         # refused here, not at the next cell (which would blame that cell's %%tilecopy line)
+        name = proposal["trait"].name
         try:
-            return check_timeout(proposal["value"])
-        except ValueError as e:
-            raise TraitError(f"TileMagics.timeout: {e}") from None
+            return check_value(next(f for f in CONFIG if f.name == name), proposal["value"])
+        except OptionError as e:
+            raise TraitError(f"TileMagics.{name}: {e}") from None
 
-    def defaults(self) -> dict:
+    def defaults(self) -> dict[str, Any]:
         """The session defaults of ``%%tilecopy`` (``%config TileMagics.<name>``)."""
-        return {k: getattr(self, k) for k in ("launch", "arch", "view", "strict", "seed", "timeout")}
+        return {f.name: getattr(self, f.name) for f in CONFIG}
 
-    @_with_options
+    @_with_usage
     @no_var_expand
     @cell_magic
-    def tilecopy(self, line, cell):
+    def tilecopy(self, line: str, cell: str) -> Any:
         """Describe a tile-copy kernel; dispatch, lower, show IR ∥ CUDA and TMEM, and run it.
-
-        Usage::
-
-            %%tilecopy [NAME] [--launch auto|sim|gpu|off] [--arch sm_100a] [--view html|text|widget]
-                       [--out VAR] [--strict] [--bench] [--seed N] [--timeout SECONDS]
-                       [--export tvmscript] [--compare tvm]
-                       [--heatmap tmem,instr,fragment,data|none] [--color-by warp|thread|reg|instr]
-            kernel NAME threads=128
-            global A: float16[128, 8]
-            ...
 
         The cell language is described in docs/language.md of the tilemagic repository.  The cell returns a
         ``TileCopyResult``: per op the dispatch why-table, the TIR-like IR and the
         CUDA side by side, a TMEM heatmap, and the round trip (which backend ran,
-        each ``check`` PASS/FAIL).  Description errors are shown as one located
-        message with a caret.
+        each ``check`` PASS/FAIL).  Description errors and bad options are shown as one located
+        message with a caret (a TileMagicError, so that nbval and nbclient see an ``error``).
         """
         source = f"%%tilecopy {line}\n{cell}"
         try:
-            args = parse_argstring(self.tilecopy, line)
-        except (UsageError, ValueError) as e:  # ValueError: shlex on an unclosed quote
-            raise _option_error(source, str(e)) from None
-        opts = dict(
-            launch=args.launch or self.launch,
-            arch=args.arch or self.arch,
-            view=args.view or self.view,
-            strict=self.strict if args.strict is None else args.strict,
-            seed=self.seed if args.seed is None else args.seed,
-            bench=bool(args.bench),
-            timeout=self.timeout if args.timeout is None else args.timeout,
-            export=args.export,
-            compare=args.compare,
-            heatmap=args.heatmap,
-            color_by=args.color_by,
-        )
-        try:
-            check_arch(opts["arch"])
-            check_timeout(opts["timeout"])
-        except ValueError as e:
-            raise _option_error(source, str(e)) from None
-        if opts["seed"] < 0:
-            raise _option_error(source, "--seed must be a non-negative integer")
-        if args.out is not None and not _is_variable_name(args.out):
-            raise _option_error(source, f"--out {args.out!r} is not a notebook variable name (an identifier, "
-                                        f"not a keyword nor a __dunder__ name)")
-        try:
-            res = tilecopy(source, name=args.name, namespace=self.shell.user_ns, **opts)
+            opts = cell_options(source, defaults=self.defaults())  # the line, parsed once
+            res = tilecopy(source, options=opts, namespace=self.shell.user_ns if self.shell is not None else None)
         except (TileMagicError, Warning):  # ours, or a warning the user's filters turned into an error
             raise
         except Exception as e:  # a bug of ours: one message, never a dead kernel
@@ -170,29 +113,24 @@ class TileMagics(Magics):
                 f"internal error in tilemagic: {type(e).__name__}: {e}",
                 hint="please report it with the cell; `%config TileMagics.short_errors = False` shows the traceback",
             ) from e
-        if args.out:
-            self.shell.user_ns[args.out] = res
-        if opts["view"] == "widget":
+        if opts.view == "widget":
             return WidgetView(res)
         return res
 
+    @magic_arguments()
+    @argument("command", nargs="?", default="status", choices=("status", "variants"),
+              help="status (default): CuPy, driver, device, NVRTC/nvcc, how launches would run and the session "
+                   "defaults (``%%config TileMagics.<name> = ...``); variants: the registered dispatch variants "
+                   "with their priorities.")
     @line_magic
-    def tilemagic(self, line):
-        """``%tilemagic status``: CuPy, driver, device, NVRTC/nvcc and how launches would run.
-
-        ``%tilemagic variants`` lists the registered dispatch variants with their priorities.
-        The status ends with the session defaults (``%config TileMagics.<name> = ...``).
-        """
-        cmd = line.strip()
-        if cmd in ("", "status"):
+    def tilemagic(self, line: str) -> None:
+        """What tilemagic sees: ``%tilemagic status`` or ``%tilemagic variants``."""
+        if parse_argstring(self.tilemagic, line).command == "status":
             from .runtime.launch import status_report
 
             print(status_report(defaults=self.defaults()))
-            return None
-        if cmd == "variants":
-            from .lower.dispatch import registered_variants
+            return
+        from .lower.dispatch import registered_variants
 
-            for op in ("copy", "copy_async"):
-                print(f"{op}: " + ", ".join(f"{v} (priority {p})" for v, p in registered_variants(op)))
-            return None
-        raise UsageError(f"%tilemagic: unknown command {cmd!r}; use `%tilemagic status` or `%tilemagic variants`")
+        for op in ("copy", "copy_async"):
+            print(f"{op}: " + ", ".join(f"{v} (priority {p})" for v, p in registered_variants(op)))

@@ -1,10 +1,27 @@
-"""The ``%%tilecopy`` option line, defined once for the magic (magic_arguments) and the CLI (argparse)."""
+"""The ``%%tilecopy`` options, defined once: the :class:`Options` table.
+
+Every option is one field of :class:`Options`: its default, help, choices and check.  From that
+table come the option-line parser (:func:`parse`, shared by a notebook cell, a ``%%tilecopy`` line
+in ``tilecopy(source)`` and a ``.tile`` file), the command line's flags (:func:`add_arguments`),
+the magic's ``%config TileMagics.<name>`` traits and its generated ``%%tilecopy?`` usage, and the
+keyword arguments of :func:`tilemagic.tilecopy`.  :func:`resolve` merges the three sources (an
+explicit value, the option line, the session defaults) and validates the same way for each.
+"""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
+import keyword
+import math
+import operator
+import re
 import shlex
+import textwrap
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
 
 LAUNCH_CHOICES = ("auto", "sim", "gpu", "off")
 VIEW_CHOICES = ("html", "text", "widget")
@@ -19,89 +36,245 @@ HEATMAP_CHOICES = ("tmem", "instr", "fragment", "data", "none")
 #: (:mod:`tilemagic.runtime.worker`).  Defined here so that importing tilemagic loads no runtime module.
 DEFAULT_TIMEOUT_S = 10.0
 
-
-def heatmap_list(text: str) -> tuple:
-    """``"tmem,data"`` -> ``("tmem", "data")``; argparse ``type=`` of ``--heatmap``.
-
-    Raises
-    ------
-    argparse.ArgumentTypeError
-        An empty list or an unknown kind (the message lists the choices).
-    """
-    kinds = tuple(k.strip() for k in str(text).split(",") if k.strip())
-    bad = [k for k in kinds if k not in HEATMAP_CHOICES]
-    if not kinds or bad:
-        raise argparse.ArgumentTypeError(
-            f"invalid --heatmap {text!r}: give a comma-separated list of {', '.join(HEATMAP_CHOICES)}")
-    return kinds
-
-
-# (flags, argparse keyword arguments) — the magic's help is generated from these
-OPTIONS = (
-    (("name",), dict(nargs="?", default=None, help="Name of the cell/kernel (the `kernel` line's name wins).")),
-    (("--launch",), dict(choices=LAUNCH_CHOICES, default=None,
-                         help="auto: GPU through CuPy when found, else the CPU simulator; sim; gpu; off (no launch).")),
-    (("--arch",), dict(default=None, help="Target of the shown CUDA (default sm_100a).")),
-    (("--view",), dict(choices=VIEW_CHOICES, default=None, help="html (default), text or widget.")),
-    (("--out",), dict(default=None, help="Also store the TileCopyResult in this notebook variable.")),
-    (("--strict",), dict(action="store_true", default=None,
-                         help="Flag TMEM addresses whose lane-quadrant bits differ from warp_id %% 4.")),
-    (("--bench",), dict(action="store_true", default=None, help="Time the GPU launch with CUDA events.")),
-    (("--seed",), dict(type=int, default=None, help="Seed of `random` initialisers (default 0).")),
-    (("--timeout",), dict(type=float, default=None, metavar="SECONDS",
-                          help="Seconds a GPU kernel may run before its worker process is stopped "
-                               f"(default {DEFAULT_TIMEOUT_S:g}).")),
-    (("--export",), dict(choices=EXPORT_CHOICES, default=None,
-                         help="tvmscript: also show the equivalent TVM TIRx program (TVMScript text).")),
-    (("--compare",), dict(choices=COMPARE_CHOICES, default=None,
-                          help="tvm: lower the exported program with apache-tvm and show its lowering beside ours, "
-                               "differences marked (needs apache-tvm==0.27.0.post1).")),
-    (("--heatmap",), dict(type=heatmap_list, default=None, metavar="KINDS",
-                          help="Pictures in the report, comma-separated: tmem (occupancy, default), instr (one "
-                               "panel per tcgen05 instruction), fragment (thread x register -> lane, column), "
-                               "data (round-trip values; added when a check fails), none.")),
-    (("--color-by",), dict(choices=COLOR_BY_CHOICES, default=None, dest="color_by",
-                           help="Colour of a TMEM cell: warp (default), thread, reg or instr.")),
-)
-
-
-OPTION_SUMMARY = ("[NAME] [--launch auto|sim|gpu|off] [--arch sm_100a] [--view html|text|widget] [--out VAR] "
-                  "[--strict] [--bench] [--seed N] [--timeout SECONDS] [--export tvmscript] [--compare tvm] "
-                  "[--heatmap tmem,instr,fragment,data|none] [--color-by warp|thread|reg|instr]")
+_ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
 
 
 class OptionError(ValueError):
-    """A bad ``%%tilecopy`` option line (outside IPython; the magic raises UsageError)."""
+    """A bad option (named in the message): located as a TileSyntaxError on a ``%%tilecopy`` line,
+    a ValueError as it is for a keyword argument of :func:`tilemagic.tilecopy`."""
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise OptionError(message)
+def check_arch(arch: object) -> str:
+    """Validate an ``--arch`` value (``sm_100a``, ``sm_90``, ...); raise OptionError otherwise."""
+    if not isinstance(arch, str) or not _ARCH_RE.match(arch):
+        raise OptionError(f"--arch {arch!r} is not a CUDA target; expected e.g. sm_100a")
+    return arch
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="%%tilecopy", add_help=False)
-    for flags, kw in OPTIONS:
-        p.add_argument(*flags, **kw)
-    return p
+def check_timeout(timeout: object) -> float:
+    """Validate a ``--timeout`` value (seconds, a positive finite number); raise OptionError otherwise."""
+    try:
+        value = float(timeout)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise OptionError(f"--timeout {timeout!r} is not a number of seconds") from None
+    if not (0 < value < math.inf):
+        raise OptionError(f"--timeout must be a positive number of seconds, got {timeout!r}")
+    return value
 
 
-def parse_option_line(line: str) -> argparse.Namespace:
-    """Parse the words after ``%%tilecopy`` (shell-like quoting).
+def _check_seed(seed: object) -> int:
+    try:  # an int, a NumPy integer or (from the option line) its text; never a float
+        value = int(seed) if isinstance(seed, str) else operator.index(seed)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        value = -1
+    if value < 0:
+        raise OptionError(f"--seed must be a non-negative integer, got {seed!r}")
+    return value
+
+
+def heatmap_list(kinds: object) -> tuple[str, ...]:
+    """``"tmem,data"`` (or ``["tmem", "data"]``) -> ``("tmem", "data")``; OptionError otherwise."""
+    if not isinstance(kinds, str):
+        if not isinstance(kinds, (list, tuple)) or not all(isinstance(k, str) for k in kinds):
+            raise OptionError(f"--heatmap must be a comma-separated string or a sequence of strings, not {kinds!r}")
+        kinds = ",".join(kinds)
+    out = tuple(k.strip().lower() for k in kinds.split(",") if k.strip())
+    if not out or any(k not in HEATMAP_CHOICES for k in out):
+        raise OptionError(f"invalid --heatmap {kinds!r}: give a comma-separated list of {', '.join(HEATMAP_CHOICES)}")
+    return out
+
+
+def _check_out(name: object) -> str:
+    """``--out`` names a plain notebook variable: an identifier, no keyword, no ``__dunder__``."""
+    if not (isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
+            and not (name.startswith("__") and name.endswith("__"))):
+        raise OptionError(f"--out {name!r} is not a notebook variable name (an identifier, not a keyword nor a "
+                          f"__dunder__ name)")
+    return name
+
+
+def _opt(default: Any, help: str, *, choices: tuple[str, ...] = (), check: Callable[[Any], Any] | None = None,
+         metavar: str | None = None, config: bool = False, cli: bool = True) -> Any:
+    """One row of the table: a dataclass field whose metadata drives parser, traits, CLI and checks.
+
+    ``config``: also a ``%config TileMagics.<name>`` trait; ``cli``: also a flag of the command line.
+    """
+    return field(default=default, metadata=dict(help=help, choices=choices, check=check, metavar=metavar,
+                                                config=config, cli=cli))
+
+
+@dataclass(frozen=True)
+class Options:
+    """The resolved options of one cell (``result.options``); the field defaults are the defaults.
+
+    Each field is an option of the ``%%tilecopy`` line (``--color-by`` for ``color_by``; ``name`` is
+    the positional NAME), a keyword argument of :func:`tilemagic.tilecopy` and, where marked
+    ``config``, a ``%config TileMagics.<name>`` trait.  Build one with :func:`resolve`.
+    """
+
+    name: str | None = _opt(None, "Name of the cell/kernel (the `kernel` line's name wins).", check=str, cli=False)
+    launch: str = _opt("auto", "auto: GPU through CuPy when found, else the CPU simulator; sim; gpu; off (no launch).",
+                       choices=LAUNCH_CHOICES, config=True)
+    arch: str = _opt("sm_100a", "Target of the shown CUDA (tcgen05 needs sm_100a, sm_100f, sm_103a, ...).",
+                     check=check_arch, config=True)
+    view: str = _opt("html", "html, text or widget.", choices=VIEW_CHOICES, config=True, cli=False)
+    out: str | None = _opt(None, "Also store the TileCopyResult in this notebook variable.", check=_check_out,
+                           metavar="VAR", cli=False)
+    strict: bool = _opt(False, "Flag TMEM addresses whose lane-quadrant bits differ from warp_id % 4.", check=bool,
+                        config=True)
+    bench: bool = _opt(False, "Time the GPU launch with CUDA events.", check=bool)
+    seed: int = _opt(0, "Seed of `random` initialisers.", check=_check_seed, metavar="N", config=True)
+    timeout: float = _opt(DEFAULT_TIMEOUT_S, "Seconds a GPU kernel may run before its worker process is stopped "
+                                             "(the next launch gets a fresh one).", check=check_timeout,
+                          metavar="SECONDS", config=True)
+    export: str | None = _opt(None, "tvmscript: also show the equivalent TVM TIRx program (TVMScript text).",
+                              choices=EXPORT_CHOICES)
+    compare: str | None = _opt(None, "tvm: lower the exported program with apache-tvm and show its lowering beside "
+                                     "ours, differences marked (needs apache-tvm==0.27.0.post1).",
+                               choices=COMPARE_CHOICES)
+    heatmap: tuple[str, ...] = _opt(("tmem",), "Pictures in the report, comma-separated: tmem (occupancy), instr "
+                                               "(one panel per tcgen05 instruction), fragment (thread x register -> "
+                                               "lane, column), data (round-trip values; added when a check fails), "
+                                               "none.", check=heatmap_list, metavar="KINDS")
+    color_by: str = _opt("warp", "Colour of a TMEM cell: warp, thread, reg or instr.", choices=COLOR_BY_CHOICES)
+
+
+FIELDS: tuple[dataclasses.Field, ...] = dataclasses.fields(Options)
+DEFAULTS = Options()
+
+
+def flag(f: dataclasses.Field) -> str:
+    """The option-line flag of a field: ``--color-by`` for ``color_by`` (``name`` is positional)."""
+    return "--" + f.name.replace("_", "-")
+
+
+def _choice(f: dataclasses.Field) -> Callable[[object], str]:
+    def check(value: object) -> str:  # case-insensitive, as %config's CaselessStrEnum
+        v = value.lower() if isinstance(value, str) else value
+        if v not in f.metadata["choices"]:
+            raise OptionError(f"{flag(f)}: invalid choice: {value!r} (choose from {', '.join(f.metadata['choices'])})")
+        return v  # type: ignore[return-value]
+    return check
+
+
+def check_value(f: dataclasses.Field, value: object) -> Any:
+    """``value`` checked and normalised for field ``f`` (case folded, ``"tmem,data"`` split, ...).
 
     Raises
     ------
     OptionError
-        Unknown flag or bad value.
+        Naming the option (a ValueError).
     """
-    try:
-        words = shlex.split(line)
-    except ValueError as e:
-        raise OptionError(str(e)) from None
-    return _parser().parse_args(words)
+    return (_choice(f) if f.metadata["choices"] else f.metadata["check"])(value)
+
+
+def _argparse_type(f: dataclasses.Field) -> Callable[[str], Any]:
+    def convert(text: str) -> Any:
+        try:
+            return check_value(f, text)
+        except OptionError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return convert
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, cli: bool = False) -> argparse.ArgumentParser:
+    """Add the table's options to ``parser`` (all of them; with ``cli`` those of the command line).
+
+    Every value defaults to None (not given), so that :func:`resolve` can tell a flag from a default;
+    a boolean gets its ``--no-`` form (``--strict`` / ``--no-strict``).
+    """
+    for f in FIELDS:
+        if cli and not f.metadata["cli"]:
+            continue
+        m = f.metadata
+        shown = ",".join(f.default) if isinstance(f.default, tuple) else f.default
+        help = m["help"].replace("%", "%%") + ("" if f.default is None or f.default is False else f" (default {shown})")
+        if f.name == "name":
+            parser.add_argument("name", nargs="?", default=None, type=_argparse_type(f), help=help, metavar="NAME")
+        elif isinstance(f.default, bool):
+            parser.add_argument(flag(f), dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=help)
+        else:
+            metavar = m["metavar"] or ("|".join(m["choices"]) if m["choices"] else f.name.upper())
+            parser.add_argument(flag(f), dest=f.name, default=None, type=_argparse_type(f), metavar=metavar, help=help)
+    return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise OptionError(message)
 
 
 @functools.lru_cache(maxsize=1)
-def _parser() -> argparse.ArgumentParser:
-    """:func:`build_parser`, built once (``parse_args`` leaves the parser unchanged)."""
-    return build_parser()
+def build_parser() -> argparse.ArgumentParser:
+    """The ``%%tilecopy`` option-line parser (built once; ``parse_args`` leaves it unchanged)."""
+    return add_arguments(_Parser(prog="%%tilecopy", add_help=False, exit_on_error=False))
+
+
+def usage() -> str:
+    """The generated one-line usage, ``[NAME] [--launch auto|sim|gpu|off] ...`` (error hints)."""
+    return " ".join(build_parser().format_usage().split()[2:])
+
+
+def parse(line: str) -> argparse.Namespace:
+    """Parse the words after ``%%tilecopy`` (shell-like quoting: ``--launch "sim"``); None = not given.
+
+    Raises
+    ------
+    OptionError
+        Unclosed quote, unknown flag or bad value (the message names the option).
+    """
+    try:
+        return build_parser().parse_args(shlex.split(line))
+    except ValueError as e:  # shlex on an unclosed quote; OptionError from _Parser.error
+        raise OptionError(str(e)) from None
+    except argparse.ArgumentError as e:  # a bad value: our checks' messages name the option already
+        raise OptionError(e.message if e.message.startswith("--") else str(e)) from None
+
+
+def resolve(header: argparse.Namespace | None = None, overrides: Mapping[str, object] | None = None,
+            defaults: Mapping[str, object] | None = None) -> Options:
+    """Merge the sources of the options: ``overrides`` win over the option line ``header``, which wins
+    over ``defaults`` (the session's ``%config``), which win over the table's defaults.
+
+    Parameters
+    ----------
+    header : argparse.Namespace, optional
+        :func:`parse` of the ``%%tilecopy`` line (already checked); None values are not given.
+    overrides, defaults : mapping of str -> object, optional
+        Keyword arguments / session defaults, checked here; None values are not given.
+
+    Raises
+    ------
+    OptionError
+        A bad value in ``overrides`` or ``defaults`` (a ValueError naming the option).
+    TypeError
+        A name that is no option.
+    """
+    overrides, defaults = dict(overrides or {}), dict(defaults or {})
+    unknown = sorted((set(overrides) | set(defaults)) - {f.name for f in FIELDS})
+    if unknown:
+        raise TypeError(f"unknown tilecopy option {unknown[0]!r}; the options are {', '.join(f.name for f in FIELDS)}")
+    values = {}
+    for f in FIELDS:
+        value = overrides.get(f.name)
+        if value is None and header is not None and getattr(header, f.name, None) is not None:
+            values[f.name] = getattr(header, f.name)
+            continue
+        value = defaults.get(f.name) if value is None else value
+        if value is not None:
+            values[f.name] = check_value(f, value)
+    return dataclasses.replace(DEFAULTS, **values)
+
+
+def numpydoc() -> str:
+    """The options as numpydoc parameters (the tail of :func:`tilemagic.tilecopy`'s docstring)."""
+    rows = []
+    for f in FIELDS:
+        m = f.metadata
+        kind = ("{" + ", ".join(f'"{c}"' for c in m["choices"]) + "}" if m["choices"] else
+                "str or sequence of str" if isinstance(f.default, tuple) else type(f.default).__name__
+                if f.default is not None else "str")
+        text = m["help"] + (f" Session default: ``%config TileMagics.{f.name}``." if m["config"] else "")
+        rows.append(f"    {f.name} : {kind}, " + ("optional" if f.default is None else f"default {f.default!r}"))
+        rows += textwrap.wrap(text, 100, initial_indent=" " * 8, subsequent_indent=" " * 8)
+    return "\n".join(rows)

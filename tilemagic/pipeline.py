@@ -7,23 +7,23 @@ elsewhere) → checks → :class:`~tilemagic.result.TileCopyResult`.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import pickle
-import re
 import warnings
 from collections import OrderedDict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import LaunchError, LoweringError, Span, TileMagicError, TileSyntaxError, TileTypeError
 from .ir import nodes as ir
+from .options import OptionError, Options, numpydoc, resolve, usage
+from .options import parse as parse_options
 from .result import CheckResult, LaunchResult, ReportSection, TileCopyResult
 
-from .options import (COLOR_BY_CHOICES, COMPARE_CHOICES, DEFAULT_TIMEOUT_S, EXPORT_CHOICES, LAUNCH_CHOICES,
-                      OPTION_SUMMARY, VIEW_CHOICES, heatmap_list)
-
-_ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
+if TYPE_CHECKING:
+    from .lower.program import TypedProgram
 
 #: How many recent kernels :func:`intern_kernel` remembers.
 KERNEL_MEMO_SIZE = 32
@@ -60,13 +60,6 @@ def intern_kernel(kernel: ir.Kernel) -> ir.Kernel:
     return kernel
 
 
-def check_arch(arch: str) -> str:
-    """Validate an ``--arch`` value (``sm_100a``, ``sm_90``, ...); raise ValueError otherwise."""
-    if not isinstance(arch, str) or not _ARCH_RE.match(arch):
-        raise ValueError(f"--arch {arch!r} is not a CUDA target; expected e.g. sm_100a")
-    return arch
-
-
 def _check_target(kernel, arch):
     """A kernel with tcgen05 instructions needs a tensor-memory target (PTX ISA §9.7.16)."""
     from .codegen.cuda import TCGEN05_ARCHS, uses_tcgen05
@@ -81,22 +74,20 @@ def _check_target(kernel, arch):
         hint="use --arch sm_100a (the default); on other GPUs tilemagic runs the emulated TMEM source by itself")
 
 
-def _read_first(tp):
+def _read_first(tp: TypedProgram) -> set[str]:
     """Global buffers whose first use is a read (they default to ``random`` init)."""
     seen, reads = set(), set()
-    for item in tp.items:
-        if item[0] == "copy":
-            op = item[1]
-            for side, is_read in ((op.src, True), (op.dst, False)):
-                b = side.buf
-                if b.scope == "global" and b.name not in seen:
-                    seen.add(b.name)
-                    if is_read:
-                        reads.add(b.name)
+    for op in tp.copy_ops:
+        for side, is_read in ((op.src, True), (op.dst, False)):
+            b = side.buf
+            if b.scope == "global" and b.name not in seen:
+                seen.add(b.name)
+                if is_read:
+                    reads.add(b.name)
     return reads
 
 
-def make_inputs(tp, seed: int = 0, namespace: dict | None = None) -> dict[str, np.ndarray]:
+def make_inputs(tp: TypedProgram, seed: int = 0, namespace: dict | None = None) -> dict[str, np.ndarray]:
     """Initial contents of every global buffer.
 
     ``random`` (the default for buffers read before written) draws from a generator
@@ -145,32 +136,19 @@ def make_inputs(tp, seed: int = 0, namespace: dict | None = None) -> dict[str, n
     return out
 
 
-def run_checks(tp, outputs) -> list:
+def run_checks(tp: TypedProgram, outputs: Mapping[str, np.ndarray]) -> list[CheckResult]:
     res = []
-    for item in tp.items:
-        if item[0] != "check":
-            continue
-        _, lhs, rhs, text, span = item
+    for item in tp.checks:
+        lhs, rhs = item.lhs, item.rhs
         a = ir.bits_view(outputs[lhs.buf.name])[tuple(slice(b, b + e) for b, e in lhs.region)].reshape(lhs.nonunit)
         b = ir.bits_view(outputs[rhs.buf.name])[tuple(slice(b, b + e) for b, e in rhs.region)].reshape(rhs.nonunit)
         bad = int(np.count_nonzero(a != b))
-        res.append(CheckResult(text.removeprefix("check").strip(), span.line, bad == 0, bad, int(a.size)))
+        res.append(CheckResult(item.text.removeprefix("check").strip(), item.span.line, bad == 0, bad, int(a.size)))
     return res
 
 
-def check_timeout(timeout) -> float:
-    """Validate a ``--timeout`` value (seconds, a positive finite number); raise ValueError otherwise."""
-    try:
-        value = float(timeout)
-    except (TypeError, ValueError):
-        raise ValueError(f"--timeout {timeout!r} is not a number of seconds") from None
-    if not (0 < value < float("inf")):
-        raise ValueError(f"--timeout must be a positive number of seconds, got {timeout!r}")
-    return value
-
-
-def _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span=None, arch="sm_100a",
-            bench_bytes=None):
+def _launch(kernel: ir.Kernel, native, emulated, inputs: dict[str, np.ndarray], opts: Options,
+            span: Span | None = None, bench_bytes: int | None = None) -> LaunchResult:
     """Run the kernel: in the launch worker on a GPU (``auto``/``gpu`` when one is found), else in the simulator.
 
     The GPU is only ever touched by the worker process (:mod:`tilemagic.runtime.worker`):
@@ -180,35 +158,33 @@ def _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, sp
     kernel's first statement.
     """
     try:
-        return _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout, arch, bench_bytes)
+        return _run_backend(kernel, native, emulated, inputs, opts, bench_bytes)
     except LaunchError as e:
         if e.span is None:
             e.span = span or next((s.span for s in ir.walk(kernel.body) if s.span is not None), None)
         raise
 
 
-def _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeout, arch="sm_100a",
-                 bench_bytes=None):
-    has_tmem = kernel.tmem_cols > 0
-    reason = ""
-    if launch in ("auto", "gpu"):
+def _run_backend(kernel, native, emulated, inputs, opts: Options, bench_bytes=None) -> LaunchResult:
+    if opts.launch in ("auto", "gpu"):
         from .runtime.worker import get_worker
 
         worker = get_worker()
         st = worker.probe()
         if st.available:
             grid = None
-            if bench:  # --bench times the tile replicated over a grid of CTAs (codegen's grid form)
+            if opts.bench:  # --bench times the tile replicated over a grid of CTAs (codegen's grid form)
                 from .codegen.cuda import generate
 
-                grid = (generate(kernel, "native", arch=arch, grid=True),
-                        generate(kernel, "emulated", arch=arch, strict=strict, grid=True) if emulated else None)
-            run = worker.launch(native, emulated, inputs, bench=bench, timeout=timeout, bench_sources=grid,
+                grid = (generate(kernel, "native", arch=opts.arch, grid=True),
+                        generate(kernel, "emulated", arch=opts.arch, strict=opts.strict, grid=True) if emulated
+                        else None)
+            run = worker.launch(native, emulated, inputs, bench=opts.bench, timeout=opts.timeout, bench_sources=grid,
                                 bench_bytes=bench_bytes)
             return LaunchResult(run.backend, run.mode, run.arch, "a CUDA device was found",
                                 dict(inputs), run.outputs, device=run.device, timing=run.timing,
                                 compile=getattr(run, "compile", None))
-        if launch == "gpu":
+        if opts.launch == "gpu":
             raise LaunchError(f"--launch gpu: no GPU available ({st.reason})",
                               hint="use --launch sim for the CPU simulator, or --launch auto")
         reason = f"no CUDA device — {st.reason} — so the CPU simulator ran"
@@ -216,29 +192,22 @@ def _run_backend(kernel, native, emulated, inputs, launch, strict, bench, timeou
         reason = "--launch sim"
     from .sim import simulate
 
-    hazards = []
-    outputs = simulate(kernel, inputs, strict=strict, hazards=hazards)
-    if bench:
+    hazards: list = []
+    outputs = simulate(kernel, inputs, strict=opts.strict, hazards=hazards)
+    if opts.bench:
         reason += "; --bench ignored: it times GPU launches only"
-    mode = "CPU simulator, TMEM modelled in NumPy" if has_tmem else "CPU simulator"
+    mode = "CPU simulator, TMEM modelled in NumPy" if kernel.tmem_cols > 0 else "CPU simulator"
     return LaunchResult("sim", mode, None, reason, dict(inputs), outputs, hazards=hazards)
 
 
-def run_kernel(kernel, inputs, *, launch: str = "sim", arch: str = "sm_100a", strict: bool = False,
-               bench: bool = False, timeout: float = DEFAULT_TIMEOUT_S, span: Span | None = None) -> LaunchResult:
+def run_kernel(kernel: ir.Kernel, inputs: dict[str, np.ndarray], *, span: Span | None = None,
+               **options: object) -> LaunchResult:
     """Generate the CUDA of a lowered (or hand-built) kernel and run it as a cell would.
 
-    Parameters
-    ----------
-    kernel : ir.Kernel
-    inputs : dict of str -> numpy.ndarray
-        Every global buffer's initial contents.
-    launch : {"auto", "sim", "gpu"}
-    arch, strict, bench, timeout
-        As the ``%%tilecopy`` options.
-    span : Span, optional
-        Where a launch error that the GPU cannot place (a CUDA error, a timeout, a dead
-        worker) is located; default the kernel's first statement with a span.
+    ``inputs`` holds every global buffer's initial contents; ``options`` are the ``%%tilecopy``
+    options as keywords (``launch="sim"`` by default; ``arch``, ``strict``, ``bench``, ``timeout``
+    are used); ``span`` locates a launch error the GPU cannot place (a CUDA error, a timeout, a
+    dead worker), by default the kernel's first statement with a span.
 
     Raises
     ------
@@ -247,61 +216,57 @@ def run_kernel(kernel, inputs, *, launch: str = "sim", arch: str = "sm_100a", st
     """
     from .codegen.cuda import generate, uses_tcgen05
 
-    native = generate(kernel, "native", arch=arch)
-    emulated = generate(kernel, "emulated", arch=arch, strict=strict) if uses_tcgen05(kernel) else None
-    return _launch(kernel, native, emulated, inputs, launch, strict, bench, timeout, span, arch)
+    opts = resolve(overrides={"launch": "sim", **options})
+    native = generate(kernel, "native", arch=opts.arch)
+    emulated = generate(kernel, "emulated", arch=opts.arch, strict=opts.strict) if uses_tcgen05(kernel) else None
+    return _launch(kernel, native, emulated, inputs, opts, span)
 
 
-_DEFAULTS = dict(launch="auto", arch="sm_100a", view="html", strict=False, bench=False, seed=0,
-                 timeout=DEFAULT_TIMEOUT_S, export=None, compare=None, heatmap=("tmem",), color_by="warp")
-
-
-def _header(source: str):
-    """(line number, options) of a first line ``%%tilecopy ...``, or (None, None)."""
-    from .options import OptionError, parse_option_line
-
+def _header_line(source: str) -> tuple[str, Span] | None:
+    """(the words after ``%%tilecopy``, the line's span) of a first line ``%%tilecopy ...``, or None."""
     for no, line in enumerate(source.splitlines(), 1):
         if not line.strip():
             continue
         if not line.lstrip().startswith("%%tilecopy"):
-            return None, None
-        text = line.lstrip()[len("%%tilecopy"):]
+            return None
         col = len(line) - len(line.lstrip()) + 1
-        span = Span(no, col, no, len(line) + 1)
-        try:
-            opts = parse_option_line(text)
-            if opts.arch is not None:
-                check_arch(opts.arch)
-            if opts.seed is not None and opts.seed < 0:
-                raise OptionError("--seed must be a non-negative integer")
-            if opts.timeout is not None:
-                check_timeout(opts.timeout)
-        except (OptionError, ValueError) as e:
-            raise TileSyntaxError(f"bad %%tilecopy option line: {e}", span,
-                                  source=source, hint="options: " + OPTION_SUMMARY) from None
-        opts.span = span
-        return no, opts
-    return None, None
+        return line.lstrip()[len("%%tilecopy"):], Span(no, col, no, len(line) + 1)
+    return None
+
+
+def cell_options(source: str, overrides: Mapping[str, object] | None = None,
+                 defaults: Mapping[str, object] | None = None) -> Options:
+    """The options of a cell: ``overrides``, then its ``%%tilecopy`` line, then ``defaults``.
+
+    The one way every entry point reads options (the magic with its ``%config`` traits as
+    ``defaults``, :func:`tilecopy` with its keyword arguments as ``overrides``, the command line
+    with its flags as ``overrides``); see :func:`tilemagic.options.resolve`.
+
+    Raises
+    ------
+    TileSyntaxError
+        A bad option line, located on that line with a caret.
+    ValueError, TypeError
+        A bad or unknown value in ``overrides``/``defaults`` (an OptionError names the option).
+    """
+    header = _header_line(source)
+    try:
+        parsed = parse_options(header[0]) if header is not None else None
+    except OptionError as e:
+        assert header is not None
+        raise TileSyntaxError(f"bad %%tilecopy option line: {e}", header[1], source=source,
+                              hint="options: " + usage()) from None
+    return resolve(parsed, overrides, defaults)
 
 
 def tilecopy(
     source: str,
     *,
-    name: str | None = None,
-    launch: str | None = None,
-    arch: str | None = None,
-    view: str | None = None,
-    strict: bool | None = None,
-    bench: bool | None = None,
-    seed: int | None = None,
-    timeout: float | None = None,
+    options: Options | None = None,
     namespace: dict | None = None,
     emit_warnings: bool = True,
     bench_bytes: int | None = None,
-    export: str | None = None,
-    compare: str | None = None,
-    heatmap=None,
-    color_by: str | None = None,
+    **overrides: object,
 ) -> TileCopyResult:
     """Run a ``%%tilecopy`` description through the whole pipeline.
 
@@ -310,53 +275,36 @@ def tilecopy(
     source : str
         The description (docs/language.md).  A first line ``%%tilecopy [NAME] [--launch ...] ...``
         gives options, as in a notebook cell; keyword arguments given here win over it.
-    name : str, optional
-        Cell name; the ``kernel`` statement's name wins for the CUDA kernel.
-    launch : {"auto", "sim", "gpu", "off"}, default "auto"
-        ``auto``: CuPy on a GPU when one is found, else the CPU simulator (and says so).
-    arch : str, default "sm_100a"
-        Target of the shown (native) CUDA.  A kernel using tcgen05 needs a tensor-memory target
-        (``sm_100a``, ``sm_100f``, ``sm_103a``, ``sm_103f``, ``sm_110a``, ``sm_110f``).
-    view : {"html", "text", "widget"}, default "html"
-    strict : bool, default False
-        Flag TMEM addresses whose quadrant bits differ from warp_id % 4.
-    bench : bool, default False
-        Time the GPU launch with CUDA events (GPU only): the tile replicated over a grid of
-        CTAs (the codegen's grid form), GB/s and the ratio to a CuPy device-to-device copy
-        in ``result.launch.timing`` (see :func:`tilemagic.runtime.launch.run_on_gpu`).
+    options : Options, optional
+        Options already resolved (:func:`cell_options`; the magic's): the ``%%tilecopy`` line is
+        then not read again; keyword arguments still win.
+    namespace : dict, optional
+        Where ``= NAME`` initialisers are looked up (the notebook's user namespace); ``out``
+        stores the result there.
+    emit_warnings : bool, default True
+        Issue the lowering's and the simulator's warnings (UserWarning, located on their line).
     bench_bytes : int, optional
         With ``bench``: bytes the grid's CTAs read per launch (default 1 GiB, capped by the
-        free GPU memory).
-    seed : int, default 0
-        Seed of ``random`` initialisers.
-    timeout : float, default 10
-        Seconds a GPU kernel may run (after compiling) before the launch worker is
-        stopped; the launch is then a LaunchError and the next one starts a fresh worker.
-    namespace : dict, optional
-        Where ``= NAME`` initialisers are looked up (the notebook's user namespace).
-    export : {"tvmscript"}, optional
-        Also write the equivalent TVM TIRx program (``result.export_text``, a report section).
-    compare : {"tvm"}, optional
-        Lower that program with apache-tvm and compare it with this lowering, op by op
-        (``result.tvm_comparison``, a report section; a message when apache-tvm is missing).
-    heatmap : str or sequence of str, default ("tmem",)
-        Pictures of the HTML report (``--heatmap``): ``tmem``, ``instr``, ``fragment``,
-        ``data``, ``none`` (a comma-separated string or a sequence).
-    color_by : {"warp", "thread", "reg", "instr"}, default "warp"
-        Colour of a TMEM cell in the report's occupancy heatmap.
+        free GPU memory; see :func:`tilemagic.runtime.launch.run_on_gpu`).
+    **overrides
+        The options of the ``%%tilecopy`` line as keywords (None: not given), from
+        :class:`tilemagic.options.Options`:
+
+    <options>
 
     Returns
     -------
     TileCopyResult
+        ``result.options`` is the resolved :class:`~tilemagic.options.Options`.
 
     Raises
     ------
     TileMagicError
-        A located description, dispatch, lowering or launch error.
+        A located description, option line, dispatch, lowering or launch error.
     ValueError
-        ``launch``/``view``/``arch`` given here with an invalid value.
+        A keyword option with an invalid value (an OptionError naming it).
     TypeError
-        ``source`` is not a str.
+        ``source`` is not a str, or a keyword that is no option.
     """
     from .codegen.cuda import generate, uses_tcgen05
     from .ir.printer import print_ir
@@ -366,49 +314,12 @@ def tilecopy(
 
     if not isinstance(source, str):
         raise TypeError(f"source must be the cell's text (str), not {type(source).__name__}")
-    _, hdr = _header(source)
-    given = dict(launch=launch, arch=arch, view=view, strict=strict, bench=bench, seed=seed, timeout=timeout,
-                 export=export, compare=compare, heatmap=heatmap, color_by=color_by)
-    opts = {}
-    for key, default in _DEFAULTS.items():
-        val = given[key]
-        if val is None and hdr is not None:
-            val = getattr(hdr, key, None)
-        opts[key] = default if val is None else val
-    if name is None and hdr is not None:
-        name = hdr.name
-    for key in ("launch", "view", "export", "compare", "color_by"):  # case-insensitive, as %config TileMagics.*
-        if isinstance(opts[key], str):
-            opts[key] = opts[key].lower()
-    if opts["launch"] not in LAUNCH_CHOICES:
-        raise ValueError(f"launch must be one of {LAUNCH_CHOICES}")
-    if opts["view"] not in VIEW_CHOICES:
-        raise ValueError(f"view must be one of {VIEW_CHOICES}")
-    if not isinstance(opts["seed"], (int, np.integer)) or opts["seed"] < 0:  # (a NumPy integer is fine)
-        raise ValueError("seed must be a non-negative integer")
-    opts["seed"] = int(opts["seed"])
-    if opts["export"] not in (None,) + EXPORT_CHOICES:
-        raise ValueError(f"export must be one of {EXPORT_CHOICES}")
-    if opts["compare"] not in (None,) + COMPARE_CHOICES:
-        raise ValueError(f"compare must be one of {COMPARE_CHOICES}")
-    if opts["color_by"] not in COLOR_BY_CHOICES:
-        raise ValueError(f"color_by must be one of {COLOR_BY_CHOICES}")
-    try:
-        kinds = opts["heatmap"]
-        if not isinstance(kinds, str):
-            if not isinstance(kinds, (list, tuple)) or not all(isinstance(k, str) for k in kinds):
-                raise argparse.ArgumentTypeError(f"heatmap must be a comma-separated string or a sequence of "
-                                                 f"strings, not {kinds!r}")
-            kinds = ",".join(kinds)
-        opts["heatmap"] = heatmap_list(kinds)
-    except argparse.ArgumentTypeError as e:
-        raise ValueError(str(e)) from None
-    arch = check_arch(opts["arch"])
-    timeout = check_timeout(opts["timeout"])
-    strict, bench = bool(opts["strict"]), bool(opts["bench"])
+    opts = cell_options(source, overrides) if options is None else resolve(None, overrides, vars(options))
+    header = _header_line(source)
+    arch, strict = opts.arch, opts.strict
     try:
         prog = parse(source)
-        tp = check(prog, name, name_span=getattr(hdr, "span", None), arch=arch)
+        tp = check(prog, opts.name, name_span=header[1] if header else None, arch=arch)
         target = {"kind": "cuda", "arch": arch}
         kernel, records, warns = lower(tp, target)
         warns = warns + check_hazards(kernel)
@@ -418,10 +329,9 @@ def tilecopy(
         native = generate(kernel, "native", arch=arch)
         emulated = generate(kernel, "emulated", arch=arch, strict=strict) if uses_tcgen05(kernel) else None
         lres = None
-        if opts["launch"] != "off":  # inputs only when something runs on them
-            inputs = make_inputs(tp, opts["seed"], namespace)
-            lres = _launch(kernel, native, emulated, inputs, opts["launch"], strict, bench, timeout, tp.kernel_span,
-                           arch, bench_bytes)
+        if opts.launch != "off":  # inputs only when something runs on them
+            inputs = make_inputs(tp, opts.seed, namespace)
+            lres = _launch(kernel, native, emulated, inputs, opts, tp.kernel_span, bench_bytes)
             lres.checks = run_checks(tp, lres.outputs)
             warns = warns + lres.hazards  # shared-memory races the simulator saw
     except TileMagicError as e:
@@ -430,18 +340,53 @@ def tilecopy(
         for text, span in warns:
             warnings.warn_explicit(text, UserWarning, "tilecopy", span.line if span else 0)
     result = TileCopyResult(
-        name=name or tp.name, source=source, program=prog, kernel=kernel, ir=ir_text, cuda=native.text,
+        name=opts.name or tp.name, source=source, program=prog, kernel=kernel, ir=ir_text, cuda=native.text,
         cuda_emulated=emulated.text if emulated else None, dispatch=records, launch=lres,
-        warnings=[w for w, _ in warns], options=dict(opts, arch=arch, strict=strict, bench=bench, timeout=timeout),
+        warnings=[w for w, _ in warns], options=opts,
         ir_lines=ir_lines, cuda_lines=native.lines, typed=tp,
         cuda_emulated_lines=list(emulated.lines) if emulated else [],
     )
-    if opts["export"] == "tvmscript":
+    if opts.export == "tvmscript":
         result.export_text = result.tvmscript()
         result.sections.append(ReportSection("TVMScript (TVM TIRx equivalent)", result.export_text))
-    if opts["compare"] == "tvm":
-        result.tvm_comparison = result.compare_tvm()
-        result.sections.append(ReportSection("TVM comparison", result.tvm_comparison.text(),
-                                             result.tvm_comparison.html() if result.tvm_comparison.available
-                                             else None))
+    if opts.compare == "tvm":
+        result.tvm_comparison = cmp = result.compare_tvm()
+        result.sections.append(ReportSection("TVM comparison", cmp.text(), cmp.html() if cmp.available else None))
+    if opts.out and namespace is not None:
+        namespace[opts.out] = result
     return result
+
+
+def compare_source_with_tvm(source: str, name: str | None = None, *, arch: str = "sm_100a", cuda: bool = True,
+                            tmem_base: str = "shared", explain: bool = True):
+    """Lower a description (``launch="off"``) and compare it with TVM's lowering, op by op.
+
+    A description that tilemagic rejects after checking (dispatch, lowering) is still exported
+    and given to TVM; our side of the comparison then shows the error.  See
+    :func:`tilemagic.export.tvm_compare.compare_with_tvm` for ``cuda``, ``tmem_base``, ``explain``.
+
+    Returns
+    -------
+    TvmComparison
+
+    Raises
+    ------
+    TileMagicError
+        A syntax or type error of the description (located): there is nothing to export.
+    """
+    from .export.tvm_compare import compare_with_tvm
+    from .lang import parse
+    from .lower.program import check
+
+    prog = parse(source)
+    tp = check(prog, name)
+    try:
+        result = tilecopy(source, name=name, launch="off", arch=arch, emit_warnings=False)
+    except TileMagicError as e:
+        return compare_with_tvm(program=prog, typed=tp, error=e, arch=arch, cuda=cuda, tmem_base=tmem_base,
+                                explain=explain)
+    return compare_with_tvm(result, cuda=cuda, tmem_base=tmem_base, explain=explain)
+
+
+if tilecopy.__doc__:  # (None under python -OO)
+    tilecopy.__doc__ = tilecopy.__doc__.replace("    <options>", numpydoc())

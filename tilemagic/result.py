@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .options import Options
+
 
 # ----------------------------------------------------------------------------- dispatch
 @dataclass(frozen=True)
@@ -210,7 +212,7 @@ class TileCopyResult:
         None with ``--launch off``.
     warnings : list of str
         e.g. the copy/fallback UserWarning text.
-    options : dict
+    options : tilemagic.options.Options
         The resolved options (launch, arch, view, strict, seed, ...).
     ir_lines, cuda_lines, cuda_emulated_lines : list of int or None
         For each line of ``ir`` / ``cuda`` / ``cuda_emulated``, the description line it came
@@ -235,7 +237,7 @@ class TileCopyResult:
     dispatch: list[DispatchRecord]
     launch: LaunchResult | None
     warnings: list[str]
-    options: dict
+    options: Options
     ir_lines: list[int | None] = field(default_factory=list)
     cuda_lines: list[int | None] = field(default_factory=list)
     typed: object = None
@@ -308,7 +310,7 @@ class TileCopyResult:
         raise ValueError(f"kind must be one of {', '.join(hm.KINDS)}; got {kind!r}")
 
     def ptx(self):
-        """PTX of the native CUDA for ``options["arch"]`` (nvcc or NVRTC; cached), with a line map.
+        """PTX of the native CUDA for ``options.arch`` (nvcc or NVRTC; cached), with a line map.
 
         Returns
         -------
@@ -317,7 +319,7 @@ class TileCopyResult:
         """
         from .runtime.compile import ptx_for
 
-        return ptx_for(self.cuda or "", self.options.get("arch") or "sm_100a", self.cuda_lines)
+        return ptx_for(self.cuda or "", self.options.arch, self.cuda_lines)
 
     # -- display
     def text(self) -> str:
@@ -339,7 +341,7 @@ class TileCopyResult:
         return build_widget(self)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        view = self.options.get("view", "html")
+        view = self.options.view
         data = {"text/plain": self.text()}
         if view == "html":
             data["text/html"] = self.html()

@@ -19,7 +19,7 @@ from tvm_cases import (
     differential,
 )
 
-from tilemagic.export.tvm_compare import compare_with_tvm
+from tilemagic.pipeline import compare_source_with_tvm
 
 pytestmark = pytest.mark.tvm  # the TVM oracle tests (fixture `tvm` in tests/conftest.py)
 
@@ -33,7 +33,7 @@ def test_known_disagreement_one_column_register_tile(tvm):
     """A (128, 1) register tile: tilemagic's reg moves it with one ld.global.u32 per thread; TVM 0.27's
     vec_auto raises "tail too short for vec_len 1", its fallback wins and LowerTIRx then cannot lower the
     fallback's direct access to a thread-distributed register buffer.  (TVM bug; tilemagic is right.)"""
-    cmp = compare_with_tvm(source=reg_cell("S[(128, 1) : (1@tid_in_wg, 1)]", 128, 1), cuda=False, tmem_base="const")
+    cmp = compare_source_with_tvm(reg_cell("S[(128, 1) : (1@tid_in_wg, 1)]", 128, 1), cuda=False, tmem_base="const")
     load = cmp.ops[0]
     assert load.ours_variant == "reg" and load.ours_lines == ["ld.global.u32 ×1"]
     assert load.tvm_variant == "fallback"
@@ -52,7 +52,7 @@ global A: float32[128, 4]
 local a: float32[128, 4] @ S[(128, 4) : (1@tid_in_wg, 1)]
 wg.copy a <- A dispatch=fallback
 """
-    cmp = compare_with_tvm(source=src, cuda=False, tmem_base="const")
+    cmp = compare_source_with_tvm(src, cuda=False, tmem_base="const")
     op = cmp.ops[0]
     assert "one elected thread cannot reach the other threads' registers" in op.ours_error
     assert op.tvm_variant == "fallback"
@@ -64,7 +64,7 @@ def test_known_disagreement_gapped_register_storage(tvm):
     reg moves each element into its own register (4 × ld.global.u32 into a[0], a[2], a[4], a[6]); TVM 0.27's
     vec_auto emits one ld.global.v4.u32 into a[0:4], ignoring the register stride, so logical columns 1–3
     land in the wrong registers (a silent miscompile that a plain round trip cannot see).  tilemagic is right."""
-    cmp = compare_with_tvm(source=reg_cell(GAPPED_REG_LAYOUT, 128, 4), cuda=True, tmem_base="const")
+    cmp = compare_source_with_tvm(reg_cell(GAPPED_REG_LAYOUT, 128, 4), cuda=True, tmem_base="const")
     load = cmp.ops[0]
     assert load.ours_variant == "reg" and load.ours_lines == ["ld.global.u32 ×4"]
     assert load.tvm_variant == "vec_auto" and load.tvm_lines == ["ld.global.v4.u32 ×1"]

@@ -6,7 +6,7 @@ from tvm_cases import FRAG_SPECS, spec_cell
 
 import tilemagic
 from tilemagic.cli import DEMOS, demo_source
-from tilemagic.export.tvm_compare import compare_with_tvm
+from tilemagic.pipeline import compare_source_with_tvm
 from tilemagic.export.tvmscript import layout_text, tvmscript_from_source
 from tilemagic.layout import TileLayout, tcgen05_atom_layout, tmem_datapath_layout
 
@@ -103,6 +103,6 @@ def test_compare_marks_differences(tvm):
 
 
 def test_compare_a_cell_tilemagic_rejects(tvm):
-    cmp = compare_with_tvm(source=roundtrip_cell("float32", 3), cuda=False)
+    cmp = compare_source_with_tvm(roundtrip_cell("float32", 3), cuda=False)
     verdicts = [o.verdict for o in cmp.ops]
     assert verdicts.count("both reject") == 1  # tcgen05.st of 3 columns: illegal .num on both sides

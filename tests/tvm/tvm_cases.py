@@ -20,7 +20,8 @@ from cells import (
     roundtrip_cell,
 )
 
-from tilemagic.export.tvm_compare import compare_with_tvm, variant_family
+from tilemagic.export.tvm_compare import variant_family
+from tilemagic.pipeline import compare_source_with_tvm
 from tilemagic.lower.dispatch import registered_variants
 
 
@@ -343,7 +344,7 @@ def pending_reason(op) -> Optional[str]:
 def differential(source: str, cuda: bool = False):
     """tilemagic and TVM on one cell: one TVM lowering of the export with constant TMEM addresses (the form
     this wheel also compiles to CUDA, with ``cuda=True``)."""
-    cmp = compare_with_tvm(source=source, cuda=cuda, tmem_base="const", explain=False)
+    cmp = compare_source_with_tvm(source, cuda=cuda, tmem_base="const", explain=False)
     cmp.source = source
     return cmp
 
@@ -383,7 +384,7 @@ def check_agreement(cmp, *, mode: str) -> None:
                 why or f"L{op.line} `{op.text}`: tilemagic {op.ours_variant} {op.ours_lines} != "
                        f"TVM {op.tvm_variant} {op.tvm_lines}")
     if failures:  # lower once more, asking TVM why it did not take tilemagic's variant, for the report
-        report = compare_with_tvm(source=cmp.source, cuda=False, tmem_base="const").text()
+        report = compare_source_with_tvm(cmp.source, cuda=False, tmem_base="const").text()
         pytest.fail("tilemagic and TVM disagree:\n" + "\n".join(failures) + "\n\n" + report, pytrace=False)
     if pending:
         pytest.xfail("; ".join(pending))

@@ -15,7 +15,7 @@ from conftest import run
 def test_header_line_gives_options_and_keywords_win(demo):
     src = demo("tmem_roundtrip").replace("%%tilecopy tmem_roundtrip", "%%tilecopy rt --launch off --seed 3")
     res = run(src, launch=None)
-    assert res.launch is None and res.name == "rt" and res.options["seed"] == 3
+    assert res.launch is None and res.name == "rt" and res.options.seed == 3
     assert run(src, launch="sim").launch.backend == "sim"
     with pytest.raises(TileSyntaxError, match="bad %%tilecopy option line") as e:
         run(src.replace("--seed 3", "--bogus"), launch=None)
@@ -177,7 +177,7 @@ def test_api_argument_types(demo):
     # AttributeError from inside the header parser
     a = run(demo("fallback_demo"), seed=np.int64(7))
     b = run(demo("fallback_demo"), seed=7)
-    assert a.options["seed"] == 7 and type(a.options["seed"]) is int
+    assert a.options.seed == 7 and type(a.options.seed) is int
     np.testing.assert_array_equal(a.launch.inputs["A"], b.launch.inputs["A"])
     for bad in (-1, 1.5, np.float32(2)):
         with pytest.raises(ValueError, match="seed must be a non-negative integer"):
@@ -196,3 +196,35 @@ def test_api_choices_ignore_case_and_heatmap_types_are_checked(demo):
         tilemagic.tilecopy(demo("tmem_roundtrip"), launch="off", heatmap=123)
     with pytest.raises(ValueError, match="invalid --heatmap"):
         tilemagic.tilecopy(demo("tmem_roundtrip"), launch="off", heatmap=["tmem", "pie"])
+
+
+def test_program_items_are_typed_dataclasses(demo):
+    import dataclasses
+
+    from tilemagic.lower.program import CheckItem, CopyItem, SyncItem, WaitItem
+
+    tp = run(demo("tmem_roundtrip"), launch="off").typed
+    kinds = [type(it).__name__ for it in tp.items]
+    assert set(kinds) == {"CopyItem", "WaitItem", "SyncItem", "CheckItem"} and kinds[-1] == "CheckItem"
+    assert [it.op for it in tp.items if isinstance(it, CopyItem)] == tp.copy_ops and len(tp.copy_ops) == 4
+    wait = next(it for it in tp.items if isinstance(it, WaitItem))
+    assert wait.kind == "st" and wait.span.line == 10
+    sync = next(it for it in tp.items if isinstance(it, SyncItem))
+    (check,) = tp.checks
+    assert isinstance(check, CheckItem) and check.text == "check B == A" and check.lhs.buf.name == "B"
+    assert sync.span.line == 11
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        check.text = "x"
+
+
+def test_export_never_runs_the_pipeline():
+    """export/ takes a result or a checked program; a description text goes through the pipeline."""
+    import ast
+    from pathlib import Path
+
+    import tilemagic.export as export
+
+    for path in Path(export.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert "pipeline" not in (node.module or ""), f"{path.name}:{node.lineno} imports the pipeline"

@@ -417,19 +417,24 @@ def _ours_error_text(err) -> str:
     return text + ("\n" + details if details else "")
 
 
-def compare_with_tvm(result=None, *, source: str | None = None, name: str | None = None,
+def compare_with_tvm(result=None, *, program=None, typed=None, error: Exception | None = None,
                      arch: str = "sm_100a", cuda: bool = True, tmem_base: str = "shared",
                      explain: bool = True) -> TvmComparison:
     """Compare tilemagic's lowering of a program with TVM's, op by op.
 
+    A description text goes through :func:`tilemagic.pipeline.compare_source_with_tvm`, which
+    lowers it and calls this (the export layer never runs the pipeline).
+
     Parameters
     ----------
     result : TileCopyResult, optional
-        A lowered cell (its typed program, dispatch records and kernel are used).
-    source : str, optional
-        A description instead of a result: tilemagic lowers it here (``launch="off"``); a
-        description tilemagic rejects is still exported and given to TVM.
+        A lowered cell (its typed program, dispatch records, kernel and ``options.arch`` are used).
+    program, typed, error : optional
+        Instead of a result, a description tilemagic rejected: its parsed ``Program``, its
+        ``TypedProgram`` and the TileMagicError the lowering raised.  It is still exported and
+        given to TVM; the error is shown on our side of its op (or of every op).
     arch : str
+        The target without a result.
     cuda : bool
         Also obtain TVM's CUDA.
     tmem_base : {"shared", "const"}
@@ -444,31 +449,19 @@ def compare_with_tvm(result=None, *, source: str | None = None, name: str | None
     TvmComparison
         ``available`` is False, with a message, when apache-tvm cannot be imported.
     """
-    from ..errors import TileMagicError
-
     try:
         _import_tvm()
     except ImportError as e:
         return TvmComparison(False, f"{TVM_MISSING} ({e})")
     ours_error, ours_error_line = None, None
     if result is None:
-        from ..lang import parse
-        from ..lower.program import check
-        from ..pipeline import tilecopy
-
-        prog = parse(source)  # a syntax or type error is the caller's to see
-        tp = check(prog, name)
-        try:
-            result = tilecopy(source, name=name, launch="off", arch=arch, emit_warnings=False)
-        except TileMagicError as e:
-            ours_error = _ours_error_text(e)
-            ours_error_line = e.span.line if getattr(e, "span", None) else None
-            result = None
-        records = result.dispatch if result is not None else []
-        kernel = result.kernel if result is not None else None
+        prog, tp, records, kernel = program, typed, [], None
+        if error is not None:
+            ours_error = _ours_error_text(error)
+            ours_error_line = error.span.line if getattr(error, "span", None) else None  # type: ignore[attr-defined]
     else:
         prog, tp, records, kernel = result.program, result.typed, result.dispatch, result.kernel
-        arch = result.options.get("arch", arch)
+        arch = result.options.arch
     export = export_tvmscript(prog, tp, records, tmem_base=tmem_base)
     cuda_export = None
     if cuda and tp.tmem_cols and tmem_base == "shared":
@@ -478,8 +471,7 @@ def compare_with_tvm(result=None, *, source: str | None = None, name: str | None
     ours_by_line = ours_instructions(kernel) if kernel is not None else {}
     rec_by_line = {r.line: r for r in records}
     ops = []
-    copy_ops = [it[1] for it in tp.items if it[0] == "copy"]
-    for k, op in enumerate(copy_ops):
+    for k, op in enumerate(tp.copy_ops):
         oc = OpComparison(op.span.line, op.text, (op.dst.buf.scope, op.src.buf.scope))
         rec = rec_by_line.get(op.span.line)
         if kernel is not None and rec is not None:

@@ -44,6 +44,7 @@ from ..errors import TileMagicError
 from ..ir import nodes as ir
 from ..lang import ast
 from ..layout import TileLayout
+from ..lower.program import CopyItem, SyncItem, WaitItem
 
 __all__ = ["TVM_VARIANT_NAMES", "TvmScriptExport", "export_tvmscript", "tvmscript_from_source"]
 
@@ -237,10 +238,7 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
     tmem_addr = names.fresh("tmem_addr")
     globals_ = tp.by_scope("global")
     handles = {b.name: names.fresh(f"{bufnames[b.name]}_ptr") for b in globals_}
-    rec_of = {}
-    copy_ops = [it[1] for it in tp.items if it[0] == "copy"]
-    for op, rec in zip(copy_ops, records or ()):
-        rec_of[id(op)] = rec
+    rec_of = {id(op): rec for op, rec in zip(tp.copy_ops, records or ())}
 
     out: list[str] = [
         f"# TVM TIRx equivalent of the %%tilecopy cell `{tp.name}`, exported by tilemagic.",
@@ -297,9 +295,8 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
             body.append(f'{bufnames[b.name]} = T.alloc_local({_shape_text(b.shape)}, "{b.dtype}", '
                         f"layout={_layout_of(b)})")
     for item in tp.items:
-        kind = item[0]
-        if kind == "copy":
-            op = item[1]
+        if isinstance(item, CopyItem):
+            op = item.op
             body.append(_op_comment(op, rec_of.get(id(op))))
             extra = ""
             if force and op.span.line in force:
@@ -313,12 +310,12 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
             body.append(f"{_SCOPE_NS[op.scope]}.{op.op}({_region_text(op.dst, bufnames)}, "
                         f"{_region_text(op.src, bufnames)}{extra})")
             op_lines[len(out) + len(body)] = op.span.line
-        elif kind == "wait":
-            body.append(f"T.ptx.tcgen05.wait__{item[1]}.sync.aligned()")
-        elif kind == "sync":
+        elif isinstance(item, WaitItem):
+            body.append(f"T.ptx.tcgen05.wait__{item.kind}.sync.aligned()")
+        elif isinstance(item, SyncItem):
             body += fence if tp.tmem_cols else ["T.cuda.cta_sync()"]
-        elif kind == "check":
-            body.append(f"# L{item[4].line}: {item[3]}  (compared by tilemagic after the launch)")
+        else:
+            body.append(f"# L{item.span.line}: {item.text}  (compared by tilemagic after the launch)")
     if tp.tmem_cols:
         body += [f"# TMEM: free the {tp.tmem_cols} columns (the allocating warp)"] + fence + [
             f"if {warp_id} == 0:",

@@ -30,6 +30,38 @@ from .ops import CopyOp, RegionRef
 SCOPE_THREADS = {"thread": 1, "warp": 32, "wg": 128}
 
 
+@dataclass(frozen=True)
+class CopyItem:
+    """A copy op of the description (``wg.copy_async T <- a``)."""
+    op: CopyOp
+
+
+@dataclass(frozen=True)
+class WaitItem:
+    """``wait ld`` / ``wait st``: ``tcgen05.wait::ld|st`` (PTX ISA 9.0 §9.7.16.8.5)."""
+    kind: str
+    span: Span | None
+
+
+@dataclass(frozen=True)
+class SyncItem:
+    """``cta_sync``: a CTA barrier (fenced for tcgen05 traffic when the kernel uses TMEM)."""
+    span: Span | None
+
+
+@dataclass(frozen=True)
+class CheckItem:
+    """``check LHS == RHS``: two global regions of one shape and dtype, compared after the launch."""
+    lhs: RegionRef
+    rhs: RegionRef
+    text: str  # the statement's source text
+    span: Span
+
+
+#: One statement of a checked description, in source order.
+ProgramItem = CopyItem | WaitItem | SyncItem | CheckItem
+
+
 @dataclass
 class TypedProgram:
     """A checked description: buffers with layouts, the CTA size, the TMEM plan, the ops."""
@@ -38,13 +70,22 @@ class TypedProgram:
     threads: int
     buffers: dict[str, ir.Buffer]
     tmem_cols: int  # allocated 32-bit columns (power of two >= 32), 0 without TMEM
-    # ("copy", CopyOp) | ("wait", kind, span) | ("sync", span) | ("check", lhs, rhs, text, span)
-    items: list[tuple] = field(default_factory=list)
+    items: list[ProgramItem] = field(default_factory=list)
     source: str = ""
     kernel_span: Span | None = None
 
     def by_scope(self, scope):
         return tuple(b for b in self.buffers.values() if b.scope == scope)
+
+    @property
+    def copy_ops(self) -> list[CopyOp]:
+        """The copy ops, in source order (one dispatch record each)."""
+        return [it.op for it in self.items if isinstance(it, CopyItem)]
+
+    @property
+    def checks(self) -> list[CheckItem]:
+        """The ``check`` statements, in source order."""
+        return [it for it in self.items if isinstance(it, CheckItem)]
 
 
 # ----------------------------------------------------------------------------- layouts
@@ -308,7 +349,7 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
         check_identifier(name, name_span, "kernel")
     bufs: dict[str, ir.Buffer] = {}
     tmem_next = 0
-    items: list[tuple] = []
+    items: list[ProgramItem] = []
     scopes_used = []
     for item in prog.items:
         if isinstance(item, ast.BufferDecl):
@@ -346,12 +387,12 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
                     hint="copy through a second buffer: threads copying overlapping regions race on the GPU")
             op = CopyOp(item.op_name, item.scope, dst, src, item.dispatch, _stmt_text(prog.source, item.span),
                         item.span, item.dispatch_span)
-            items.append(("copy", op))
+            items.append(CopyItem(op))
             scopes_used.append((item.scope, item.op_span))
         elif isinstance(item, ast.WaitStmt):
-            items.append(("wait", item.kind, item.span))
+            items.append(WaitItem(item.kind, item.span))
         elif isinstance(item, ast.SyncStmt):
-            items.append(("sync", item.span))
+            items.append(SyncItem(item.span))
         elif isinstance(item, ast.CheckStmt):
             lhs, rhs = _region(item.lhs, bufs), _region(item.rhs, bufs)
             for r in (lhs, rhs):
@@ -363,7 +404,7 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
             if lhs.nonunit != rhs.nonunit:
                 raise TileTypeError(f"check compares regions of shapes {list(lhs.nonunit)} and {list(rhs.nonunit)}",
                                     item.span)
-            items.append(("check", lhs, rhs, _stmt_text(prog.source, item.span), item.span))
+            items.append(CheckItem(lhs, rhs, _stmt_text(prog.source, item.span), item.span))
 
     # ---- resources of the target (limits.py): shared memory, registers, arguments, host memory
     lim = limits_for(arch)
@@ -461,23 +502,22 @@ def lower(tp: TypedProgram, target: dict):
             ir.TcgenFence("before_thread_sync"), ir.Barrier(), ir.TcgenFence("after_thread_sync"),
         ]
     for item in tp.items:
-        kind = item[0]
-        if kind == "copy":
-            op: CopyOp = item[1]
+        if isinstance(item, CopyItem):
+            op = item.op
             ctx = DispatchContext(target, tp.threads, op.scope_kind, b)
             stmts, rec = run_dispatch(op, ctx)
             records.append(rec)
             warns += ctx.warnings
             body.append(ir.Comment(f"L{op.span.line}: {op.text}    [{op.op}/{rec.chosen}]", span=op.span))
             body += _with_span(list(stmts), op.span)
-        elif kind == "wait":
-            body.append(ir.TcgenWait(item[1], span=item[2]))
-        elif kind == "sync":
+        elif isinstance(item, WaitItem):
+            body.append(ir.TcgenWait(item.kind, span=item.span))
+        elif isinstance(item, SyncItem):
             if tp.tmem_cols:  # order tcgen05 traffic across the barrier (PTX ISA §9.7.16.6.4)
-                body += [ir.TcgenFence("before_thread_sync", span=item[1]), ir.Barrier(span=item[1]),
-                         ir.TcgenFence("after_thread_sync", span=item[1])]
+                body += [ir.TcgenFence("before_thread_sync", span=item.span), ir.Barrier(span=item.span),
+                         ir.TcgenFence("after_thread_sync", span=item.span)]
             else:
-                body.append(ir.Barrier(span=item[1]))
+                body.append(ir.Barrier(span=item.span))
     if tp.tmem_cols:
         body += [
             ir.Comment(f"TMEM: free the {tp.tmem_cols} columns (the allocating warp)"),

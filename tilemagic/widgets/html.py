@@ -401,14 +401,11 @@ HEATMAP_KINDS = HEATMAP_CHOICES
 
 
 def heatmap_kinds(result) -> list[str]:
-    """The pictures the report shows: ``result.options["heatmap"]`` (default ``tmem``).
+    """The pictures the report shows: ``result.options.heatmap`` (default ``tmem``).
 
     ``data`` is added when a check failed (unless ``none`` was asked for).
     """
-    want = result.options.get("heatmap") if isinstance(result.options, dict) else None
-    if isinstance(want, str):
-        want = [w.strip() for w in want.split(",") if w.strip()]
-    kinds = list(want or ["tmem"])
+    kinds = list(result.options.heatmap)
     if "none" in kinds:
         return []
     launch = result.launch
@@ -437,7 +434,7 @@ def picture_png(result, kind: str, color_by: str | None = None, instr=None) -> b
     """
     from . import heatmap as hm
 
-    color_by = color_by or (result.options.get("color_by") if isinstance(result.options, dict) else None) or "warp"
+    color_by = color_by or result.options.color_by
     if kind == "tmem":
         return hm.heatmap_png(result.kernel, color_by=color_by, instr=instr)
     if kind == "instr":

@@ -159,8 +159,8 @@ def cuda_title(result) -> str:
     arch = None
     if result.launch is not None and result.launch.arch:
         arch = result.launch.arch
-    elif isinstance(result.options, dict):
-        arch = result.options.get("arch")
+    else:
+        arch = result.options.arch
     return "CUDA (native" + (f", {arch}" if arch else "") + ")"
 
 

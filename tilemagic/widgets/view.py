@@ -75,7 +75,7 @@ class _HeatmapPane:
         launch = result.launch
         if launch is not None and launch.backend != "off" and launch.checks:
             kinds.append(HEATMAP_TABS[3])
-        default_color = (result.options or {}).get("color_by") or "warp"
+        default_color = result.options.color_by
         self.kind = W.ToggleButtons(options=kinds, value="tmem", description="picture")
         self.color_by = W.Dropdown(options=list(hm.COLOR_BY), value=default_color, description="colour by")
         self.instr = W.Dropdown(options=instr_opts, value=_ALL, description="instruction")

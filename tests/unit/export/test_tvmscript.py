@@ -19,12 +19,12 @@ from tilemagic.export.instructions import (
 )
 from tilemagic.export.tvm_compare import (
     TVM_MISSING,
-    compare_with_tvm,
     condense_tvm_error,
 )
 from tilemagic.export.tvmscript import layout_text, tvmscript_from_source
 from tilemagic.layout import TileLayout, tcgen05_atom_layout
-from tilemagic.options import parse_option_line
+from tilemagic.options import parse as parse_options
+from tilemagic.pipeline import compare_source_with_tvm
 
 
 def _lines(text):
@@ -151,8 +151,8 @@ def test_result_tvmscript_and_export_option():
     assert res.sections[0].title == "TVMScript (TVM TIRx equivalent)"
     assert "== TVMScript (TVM TIRx equivalent) ==" in res.text()
     assert "Tx.wg.copy_async(T_[0:128, 0:8], a[0:128, 0:8])" in res.html()
-    assert parse_option_line("--export tvmscript --compare tvm").compare == "tvm"
-    with pytest.raises(ValueError, match="export must be one of"):
+    assert parse_options("--export tvmscript --compare tvm").compare == "tvm"
+    with pytest.raises(ValueError, match="--export: invalid choice: .mlir."):
         tilemagic.tilecopy(roundtrip_cell("float16", 8), launch="off", export="mlir")
 
 
@@ -169,7 +169,7 @@ def test_compare_without_tvm_is_a_message_not_a_traceback(monkeypatch):
     assert not res.tvm_comparison.available
     assert res.tvm_comparison.text().startswith(TVM_MISSING)
     assert "== TVM comparison ==" in res.text()
-    assert compare_with_tvm(source=roundtrip_cell("float32", 4)).message.startswith(TVM_MISSING)
+    assert compare_source_with_tvm(roundtrip_cell("float32", 4)).message.startswith(TVM_MISSING)
 
 
 def test_importing_tilemagic_does_not_import_tvm():

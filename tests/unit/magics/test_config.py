@@ -43,7 +43,7 @@ def test_config_arch_validated_and_used(ip):
     ip.run_line_magic("config", "TileMagics.launch = 'off'")
     ip.run_line_magic("config", "TileMagics.arch = 'sm_90'")
     res = run(ip, "", RANDOM_CELL)
-    assert res.options["arch"] == "sm_90" and "target cuda sm_90" in res.ir
+    assert res.options.arch == "sm_90" and "target cuda sm_90" in res.ir
     with capture_output():
         ip.run_line_magic("config", "TileMagics.arch = 'volta'")  # IPython logs the TraitError
     assert magics(ip).arch == "sm_90"  # rejected, unchanged
@@ -65,10 +65,10 @@ def test_config_view(ip):
 
 def test_config_strict(ip):
     ip.run_line_magic("config", "TileMagics.launch = 'sim'")
-    assert ip.run_cell_magic("tilecopy", "", body("tmem_roundtrip")).options["strict"] is False
+    assert ip.run_cell_magic("tilecopy", "", body("tmem_roundtrip")).options.strict is False
     ip.run_line_magic("config", "TileMagics.strict = True")
     res = ip.run_cell_magic("tilecopy", "", body("tmem_roundtrip"))
-    assert res.options["strict"] is True and res.launch.passed
+    assert res.options.strict is True and res.launch.passed
 
 
 def test_config_seed_changes_random_inputs(ip):
@@ -95,7 +95,7 @@ def test_status_shows_config_defaults(ip):
 def test_heatmap_and_color_by_flags(ip):
     res = ip.run_cell_magic("tilecopy", "--launch sim --heatmap tmem,fragment --color-by thread",
                             body("tmem_roundtrip"))
-    assert res.options["heatmap"] == ("tmem", "fragment") and res.options["color_by"] == "thread"
+    assert res.options.heatmap == ("tmem", "fragment") and res.options.color_by == "thread"
     assert res.html().count('class="tm-heatmap"') == 2
     with pytest.raises(TileSyntaxError, match="invalid --heatmap") as ei:
         ip.run_cell_magic("tilecopy", "--heatmap tmem,bogus", body("tmem_roundtrip"))
@@ -115,4 +115,4 @@ def test_config_timeout_refuses_bad_values(ip, value):
     with pytest.raises(Exception, match="TileMagics.timeout: --timeout must be a positive number"):
         magics(ip).timeout = -1.0
     ip.run_line_magic("config", "TileMagics.launch = 'sim'")
-    assert run(ip, "", RANDOM_CELL).options["timeout"] == 2.5
+    assert run(ip, "", RANDOM_CELL).options.timeout == 2.5

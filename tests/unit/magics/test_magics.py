@@ -67,7 +67,7 @@ def test_out_namespace_and_config(ip):
     cell = "kernel k threads=32\nglobal A: float32[4, 6] = x\nglobal B: float32[4, 6]\nwarp.copy B <- A\ncheck B == A\n"
     with capture_output(), pytest.warns(UserWarning, match="global -> global"):
         res = ip.run_cell_magic("tilecopy", "--out R", cell)
-    assert ip.user_ns["R"] is res and res.options["launch"] == "sim" and res.options["seed"] == 7
+    assert ip.user_ns["R"] is res and res.options.launch == "sim" and res.options.seed == 7
     np.testing.assert_array_equal(res.launch.outputs["B"], ip.user_ns["x"])
 
 

@@ -193,7 +193,7 @@ def test_pipeline_timeout_option_from_the_header_and_validation(fake):
                            emit_warnings=False)
     res = tilemagic.tilecopy("%%tilecopy --launch gpu --timeout 30\n" + CELL.format(name="ok_h"),
                              emit_warnings=False)
-    assert res.options["timeout"] == 30.0 and res.launch.passed
+    assert res.options.timeout == 30.0 and res.launch.passed
     for bad in ("0", "-1", "nan", "inf"):
         with pytest.raises(tilemagic.TileSyntaxError, match="--timeout"):
             tilemagic.tilecopy(f"%%tilecopy --launch off --timeout {bad}\n" + CELL.format(name="k"))
@@ -211,7 +211,7 @@ def test_magic_timeout_and_next_cell(fake, ip):
     assert "tilecopy:2:1: LaunchError: the kernel did not finish within 0.5 s" in out
     assert "Traceback" not in out
     ok = ip.run_cell("%%tilecopy --launch gpu\n" + CELL.format(name="next_m"))
-    assert ok.success and ok.result.launch.passed and ok.result.options["timeout"] == 10.0
+    assert ok.success and ok.result.launch.passed and ok.result.options.timeout == 10.0
     ip.run_line_magic("config", "TileMagics.timeout = 0.5")
     with capture_output():
         r = ip.run_cell("%%tilecopy --launch gpu\n" + CELL.format(name="hang_cfg"))

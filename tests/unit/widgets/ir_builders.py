@@ -14,6 +14,7 @@ import numpy as np
 
 from tilemagic.cli import demo_source
 from tilemagic.errors import Span
+from tilemagic.options import Options, resolve
 from tilemagic.ir.nodes import (
     Barrier,
     Bin,
@@ -221,7 +222,7 @@ def make_tmem_result(launch="default", emulated: bool = True, **options) -> Tile
                        if emulated else None),
         dispatch=make_dispatch(), launch=make_launch() if launch == "default" else launch,
         warnings=["copy/fallback used for wg.copy B <- b: slow path (UserWarning)"],
-        options={"arch": "sm_100a", "view": "html", **options},
+        options=resolve(overrides=options),
         ir_lines=list(TMEM_IR_LINES), cuda_lines=list(TMEM_CUDA_LINES),
         cuda_emulated_lines=[None, 8] if emulated else [],
     )
@@ -232,6 +233,6 @@ def make_fallback_result() -> TileCopyResult:
     return TileCopyResult(
         name="fallback_demo", source="kernel fallback_demo threads=32\n", program=None,
         kernel=make_fallback_kernel(), ir=ir, cuda="__global__ void fallback_demo() {}\n",
-        cuda_emulated=None, dispatch=[], launch=None, warnings=[], options={},
+        cuda_emulated=None, dispatch=[], launch=None, warnings=[], options=Options(),
         ir_lines=[6, 6, 6, 6], cuda_lines=[None],
     )
