@@ -19,27 +19,6 @@ from .options import DEFAULT_TIMEOUT_S, LAUNCH_CHOICES, OPTION_SUMMARY, OPTIONS,
 from .pipeline import check_arch, check_timeout, tilecopy
 
 
-class WidgetView:
-    """``--view widget``: the ipywidgets Tab, with the static HTML and the text report as fallbacks.
-
-    Front ends without live widget state (nbconvert, GitHub, a reopened notebook) show the
-    HTML report or the text instead of an empty output.
-    """
-
-    def __init__(self, result):
-        self.result = result
-        self.widget = result.widget()
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        data = dict(self.widget._repr_mimebundle_() or {})
-        data["text/plain"] = self.result.text()
-        data["text/html"] = self.result.html()
-        return data
-
-    def __repr__(self):
-        return self.result.text()
-
-
 def _with_options(fn):
     """Apply the shared option table (tilemagic.options.OPTIONS) as magic_arguments."""
     for flags, kw in reversed(OPTIONS):
@@ -172,9 +151,7 @@ class TileMagics(Magics):
             ) from e
         if args.out:
             self.shell.user_ns[args.out] = res
-        if opts["view"] == "widget":
-            return WidgetView(res)
-        return res
+        return res  # displayed as options["view"] asks (TileCopyResult._repr_mimebundle_)
 
     @line_magic
     def tilemagic(self, line):
