@@ -386,3 +386,17 @@ def test_python_api_view_widget_shows_the_widget_with_fallbacks():
     w = r.widget()
     assert isinstance(w, W.VBox) and isinstance(w.heatmaps, W.VBox) and w.children[-1] is w.tab
     assert "application/vnd.jupyter.widget-view+json" not in tilemagic.tilecopy(TMEM_SOURCE, launch="off")._repr_mimebundle_()
+
+
+def test_lowered_op_markers_carry_the_variant_and_rewording_keeps_the_legend():
+    from tilemagic.ir.nodes import Comment, walk
+    from tilemagic.widgets import placement
+
+    r = tilemagic.tilecopy(demo_source("fallback_demo"), launch="off")
+    markers = [s for s in walk(r.kernel.body) if isinstance(s, Comment) and s.variant]
+    assert [(m.op, m.variant, m.span.line) for m in markers][:1] == [("copy", "fallback", markers[0].span.line)]
+    assert r.ir.count("[copy/fallback]") == len(markers)  # the printed text is unchanged
+    before = [i["variants"] for i in placement.shared_writers(r.kernel)]
+    for m in markers:
+        m.text = f"op at line {m.span.line}"
+    assert [i["variants"] for i in placement.shared_writers(r.kernel)] == before == [["copy/fallback"]]
