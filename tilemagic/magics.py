@@ -21,27 +21,6 @@ from .options import FIELDS, OptionError, add_arguments, check_value, flag
 from .pipeline import cell_options, tilecopy
 
 
-class WidgetView:
-    """``--view widget``: the ipywidgets Tab, with the static HTML and the text report as fallbacks.
-
-    Front ends without live widget state (nbconvert, GitHub, a reopened notebook) show the
-    HTML report or the text instead of an empty output.
-    """
-
-    def __init__(self, result):
-        self.result = result
-        self.widget = result.widget()
-
-    def _repr_mimebundle_(self, include=None, exclude=None):
-        data = dict(self.widget._repr_mimebundle_() or {})
-        data["text/plain"] = self.result.text()
-        data["text/html"] = self.result.html()
-        return data
-
-    def __repr__(self):
-        return self.result.text()
-
-
 def _with_usage(fn: Callable) -> Callable:
     """``%%tilecopy?`` shows the usage and option help generated from the option table, once."""
     fn.__doc__ = add_arguments(MagicArgumentParser(prog="%tilecopy", description=fn.__doc__)).format_help()
@@ -113,9 +92,7 @@ class TileMagics(Magics):
                 f"internal error in tilemagic: {type(e).__name__}: {e}",
                 hint="please report it with the cell; `%config TileMagics.short_errors = False` shows the traceback",
             ) from e
-        if opts.view == "widget":
-            return WidgetView(res)
-        return res
+        return res  # displayed as options.view asks (TileCopyResult._repr_mimebundle_)
 
     @magic_arguments()
     @argument("command", nargs="?", default="status", choices=("status", "variants"),

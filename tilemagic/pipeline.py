@@ -7,8 +7,6 @@ elsewhere) → checks → :class:`~tilemagic.result.TileCopyResult`.
 
 from __future__ import annotations
 
-import hashlib
-import pickle
 import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -16,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .caches import register_cache
 from .errors import LaunchError, LoweringError, Span, TileMagicError, TileSyntaxError, TileTypeError
 from .ir import nodes as ir
 from .options import OptionError, Options, numpydoc, resolve, usage
@@ -28,30 +27,28 @@ if TYPE_CHECKING:
 #: How many recent kernels :func:`intern_kernel` remembers.
 KERNEL_MEMO_SIZE = 32
 _KERNELS: OrderedDict[str, ir.Kernel] = OrderedDict()
-
-
-def _content_key(kernel: ir.Kernel) -> str:
-    return hashlib.sha256(pickle.dumps(kernel, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
+register_cache("pipeline.kernels", _KERNELS.clear, f"the last {KERNEL_MEMO_SIZE} lowered kernels, by content")
 
 
 def intern_kernel(kernel: ir.Kernel) -> ir.Kernel:
     """An earlier lowered kernel with the same content as ``kernel``, else ``kernel`` (remembered).
 
     A cell that runs again unchanged lowers to an identical kernel; handing back the
-    earlier *object* lets everything cached per kernel object hit — above all the
-    report's heatmap PNGs (:func:`tilemagic.widgets.heatmap.heatmap_png`, the bulk of a
-    cell's time).  Content is compared as the sha256 of the pickled kernel (buffers,
+    earlier *object* keeps one kernel per content in memory.  Content is compared by
+    :func:`tilemagic.ir.nodes.content_key` (the sha256 of the pickled kernel: buffers,
     layouts, statements, spans), taken right after lowering, so two kernels are only
     merged when every field is equal; lowering itself always runs.  A remembered kernel
     that was edited since (tests and users may change ``result.kernel``) is re-hashed on a
-    hit and replaced, never handed out.  The last :data:`KERNEL_MEMO_SIZE` kernels are kept.
+    hit and replaced, never handed out; the heatmap PNGs are keyed on the same content
+    key (:mod:`tilemagic.widgets.png`), so an edited kernel is drawn again.  The last
+    :data:`KERNEL_MEMO_SIZE` kernels are kept (``tilemagic.clear_caches()`` empties them).
     """
     try:
-        key = _content_key(kernel)
+        key = ir.content_key(kernel)
     except Exception:  # noqa: BLE001 -- something unpicklable in a hand-built kernel: no sharing
         return kernel
     hit = _KERNELS.get(key)
-    if hit is not None and _content_key(hit) == key:  # (a caller may have edited the earlier object)
+    if hit is not None and ir.content_key(hit) == key:  # (a caller may have edited the earlier object)
         _KERNELS.move_to_end(key)
         return hit
     _KERNELS[key] = kernel

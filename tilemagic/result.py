@@ -299,15 +299,15 @@ class TileCopyResult:
             Unknown ``kind`` / ``color_by``, or the picture does not apply (e.g. ``data``
             without a launch).
         """
-        from .widgets import heatmap as hm
+        from .widgets import figures
 
         if kind == "tmem":
-            return hm.heatmap_figure(self.kernel, color_by=color_by, instr=instr)
+            return figures.heatmap_figure(self.kernel, color_by=color_by, instr=instr)
         if kind == "fragment":
-            return hm.fragment_figure(self.kernel, local=buffer, instr=instr)
+            return figures.fragment_figure(self.kernel, local=buffer, instr=instr)
         if kind == "data":
-            return hm.data_figure(self, check=check)
-        raise ValueError(f"kind must be one of {', '.join(hm.KINDS)}; got {kind!r}")
+            return figures.data_figure(self, check=check)
+        raise ValueError(f"kind must be one of {', '.join(figures.KINDS)}; got {kind!r}")
 
     def ptx(self):
         """PTX of the native CUDA for ``options.arch`` (nvcc or NVRTC; cached), with a line map.
@@ -335,13 +335,18 @@ class TileCopyResult:
         return render_html(self)
 
     def widget(self):
-        """ipywidgets view (Tab over stages); content never lives in an Output widget."""
-        from .widgets.view import build_widget
+        """ipywidgets stage view (:class:`tilemagic.widgets.view.WidgetView`); content never lives
+        in an Output widget, and its display carries this HTML and text report as fallbacks."""
+        from .widgets.view import WidgetView
 
-        return build_widget(self)
+        return WidgetView(self)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
+        """The display of ``options.view``: ``text`` (text/plain), ``html`` (+ text/html) or
+        ``widget`` (the widget view's bundle, with the HTML and the text as fallbacks)."""
         view = self.options.view
+        if view == "widget":
+            return self.widget()._repr_mimebundle_(include=include, exclude=exclude)
         data = {"text/plain": self.text()}
         if view == "html":
             data["text/html"] = self.html()

@@ -16,6 +16,7 @@ import pytest
 from cells import roundtrip_cell, tmem_windows_cell
 from conftest import run
 
+import tilemagic
 from tilemagic import pipeline
 from tilemagic.cli import demo_source
 from tilemagic.lower.program import _distinct_pairs
@@ -41,9 +42,9 @@ def test_import_tilemagic_imports_no_cupy_pyplot_or_ipywidgets():
 
 @pytest.fixture
 def fresh_memo():
-    pipeline._KERNELS.clear()
+    tilemagic.clear_caches()  # the kernel memo and the PNG cache among them
     yield
-    pipeline._KERNELS.clear()
+    tilemagic.clear_caches()
 
 
 def test_unchanged_rerun_reuses_the_kernel_object(fresh_memo):
@@ -73,11 +74,11 @@ def test_interned_kernel_is_not_changed_by_simulating_and_rendering(fresh_memo):
 
 
 def test_heatmap_is_drawn_once_for_an_unchanged_rerun(fresh_memo, monkeypatch):
-    from tilemagic.widgets import heatmap
+    from tilemagic.widgets import figures
 
     drawn = []
-    real = heatmap.figure_png
-    monkeypatch.setattr(heatmap, "figure_png", lambda fig: drawn.append(1) or real(fig))
+    real = figures.figure_png
+    monkeypatch.setattr(figures, "figure_png", lambda fig: drawn.append(1) or real(fig))
     src = demo_source("fallback_demo")
     first = run(src).html()
     assert run(src).html() == first and len(drawn) == 1

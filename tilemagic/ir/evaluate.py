@@ -1,7 +1,7 @@
 """Static evaluation of IR expressions over a CTA's threads (NumPy vectors).
 
 One definition of the binary operators and of the thread coordinates, shared by the
-simulator (:mod:`tilemagic.sim.interpreter`), the pictures (:mod:`tilemagic.widgets.heatmap`)
+simulator (:mod:`tilemagic.sim.interpreter`), the pictures (:mod:`tilemagic.widgets.placement`)
 and the code generator (warp-uniform guards, :mod:`tilemagic.codegen.cuda`).
 """
 

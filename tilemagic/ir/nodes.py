@@ -102,39 +102,23 @@ class Buffer:
             n *= d
         return n
 
-    def __getstate__(self):
-        """Pickled state without the ``_dim_strides`` cache, so a buffer pickles (and the
-        pipeline's kernel memo hashes) the same before and after code generation."""
-        state = dict(self.__dict__)
-        state.pop("_dim_strides", None)
-        return state
-
     def dim_strides(self) -> tuple[tuple[int, ...], int]:
         """``(strides, offset)`` in elements with ``index = offset + Σ index_d * strides[d]`` (global/shared).
 
         Global buffers (and buffers without a layout) are row-major.  Raises ValueError when a shared
         layout is not affine per dimension (a split dimension, a swizzle): :meth:`index_expr` then
-        uses the general form.  Computed once per buffer.
+        uses the general form.  Derived on demand (the layout algebra is memoised per
+        ``(layout, shape)`` in :func:`_affine`), so a buffer holds no cache of its own.
         """
-        cached = self.__dict__.get("_dim_strides")
-        if cached is False:
-            raise ValueError(f"layout of {self.name} is not affine per dimension")
-        if cached is not None:
-            return cached
         if self.scope == "global" or self.layout is None:
             st, n = [], 1
             for d in reversed(self.shape):
                 st.append(n)
                 n *= d
-            res = (tuple(reversed(st)), 0)
-        else:
-            from ..layout.tile import affine_dims
-
-            res = affine_dims(self.layout, self.shape)
-            if res is None:
-                self.__dict__["_dim_strides"] = False
-                raise ValueError(f"layout of {self.name} is not affine per dimension")
-        self.__dict__["_dim_strides"] = res
+            return tuple(reversed(st)), 0
+        res = _affine(self.layout, tuple(self.shape))
+        if res is None:
+            raise ValueError(f"layout of {self.name} is not affine per dimension")
         return res
 
     def index_expr(self, indices) -> Expr:
@@ -322,9 +306,17 @@ class Seq(Stmt):
 
 @dataclass(eq=False)
 class Comment(Stmt):
-    """A source marker printed in IR and CUDA (``# L7: wg.copy a <- A  [copy/reg]``)."""
+    """A comment printed in IR and CUDA (``# L7: wg.copy a <- A  [copy/reg]``).
+
+    The comment that heads an op's statements is also its *marker*: ``op`` (``"copy"``,
+    ``"copy_async"``) and ``variant`` (the dispatched variant, ``"reg"``, ``"tmem<->local"``)
+    are structured fields, the op's description line is ``span.line``.  Readers of the IR
+    (the pictures) use the fields, never the text, which is free to change.
+    """
 
     text: str
+    op: str | None = None
+    variant: str | None = None
 
 
 @dataclass(eq=False)
@@ -484,6 +476,24 @@ class Kernel:
     tmem_cols: int
     tmem_addr: Buffer | None
     body: Seq
+
+
+def content_key(kernel: Kernel) -> str:
+    """A key of the kernel's content: the sha256 (hex) of the pickled kernel.
+
+    Two kernels get the same key exactly when every field is equal (buffers, layouts,
+    statements, spans); an edited kernel gets a new key.  The pipeline's kernel memo and
+    the PNG cache of the pictures are keyed on it.
+
+    Raises
+    ------
+    pickle.PicklingError, TypeError, AttributeError
+        Something in a hand-built kernel does not pickle.
+    """
+    import hashlib
+    import pickle
+
+    return hashlib.sha256(pickle.dumps(kernel, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
 
 
 def walk(stmt: Stmt):

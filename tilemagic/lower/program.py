@@ -508,7 +508,8 @@ def lower(tp: TypedProgram, target: dict):
             stmts, rec = run_dispatch(op, ctx)
             records.append(rec)
             warns += ctx.warnings
-            body.append(ir.Comment(f"L{op.span.line}: {op.text}    [{op.op}/{rec.chosen}]", span=op.span))
+            body.append(ir.Comment(f"L{op.span.line}: {op.text}    [{op.op}/{rec.chosen}]", op=op.op,
+                                   variant=rec.chosen, span=op.span))
             body += _with_span(list(stmts), op.span)
         elif isinstance(item, WaitItem):
             body.append(ir.TcgenWait(item.kind, span=item.span))

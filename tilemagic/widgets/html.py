@@ -38,9 +38,10 @@ import functools
 from collections.abc import Sequence
 from html import escape
 
-from ..options import HEATMAP_CHOICES
+from ..caches import register_cache
+from .format import array_summary, split_lines
+from .png import picture_png
 from .text import (
-    array_summary,
     cuda_title,
     execution_note,
     is_native_blackwell,
@@ -50,10 +51,9 @@ from .text import (
 )
 
 __all__ = [
-    "HEATMAP_KINDS",
+    "FONT",
     "HIGHLIGHT",
     "PIN_SCRIPT",
-    "SECTION_HOOKS",
     "banner_html",
     "code_grid_html",
     "code_pane_html",
@@ -71,22 +71,22 @@ __all__ = [
     "line_map_style",
     "linked_lines",
     "mapped_lines",
-    "picture_png",
     "render_html",
     "source_html",
     "tmem_html",
     "warnings_html",
 ]
 
-_FONT = "font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif"
+#: The sans-serif font stack of every heading, table and note.
+FONT = "font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif"
 _MONO = "font-family:SFMono-Regular,Menlo,Consolas,'Liberation Mono',monospace"
 _PRE = (f"margin:0;padding:6px 8px;{_MONO};font-size:12px;line-height:1.4;white-space:pre;"
         "background:#f8f8f8;color:#1f2328;text-align:left")
 _PANE = "border:1px solid #d0d7de;border-radius:6px;overflow:auto;max-height:480px;min-width:0;background:#f8f8f8"
-_PANE_HEAD = (f"{_FONT};font-size:12px;font-weight:600;padding:4px 8px;background:#eef1f4;"
+_PANE_HEAD = (f"{FONT};font-size:12px;font-weight:600;padding:4px 8px;background:#eef1f4;"
               "border-bottom:1px solid #d0d7de;position:sticky;top:0")
-_H = f"{_FONT};font-size:14px;font-weight:600;margin:14px 0 6px 0;color:#1f2328"
-_TABLE = f"border-collapse:collapse;{_FONT};font-size:12px;margin:4px 0 10px 0"
+_H = f"{FONT};font-size:14px;font-weight:600;margin:14px 0 6px 0;color:#1f2328"
+_TABLE = f"border-collapse:collapse;{FONT};font-size:12px;margin:4px 0 10px 0"
 _TH = "text-align:left;padding:3px 8px;border-bottom:2px solid #d0d7de;background:#f6f8fa"
 _TD = "text-align:left;vertical-align:top;padding:3px 8px;border-bottom:1px solid #eaeef2"
 _TD_R = _TD.replace("text-align:left", "text-align:right")
@@ -123,15 +123,6 @@ def _lexer(language: str):
     return lx
 
 
-def _split_lines(text: str) -> list[str]:
-    if not text:
-        return []
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
-    return lines
-
-
 def highlight_lines(text: str, language: str) -> list[str]:
     """Pygments-highlighted HTML, one string per source line (inline styles, no wrapper).
 
@@ -155,7 +146,7 @@ def highlight_lines(text: str, language: str) -> list[str]:
 
 @functools.lru_cache(maxsize=64)
 def _highlight_cached(text: str, language: str) -> tuple:
-    lines = _split_lines(text)
+    lines = split_lines(text)
     if not lines:
         return ()
     from pygments import highlight
@@ -167,6 +158,10 @@ def _highlight_cached(text: str, language: str) -> tuple:
     if len(out) != len(lines):  # pragma: no cover - defensive
         return tuple(escape(line) for line in lines)
     return tuple(out)
+
+
+register_cache("widgets.html.highlight", _highlight_cached.cache_clear, "Pygments-highlighted lines (last 64 texts)")
+register_cache("widgets.html.pygments", _CACHE.clear, "the Pygments HTML formatter and lexers")
 
 
 def _line_attr(src_line: int | None) -> str:
@@ -194,7 +189,7 @@ def _line_span(html_line: str, src_line: int | None, highlight: int | None = Non
 
 def mapped_lines(result) -> list[int]:
     """Description lines (1-based, sorted) that produced at least one IR or CUDA line."""
-    seen = set()
+    seen: set[int] = set()
     for lines in (result.ir_lines, result.cuda_lines, getattr(result, "cuda_emulated_lines", None)):
         seen.update(int(n) for n in (lines or ()) if n is not None)
     return sorted(seen)
@@ -276,7 +271,7 @@ def banner_html(result) -> str:
     reason = ""
     if launch is not None and launch.reason:
         reason = f'<div style="color:#57606a;font-size:12px">reason: {escape(launch.reason)}</div>'
-    return (f'<div class="tm-banner" style="{_FONT};{colours};border-radius:6px;padding:8px 12px;'
+    return (f'<div class="tm-banner" style="{FONT};{colours};border-radius:6px;padding:8px 12px;'
             f'margin:0 0 8px 0;color:#1f2328">'
             f"<div>{head}</div><div style=\"font-size:13px;margin-top:2px\">{note}</div>{reason}</div>")
 
@@ -286,7 +281,7 @@ def source_html(result, highlight: int | None = None) -> str:
 
     Lines that produced no IR/CUDA (declarations, comments) are numbered but unmapped.
     """
-    lines = _split_lines(result.source or "")
+    lines = split_lines(result.source or "")
     mapped = set(linked_lines(result))
     width = len(str(len(lines))) if lines else 1
     body = "\n".join(
@@ -307,7 +302,7 @@ def _reasons_cell(rec, c) -> str:
 def dispatch_html(result) -> str:
     """One table per op: variant, priority, verdict (coloured), reasons; the op's line as heading."""
     if not result.dispatch:
-        return f'<div style="{_FONT};font-size:12px;color:#57606a">(no copy ops)</div>'
+        return f'<div style="{FONT};font-size:12px;color:#57606a">(no copy ops)</div>'
     out = []
     for rec in result.dispatch:
         head = f"L{rec.line}: {rec.text}"
@@ -324,7 +319,7 @@ def dispatch_html(result) -> str:
             )
         out.append(
             f'<div class="tm-dispatch"{_line_attr(rec.line)}>'
-            f'<div style="{_FONT};font-size:12px;margin-top:6px"><code class="tm-line tm-L{int(rec.line)}"'
+            f'<div style="{FONT};font-size:12px;margin-top:6px"><code class="tm-line tm-L{int(rec.line)}"'
             f'{_line_attr(rec.line)} style="{_MONO}">{escape(head)}</code> '
             f'<span style="color:#57606a">{escape(tag)}</span></div>'
             f'<table style="{_TABLE}"><thead><tr><th style="{_TH}">variant</th><th style="{_TH}">priority</th>'
@@ -386,18 +381,14 @@ def code_grid_html(result, highlight: int | None = None) -> str:
             f'gap:8px;align-items:start">{ir_pane_html(result, highlight)}{cuda_pane_html(result, highlight)}</div>')
 
 
-def emulated_html(result, open_: bool = False) -> str:
+def emulated_html(result) -> str:
     """The emulated-TMEM CUDA inside a ``<details>`` ('' when there is none)."""
     pane = emulated_pane_html(result)
     if not pane:
         return ""
-    return (f'<details class="tm-emulated" style="margin:8px 0"{" open" if open_ else ""}>'
-            f'<summary style="{_FONT};font-size:12px;cursor:pointer">Emulated CUDA (what runs on GPUs '
+    return (f'<details class="tm-emulated" style="margin:8px 0">'
+            f'<summary style="{FONT};font-size:12px;cursor:pointer">Emulated CUDA (what runs on GPUs '
             f'without tcgen05)</summary>{pane}</details>')
-
-
-#: What ``--heatmap`` may list (comma-separated): the report's pictures.
-HEATMAP_KINDS = HEATMAP_CHOICES
 
 
 def heatmap_kinds(result) -> list[str]:
@@ -422,28 +413,7 @@ def _img(png: bytes, alt: str, kind: str) -> str:
 
 def _note(text: str, error: bool = False) -> str:
     colour = "#a40e26" if error else "#57606a"
-    return f'<div style="{_FONT};font-size:12px;color:{colour}">{escape(text)}</div>'
-
-
-def picture_png(result, kind: str, color_by: str | None = None, instr=None) -> bytes:
-    """PNG bytes of one picture of ``result`` (``kind`` in tmem / instr / fragment / data).
-
-    ``tmem`` and ``fragment`` are cached per kernel (:func:`~tilemagic.widgets.heatmap.heatmap_png`);
-    ``instr`` is the occupancy with one panel per instruction.  Raises ValueError when the
-    picture does not apply (no launch for ``data``, no tcgen05 for ``fragment``).
-    """
-    from . import heatmap as hm
-
-    color_by = color_by or result.options.color_by
-    if kind == "tmem":
-        return hm.heatmap_png(result.kernel, color_by=color_by, instr=instr)
-    if kind == "instr":
-        return hm.heatmap_png(result.kernel, color_by=color_by, instr="each")
-    if kind == "fragment":
-        return hm.fragment_png(result.kernel, instr=instr)
-    if kind == "data":
-        return hm.figure_png(hm.data_figure(result))
-    raise ValueError(f"unknown picture kind {kind!r}; expected one of {', '.join(HEATMAP_KINDS[:-1])}")
+    return f'<div style="{FONT};font-size:12px;color:{colour}">{escape(text)}</div>'
 
 
 _ALT = {
@@ -454,16 +424,21 @@ _ALT = {
 }
 
 
-def heatmap_html(result, png: bytes | None = None, kinds: Sequence[str] | None = None) -> str:
+def _picture_html(result, kind: str) -> str:
+    """One picture as a ``data:`` image, or a note saying why there is none."""
+    try:
+        png = picture_png(result, kind)
+    except ValueError as e:
+        return _note(f"{kind} picture: {e}")
+    except Exception as e:  # noqa: BLE001 - a display layer must not hide the rest of the report
+        return _note(f"{kind} picture unavailable: {type(e).__name__}: {e}", error=True)
+    return _img(png, _ALT[kind] if uses_tmem(result) else "shared-memory tile (writing thread)", kind)
+
+
+def heatmap_html(result, kinds: Sequence[str] | None = None) -> str:
     """The placement pictures as ``data:`` images (TMEM occupancy etc., or the shared tile without TMEM).
 
-    Parameters
-    ----------
-    result : tilemagic.result.TileCopyResult
-    png : bytes, optional
-        Pre-rendered PNG of the first picture.
-    kinds : sequence of str, optional
-        Default: :func:`heatmap_kinds` without ``data`` (which goes with the launch).
+    ``kinds`` defaults to :func:`heatmap_kinds` without ``data`` (which goes with the launch).
     """
     k = result.kernel
     if k is None:
@@ -473,31 +448,14 @@ def heatmap_html(result, png: bytes | None = None, kinds: Sequence[str] | None =
     kinds = [x for x in (heatmap_kinds(result) if kinds is None else kinds) if x != "data"]
     if not uses_tmem(result):
         kinds = ["tmem"] if kinds else []  # the shared-tile picture is the only one without TMEM
-    out = []
-    for i, kind in enumerate(kinds):
-        try:
-            data = png if (i == 0 and png is not None) else picture_png(result, kind)
-        except ValueError as e:
-            out.append(_note(f"{kind} picture: {e}"))
-            continue
-        except Exception as e:  # noqa: BLE001 - a display layer must not hide the rest of the report
-            out.append(_note(f"heatmap unavailable: {type(e).__name__}: {e}", error=True))
-            continue
-        alt = _ALT[kind] if uses_tmem(result) else "shared-memory tile (writing thread)"
-        out.append(_img(data, alt, kind))
-    return "".join(out)
+    return "".join(_picture_html(result, kind) for kind in kinds)
 
 
 def data_html(result) -> str:
     """The round-trip data picture when :func:`heatmap_kinds` asks for it ('' otherwise)."""
     if "data" not in heatmap_kinds(result) or result.launch is None or not result.launch.checks:
         return ""
-    try:
-        return _img(picture_png(result, "data"), _ALT["data"], "data")
-    except ValueError as e:
-        return _note(f"data picture: {e}")
-    except Exception as e:  # noqa: BLE001 - a display layer must not hide the rest of the report
-        return _note(f"data picture unavailable: {type(e).__name__}: {e}", error=True)
+    return _picture_html(result, "data")
 
 
 def tmem_html(result) -> str:
@@ -509,7 +467,7 @@ def tmem_html(result) -> str:
         "<tr>" + "".join(f'<td style="{_TD}">{escape(x)}</td>' for x in r) + "</tr>" for r in tmem_summary_rows(k)
     )
     head = "".join(f'<th style="{_TH}">{h}</th>' for h in ("buffer", "dtype", "shape", "datapath", "columns"))
-    return (f'<div style="{_FONT};font-size:12px">allocated {int(k.tmem_cols)} of 512 32-bit columns × 128 lanes</div>'
+    return (f'<div style="{FONT};font-size:12px">allocated {int(k.tmem_cols)} of 512 32-bit columns × 128 lanes</div>'
             f'<table class="tm-tmem" style="{_TABLE}"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
 
 
@@ -522,7 +480,7 @@ def _arrays_table(title: str, arrays: dict) -> str:
         rows.append(f'<tr><td style="{_TD};{_MONO}">{escape(n)}</td><td style="{_TD}">{escape(dt)}</td>'
                     f'<td style="{_TD}">{escape(shp)}</td><td style="{_TD};{_MONO}">{escape(vals)}</td></tr>')
     head = "".join(f'<th style="{_TH}">{h}</th>' for h in ("name", "dtype", "shape", "first values"))
-    return (f'<div style="{_FONT};font-size:12px;font-weight:600">{escape(title)}</div>'
+    return (f'<div style="{FONT};font-size:12px;font-weight:600">{escape(title)}</div>'
             f'<table style="{_TABLE}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')
 
 
@@ -530,8 +488,8 @@ def launch_html(result) -> str:
     """Inputs / outputs (small tables), checks (PASS green, FAIL red), timings with ``--bench``."""
     launch = result.launch
     if launch is None or launch.backend == "off":
-        return f'<div style="{_FONT};font-size:12px;color:#57606a">not launched</div>'
-    parts = [f'<div style="{_FONT};font-size:12px;margin-bottom:4px">{escape(launch.summary())}</div>']
+        return f'<div style="{FONT};font-size:12px;color:#57606a">not launched</div>'
+    parts = [f'<div style="{FONT};font-size:12px;margin-bottom:4px">{escape(launch.summary())}</div>']
     parts.append(_arrays_table("inputs", launch.inputs))
     parts.append(_arrays_table("outputs", launch.outputs))
     checks = []
@@ -539,13 +497,13 @@ def launch_html(result) -> str:
         style = _VERDICT["chosen"] if c.passed else _VERDICT["rejected"]
         extra = "" if c.passed else f" ({c.mismatches} of {c.total} elements differ)"
         mark = f" tm-line tm-L{int(c.line)}" if c.line is not None else ""
-        checks.append(f'<div class="tm-check{mark}"{_line_attr(c.line)} style="{_FONT};font-size:12px;margin:2px 0">'
+        checks.append(f'<div class="tm-check{mark}"{_line_attr(c.line)} style="{FONT};font-size:12px;margin:2px 0">'
                       f'<span style="{_BADGE};{style}">{c.status}</span> '
                       f'<code style="{_MONO}">check {escape(c.text)}</code>{escape(extra)}</div>')
-    parts.append("".join(checks) or f'<div style="{_FONT};font-size:12px;color:#57606a">(no checks)</div>')
+    parts.append("".join(checks) or f'<div style="{FONT};font-size:12px;color:#57606a">(no checks)</div>')
     if launch.timing:
         items = "".join(f"<li>{escape(str(k))}: {escape(str(launch.timing[k]))}</li>" for k in sorted(launch.timing))
-        parts.append(f'<div style="{_FONT};font-size:12px">timing:<ul style="margin:2px 0">{items}</ul></div>')
+        parts.append(f'<div style="{FONT};font-size:12px">timing:<ul style="margin:2px 0">{items}</ul></div>')
     return "".join(parts)
 
 
@@ -554,31 +512,15 @@ def warnings_html(result) -> str:
     if not result.warnings:
         return ""
     items = "".join(f'<li style="white-space:pre-wrap">{escape(w)}</li>' for w in result.warnings)
-    return (f'<div class="tm-warnings" style="{_FONT};font-size:12px;background:#fff8c5;border:1px solid #d4a72c;'
+    return (f'<div class="tm-warnings" style="{FONT};font-size:12px;background:#fff8c5;border:1px solid #d4a72c;'
             f'border-radius:6px;padding:6px 12px;margin:8px 0;color:#3b2300"><b>Warnings</b>'
             f'<ul style="margin:4px 0 0 0;padding-left:18px">{items}</ul></div>')
 
 
-#: Extra stages contributed by other modules (e.g. an export of the kernel): callables
-#: ``hook(result) -> (title, html)`` or None.  Each section is rendered after the emulated CUDA
-#: in the HTML report and as a tab (before "Heatmaps") in the widget view; a hook that raises
-#: shows its error in place of its section.
-SECTION_HOOKS: list = []
-
-
 def extra_sections(result) -> list[tuple[str, str]]:
-    """``(title, html)`` of the result's own sections (``result.sections``: ``--export``,
-    ``--compare``), then of every :data:`SECTION_HOOKS` entry that has something for ``result``."""
-    out = [(sec.title, sec.html or f'<pre style="overflow:auto;margin:0">{escape(sec.text)}</pre>')
-           for sec in getattr(result, "sections", ())]
-    for hook in SECTION_HOOKS:
-        try:
-            got = hook(result)
-        except Exception as e:  # noqa: BLE001 - a display layer must not hide the rest of the report
-            got = (getattr(hook, "__name__", "section"), _note(f"unavailable: {type(e).__name__}: {e}", error=True))
-        if got:
-            out.append((str(got[0]), str(got[1])))
-    return out
+    """``(title, html)`` of the result's own sections (``result.sections``: ``--export``, ``--compare``)."""
+    return [(sec.title, sec.html or f'<pre style="overflow:auto;margin:0">{escape(sec.text)}</pre>')
+            for sec in getattr(result, "sections", ())]
 
 
 def _section(title: str, body: str) -> str:
@@ -586,14 +528,12 @@ def _section(title: str, body: str) -> str:
 
 
 # ----------------------------------------------------------------------------- report
-def render_html(result, png: bytes | None = None) -> str:
+def render_html(result) -> str:
     """The full static HTML report of one ``%%tilecopy`` result.
 
     Parameters
     ----------
     result : tilemagic.result.TileCopyResult
-    png : bytes, optional
-        A pre-rendered heatmap PNG (default: ``heatmap_png(result.kernel)``).
 
     Returns
     -------
@@ -612,15 +552,15 @@ def render_html(result, png: bytes | None = None) -> str:
         warnings_html(result),
         _section("Dispatch", dispatch_html(result)),
         _section("Description, IR and CUDA",
-                 f'<div class="tm-hint" style="{_FONT};font-size:11px;color:#57606a;margin:0 0 4px 0">'
+                 f'<div class="tm-hint" style="{FONT};font-size:11px;color:#57606a;margin:0 0 4px 0">'
                  "hover a line to light up the lines it maps to in the other panes; click to pin</div>"
                  f'<div class="tm-source" style="margin:0 0 8px 0">{source_html(result)}</div>'
                  + code_grid_html(result)),
         emulated_html(result),
         *(_section(title, body) for title, body in extra_sections(result)),
-        _section("TMEM" if uses_tmem(result) else "Shared memory", tmem_html(result) + heatmap_html(result, png)),
+        _section("TMEM" if uses_tmem(result) else "Shared memory", tmem_html(result) + heatmap_html(result)),
         _section("Launch", launch_html(result) + data_html(result)),
         PIN_SCRIPT if style else "",
     ]
-    return (f'<div class="tm-report" style="{_FONT};color:#1f2328;max-width:100%">'
+    return (f'<div class="tm-report" style="{FONT};color:#1f2328;max-width:100%">'
             + "".join(b for b in body if b) + "</div>")

@@ -3,22 +3,22 @@
 This is what nbval compares and what terminals show, so it contains no addresses,
 temp paths, random ids or timings (timings only when ``result.launch.timing`` is set,
 i.e. with ``--bench``).  The helpers that phrase the launch mode
-(:func:`launch_headline`, :func:`execution_note`) and format values
-(:func:`format_values`, :func:`array_summary`) are shared with the HTML renderer.
+(:func:`launch_headline`, :func:`execution_note`) are shared with the HTML renderer; values
+are formatted by :mod:`tilemagic.widgets.format`, TMEM columns come from the placement
+model (:mod:`tilemagic.widgets.placement`), never from the figures.
 """
 
 from __future__ import annotations
 
-import math
 import re
+from collections.abc import Sequence
 
-import numpy as np
+from .format import array_summary
+from .placement import tmem_columns
 
 __all__ = [
-    "array_summary",
     "cuda_title",
     "execution_note",
-    "format_values",
     "is_native_blackwell",
     "launch_headline",
     "render_text",
@@ -26,7 +26,6 @@ __all__ = [
     "uses_tmem",
 ]
 
-_PREVIEW = 6  # values shown per input/output array
 _BLACKWELL_ARCH = re.compile(r"sm_1\d\da")
 
 
@@ -91,58 +90,12 @@ def execution_note(result) -> str:
     return f"Ran on {where}; nothing ran on Blackwell" + (" and TMEM was not exercised natively." if tmem else ".")
 
 
-# ----------------------------------------------------------------------------- values
-def _fmt_scalar(v, kind: str) -> str:
-    if kind == "b":
-        return "True" if bool(v) else "False"
-    if kind in "iu":
-        return str(int(v))
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return str(v)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    if x == int(x) and abs(x) < 1e15:
-        return str(int(x))
-    return f"{x:.6g}"
-
-
-def format_values(arr, count: int = _PREVIEW) -> str:
-    """The first ``count`` values of ``arr`` (row-major), formatted deterministically.
-
-    Parameters
-    ----------
-    arr : array_like
-    count : int, optional
-
-    Returns
-    -------
-    str
-        e.g. ``"[0, 1, 2.5, -0.333252, nan, 5, …]"``; floats with 6 significant digits,
-        integral floats without a decimal point.
-    """
-    a = np.asarray(arr)
-    flat = a.reshape(-1)
-    kind = a.dtype.kind
-    items = [_fmt_scalar(v, kind) for v in flat[:count]]
-    more = ", …" if flat.size > count else ""
-    return "[" + ", ".join(items) + more + "]"
-
-
-def array_summary(name: str, arr) -> tuple[str, str, str, str]:
-    """``(name, dtype, shape, values)`` strings for one global buffer."""
-    a = np.asarray(arr)
-    return name, str(a.dtype.name), "[" + ", ".join(str(d) for d in a.shape) + "]", format_values(a)
-
-
 # ----------------------------------------------------------------------------- TMEM
 def tmem_summary_rows(kernel) -> list[tuple[str, str, str, str, str]]:
-    """``(name, dtype, shape, datapath, "cols a-b")`` for each TMEM buffer of ``kernel``."""
-    from .heatmap import tmem_columns
+    """``(name, dtype, shape, datapath, "cols a-b")`` for each TMEM buffer of ``kernel``.
 
+    The columns are the TMEM plan's (:func:`~tilemagic.widgets.placement.tmem_columns`).
+    """
     rows = []
     for b in getattr(kernel, "tmem", ()) or ():
         a, z = tmem_columns(b)
@@ -164,7 +117,7 @@ def cuda_title(result) -> str:
     return "CUDA (native" + (f", {arch}" if arch else "") + ")"
 
 
-def _table(rows: list[tuple[str, ...]], indent: str = "  ") -> list[str]:
+def _table(rows: Sequence[tuple[str, ...]], indent: str = "  ") -> list[str]:
     if not rows:
         return []
     n = max(len(r) for r in rows)

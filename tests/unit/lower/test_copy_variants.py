@@ -24,7 +24,7 @@ from conftest import run
 import tilemagic
 from tilemagic.errors import DispatchError
 from tilemagic.ir import nodes as ir
-from tilemagic.widgets.heatmap import shared_writers
+from tilemagic.widgets.placement import shared_writers
 
 
 def nodes(res, kind):

@@ -77,11 +77,13 @@ def test_text_view_has_no_html(ip):
 
 
 def test_widget_view_has_static_fallbacks(ip):
+    import ipywidgets as W
+
     w = ip.run_cell_magic("tilecopy", "--view widget --launch sim", body("tmem_roundtrip"))
-    assert type(w.widget).__name__ == "VBox" and "IR" in w.widget.tab.titles
+    assert isinstance(w.widget(), W.VBox) and "IR" in w.widget().tab.titles
     bundle = w._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert bundle["text/plain"] == w.result.text() and "<img" in bundle["text/html"]
+    assert bundle["text/plain"] == w.text() and "<img" in bundle["text/html"]
 
 
 def test_bad_arch_is_usage_error_and_warning_filters_are_respected(ip):

@@ -49,18 +49,20 @@ def make_tmem_kernel(threads: int = 128, col: int = 0, row: int = 0, tmem_cols: 
     B = Buffer("B", "global", "float16", (128, 8))
     a = Buffer("a", "local", "float16", (128, 8), per_thread=8)
     b = Buffer("b", "local", "float16", (128, 8), per_thread=8)
-    T = Buffer("T", "tmem", "float16", (128, 8), tmem_col=col, datapath="D")
+    T = Buffer("T", "tmem", "float16", (128, 8), tmem_col=col, tmem_ncols=4, datapath="D")
     addr = Buffer("tmem_addr", "shared", "uint32", (1,))
     st = TcgenLdSt("st", "32x32b", 4, a, 0, 4, addr, row, col, tmem=T, span=Span.point(9, 1))
     ld = TcgenLdSt("ld", "32x32b", 4, b, 0, 4, addr, row, col, tmem=T, span=Span.point(12, 1))
     body = Seq((
         If(Bin("==", ThreadVar("warpid"), Const(0)), TcgenAlloc(addr, tmem_cols)),
         Barrier(),
-        Comment("L9: wg.copy_async T <- a  [copy_async/tmem<->local]", span=Span.point(9, 1)),
+        Comment("L9: wg.copy_async T <- a  [copy_async/tmem<->local]", op="copy_async", variant="tmem<->local",
+                span=Span.point(9, 1)),
         st,
         TcgenWait("st"),
         Barrier(),
-        Comment("L12: wg.copy_async b <- T  [copy_async/tmem<->local]", span=Span.point(12, 1)),
+        Comment("L12: wg.copy_async b <- T  [copy_async/tmem<->local]", op="copy_async", variant="tmem<->local",
+                span=Span.point(12, 1)),
         ld,
         TcgenWait("ld"),
     ))
@@ -76,10 +78,10 @@ def make_fallback_kernel() -> Kernel:
     i2, j2 = LoopVar("i"), LoopVar("j")
     lane0 = Bin("==", ThreadVar("laneid"), Const(0))
     body = Seq((
-        Comment("L6: warp.copy A_smem <- A  [copy/fallback]", span=Span.point(6, 1)),
+        Comment("L6: warp.copy A_smem <- A  [copy/fallback]", op="copy", variant="fallback", span=Span.point(6, 1)),
         If(lane0, Grid((i, j), (4, 6), Store(S, (i, j), Load(A, (i, j))))),
         Barrier(),
-        Comment("L8: warp.copy B <- A_smem  [copy/fallback]", span=Span.point(8, 1)),
+        Comment("L8: warp.copy B <- A_smem  [copy/fallback]", op="copy", variant="fallback", span=Span.point(8, 1)),
         If(lane0, Grid((i2, j2), (4, 6), Store(B, (i2, j2), Load(S, (i2, j2))))),
     ))
     return Kernel("fallback_demo", 32, (A, B), (S,), (), (), 0, None, body)
@@ -107,7 +109,7 @@ def datapath_kernel(path: str, shape: str, cols: int, dtype: str = "float32", op
     rows = 128 if path == "D" else 64
     tcols32 = cols * eb // 4 // (2 if path == "B" else 1)
     alloc = tc.alloc_columns(tmem_col + tcols32)
-    T = Buffer("T", "tmem", dtype, (rows, cols), tmem_col=tmem_col, datapath=path,
+    T = Buffer("T", "tmem", dtype, (rows, cols), tmem_col=tmem_col, tmem_ncols=tcols32, datapath=path,
                sub_slab=sub_slab if path == "F" else 0)
     frag = Buffer("frag", "local", dtype, (rows, cols), per_thread=rows * cols // 128)
     addr = Buffer("tmem_addr", "shared", "uint32", (1,))

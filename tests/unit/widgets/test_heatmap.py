@@ -1,4 +1,4 @@
-"""Heatmaps: TMEM occupancy, register fragments, round-trip data (tilemagic.widgets.heatmap).
+"""Heatmaps: TMEM occupancy, register fragments, round-trip data (tilemagic.widgets.placement, tilemagic.widgets.figures).
 
 The kernels are built by hand (ir_builders.py), including the .16x*b / F / B instruction
 sequences the tcgen05 variant will emit, and checked against the layout module's
@@ -34,7 +34,7 @@ from tilemagic.ir.nodes import (
     VecMove,
     mul,
 )
-from tilemagic.widgets import heatmap as hm
+from tilemagic.widgets import figures, placement
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -59,7 +59,7 @@ def hlines(ax) -> dict:
 
 # ============================================================================ occupancy
 def test_occupancy_roundtrip_cells():
-    occ = hm.tmem_occupancy(make_tmem_kernel())
+    occ = placement.tmem_occupancy(make_tmem_kernel())
     for key in ("warp", "thread", "reg", "instr"):
         assert occ[key].shape == (128, 32)
         assert np.issubdtype(occ[key].dtype, np.integer)
@@ -75,20 +75,20 @@ def test_occupancy_roundtrip_cells():
 
 
 def test_occupancy_instruction_list_and_per_instruction_arrays():
-    occ = hm.tmem_occupancy(make_tmem_kernel())
+    occ = placement.tmem_occupancy(make_tmem_kernel())
     ins = occ["instructions"]
     assert [(i["op"], i["chain"], i["buffer"], i["row"], i["col"], i["warps"], i["line"]) for i in ins] == [
         ("st", "tcgen05.st.sync.aligned.32x32b.x4.b32", "T", 0, 0, [0, 1, 2, 3], 9),
         ("ld", "tcgen05.ld.sync.aligned.32x32b.x4.b32", "T", 0, 0, [0, 1, 2, 3], 12),
     ]
     assert ins[0]["cells"]["lane"].size == 128 * 4
-    first = hm.instr_arrays(occ, 0)
+    first = placement.instr_arrays(occ, 0)
     assert (first["instr"][:, :4] == 0).all() and (first["instr"][:, 4:] == -1).all()
     np.testing.assert_array_equal(first["thread"], occ["thread"])
 
 
 def test_occupancy_column_immediate_and_eight_warps():
-    occ = hm.tmem_occupancy(make_tmem_kernel(threads=256, col=4, tmem_cols=64))
+    occ = placement.tmem_occupancy(make_tmem_kernel(threads=256, col=4, tmem_cols=64))
     assert occ["warp"].shape == (128, 64)
     assert (occ["warp"][:, :4] == -1).all() and (occ["warp"][:, 8:] == -1).all()
     # warp 5 (quadrant 1) issues after warp 1 and overwrites its cells in the overlay
@@ -102,10 +102,10 @@ def test_occupancy_respects_thread_guards():
     st, ld = [s for s in k.body.body if isinstance(s, TcgenLdSt)]
     k.body = Seq((If(Bin("<", ThreadVar("wid_in_wg"), Const(2)), st),
                   If(Bin(">=", ThreadVar("warpid"), Const(4)), ld)))
-    pairs = hm.issuing_warps(k)
+    pairs = placement.issuing_warps(k)
     assert [list(w) for _, w in pairs] == [[0, 1, 4, 5], [4, 5, 6, 7]]
-    occ = hm.tmem_occupancy(k)
-    first = hm.instr_arrays(occ, 0)
+    occ = placement.tmem_occupancy(k)
+    first = placement.instr_arrays(occ, 0)
     assert (first["warp"][64:, :] == -1).all()  # quadrants 2, 3 untouched by the st
     assert set(np.unique(first["warp"][:64, :4])) == {4, 5}  # warps 4/5 overwrite 0/1 in the same quadrants
 
@@ -129,7 +129,7 @@ def test_occupancy_16_lane_shapes_match_reference(shape, num, regs, row):
     T, addr = k.tmem[0], k.tmem_addr
     lo = Buffer("lo", "local", "float32", (64, 32), per_thread=regs)
     k.body = Seq((TcgenLdSt("ld", shape, num, lo, 0, regs, addr, row, 8, tmem=T),))
-    occ = hm.tmem_occupancy(k)
+    occ = placement.tmem_occupancy(k)
     expect = np.full((128, 32), -1)
     for w in range(4):
         for t in range(32):
@@ -140,16 +140,18 @@ def test_occupancy_16_lane_shapes_match_reference(shape, num, regs, row):
 
 
 def test_occupancy_out_of_range_cells_are_dropped():
-    occ = hm.tmem_occupancy(make_tmem_kernel(col=30))  # cols 30..33 of a 32-column allocation
+    occ = placement.tmem_occupancy(make_tmem_kernel(col=30))  # cols 30..33 of a 32-column allocation
     assert occ["instructions"][0]["out_of_range"] == 128 * 2
     assert occ["out_of_range"] == 2 * 128 * 2
     assert (occ["warp"][:, 30:] >= 0).all()
 
 
-def test_tmem_columns_of_buffers():
-    assert hm.tmem_columns(Buffer("T", "tmem", "float16", (128, 8), datapath="D")) == (0, 4)
-    assert hm.tmem_columns(Buffer("U", "tmem", "float32", (128, 32), tmem_col=32, datapath="D")) == (32, 64)
-    assert hm.tmem_columns(Buffer("acc", "tmem", "float32", (64, 64), datapath="B")) == (0, 32)
+def test_tmem_columns_are_the_plans():
+    # the TMEM plan's columns (tmem_col, tmem_ncols), never recomputed from the shape
+    assert placement.tmem_columns(Buffer("T", "tmem", "float16", (128, 8), tmem_ncols=4, datapath="D")) == (0, 4)
+    assert placement.tmem_columns(Buffer("U", "tmem", "float32", (128, 32), tmem_col=32, tmem_ncols=32)) == (32, 64)
+    assert placement.tmem_columns(Buffer("acc", "tmem", "float32", (64, 64), tmem_ncols=32, datapath="B")) == (0, 32)
+    assert placement.tmem_columns(Buffer("W", "tmem", "float32", (128, 16), tmem_col=3, tmem_ncols=31)) == (3, 34)
 
 
 # ============================================================================ data paths D / F / B
@@ -168,17 +170,17 @@ def test_fragment_map_equals_layout_module_and_datapath_formula(path, shape, col
     tcgen05_atom_layout + the D/F/B formulas (F: lane = 32·(r//16) + 16·sub_slab + r%16;
     B: lane = r + 64·(c // (N/2)), col = c % (N/2)), every register of the fragment."""
     k = datapath_kernel(path, shape, cols, dtype, sub_slab=sub_slab, tmem_col=32)
-    fm = hm.fragment_map(k)
+    fm = placement.fragment_map(k)
     expect = expected_cells(path, shape, cols, dtype, sub_slab, tmem_col=32)
     got = {(t, r): (int(fm["lane"][t, r]), int(fm["col"][t, r]))
            for t, r in zip(*np.nonzero(fm["lane"] >= 0))}
     assert got == expect
-    assert fm["buffer"].name == "frag" and fm["instructions"] == list(range(len(hm.issuing_warps(k))))
+    assert fm["buffer"].name == "frag" and fm["instructions"] == list(range(len(placement.issuing_warps(k))))
 
 
 @pytest.mark.parametrize("sub_slab", [0, 1])
 def test_datapath_f_occupies_one_sub_slab_of_each_quadrant(sub_slab):
-    occ = hm.tmem_occupancy(datapath_kernel("F", "16x64b", 32, sub_slab=sub_slab))
+    occ = placement.tmem_occupancy(datapath_kernel("F", "16x64b", 32, sub_slab=sub_slab))
     touched = np.nonzero((occ["warp"] >= 0).any(axis=1))[0]
     assert list(touched) == [32 * q + 16 * sub_slab + i for q in range(4) for i in range(16)]
     # warp w owns its quadrant's sub-slab: lanes 32w + 16*sub_slab .. +15
@@ -188,19 +190,19 @@ def test_datapath_f_occupies_one_sub_slab_of_each_quadrant(sub_slab):
 
 def test_datapath_b_halves_live_in_lanes_0_63_and_64_127():
     k = datapath_kernel("B", "32x32b", 64)
-    fm = hm.fragment_map(k)
+    fm = placement.fragment_map(k)
     # thread r + 64*h holds row r of column half h: lane = thread, column = register
     np.testing.assert_array_equal(fm["lane"][:, :32], np.broadcast_to(np.arange(128)[:, None], (128, 32)))
     np.testing.assert_array_equal(fm["col"][:, :32], np.broadcast_to(np.arange(32), (128, 32)))
-    occ = hm.tmem_occupancy(k)
+    occ = placement.tmem_occupancy(k)
     assert (occ["warp"] >= 0).all() and occ["warp"].shape == (128, 32)
 
 
 def test_sixteen_lane_d_issues_twice_and_fills_every_lane():
     k = datapath_kernel("D", "16x256b", 64)
-    occ = hm.tmem_occupancy(k)
+    occ = placement.tmem_occupancy(k)
     assert [(i["row"], i["reg_base"], i["regs"]) for i in occ["instructions"]] == [(0, 0, 32), (16, 32, 32)]
-    first, second = hm.instr_arrays(occ, 0), hm.instr_arrays(occ, 1)
+    first, second = placement.instr_arrays(occ, 0), placement.instr_arrays(occ, 1)
     rows0 = np.nonzero((first["warp"] >= 0).any(axis=1))[0]
     rows1 = np.nonzero((second["warp"] >= 0).any(axis=1))[0]
     assert list(rows0) == [32 * q + i for q in range(4) for i in range(16)]
@@ -210,32 +212,45 @@ def test_sixteen_lane_d_issues_twice_and_fills_every_lane():
 
 def test_fragment_map_selection_and_errors():
     k = make_tmem_kernel()
-    assert hm.fragment_map(k)["buffer"].name == "a"  # the first instruction's fragment
-    fm = hm.fragment_map(k, "b")
+    assert placement.fragment_map(k)["buffer"].name == "a"  # the first instruction's fragment
+    fm = placement.fragment_map(k, "b")
     assert fm["buffer"].name == "b" and fm["instructions"] == [1] and fm["elems_per_reg"] == 2
-    assert hm.fragment_map(k, instr=1)["buffer"].name == "b"
+    assert placement.fragment_map(k, instr=1)["buffer"].name == "b"
     with pytest.raises(ValueError, match="fragments: a, b"):
-        hm.fragment_map(k, "zz")
+        placement.fragment_map(k, "zz")
     with pytest.raises(ValueError, match="instr must be in 0..1"):
-        hm.fragment_map(k, instr=5)
+        placement.fragment_map(k, instr=5)
     with pytest.raises(ValueError, match="no tcgen05.ld/st"):
-        hm.fragment_map(make_fallback_kernel())
+        placement.fragment_map(make_fallback_kernel())
 
 
 # ============================================================================ shared writers
 def test_shared_writers_fallback():
-    (info,) = hm.shared_writers(make_fallback_kernel())
+    (info,) = placement.shared_writers(make_fallback_kernel())
     assert info["buffer"].name == "A_smem" and info["determined"]
     assert info["writer"].shape == (4, 6) and (info["writer"] == 0).all()
     assert info["variants"] == ["copy/fallback"] and info["threads"] == [0]
+
+
+def test_shared_writers_variant_comes_from_the_marker_fields_not_its_text():
+    k = make_fallback_kernel()
+    for s in k.body.body:
+        if isinstance(s, Comment):
+            s.text = "reworded: no brackets here"
+    (info,) = placement.shared_writers(k)
+    assert info["variants"] == ["copy/fallback"]
+    assert "copy/fallback" in fig_text(figures.heatmap_figure(k))  # the legend (the tile's title)
+    k.body.body[0].text = "L6: warp.copy A_smem <- A  [copy/reg]"  # a text naming another variant changes nothing
+    assert placement.shared_writers(k)[0]["variants"] == ["copy/fallback"]
 
 
 def test_shared_writers_vecmove_per_thread():
     S = Buffer("S", "shared", "float32", (8, 16))
     G = Buffer("G", "global", "float32", (8, 16))
     lane = ThreadVar("laneid")
-    body = Seq((Comment("L3: warp.copy S <- G  [copy/gmem_smem]"), VecMove(S, mul(lane, 4), G, mul(lane, 4), 4)))
-    (info,) = hm.shared_writers(Kernel("vec", 32, (G,), (S,), (), (), 0, None, body))
+    marker = Comment("L3: warp.copy S <- G  [copy/gmem_smem]", op="copy", variant="gmem_smem")
+    body = Seq((marker, VecMove(S, mul(lane, 4), G, mul(lane, 4), 4)))
+    (info,) = placement.shared_writers(Kernel("vec", 32, (G,), (S,), (), (), 0, None, body))
     assert info["determined"] and info["variants"] == ["copy/gmem_smem"]
     np.testing.assert_array_equal(info["writer"].ravel(), np.arange(128) // 4)
 
@@ -247,18 +262,18 @@ def test_shared_writers_undetermined_when_index_loads():
     idx = Buffer("idx", "global", "int32", (4,))
     k = Kernel("gather", 32, (idx,), (S,), (), (), 0, None,
                Seq((Store(S, (Load(idx, (ThreadVar("laneid"),)),), Const(1)),)))
-    (info,) = hm.shared_writers(k)
+    (info,) = placement.shared_writers(k)
     assert not info["determined"]
 
 
 # ============================================================================ figures
-@pytest.mark.parametrize("color_by", hm.COLOR_BY)
+@pytest.mark.parametrize("color_by", figures.COLOR_BY)
 def test_heatmap_figure_tmem(color_by):
     from matplotlib.figure import Figure
 
-    fig = hm.heatmap_figure(make_tmem_kernel(), color_by=color_by)
+    fig = figures.heatmap_figure(make_tmem_kernel(), color_by=color_by)
     assert isinstance(fig, Figure) and type(fig).__name__ == "TileFigure"
-    assert tuple(fig.get_size_inches()) == hm.FIGSIZE
+    assert tuple(fig.get_size_inches()) == figures.FIGSIZE
     assert repr(fig) == "<TileFigure size 900x480 with 1 Axes>" or "Axes>" in repr(fig)
     text = fig_text(fig)
     assert f"coloured by {color_by}" in text and "32 of 512 columns" in text
@@ -276,21 +291,21 @@ def test_heatmap_figure_tmem(color_by):
 
 
 def test_heatmap_figure_swatches_name_the_categories():
-    text = fig_text(hm.heatmap_figure(make_tmem_kernel(), color_by="warp"))
+    text = fig_text(figures.heatmap_figure(make_tmem_kernel(), color_by="warp"))
     for w in range(4):
         assert f"warp {w} (T{32 * w}-{32 * w + 31})" in text
     assert "untouched" in text
 
 
 def test_heatmap_sub_slab_and_b_half_lines():
-    f_fig = hm.heatmap_figure(datapath_kernel("F", "16x64b", 32, sub_slab=1))
+    f_fig = figures.heatmap_figure(datapath_kernel("F", "16x64b", 32, sub_slab=1))
     lines = hlines(f_fig.axes[0])
     assert all(y in lines for y in (15.5, 47.5, 79.5, 111.5))
     text = fig_text(f_fig)
     assert "F sub_slab=1: lanes 32q+16..+15" in text and "16-lane sub-slab" in text
-    b_fig = hm.heatmap_figure(datapath_kernel("B", "32x32b", 64))
+    b_fig = figures.heatmap_figure(datapath_kernel("B", "32x32b", 64))
     b_lines = hlines(b_fig.axes[0])
-    assert (hm._B_HALF, "-.") in b_lines[63.5]
+    assert (figures._B_HALF, "-.") in b_lines[63.5]
     b_text = fig_text(b_fig)
     assert "T[:, 0:32]" in b_text and "T[:, 32:64]" in b_text and "lanes 64-127 hold cols 32-63" in b_text
 
@@ -298,69 +313,69 @@ def test_heatmap_sub_slab_and_b_half_lines():
 def test_heatmap_buffer_bars_group_aliases():
     k = datapath_kernel("F", "16x64b", 32)
     lower = k.tmem[0]
-    upper = Buffer("upper", "tmem", "float32", (64, 32), datapath="F", sub_slab=1, alias_of="T")
+    upper = Buffer("upper", "tmem", "float32", (64, 32), tmem_ncols=32, datapath="F", sub_slab=1, alias_of="T")
     lower.name = "lower"
-    k.tmem = (Buffer("T", "tmem", "float32", (128, 32), datapath="D"), lower, upper)
-    assert hm._buffer_groups(k) == [(0, 32, "T / lower / upper", 0)]
-    assert "T / lower / upper" in fig_text(hm.heatmap_figure(k))
+    k.tmem = (Buffer("T", "tmem", "float32", (128, 32), tmem_ncols=32, datapath="D"), lower, upper)
+    assert figures._buffer_groups(k) == [(0, 32, "T / lower / upper", 0)]
+    assert "T / lower / upper" in fig_text(figures.heatmap_figure(k))
 
 
 def test_heatmap_figure_single_instruction_each_and_errors():
     k = make_tmem_kernel()
-    one = hm.heatmap_figure(k, instr=1)
+    one = figures.heatmap_figure(k, instr=1)
     assert "instruction #1 tcgen05.ld.sync.aligned.32x32b.x4.b32 (T, row 0, col 0, warps 0,1,2,3)" in fig_text(one)
     arr = one.axes[0].images[0].get_array()
     assert (np.asarray(arr)[:, :4] >= 0).all()
-    each = hm.heatmap_figure(k, color_by="instr", instr="each")
+    each = figures.heatmap_figure(k, color_by="instr", instr="each")
     assert len(each.axes) == 2 and "one panel per instruction" in fig_text(each)
     assert [ax.get_title() for ax in each.axes] == ["#0 st .32x32b.x4\nrow 0 col 0", "#1 ld .32x32b.x4\nrow 0 col 0"]
     with pytest.raises(ValueError, match="color_by"):
-        hm.heatmap_figure(k, color_by="banana")
+        figures.heatmap_figure(k, color_by="banana")
     with pytest.raises(ValueError, match="instruction index 0..1"):
-        hm.heatmap_figure(k, instr=2)
+        figures.heatmap_figure(k, instr=2)
     with pytest.raises(ValueError, match="instruction index"):
-        hm.heatmap_figure(k, instr="all")
+        figures.heatmap_figure(k, instr="all")
 
 
 def test_heatmap_each_caps_the_panels():
     k = make_tmem_kernel()
     T, addr, a = k.tmem[0], k.tmem_addr, k.locals[0]
     k.body = Seq(tuple(TcgenLdSt("st", "32x32b", 1, a, 0, 1, addr, 0, c, tmem=T) for c in range(10)))
-    fig = hm.heatmap_figure(k, instr="each")
-    assert len(fig.axes) == hm.MAX_PANELS and f"first {hm.MAX_PANELS} of 10" in fig_text(fig)
+    fig = figures.heatmap_figure(k, instr="each")
+    assert len(fig.axes) == figures.MAX_PANELS and f"first {figures.MAX_PANELS} of 10" in fig_text(fig)
 
 
-@pytest.mark.parametrize("color_by", hm.COLOR_BY)
+@pytest.mark.parametrize("color_by", figures.COLOR_BY)
 def test_heatmap_scales_to_full_tmem(color_by):
     k = make_tmem_kernel(tmem_cols=512)
     T, addr = k.tmem[0], k.tmem_addr
     big = Buffer("big", "local", "float32", (128, 512), per_thread=512)
     k.body = Seq(tuple(TcgenLdSt("st", "32x32b", 128, big, 128 * i, 128, addr, 0, 128 * i, tmem=T)
                        for i in range(4)))
-    occ = hm.tmem_occupancy(k)
+    occ = placement.tmem_occupancy(k)
     assert (occ["warp"] >= 0).all()
-    fig = hm.heatmap_figure(k, color_by=color_by)
+    fig = figures.heatmap_figure(k, color_by=color_by)
     assert fig.axes[0].images[0].get_array().shape == (128, 512)
-    assert hm.figure_png(fig).startswith(PNG_SIGNATURE)
+    assert figures.figure_png(fig).startswith(PNG_SIGNATURE)
 
 
 def test_heatmap_figure_shared_fallback():
-    fig = hm.heatmap_figure(make_fallback_kernel())
-    assert tuple(fig.get_size_inches()) == hm.FIGSIZE
+    fig = figures.heatmap_figure(make_fallback_kernel())
+    assert tuple(fig.get_size_inches()) == figures.FIGSIZE
     titles = [ax.get_title(loc="left").replace("\n", " ") for ax in fig.axes]
     assert "shared A_smem float32[4, 6] (written by thread 0 — copy/fallback)" in titles
     assert fig.axes[0].images[0].get_array().shape == (4, 6)
 
 
 def test_fragment_figure():
-    fig = hm.fragment_figure(datapath_kernel("D", "16x256b", 64))
+    fig = figures.fragment_figure(datapath_kernel("D", "16x256b", 64))
     text = fig_text(fig)
     assert "register fragment frag float32[128, 64]: thread × register → TMEM (lane, column)" in text
     assert "64 32-bit registers per thread" in text
     assert "#0 ld .16x256b.x8 T row 0 col 0 (L5)" in text and "#1 ld .16x256b.x8 T row 16 col 0 (L5)" in text
     lane_img, col_img = fig.axes[0].images[0], fig.axes[2].images[0]
     assert lane_img.get_array().shape == (128, 64)
-    fm = hm.fragment_map(datapath_kernel("D", "16x256b", 64))
+    fm = placement.fragment_map(datapath_kernel("D", "16x256b", 64))
     np.testing.assert_array_equal(np.ma.getdata(lane_img.get_array()), fm["lane"] % 32)
     np.testing.assert_array_equal(np.ma.getdata(col_img.get_array()), fm["col"])
 
@@ -368,10 +383,10 @@ def test_fragment_figure():
 # ============================================================================ data view
 def test_check_data_and_figure_on_failure():
     r = make_tmem_result(launch=make_launch(passed=False))
-    d = hm.check_data(r)
+    d = placement.check_data(r)
     assert (d["lhs"], d["rhs"]) == ("B", "A") and d["got"].shape == (128, 8)
     assert int(d["mismatch"].sum()) == 1023  # B is zeros; A[0, 0] == 0
-    fig = hm.data_figure(r)
+    fig = figures.data_figure(r)
     text = fig_text(fig)
     assert "check B == A (L14): FAIL" in text and "1023 of 1024 elements differ (bitwise)" in text
     assert "[0, 1]: got 0, expected 0.333252" in text
@@ -384,38 +399,48 @@ def test_check_data_pass_regions_and_errors():
     from tilemagic.lang.ast import CheckStmt, Region, Slice
 
     r = make_tmem_result()
-    fig = hm.data_figure(r)
+    fig = figures.data_figure(r)
     assert "all 1024 elements equal (bitwise)" in fig_text(fig) and len(fig.axes) == 3  # 2 panels + colour bar
     # a region check from the parsed program: B[0:4, 2] == A[4:8, 2]
     s = Span.point(14, 1)
     lhs = Region("B", (Slice(0, 4, False, s), Slice(2, 3, True, s)), s, s)
     rhs = Region("A", (Slice(4, 8, False, s), Slice(2, 3, True, s)), s, s)
     r.program = type("P", (), {"stmts": (CheckStmt(lhs, rhs, s),)})()
-    d = hm.check_data(r, "check B == A")
+    d = placement.check_data(r, "check B == A")
     np.testing.assert_array_equal(d["got"], r.launch.outputs["B"][0:4, 2])
     np.testing.assert_array_equal(d["expected"], r.launch.outputs["A"][4:8, 2])
     with pytest.raises(ValueError, match="not launched"):
-        hm.check_data(make_tmem_result(launch=None))
+        placement.check_data(make_tmem_result(launch=None))
     with pytest.raises(ValueError, match="no check 'C == D'"):
-        hm.check_data(r, "C == D")
+        placement.check_data(r, "C == D")
     with pytest.raises(ValueError, match="check must be in 0..0"):
-        hm.check_data(r, 3)
+        placement.check_data(r, 3)
 
 
 # ============================================================================ PNG
-def test_heatmap_png_signature_cached_and_reproducible():
+def test_heatmap_png_signature_cached_on_content_and_reproducible():
+    from tilemagic import caches
+    from tilemagic.widgets import png as P
+
     k = make_tmem_kernel()
-    png = hm.heatmap_png(k)
+    png = P.heatmap_png(k)
     assert png.startswith(PNG_SIGNATURE)
-    assert hm.heatmap_png(k) is png  # memoised per kernel object
-    assert png == hm.heatmap_png(make_tmem_kernel())
-    assert hm.heatmap_png(k, color_by="thread") != png
-    assert hm.fragment_png(k) == hm.fragment_png(make_tmem_kernel())
-    assert hm.heatmap_png(make_fallback_kernel()).startswith(PNG_SIGNATURE)
+    assert P.heatmap_png(k) is png  # memoised
+    assert P.heatmap_png(make_tmem_kernel()) is png  # on content: an equal kernel hits
+    assert P.heatmap_png(k, color_by="thread") != png
+    assert P.fragment_png(k) == P.fragment_png(make_tmem_kernel())
+    assert P.heatmap_png(make_fallback_kernel()).startswith(PNG_SIGNATURE)
+    k.body = Seq(k.body.body[:-3])  # an edited kernel (no ld any more) is drawn again, never a stale picture
+    assert P.heatmap_png(k) != png
+    assert "widgets.png" in caches.registered_caches() and "widgets.png" in caches.clear_caches()
+    assert not P._PNG_CACHE
+    for i in range(P.PNG_CACHE_SIZE + 3):  # bounded
+        P.heatmap_png(make_tmem_kernel(col=i % 28), color_by=figures.COLOR_BY[i // 28])
+    assert len(P._PNG_CACHE) == P.PNG_CACHE_SIZE
 
 
 def test_figures_display_as_png_without_pyplot():
-    fig = hm.heatmap_figure(make_tmem_kernel())
+    fig = figures.heatmap_figure(make_tmem_kernel())
     assert fig._repr_png_().startswith(PNG_SIGNATURE)
     from IPython.core.formatters import PNGFormatter
 
@@ -429,7 +454,7 @@ def test_heatmap_each_panel_titles_do_not_overlap(count):
     T, addr, a = k.tmem[0], k.tmem_addr, k.locals[0]
     k.body = Seq(tuple(TcgenLdSt("st", "16x256b", 8, a, 0, 32, addr, 16 * (c % 2), 8 * c, tmem=T)
                        for c in range(count)))
-    fig = hm.heatmap_figure(k, instr="each")
+    fig = figures.heatmap_figure(k, instr="each")
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     boxes = [ax.title.get_window_extent(renderer) for ax in fig.axes[:count]]

@@ -36,7 +36,8 @@ from tilemagic.widgets.html import (
     mapped_lines,
     render_html,
 )
-from tilemagic.widgets.text import format_values, render_text
+from tilemagic.widgets.format import format_values
+from tilemagic.widgets.text import render_text
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
@@ -298,21 +299,16 @@ def test_widget_view_renders_for_every_demo_without_error():
         assert "heatmap unavailable" not in box.heatmaps.note.value
 
 
-def test_section_hooks_add_report_sections_and_tabs(monkeypatch):
-    from tilemagic.widgets import html as H
+def test_result_sections_are_report_sections_and_tabs():
+    from tilemagic.result import ReportSection
 
-    def export(result):
-        return ("TVMScript", f"<pre>{result.name}</pre>") if result.kernel.tmem_cols else None
-
-    def broken(result):
-        raise RuntimeError("boom")
-
-    monkeypatch.setattr(H, "SECTION_HOOKS", [export, broken])
-    h = render_html(make_tmem_result())
-    assert "TVMScript</div><pre>tmem_roundtrip</pre>" in h and "unavailable: RuntimeError: boom" in h
+    r = make_tmem_result()
+    r.sections = [ReportSection("TVMScript", "T.prim_func ...", "<pre>tmem_roundtrip</pre>")]
+    h = render_html(r)
+    assert "TVMScript</div><pre>tmem_roundtrip</pre>" in h
     assert h.index("TVMScript") < h.index("allocated 32 of 512")
-    box = make_tmem_result().widget()
-    assert box.tab.titles.index("TVMScript") == box.tab.titles.index("Heatmaps") - 2  # (and "broken")
+    box = r.widget()
+    assert box.tab.titles.index("TVMScript") == box.tab.titles.index("Heatmaps") - 1
     assert "TVMScript" not in make_fallback_result().widget().tab.titles
 
 
@@ -336,7 +332,8 @@ def test_no_pyplot_ipywidgets_or_cupy_imported():
         BANNED = ("matplotlib.pyplot", "ipywidgets", "cupy")
         assert not [m for m in BANNED if m in sys.modules], "importing tilemagic.widgets"
         import ir_builders as t
-        from tilemagic.widgets.heatmap import heatmap_figure, heatmap_png, fragment_png, data_figure
+        from tilemagic.widgets.figures import heatmap_figure, data_figure
+        from tilemagic.widgets.png import heatmap_png, fragment_png
         heatmap_figure(t.make_tmem_kernel()); heatmap_png(t.make_fallback_kernel())
         fragment_png(t.make_tmem_kernel()); data_figure(t.make_tmem_result())
         r = t.make_tmem_result(); r.text(); r.html()
@@ -350,3 +347,56 @@ def test_no_pyplot_ipywidgets_or_cupy_imported():
 
 def test_source_fixture_is_the_demo():
     assert TMEM_SOURCE.startswith("kernel tmem_roundtrip threads=128")
+
+
+# ============================================================================ TMEM columns from the plan
+PLAN_CELL = """kernel k threads=128
+global A: float32[128, 16]
+tmem T: float32[128, 16] @ S[(128, 16) : (1@TLane, 2@TCol)]
+tmem U: float32[128, 8]
+tmem V: float32[128, 4] at U + 2
+local a: float32[128, 16] @ S[(128, 16) : (1@tid_in_wg, 1)]
+wg.copy a <- A
+"""
+
+
+def test_tmem_columns_in_reports_are_the_plans():
+    # T's layout strides TCol by 2: the plan reserves columns 0-30 (the report once said 0-15 from the shape);
+    # U starts where T ends, and V sits at U's columns + 2
+    from tilemagic.widgets import figures
+
+    r = tilemagic.tilecopy(PLAN_CELL, launch="off")
+    assert [(b.name, b.tmem_col, b.tmem_ncols) for b in r.kernel.tmem] == [("T", 0, 31), ("U", 31, 8), ("V", 33, 4)]
+    text = r.text()
+    for row in (r"T\s+float32\s+\[128, 16\]\s+\?\s+cols 0-30", r"U\s+float32\s+\[128, 8\]\s+D\s+cols 31-38",
+                r"V\s+float32\s+\[128, 4\]\s+D\s+cols 33-36"):
+        assert re.search(row, text), row
+    html = r.html()
+    assert all(f">{c}</td>" in html for c in ("cols 0-30", "cols 31-38", "cols 33-36"))
+    assert [(a, z) for a, z, _, _ in figures._buffer_groups(r.kernel)] == [(0, 31), (31, 39), (33, 37)]
+
+
+def test_python_api_view_widget_shows_the_widget_with_fallbacks():
+    import ipywidgets as W
+
+    r = tilemagic.tilecopy(TMEM_SOURCE, launch="sim", view="widget")
+    bundle = r._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"] == r.text() and bundle["text/html"] == r.html()
+    w = r.widget()
+    assert isinstance(w, W.VBox) and isinstance(w.heatmaps, W.VBox) and w.children[-1] is w.tab
+    assert "application/vnd.jupyter.widget-view+json" not in tilemagic.tilecopy(TMEM_SOURCE, launch="off")._repr_mimebundle_()
+
+
+def test_lowered_op_markers_carry_the_variant_and_rewording_keeps_the_legend():
+    from tilemagic.ir.nodes import Comment, walk
+    from tilemagic.widgets import placement
+
+    r = tilemagic.tilecopy(demo_source("fallback_demo"), launch="off")
+    markers = [s for s in walk(r.kernel.body) if isinstance(s, Comment) and s.variant]
+    assert [(m.op, m.variant, m.span.line) for m in markers][:1] == [("copy", "fallback", markers[0].span.line)]
+    assert r.ir.count("[copy/fallback]") == len(markers)  # the printed text is unchanged
+    before = [i["variants"] for i in placement.shared_writers(r.kernel)]
+    for m in markers:
+        m.text = f"op at line {m.span.line}"
+    assert [i["variants"] for i in placement.shared_writers(r.kernel)] == before == [["copy/fallback"]]

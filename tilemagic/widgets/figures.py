@@ -1,0 +1,622 @@
+"""Figures of where a kernel's data lives: TMEM occupancy, register fragments, round-trip data.
+
+The figures draw the placement model (:mod:`tilemagic.widgets.placement`); three kinds
+(:data:`KINDS`):
+
+* ``"tmem"`` -- occupancy: a ``TLane`` × ``TCol`` map of the allocated 128 lanes ×
+  ``tmem_cols`` 32-bit columns, each cell coloured by the warp, thread, register or
+  instruction whose ``tcgen05.ld`` / ``tcgen05.st`` moves it (:data:`COLOR_BY`); the
+  overlay of all instructions, one instruction, or one panel per instruction.  Lines
+  mark the 32-lane quadrants (the lanes warp ``w`` reaches are ``32*(w % 4) ..
+  +31``, PTX ISA 9.0 §9.7.16.8.1), the 16-lane sub-slabs (``.16x*b`` shapes and data
+  path F: ``lane = 32*(r // 16) + 16*sub_slab + r % 16``), the data-path-B halves
+  (lanes 64..127 hold columns ``N/2 .. N-1``) and the 32-column allocation units
+  (``tcgen05.alloc`` granularity, §9.7.16.7.1); bars above the map name each buffer's
+  columns (the TMEM plan's, :func:`~tilemagic.widgets.placement.tmem_columns`) and the
+  legend lists buffers and instructions.  Without TMEM the same kind shows each shared
+  buffer's tile coloured by the thread that writes it.
+* ``"fragment"`` -- a register fragment: thread × 32-bit register -> TMEM lane and
+  column, for a ``local`` buffer that tcgen05 instructions move (e.g. ``frag(16x256b)``).
+* ``"data"`` -- the round trip: the values a ``check A == B`` compared, with the
+  mismatching elements highlighted when it failed.
+
+Figures are :class:`matplotlib.figure.Figure` objects on the Agg canvas -- never
+``matplotlib.pyplot`` -- at a fixed size (:data:`FIGSIZE`), so the figure's
+``text/plain`` (``<TileFigure size 900x480 with 1 Axes>``) is stable under nbval; they
+display as PNG in IPython whether or not pyplot was imported (``_repr_png_``), and the
+PNG bytes are reproducible (no ``Software`` metadata, :func:`figure_png`).  Categorical
+maps are ``imshow`` of integer arrays (one pixel per cell), so they scale to 128 × 512.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import textwrap
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..ir import nodes as ir
+from ..options import COLOR_BY_CHOICES
+from .format import format_value, instr_label, range_text, short_shape
+from .placement import check_data, fragment_map, instr_arrays, shared_writers, tmem_columns, tmem_occupancy
+
+__all__ = [
+    "COLOR_BY",
+    "DPI",
+    "FIGSIZE",
+    "KINDS",
+    "MAX_PANELS",
+    "data_figure",
+    "figure_png",
+    "fragment_figure",
+    "heatmap_figure",
+]
+
+#: Figure size in inches (fixed: nbval compares the figure's ``text/plain``).
+FIGSIZE: tuple[float, float] = (9.0, 4.8)
+#: Resolution of the PNG (pixels per inch); 9 × 4.8 in -> 900 × 480 px.
+DPI: int = 100
+#: The picture kinds (``result.heatmap(kind=...)``).
+KINDS: tuple[str, ...] = ("tmem", "fragment", "data")
+#: What a TMEM cell can be coloured by.
+COLOR_BY: tuple[str, ...] = COLOR_BY_CHOICES
+#: Most panels of ``instr="each"`` (later instructions are listed, not drawn).
+MAX_PANELS: int = 8
+
+_UNTOUCHED = "#e6e6e6"
+_MISMATCH = "#d62728"
+_B_HALF = "#c2185b"
+# Distinct categorical colours (Tableau 10 then its light companions): deterministic.
+_PALETTE: tuple[str, ...] = (
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7",
+    "#9c755f", "#17becf", "#1f3b73", "#a0cbe8", "#ffbe7d", "#8cd17d", "#b6992d", "#86bcb6",
+    "#d4a6c8", "#79706e", "#d37295", "#bcbd22",
+)
+_MAX_SWATCHES = 8  # more categories than this get a colour bar instead of swatches
+_MAX_LEGEND_LINES = 15  # buffer + instruction lines in the right-hand column
+_MAX_CELL_LABELS = 64  # shared tiles up to this many elements get per-cell "T<k>" labels
+_SIXTEEN_LANE = ("16x64b", "16x128b", "16x256b", "16x32bx2")
+
+
+def _threads_phrase(threads: Sequence[int]) -> str:
+    if not threads:
+        return "not written"
+    if len(threads) == 1:
+        return f"thread {threads[0]}"
+    if threads[-1] - threads[0] + 1 == len(threads):
+        return f"threads {threads[0]}-{threads[-1]}"
+    return f"{len(threads)} threads"
+
+
+# ============================================================================ drawing helpers
+@functools.cache
+def _figure_class():
+    """``TileFigure``: a Figure that IPython shows as PNG even before pyplot is imported
+    (defined on first use: matplotlib is imported only when a figure is drawn)."""
+    from matplotlib.figure import Figure
+
+    class TileFigure(Figure):
+        """A :class:`matplotlib.figure.Figure` with ``_repr_png_`` (Agg, reproducible bytes).
+
+        IPython registers its PNG formatter for ``Figure`` only when pyplot is
+        imported; without it a plain Figure displays as text.  This subclass
+        renders itself either way (and once: it is not managed by pyplot).
+        """
+
+        def _repr_png_(self) -> bytes:
+            return figure_png(self)
+
+    return TileFigure
+
+
+def _new_figure():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    fig = _figure_class()(figsize=FIGSIZE, dpi=DPI)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _colours(n: int) -> list:
+    """``n`` category colours: the fixed palette, or a sampled colormap when it is too short."""
+    if n <= len(_PALETTE):
+        return list(_PALETTE[:n])
+    import matplotlib
+
+    cmap = matplotlib.colormaps["turbo"]
+    return [cmap(x) for x in np.linspace(0.05, 0.95, n)]
+
+
+def _cat_cmap(n: int):
+    """ListedColormap + BoundaryNorm for integer data in ``-1 .. n-1`` (-1 light grey)."""
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+
+    cmap = ListedColormap([_UNTOUCHED] + _colours(n))
+    norm = BoundaryNorm(np.arange(-1.5, n, 1.0), cmap.N)
+    return cmap, norm
+
+
+def _xtick_step(n: int, most: int = 5) -> int:
+    """Power-of-two column step giving at most ``most`` tick labels (0, 8, 16, 24 for 32 columns)."""
+    step = 1
+    while n / step > most:
+        step *= 2
+    return step
+
+
+def _instr_summary(instructions: list[dict]) -> str:
+    """``tcgen05.st/ld .32x32b.x4`` grouped by (shape, num), ops in first-issue order."""
+    groups: dict[tuple[str, int], list[str]] = {}
+    for ins in instructions:
+        ops = groups.setdefault((ins["shape"], ins["num"]), [])
+        if ins["op"] not in ops:
+            ops.append(ins["op"])
+    return " · ".join(f"tcgen05.{'/'.join(ops)} .{shape}.x{num}" for (shape, num), ops in groups.items())
+
+
+def _buffer_label(buf) -> str:
+    """``T float16[128, 8] D cols 0-3`` with the data-path facts the map shows."""
+    a, z = tmem_columns(buf)
+    dp = buf.datapath or "?"
+    s = f"{buf.name} {short_shape(buf)} {dp}"
+    if buf.datapath == "F":
+        s += f" sub_slab={int(buf.sub_slab)}: lanes 32q+{16 * int(buf.sub_slab)}..+15"
+    elif buf.datapath == "B":
+        n = int(np.prod(buf.shape[1:], dtype=np.int64)) if len(buf.shape) > 1 else 1
+        s += f": lanes 64-127 hold cols {n // 2}-{n - 1}"
+    return s + f", TCol {range_text(a, z - 1)}"
+
+
+def _swatch_legend(fig, x: float, y: float, entries: Sequence[tuple[object, str]], step: float = 0.04):
+    """A legend of colour swatches drawn as figure patches + texts; returns the y below it.
+
+    Hand-made because ``Figure.legend`` (offsetbox layout) costs ~20 ms per draw, a
+    third of the whole heatmap.
+    """
+    from matplotlib.patches import Rectangle
+
+    for i, (colour, label) in enumerate(entries):
+        yy = y - i * step
+        fig.patches.append(Rectangle((x, yy - 0.011), 0.02, 0.024, transform=fig.transFigure, figure=fig,
+                                     facecolor=colour, edgecolor="#999999", linewidth=0.5))
+        fig.text(x + 0.028, yy, label, fontsize=7.5, va="center", ha="left")
+    return y - len(entries) * step
+
+
+def _text_block(fig, x: float, y: float, title: str, lines: Sequence[str], width: int = 44,
+                budget: int = _MAX_LEGEND_LINES) -> float:
+    """A heading and wrapped lines at figure coordinates; returns the y below it."""
+    wrapped: list[str] = []
+    for line in lines:
+        wrapped += textwrap.wrap(line, width, subsequent_indent="  ") or [""]
+    if len(wrapped) > budget:
+        extra = len(wrapped) - budget + 1
+        wrapped = wrapped[: budget - 1] + [f"… (+{extra} more lines)"]
+    fig.text(x, y, title, fontsize=7.5, fontweight="bold", va="top", ha="left")
+    if wrapped:
+        fig.text(x, y - 0.035, "\n".join(wrapped), fontsize=6.8, va="top", ha="left", linespacing=1.35,
+                 family="monospace")
+    return y - 0.035 - 0.0275 * len(wrapped) - 0.02
+
+
+def _categories(occ, color_by: str) -> tuple[int, list[str]]:
+    nwarps = int(occ["warps"])
+    if color_by == "warp":
+        return nwarps, [f"warp {w} (T{32 * w}-{32 * w + 31})" for w in range(nwarps)]
+    if color_by == "thread":
+        return 32 * nwarps, [f"thread {i}" for i in range(32 * nwarps)]
+    if color_by == "reg":
+        n = max([ins["reg_base"] + ins["regs"] for ins in occ["instructions"]] + [1])
+        return n, [f"reg {i}" for i in range(n)]
+    labels = [instr_label(i) for i in occ["instructions"]] or ["-"]
+    return len(labels), labels
+
+
+def _uses_sub_slabs(kernel, occ) -> bool:
+    return (any(i["shape"] in _SIXTEEN_LANE for i in occ["instructions"])
+            or any(b.datapath == "F" for b in kernel.tmem))
+
+
+def _buffer_groups(kernel) -> list[tuple[int, int, str, int]]:
+    """``(start, stop, names, level)``: buffers with the same columns share a bar; overlaps stack."""
+    groups: dict[tuple[int, int], list[str]] = {}
+    for b in kernel.tmem:
+        groups.setdefault(tmem_columns(b), []).append(b.name)
+    placed: list[tuple[int, int, str, int]] = []
+    for (a, z), names in sorted(groups.items()):
+        level = 0
+        while any(lv == level and a < pz and pa < z for pa, pz, _, lv in placed):
+            level += 1
+        placed.append((a, z, " / ".join(names), level))
+    return placed
+
+
+def _tmem_guides(ax, kernel, occ, ncols: int, names: bool):
+    """Quadrant, sub-slab, B-half and allocation-unit lines; buffer bars above the map."""
+    for y in (32, 64, 96):  # lane quadrants: warp w reaches 32*(w % 4) .. +31 (PTX §9.7.16.8.1)
+        ax.axhline(y - 0.5, color="black", linewidth=0.9)
+    if _uses_sub_slabs(kernel, occ):  # 16-lane sub-slabs (.16x*b shapes, data path F)
+        for y in (16, 48, 80, 112):
+            ax.axhline(y - 0.5, color="#555555", linewidth=0.6, linestyle=":")
+    for x in range(32, ncols, 32):  # 32-column allocation units (tcgen05.alloc granularity)
+        ax.axvline(x - 0.5, color="#444444", linewidth=0.6, linestyle="--")
+    for b in kernel.tmem:  # data path B: lanes 64..127 hold the right column half
+        if b.datapath == "B":
+            a, z = tmem_columns(b)
+            ax.plot([a - 0.5, z - 0.5], [63.5, 63.5], color=_B_HALF, linewidth=2.4, linestyle="-.", zorder=5)
+            if names:
+                n = 2 * (z - a) * 4 // int(b.elem_bytes)
+                for y, text in ((24, f"{b.name}[:, 0:{n // 2}]"), (88, f"{b.name}[:, {n // 2}:{n}]")):
+                    ax.text((a + z - 1) / 2, y, text, ha="center", va="center", fontsize=7, color=_B_HALF,
+                            zorder=6, bbox={"boxstyle": "round,pad=0.2", "facecolor": "white", "edgecolor": _B_HALF,
+                                  "linewidth": 0.6, "alpha": 0.9})
+    tr = ax.get_xaxis_transform()
+    for a, z, label, level in _buffer_groups(kernel):
+        yb = 1.015 + 0.06 * level
+        ax.plot([a - 0.4, z - 0.6], [yb, yb], transform=tr, clip_on=False, color="#333333", linewidth=2.2,
+                solid_capstyle="butt")
+        if names:
+            ax.text((a + z - 1) / 2, yb + 0.012, label, transform=tr, ha="center", va="bottom", fontsize=7,
+                    clip_on=False)
+
+
+def _quadrant_ylabels(ax, occ):
+    ylabels = []
+    for q in range(4):
+        ws = [w for w in range(int(occ["warps"])) if w % 4 == q]
+        who = (("warp " if len(ws) == 1 else "warps ") + ",".join(str(w) for w in ws)) if ws else "no warp"
+        ylabels.append(f"{32 * q}-{32 * q + 31}\n{who}")
+    ax.set_yticks([32 * q + 15.5 for q in range(4)], ylabels)
+
+
+def _colour_key(fig, im, labels: list[str], n: int, what: str, y: float = 0.86) -> float:
+    """Swatches for at most :data:`_MAX_SWATCHES` categories, else a colour bar; returns the y below."""
+    x = 0.715
+    fig.text(x, y, f"colour = {what}", fontsize=7.5, fontweight="bold", va="top", ha="left")
+    if n <= _MAX_SWATCHES:
+        cols = _colours(n)
+        entries = [(cols[i], labels[i]) for i in range(n)] + [(_UNTOUCHED, "untouched")]
+        return _swatch_legend(fig, x, y - 0.055, entries) - 0.01
+    cax = fig.add_axes((x, y - 0.085, 0.26, 0.028))
+    ticks = np.unique(np.linspace(0, n - 1, min(n, 5)).round().astype(int))
+    cb = fig.colorbar(im, cax=cax, orientation="horizontal", ticks=ticks)
+    cb.ax.minorticks_off()
+    cb.ax.tick_params(labelsize=6.5)
+    cb.set_label(f"{what} (grey: untouched)", fontsize=6.5)
+    return y - 0.20
+
+
+# ============================================================================ TMEM figure
+def _draw_tmem(fig, kernel, color_by: str, instr):
+    occ = tmem_occupancy(kernel)
+    ins_list = occ["instructions"]
+    ncols = int(occ["ncols"])
+    if instr == "each":
+        panels: list[int | None] = list(range(min(len(ins_list), MAX_PANELS))) or [None]
+    elif instr is None:
+        panels = [None]
+    else:
+        if isinstance(instr, bool) or not isinstance(instr, (int, np.integer)) or not 0 <= int(instr) < len(ins_list):
+            raise ValueError(f"instr must be None, 'each' or an instruction index 0..{len(ins_list) - 1}; "
+                             f"got {instr!r}")
+        panels = [int(instr)]
+    n, labels = _categories(occ, color_by)
+    cmap, norm = _cat_cmap(n)
+    k = len(panels)
+    left, total, gap = 0.085, 0.585, 0.012
+    width = (total - gap * (k - 1)) / k
+    im = None
+    for j, p in enumerate(panels):
+        ax = fig.add_axes((left + j * (width + gap), 0.11, width, 0.66))
+        arrays = occ if p is None else instr_arrays(occ, p)
+        im = ax.imshow(np.asarray(arrays[color_by]), cmap=cmap, norm=norm, interpolation="nearest", aspect="auto")
+        _tmem_guides(ax, kernel, occ, ncols, names=(k == 1))
+        ax.set_xticks(np.arange(0, max(ncols, 1), _xtick_step(ncols, 5 if k == 1 else 2)))
+        ax.tick_params(labelsize=7)
+        if j == 0:
+            _quadrant_ylabels(ax, occ)
+            ax.set_ylabel("TLane", fontsize=8.5)
+        else:
+            ax.set_yticks([32 * q + 15.5 for q in range(4)], [""] * 4)
+        ax.set_xlabel("TCol (32-bit)" if k > 1 else "TCol (32-bit column)", fontsize=8)
+        if k > 1:
+            ins = ins_list[p]
+            sep = "\n" if k > 4 else " "  # narrow panels: the instruction on two lines, or the titles collide
+            ax.set_title(f"#{p} {ins['op']}{sep}.{ins['shape']}.x{ins['num']}\nrow {ins['row']} col {ins['col']}",
+                         fontsize=7, pad=12)
+    # title
+    head = f"TMEM occupancy of {kernel.name} · {ncols} of 512 columns × 128 lanes allocated · coloured by {color_by}"
+    if instr is None:
+        sub = "all instructions overlaid (later ones on top): " + (_instr_summary(ins_list) or "no tcgen05.ld/st")
+    elif instr == "each":
+        sub = "one panel per instruction" + (f" (first {MAX_PANELS} of {len(ins_list)})"
+                                             if len(ins_list) > MAX_PANELS else "")
+    else:
+        ins = ins_list[int(instr)]
+        sub = (f"instruction #{instr} {ins['chain']} ({ins['buffer'] or '?'}, row {ins['row']}, col {ins['col']}, "
+               f"warps {','.join(map(str, ins['warps']))})")
+    if occ["out_of_range"]:
+        sub += f" · {occ['out_of_range']} cells outside the allocation"
+    fig.text(0.012, 0.985, head, fontsize=9.5, fontweight="bold", va="top", ha="left")
+    fig.text(0.012, 0.935, "\n".join(textwrap.wrap(sub, 130)), fontsize=8, va="top", ha="left")
+    # right-hand column: colour key, buffers, instructions, line key
+    y = _colour_key(fig, im, labels, n, color_by)
+    y = _text_block(fig, 0.715, y, "buffers", [_buffer_label(b) for b in kernel.tmem], budget=6)
+    if color_by != "instr":
+        y = _text_block(fig, 0.715, y, "instructions", [instr_label(i) for i in ins_list], budget=6)
+    key = ["── lane quadrant (warp % 4)", "- - 32-column alloc unit"]
+    if _uses_sub_slabs(kernel, occ):
+        key.append("···· 16-lane sub-slab")
+    if any(b.datapath == "B" for b in kernel.tmem):
+        key.append("-·- data path B halves")
+    fig.text(0.715, max(y, 0.02), "   ".join(key) if len(key) <= 2 else "\n".join(key), fontsize=6.5,
+             va="top", ha="left", color="#333333")
+
+
+def _draw_shared(fig, kernel):
+    infos = shared_writers(kernel)
+    if not infos:
+        ax = fig.add_axes((0.05, 0.05, 0.9, 0.9))
+        ax.set_axis_off()
+        ax.text(0.5, 0.5, f"{kernel.name}: no TMEM and no shared buffers to draw",
+                ha="center", va="center", fontsize=11, transform=ax.transAxes)
+        return
+    n = len(infos)
+    width = 0.78 / n  # the right 0.14 of the figure holds the legend
+    all_threads = sorted({t for inf in infos if inf["determined"] for t in inf["threads"]})
+    ncat = max(len(all_threads), 1)
+    cat = {t: i for i, t in enumerate(all_threads)}
+    for k, inf in enumerate(infos):
+        buf, w = inf["buffer"], inf["writer"]
+        grid2 = np.asarray(w).reshape(-1, int(buf.shape[-1])) if w.ndim != 2 else np.asarray(w)
+        ax = fig.add_axes((0.08 + k * width, 0.12, width - 0.07, 0.72))
+        if inf["determined"]:
+            data = np.vectorize(lambda t: cat.get(int(t), -1), otypes=[np.int64])(grid2) if grid2.size else grid2
+            cmap, norm = _cat_cmap(ncat)
+            ax.imshow(data, cmap=cmap, norm=norm, interpolation="nearest", aspect="auto")
+            labels = np.where(grid2 >= 0, np.char.add("T", grid2.astype(str)), "-")
+            who = _threads_phrase(inf["threads"])
+        else:
+            data = np.arange(grid2.size).reshape(grid2.shape)
+            ax.imshow(data, cmap="viridis", interpolation="nearest", aspect="auto")
+            labels = data.astype(str)
+            who = "writer not determined; coloured by element index"
+        # per-cell labels only where they add something (text is the costly part of a draw)
+        if grid2.size <= _MAX_CELL_LABELS and (len(inf["threads"]) > 1 or not inf["determined"]):
+            for (i, j), s in np.ndenumerate(labels):
+                ax.text(j, i, s, ha="center", va="center", fontsize=7, color="white" if s != "-" else "#666666")
+        rows, cols = grid2.shape
+        ax.set_xticks(np.arange(0, cols, min(_xtick_step(cols, 8), 32)))
+        ax.set_yticks(np.arange(0, rows, min(_xtick_step(rows, 8), 32)))
+        if rows * cols <= 4096:  # white cell borders
+            ax.set_xticks(np.arange(-0.5, cols, 1.0), minor=True)
+            ax.set_yticks(np.arange(-0.5, rows, 1.0), minor=True)
+            ax.grid(which="minor", color="white", linewidth=1.0)
+            ax.tick_params(which="minor", length=0)
+        ax.tick_params(labelsize=8)
+        ax.set_xlabel("column (elements)", fontsize=8)
+        ax.set_ylabel("row", fontsize=8)
+        via = f" — {', '.join(inf['variants'])}" if inf["variants"] else ""
+        title = f"shared {buf.name} {short_shape(buf)} (written by {who}{via})"
+        ax.set_title("\n".join(textwrap.wrap(title, max(30, int(95 / n)))), fontsize=9, loc="left")
+    if all_threads and len(all_threads) <= 16:
+        cols_ = _colours(ncat)
+        entries = [(cols_[i], f"thread {t} (warp {t // 32})") for i, t in enumerate(all_threads)]
+        _swatch_legend(fig, 0.86, 0.80, entries + [(_UNTOUCHED, "not written")], step=0.045)
+    fig.suptitle(f"{kernel.name}: no TMEM — shared-memory tile(s), coloured by writing thread",
+                 fontsize=9.5, x=0.06, ha="left", y=0.975)
+
+
+# ============================================================================ data figure helpers
+def _as_2d(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return a.reshape(1, 1)
+    if a.ndim == 1:
+        return a.reshape(1, -1)
+    return a.reshape(-1, a.shape[-1])
+
+
+def _float_view(a: np.ndarray) -> np.ndarray:
+    try:
+        return np.asarray(a).astype(np.float64)
+    except (TypeError, ValueError):  # pragma: no cover - every tilemagic dtype converts
+        return ir.bits_view(np.ascontiguousarray(a)).astype(np.float64)
+
+
+# ============================================================================ public API
+def heatmap_figure(kernel, color_by: str = "warp", instr: int | str | None = None):
+    """TMEM occupancy heatmap (or, without TMEM, the shared-memory tiles) as an Agg figure.
+
+    Parameters
+    ----------
+    kernel : tilemagic.ir.nodes.Kernel
+        Lowered kernel.
+    color_by : {"warp", "thread", "reg", "instr"}, optional
+        What colours a TMEM cell (see :func:`tmem_occupancy`).  Shared tiles are always
+        coloured by the writing thread.
+    instr : int or "each", optional
+        ``None`` (default): all instructions overlaid; an int: only that ``TcgenLdSt``
+        (index in program order); ``"each"``: one panel per instruction (at most
+        :data:`MAX_PANELS`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        A ``TileFigure`` of :data:`FIGSIZE` inches at :data:`DPI`, attached to a
+        ``FigureCanvasAgg``; never registered with pyplot.  With TMEM: an ``imshow`` of
+        128 ``TLane`` × ``kernel.tmem_cols`` ``TCol`` cells per panel (light grey =
+        untouched), black lines at the 32-lane quadrant boundaries (labelled with the
+        warps that own them), dotted lines at 16-lane sub-slabs when a ``.16x*b`` shape
+        or data path F is used, dash-dotted lines between the data-path-B halves, dashed
+        lines at the 32-column allocation units, bars naming each buffer's columns, and a
+        legend (colours, buffers, instructions).
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``color_by`` or an ``instr`` out of range.
+    """
+    if color_by not in COLOR_BY:
+        raise ValueError(f"color_by must be one of {', '.join(COLOR_BY)}; got {color_by!r}")
+    fig = _new_figure()
+    if int(kernel.tmem_cols or 0) > 0:
+        _draw_tmem(fig, kernel, color_by, instr)
+    else:
+        _draw_shared(fig, kernel)
+    return fig
+
+
+def fragment_figure(kernel, local: str | ir.Buffer | None = None, instr: int | None = None):
+    """Register-fragment map (thread × register -> TMEM lane, column) as an Agg figure.
+
+    Parameters
+    ----------
+    kernel : tilemagic.ir.nodes.Kernel
+    local, instr
+        As in :func:`fragment_map`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two ``imshow`` panels of ``threads × words`` integers (lane, column; grey =
+        register not moved by tcgen05), white lines between warps, colour bars, and the
+        buffer's layout and instructions listed on the right.
+
+    Raises
+    ------
+    ValueError
+        As :func:`fragment_map`.
+    """
+    fig = _new_figure()
+    fm = fragment_map(kernel, local, instr)
+    occ_ins = tmem_occupancy(kernel)["instructions"]
+    buf = fm["buffer"]
+    threads, words = int(fm["threads"]), int(fm["words"])
+    import matplotlib
+
+    # the lane quadrant is the warp's (PTX §9.7.16.8.1, white lines); the colour shows the lane inside it
+    lane_in_quadrant = np.where(fm["lane"] >= 0, fm["lane"] % 32, -1)
+    panels = ((lane_in_quadrant, "TMEM lane − 32·(warp % 4)", "viridis", 0, 31),
+              (fm["col"], "TMEM column (32-bit TCol)", "cividis", 0, max(int(np.max(fm["col"])), 0)))
+    for j, (arr, what, cname, vmin, vmax) in enumerate(panels):
+        ax = fig.add_axes((0.075 + j * 0.34, 0.11, 0.25, 0.68))
+        cmap = matplotlib.colormaps[cname].with_extremes(bad=_UNTOUCHED)
+        data = np.ma.masked_less(arr, 0)
+        im = ax.imshow(data, cmap=cmap, vmin=vmin, vmax=max(vmax, vmin + 1), interpolation="nearest", aspect="auto")
+        for w in range(32, threads, 32):  # warp boundaries
+            ax.axhline(w - 0.5, color="white", linewidth=0.8)
+        ax.set_xticks(np.arange(0, words, _xtick_step(words, 6)))
+        ax.set_yticks(np.arange(0, threads, 32 if threads > 64 else 16))
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel(f"32-bit register of {buf.name}", fontsize=8)
+        if j == 0:
+            ax.set_ylabel("thread (CTA)", fontsize=8.5)
+        ax.set_title(what, fontsize=8.5)
+        cb = fig.colorbar(im, ax=ax, fraction=0.08, pad=0.03)
+        cb.ax.tick_params(labelsize=6.5)
+    used = [occ_ins[i] for i in fm["instructions"]]
+    epr = int(fm["elems_per_reg"])
+    head = (f"register fragment {buf.name} {short_shape(buf)}: thread × register → TMEM (lane, column)")
+    sub = (f"{words} 32-bit registers per thread" + (f" ({epr} {buf.dtype} per register)" if epr > 1 else "")
+           + " · grey: not moved by tcgen05 · white lines: warps")
+    fig.text(0.012, 0.985, head, fontsize=9.5, fontweight="bold", va="top", ha="left")
+    fig.text(0.012, 0.935, sub, fontsize=8, va="top", ha="left")
+    layout = getattr(buf, "layout", None)
+    lines = [f"{buf.name} @ {layout}"] if layout is not None else []
+    y = _text_block(fig, 0.76, 0.86, "layout", lines, width=34, budget=4) if lines else 0.86
+    _text_block(fig, 0.76, y, "instructions", [instr_label(i) for i in used], width=34, budget=12)
+    return fig
+
+
+def data_figure(result, check: int | str | None = None):
+    """The values a ``check`` compared, with mismatching elements in red, as an Agg figure.
+
+    Parameters
+    ----------
+    result : tilemagic.result.TileCopyResult
+    check : int or str, optional
+        As in :func:`check_data` (default: the first failing check, else the first).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Panels "expected" (right side) and "got" (left side) as values (one colour scale,
+        NaN white), the got panel with the mismatching elements painted red, and a third
+        panel with the mismatch mask when the check failed; the title gives the count and
+        the first mismatches.
+
+    Raises
+    ------
+    ValueError
+        As :func:`check_data`.
+    """
+    fig = _new_figure()
+    d = check_data(result, check)
+    chk, got, exp, bad = d["check"], _as_2d(d["got"]), _as_2d(d["expected"]), _as_2d(d["mismatch"])
+    import matplotlib
+    from matplotlib.colors import ListedColormap
+
+    gf, ef = _float_view(got), _float_view(exp)
+    finite = np.concatenate([gf[np.isfinite(gf)], ef[np.isfinite(ef)]])
+    vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    if vmin == vmax:
+        vmax = vmin + 1.0
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#ffffff")
+    nbad = int(np.count_nonzero(bad))
+    panels: list[tuple[str, np.ndarray | None]] = [(f"expected: {d['rhs']}", ef), (f"got: {d['lhs']}", gf)]
+    if nbad:
+        panels.append(("mismatches (red)", None))
+    width = 0.80 / len(panels)
+    im = None
+    for j, (title, data) in enumerate(panels):
+        ax = fig.add_axes((0.07 + j * width, 0.12, width - 0.05, 0.66))
+        if data is None:
+            ax.imshow(bad.astype(np.int8), cmap=ListedColormap([_UNTOUCHED, _MISMATCH]), vmin=0, vmax=1,
+                      interpolation="nearest", aspect="auto")
+        else:
+            im = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest",
+                           aspect="auto")
+            if nbad and j == 1:  # the mismatching cells of the output, on top of its values
+                ax.imshow(np.ma.masked_equal(bad.astype(np.int8), 0), cmap=ListedColormap([_MISMATCH]),
+                          vmin=0, vmax=1, interpolation="nearest", aspect="auto")
+        rows, cols = bad.shape
+        ax.set_xticks(np.arange(0, cols, _xtick_step(cols, 4)))
+        ax.set_yticks(np.arange(0, rows, _xtick_step(rows, 8)))
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("column (elements)", fontsize=8)
+        if j == 0:
+            ax.set_ylabel("row", fontsize=8.5)
+        ax.set_title(title, fontsize=8.5)
+    cax = fig.add_axes((0.90, 0.12, 0.015, 0.66))
+    cb = fig.colorbar(im, cax=cax)
+    cb.ax.tick_params(labelsize=6.5)
+    cb.set_label("value", fontsize=7)
+    status = "FAIL" if nbad else "PASS"  # recomputed from the data shown (the same bitwise test as the check)
+    head = f"check {chk.text} (L{chk.line}): {status} · {d['got'].dtype} {list(d['got'].shape)}"
+    if nbad:
+        idx = [tuple(int(x) for x in i) for i in np.argwhere(np.asarray(d["mismatch"]))[:3]]
+        first = "; ".join(
+            f"{list(i)}: got {format_value(d['got'][i])}, expected {format_value(d['expected'][i])}" for i in idx)
+        sub = f"{nbad} of {bad.size} elements differ (bitwise) · first: {first}"
+    else:
+        sub = f"all {bad.size} elements equal (bitwise) · launch: {result.launch.backend}"
+    fig.text(0.012, 0.985, head, fontsize=9.5, fontweight="bold", va="top", ha="left",
+             color=_MISMATCH if nbad else "black")
+    fig.text(0.012, 0.935, "\n".join(textwrap.wrap(sub, 140)), fontsize=8, va="top", ha="left")
+    return fig
+
+
+def figure_png(fig) -> bytes:
+    """PNG bytes of an Agg figure (fixed dpi, no ``Software`` metadata: reproducible)."""
+    import matplotlib
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    bio = io.BytesIO()
+    # unhinted glyphs: a third faster to rasterise, and text draws dominate the render time
+    with matplotlib.rc_context({"text.hinting": "none"}):
+        canvas.print_png(bio, metadata={"Software": None}, pil_kwargs={"compress_level": 1})
+    return bio.getvalue()

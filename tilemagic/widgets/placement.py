@@ -1,0 +1,521 @@
+"""The placement model: where a lowered kernel's data lives (pure NumPy, no matplotlib).
+
+Derived from the lowered IR and the lowering's TMEM plan, never from the description, so the
+pictures (:mod:`~tilemagic.widgets.figures`) and the reports show what the IR, CUDA and simulator do:
+
+* :func:`tmem_columns` -- a TMEM buffer's 32-bit columns, as the TMEM plan placed them;
+* :func:`issuing_warps`, :func:`tmem_occupancy`, :func:`instr_arrays` -- which warp,
+  thread, register and instruction moves each TMEM cell (the (thread, register) ->
+  (lane, column) map is :func:`tilemagic.layout.tcgen05.tmem_cell`, PTX ISA 9.0
+  §9.7.16.2.3; warp ``w`` reaches lanes ``32*(w % 4) .. +31``, §9.7.16.8.1);
+* :func:`fragment_map` -- a register fragment: thread × 32-bit register -> TMEM cell;
+* :func:`shared_writers` -- which thread writes each element of each shared buffer;
+* :func:`check_data` -- the two sides of a ``check A == B`` after the launch.
+
+The IR is read with one scoped walk (each statement with its enclosing ``If``/``Grid``
+nodes), the static evaluator :func:`tilemagic.ir.evaluate.eval_static` (loop variables
+keyed by their ``LoopVar``) and :meth:`tilemagic.ir.nodes.Buffer.index_expr`; the
+variant of an op comes from its marker's ``Comment.variant`` field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ..ir import nodes as ir
+from ..ir.evaluate import Undetermined, eval_static
+from ..layout.tcgen05 import TMEM_LANES, tmem_cell
+
+__all__ = [
+    "check_data",
+    "fragment_map",
+    "instr_arrays",
+    "issuing_warps",
+    "num_warps",
+    "shared_writers",
+    "tmem_columns",
+    "tmem_occupancy",
+]
+
+_MAX_EVAL = 1 << 22  # thread × grid points evaluated when deriving shared-memory writers
+
+
+def tmem_columns(buf: ir.Buffer) -> tuple[int, int]:
+    """32-bit column range ``[start, stop)`` of a TMEM buffer inside the CTA's allocation.
+
+    Parameters
+    ----------
+    buf : tilemagic.ir.nodes.Buffer
+        A ``scope == "tmem"`` buffer as the lowering's TMEM plan placed it
+        (:func:`tilemagic.lower.program.check`): ``buf.tmem_col`` is its first 32-bit
+        column (``at X + COLS`` included), ``buf.tmem_ncols`` the columns its layout spans.
+
+    Returns
+    -------
+    (start, stop) : tuple of int
+        ``(tmem_col, tmem_col + tmem_ncols)``, in 32-bit columns: what the plan reserves
+        and the kernel allocates, never recomputed from the shape.
+    """
+    start = int(buf.tmem_col or 0)
+    return start, start + int(buf.tmem_ncols or 0)
+
+
+def num_warps(kernel: ir.Kernel) -> int:
+    """Warps of the kernel's CTA (at least 1)."""
+    return max(1, -(-int(kernel.threads) // 32))
+
+
+def _scoped(stmt: ir.Stmt, scope: tuple[ir.Stmt, ...] = ()) -> Iterator[tuple[ir.Stmt, tuple[ir.Stmt, ...]]]:
+    """Every statement, pre-order (program order), with its enclosing ``If``/``Grid`` nodes (outermost first)."""
+    yield stmt, scope
+    if isinstance(stmt, ir.Seq):
+        for s in stmt.body:
+            yield from _scoped(s, scope)
+    elif isinstance(stmt, (ir.If, ir.Grid)):
+        yield from _scoped(stmt.then if isinstance(stmt, ir.If) else stmt.body, scope + (stmt,))
+
+
+def _guard_mask(scope: tuple[ir.Stmt, ...], tid: np.ndarray, env: dict | None, lenient: bool) -> np.ndarray:
+    """AND of the ``If`` conditions of ``scope`` over ``tid`` (and the loop variables of ``env``).
+
+    A condition that cannot be evaluated is taken as true when ``lenient``, else
+    :class:`~tilemagic.ir.evaluate.Undetermined` propagates.
+    """
+    mask = np.ones(np.shape(tid), dtype=bool)
+    for s in scope:
+        if isinstance(s, ir.If):
+            try:
+                mask = mask & np.asarray(eval_static(s.cond, tid, env)).astype(bool)
+            except Undetermined:
+                if not lenient:
+                    raise
+    return mask
+
+
+def issuing_warps(kernel: ir.Kernel) -> list[tuple[ir.TcgenLdSt, np.ndarray]]:
+    """Every ``tcgen05.ld/st`` of the kernel with the warps that issue it, in program order.
+
+    Each enclosing ``If`` condition that depends only on thread coordinates (``warpid ==
+    0``, ``tid_in_wg < 64`` ...) narrows the CTA's threads; one that cannot be evaluated
+    statically (it reads memory or a loop variable) is taken as true.  A warp issues
+    when any of its threads is active (``.sync.aligned``: the simulator rejects partial
+    warps).
+
+    Parameters
+    ----------
+    kernel : tilemagic.ir.nodes.Kernel
+
+    Returns
+    -------
+    list of (TcgenLdSt, numpy.ndarray of int64)
+        The node and the sorted CTA-linear warp ids.
+    """
+    threads, nwarps = max(1, int(kernel.threads)), num_warps(kernel)
+    tid = np.arange(threads, dtype=np.int64)
+    out: list[tuple[ir.TcgenLdSt, np.ndarray]] = []
+    for stmt, scope in _scoped(kernel.body):
+        if isinstance(stmt, ir.TcgenLdSt):
+            m = np.zeros(nwarps * 32, dtype=bool)
+            m[:threads] = np.broadcast_to(_guard_mask(scope, tid, None, lenient=True), tid.shape)
+            out.append((stmt, np.nonzero(m.reshape(nwarps, 32).any(axis=1))[0].astype(np.int64)))
+    return out
+
+
+def _node_cells(node, warps: np.ndarray):
+    """(lane, col, warp, thread, fragment register) of every (warp, lane t, register r), flattened."""
+    regs = max(0, int(node.regs))
+    shape3 = (warps.size, 32, regs)
+    w = np.broadcast_to(warps[:, None, None], shape3)
+    t = np.broadcast_to(np.arange(32, dtype=np.int64)[None, :, None], shape3)
+    r = np.broadcast_to(np.arange(regs, dtype=np.int64)[None, None, :], shape3)
+    lane, col = tmem_cell(node.shape, t, r, 0, w, row_imm=int(node.row), col_imm=int(node.col),
+                          split=int(getattr(node, "split", 0) or 0))
+    lane = np.broadcast_to(lane, shape3).ravel()
+    col = np.broadcast_to(col, shape3).ravel()
+    return lane, col, w.ravel(), (32 * w + t).ravel(), (int(node.reg_base) + r).ravel()
+
+
+def tmem_occupancy(kernel: ir.Kernel) -> dict[str, Any]:
+    """Which warp / thread / register / instruction moves each allocated TMEM cell.
+
+    Every :class:`~tilemagic.ir.nodes.TcgenLdSt` (program order) is executed by the warps
+    :func:`issuing_warps` finds.  Thread lane ``t`` (0..31) of warp ``w`` and register
+    ``r`` (``0 .. node.regs - 1``) touch the cell::
+
+        tmem_cell(node.shape, t, r, taddr=0, warp=w, row_imm=node.row, col_imm=node.col)
+
+    (TMEM base address 0: the buffer's column offset in the allocation is already in
+    ``node.col``; the lane quadrant comes from ``w % 4``, PTX §9.7.16.8.1).  Later
+    instructions (and, within one instruction, later warps sharing a quadrant) overwrite
+    earlier ones in the dense arrays; every instruction's own cells are kept too.
+
+    Parameters
+    ----------
+    kernel : tilemagic.ir.nodes.Kernel
+        Lowered kernel; ``kernel.tmem_cols`` is the allocation size in 32-bit columns.
+
+    Returns
+    -------
+    dict
+        ``"warp"``, ``"thread"``, ``"reg"``, ``"instr"`` : numpy.ndarray of int32, shape
+        ``(128, kernel.tmem_cols)`` -- owning warp id, thread id in the CTA, 32-bit
+        register of the thread's fragment (``node.reg_base + r``: the register's index
+        in the ``local`` buffer's per-thread storage), index of the instruction (into
+        ``"instructions"``); ``-1`` marks untouched cells.
+        ``"instructions"`` : list of dict, one per ``TcgenLdSt`` in program order, with
+        ``index``, ``op`` (``"ld"``/``"st"``), ``chain`` (the PTX name), ``shape``,
+        ``num``, ``regs``, ``reg_base``, ``buffer`` (TMEM buffer name or None), ``local``
+        (register buffer name), ``row`` / ``col`` (the lane / 32-bit column immediates),
+        ``warps`` (list of issuing warp ids), ``line`` (description line or None),
+        ``out_of_range`` (cells outside the allocation, dropped) and ``cells`` (dict of
+        1-D int64 arrays ``lane``, ``col``, ``warp``, ``thread``, ``reg`` for the
+        in-range cells, in issue order).
+        ``"ncols"`` : int; ``"warps"`` : int (warps in the CTA); ``"out_of_range"`` : int.
+
+    Raises
+    ------
+    ValueError
+        From :func:`~tilemagic.layout.tcgen05.tmem_cell` for an unknown tcgen05 shape.
+    """
+    ncols = max(0, int(kernel.tmem_cols or 0))
+    instructions: list[dict] = []
+    total_oor = 0
+    for idx, (node, warps) in enumerate(issuing_warps(kernel)):
+        lane, col, warp, thread, reg = _node_cells(node, warps)
+        ok = (lane >= 0) & (lane < TMEM_LANES) & (col >= 0) & (col < ncols)
+        oor = int(ok.size - np.count_nonzero(ok))
+        total_oor += oor
+        cells = {"lane": lane[ok], "col": col[ok], "warp": warp[ok], "thread": thread[ok], "reg": reg[ok]}
+        tm = getattr(node, "tmem", None)
+        instructions.append({
+            "index": idx,
+            "op": node.op,
+            "chain": node.chain,
+            "shape": node.shape,
+            "num": int(node.num),
+            "regs": max(0, int(node.regs)),
+            "reg_base": int(node.reg_base),
+            "buffer": tm.name if tm is not None else None,
+            "local": node.local.name if node.local is not None else None,
+            "row": int(node.row),
+            "col": int(node.col),
+            "warps": [int(w) for w in warps],
+            "line": node.span.line if node.span is not None else None,
+            "out_of_range": oor,
+            "cells": cells,
+        })
+    out: dict[str, Any] = _dense(ncols, instructions)
+    out.update(instructions=instructions, ncols=ncols, warps=num_warps(kernel), out_of_range=total_oor)
+    return out
+
+
+def _dense(ncols: int, instructions: list[dict]) -> dict[str, np.ndarray]:
+    """``warp``/``thread``/``reg``/``instr`` arrays (int32, ``(128, ncols)``, ``-1`` = untouched) of the
+    instructions' cells; assigned in issue order, so a later (warp, lane, register) wins on a repeated cell."""
+    out = {k: np.full((TMEM_LANES, ncols), -1, dtype=np.int32) for k in ("warp", "thread", "reg", "instr")}
+    for ins in instructions:
+        cells = ins["cells"]
+        for k in ("warp", "thread", "reg"):
+            out[k][cells["lane"], cells["col"]] = cells[k]
+        out["instr"][cells["lane"], cells["col"]] = ins["index"]
+    return out
+
+
+def instr_arrays(occ: dict[str, Any], index: int) -> dict[str, np.ndarray]:
+    """Dense ``(128, ncols)`` arrays (``warp``, ``thread``, ``reg``, ``instr``) of one instruction.
+
+    Parameters
+    ----------
+    occ : dict
+        The result of :func:`tmem_occupancy`.
+    index : int
+        Index into ``occ["instructions"]``.
+
+    Returns
+    -------
+    dict of str -> numpy.ndarray (int32, shape ``(128, ncols)``, ``-1`` = not touched)
+    """
+    return _dense(int(occ["ncols"]), [occ["instructions"][index]])
+
+
+# ============================================================================ register fragments
+def _words(buf: ir.Buffer) -> int:
+    """32-bit registers of a local buffer's per-thread storage (padded to whole registers)."""
+    return max(1, -(-int(buf.per_thread) * int(buf.elem_bytes) // 4))
+
+
+def fragment_map(kernel: ir.Kernel, local: str | ir.Buffer | None = None, instr: int | None = None) -> dict[str, Any]:
+    """Thread × 32-bit register -> TMEM (lane, column) of a register fragment.
+
+    For each ``tcgen05.ld/st`` that moves the ``local`` buffer (or only instruction
+    ``instr``), register ``node.reg_base + r`` of thread ``32*w + t`` (``w`` an issuing
+    warp) is bound to the cell :func:`~tilemagic.layout.tcgen05.tmem_cell` gives
+    (PTX §9.7.16.2.3); a later instruction overwrites an earlier one.
+
+    Parameters
+    ----------
+    kernel : tilemagic.ir.nodes.Kernel
+    local : str or Buffer, optional
+        The register buffer (name or object); default: the one the first tcgen05
+        instruction moves (or instruction ``instr``'s).
+    instr : int, optional
+        Only this instruction (index in program order, as in :func:`tmem_occupancy`).
+
+    Returns
+    -------
+    dict
+        ``buffer`` (the local Buffer), ``lane`` / ``col`` (int32 arrays of shape
+        ``(threads, words)``, ``-1`` = register not moved by tcgen05), ``instr`` (same
+        shape: index of the instruction that bound it), ``instructions`` (indices used),
+        ``threads`` (the CTA size rounded up to warps), ``words`` (32-bit registers per
+        thread), ``elems_per_reg`` (elements of the buffer's dtype per 32-bit register).
+
+    Raises
+    ------
+    ValueError
+        No tcgen05 instruction moves a register buffer, an unknown buffer name, or an
+        ``instr`` out of range.
+    """
+    nodes = issuing_warps(kernel)
+    if not nodes:
+        raise ValueError(f"{kernel.name}: no tcgen05.ld/st, so no register fragment to draw")
+    if instr is not None:
+        if not 0 <= int(instr) < len(nodes):
+            raise ValueError(f"instr must be in 0..{len(nodes) - 1}; got {instr}")
+        if local is None:
+            local = nodes[int(instr)][0].local
+    used = []
+    for node, _ in nodes:
+        if node.local is not None and node.local not in used:
+            used.append(node.local)
+    if local is None:
+        local = used[0]
+    elif isinstance(local, str):
+        named = [b for b in used if b.name == local]
+        if not named:
+            raise ValueError(f"no tcgen05 instruction moves a register buffer named {local!r}; "
+                             f"fragments: {', '.join(b.name for b in used) or 'none'}")
+        local = named[0]
+    chosen = [(i, n, w) for i, (n, w) in enumerate(nodes)
+              if n.local is local and (instr is None or i == int(instr))]
+    if not chosen:
+        raise ValueError(f"instruction #{instr} does not move {getattr(local, 'name', local)}")
+    threads = 32 * num_warps(kernel)
+    words = max([_words(local)] + [int(n.reg_base) + int(n.regs) for _, n, _ in chosen])
+    lane_a = np.full((threads, words), -1, dtype=np.int32)
+    col_a = np.full((threads, words), -1, dtype=np.int32)
+    ins_a = np.full((threads, words), -1, dtype=np.int32)
+    for i, node, warps in chosen:
+        lane, col, _, thread, reg = _node_cells(node, warps)
+        lane_a[thread, reg] = lane
+        col_a[thread, reg] = col
+        ins_a[thread, reg] = i
+    return {
+        "buffer": local, "lane": lane_a, "col": col_a, "instr": ins_a,
+        "instructions": [i for i, _, _ in chosen], "threads": threads, "words": words,
+        "elems_per_reg": max(1, 4 // int(local.elem_bytes)),
+    }
+
+
+def _region_array(arr: np.ndarray, region) -> np.ndarray:
+    """``arr`` restricted to a description region (``NAME[a:b, k]``); unit dims dropped."""
+    if region is not None and region.slices is not None:
+        arr = arr[tuple(slice(s.start, s.stop) for s in region.slices)]
+    return arr.reshape(tuple(d for d in arr.shape if d != 1))
+
+
+def _check_regions(result, chk):
+    """The ``(lhs, rhs)`` Regions of a check (from the parsed program), or names for plain ``A == B``."""
+    for st in getattr(result.program, "stmts", ()) or ():
+        if type(st).__name__ == "CheckStmt" and st.span is not None and st.span.line == chk.line:
+            return st.lhs, st.rhs
+    m = re.fullmatch(r"\s*(\w+)\s*==\s*(\w+)\s*", chk.text)
+    if m:
+        return m.group(1), m.group(2)
+    raise ValueError(f"cannot locate the regions of check {chk.text!r}")
+
+
+def check_data(result, check: int | str | None = None) -> dict[str, Any]:
+    """The two sides of a ``check A == B`` after the launch, and where their bits differ.
+
+    Parameters
+    ----------
+    result : tilemagic.result.TileCopyResult
+        A launched result (``result.launch.outputs`` and ``.checks``).
+    check : int or str, optional
+        Index into ``result.launch.checks`` or its text (``"B == A"``); default: the
+        first failing check, else the first.
+
+    Returns
+    -------
+    dict
+        ``check`` (the CheckResult), ``got`` (left side, the output the kernel wrote),
+        ``expected`` (right side), both NumPy arrays of the region's shape without unit
+        dims (``expected`` reshaped like ``got``), ``mismatch`` (bool array, the bit
+        patterns differ -- the same comparison as the check), ``lhs`` / ``rhs`` (buffer names).
+
+    Raises
+    ------
+    ValueError
+        Not launched, no checks, or an unknown check.
+    """
+    launch = result.launch
+    if launch is None or launch.backend == "off" or not launch.outputs:
+        raise ValueError(f"{result.name}: not launched, so there is no data to draw (use --launch sim)")
+    checks = list(launch.checks)
+    if not checks:
+        raise ValueError(f"{result.name}: no `check A == B` statement, so there is nothing to compare")
+    if check is None:
+        chk = next((c for c in checks if not c.passed), checks[0])
+    elif isinstance(check, str):
+        chk = next((c for c in checks if c.text == check.removeprefix("check").strip()), None)
+        if chk is None:
+            raise ValueError(f"no check {check!r}; checks: {', '.join(c.text for c in checks)}")
+    else:
+        if not 0 <= int(check) < len(checks):
+            raise ValueError(f"check must be in 0..{len(checks) - 1}; got {check}")
+        chk = checks[int(check)]
+    lhs, rhs = _check_regions(result, chk)
+    names = [r if isinstance(r, str) else r.name for r in (lhs, rhs)]
+    sides = []
+    for r, name in zip((lhs, rhs), names):
+        if name not in launch.outputs:
+            raise ValueError(f"check {chk.text!r}: buffer {name!r} is not among the launch outputs")
+        sides.append(_region_array(np.asarray(launch.outputs[name]), None if isinstance(r, str) else r))
+    got, expected = sides
+    if expected.shape != got.shape and expected.size == got.size:
+        expected = expected.reshape(got.shape)
+    if expected.shape != got.shape or got.dtype.itemsize != expected.dtype.itemsize:
+        raise ValueError(f"check {chk.text!r}: sides {got.dtype}{list(got.shape)} and "
+                         f"{expected.dtype}{list(expected.shape)} do not compare element-wise")
+    mismatch = ir.bits_view(np.ascontiguousarray(got)) != ir.bits_view(np.ascontiguousarray(expected))
+    return {"check": chk, "got": got, "expected": expected, "mismatch": np.asarray(mismatch),
+            "lhs": names[0], "rhs": names[1]}
+
+
+def _logical_of(buf: ir.Buffer) -> np.ndarray:
+    """Logical (row-major) element index of each physical element of a shared buffer."""
+    layout: Any = buf.layout  # a TileLayout or ComposeLayout
+    if layout is None:
+        return np.arange(buf.numel, dtype=np.int64)
+    phys = np.asarray(layout.apply(np.arange(buf.numel, dtype=np.int64)).get("m"), np.int64)
+    inv = np.empty(buf.numel, np.int64)
+    inv[phys] = np.arange(buf.numel, dtype=np.int64)
+    return inv
+
+
+def _shared_target(stmt: ir.Stmt) -> ir.Buffer | None:
+    """The buffer a ``Store`` / ``VecMove`` / ``stmatrix`` writes (None for other statements)."""
+    if isinstance(stmt, ir.Store):
+        return stmt.buf
+    if isinstance(stmt, ir.VecMove):
+        return stmt.dst
+    if isinstance(stmt, ir.LdStMatrix) and stmt.op == "st":
+        return stmt.smem
+    return None
+
+
+def _write_cells(stmt: ir.Stmt, scope: tuple[ir.Stmt, ...], tid: np.ndarray):
+    """``(physical element, writing thread, active)`` arrays of one shared-memory write.
+
+    The CTA's threads are axis 0 and every variable of the enclosing ``Grid`` nodes one
+    more axis; ``If`` conditions of ``scope`` are the activity mask.  A ``Store``'s
+    logical indices go through :meth:`~tilemagic.ir.nodes.Buffer.index_expr`; a
+    ``VecMove`` writes ``dst_index + 0 .. elems-1``; an ``stmatrix`` writes the elements
+    :func:`~tilemagic.layout.ldmatrix.fragment_elements` gives for its row addresses.
+
+    Raises
+    ------
+    Undetermined
+        An index or condition reads memory, more than ``_MAX_EVAL`` points, or an
+        ``stmatrix`` inside a loop.
+    """
+    grids = [v for s in scope if isinstance(s, ir.Grid) for v in zip(s.vars, s.extents)]
+    k = len(grids)
+    t = tid.reshape((-1,) + (1,) * k)
+    env = {var: np.arange(int(ext), dtype=np.int64).reshape([1] * (j + 1) + [int(ext)] + [1] * (k - j - 1))
+           for j, (var, ext) in enumerate(grids)}
+    if tid.size * int(np.prod([ext for _, ext in grids] or [1], dtype=np.int64)) > _MAX_EVAL:
+        raise Undetermined("too many points to evaluate")
+    mask = _guard_mask(scope, t, env, lenient=False)
+    if isinstance(stmt, ir.Store):
+        return np.asarray(eval_static(stmt.buf.index_expr(stmt.indices), t, env)), t, mask
+    if isinstance(stmt, ir.VecMove):
+        base = np.asarray(eval_static(stmt.dst_index, t, env))[..., None]
+        return base + np.arange(int(stmt.elems), dtype=np.int64), t[..., None], mask[..., None]
+    from ..layout.ldmatrix import fragment_elements
+
+    assert isinstance(stmt, ir.LdStMatrix)
+    if k or tid.size % 32:
+        raise Undetermined("stmatrix inside a loop")
+    addr = np.broadcast_to(np.asarray(eval_static(stmt.addr, tid), np.int64), tid.shape).reshape(-1, 32)
+    lo, hi = fragment_elements(addr, stmt.num, stmt.trans)  # (warps, num, 32) each
+    return (np.stack([lo, hi]), tid.reshape(-1, 1, 32),
+            np.broadcast_to(mask, tid.shape).reshape(-1, 1, 32))
+
+
+def shared_writers(kernel: ir.Kernel) -> list[dict[str, Any]]:
+    """Which thread writes each element of each shared buffer (derived from the IR).
+
+    Every ``Store``, ``VecMove`` and ``stmatrix`` into a shared buffer is evaluated, in
+    program order, for all threads of the CTA and all iterations of its enclosing loops
+    (:func:`_write_cells`); a later write overwrites an earlier one.  The variant is the
+    ``op``/``variant`` fields of the closest preceding op marker (:class:`~tilemagic.ir.nodes.Comment`),
+    as ``"copy/fallback"``.
+
+    Parameters
+    ----------
+    kernel : tilemagic.ir.nodes.Kernel
+
+    Returns
+    -------
+    list of dict
+        One per shared buffer except the ``tmem_addr`` slot, in declaration order:
+        ``buffer`` (the Buffer), ``writer`` (int64 array of the buffer's logical shape,
+        thread id in the CTA, ``-1`` = not written), ``determined`` (False when some
+        write could not be evaluated: a ``Load`` in an index, an unknown thread
+        variable ...), ``variants`` (list of str, first-write order), ``threads``
+        (sorted list of writer thread ids).
+    """
+    bufs = [b for b in kernel.shared if b is not kernel.tmem_addr and b.name != "tmem_addr"]
+    info: dict[ir.Buffer, dict[str, Any]] = {
+        b: {"writer": np.full(max(b.numel, 0), -1, dtype=np.int64), "determined": True, "variants": [],
+            "logical": None} for b in bufs}
+    tid = np.arange(max(1, int(kernel.threads)), dtype=np.int64)
+    variant = None
+    for stmt, scope in _scoped(kernel.body):
+        if isinstance(stmt, ir.Comment):
+            variant = f"{stmt.op}/{stmt.variant}" if stmt.variant else variant
+            continue
+        buf = _shared_target(stmt)
+        if buf not in info:
+            continue
+        ent = info[buf]
+        try:
+            phys, writer, active = np.broadcast_arrays(*_write_cells(stmt, scope, tid))
+        except Undetermined:
+            ent["determined"] = False
+            continue
+        inv = ent["logical"] if ent["logical"] is not None else _logical_of(buf)
+        ent["logical"] = inv
+        sel = active & (phys >= 0) & (phys < inv.size)
+        if np.any(sel):
+            ent["writer"][inv[phys[sel]]] = writer[sel]
+            if variant and variant not in ent["variants"]:
+                ent["variants"].append(variant)
+    out = []
+    for b in bufs:
+        ent = info[b]
+        w = ent["writer"]
+        out.append({
+            "buffer": b,
+            "writer": w.reshape(tuple(int(d) for d in b.shape)) if w.size == b.numel else w,
+            "determined": ent["determined"],
+            "variants": list(ent["variants"]),
+            "threads": sorted(int(x) for x in np.unique(w[w >= 0])),
+        })
+    return out
