@@ -185,7 +185,7 @@ class TileMagics(Magics):
         """
         cmd = line.strip()
         if cmd in ("", "status"):
-            from .runtime.launch import status_report
+            from .runtime.status import status_report
 
             print(status_report(defaults=self.defaults()))
             return None

@@ -15,7 +15,8 @@ from gpu_guard import cupy  # noqa: F401  (skips the module without a GPU)
 
 import tilemagic
 from tilemagic.cli import demo_source
-from tilemagic.runtime import compile as rt_compile
+from tilemagic.runtime import ptx as rt_ptx
+from tilemagic.caches import clear_caches
 from tilemagic.runtime import probe, status_report
 
 
@@ -28,8 +29,8 @@ def _demo(name, **kw):
 def test_ptx_through_nvrtc_maps_tcgen05_lines():
     """The NVRTC path of the PTX view (used where nvcc is not on PATH): headers found, -lineinfo mapped."""
     r = _demo("tmem_roundtrip", launch="off")
-    rt_compile._PTX_CACHE.clear()
-    res = rt_compile.ptx_for(r.cuda, "sm_100a", r.cuda_lines, tool="nvrtc")
+    clear_caches()
+    res = rt_ptx.ptx_for(r.cuda, "sm_100a", r.cuda_lines, tool="nvrtc")
     assert res.ok, res.log
     assert res.tool.startswith("NVRTC ") and ".target sm_100a" in res.text
     lines = res.text.split("\n")

@@ -12,7 +12,7 @@ import pytest
 
 import tilemagic
 from tilemagic.cli import DEMOS, demo_source
-from tilemagic.runtime.compile import nvcc_compile
+from tilemagic.runtime.nvcc import nvcc_compile
 
 pytestmark = [pytest.mark.nvcc,
               pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")]

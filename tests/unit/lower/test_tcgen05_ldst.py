@@ -171,7 +171,7 @@ def native_sources():
 @pytest.mark.nvcc
 @pytest.mark.parametrize("chunk", range(_CHUNKS))
 def test_matrix_native_cuda_assembles_for_sm_100a(native_sources, chunk):
-    from tilemagic.runtime.compile import nvcc_compile
+    from tilemagic.runtime.nvcc import nvcc_compile
 
     part = native_sources[chunk::_CHUNKS]
     r = nvcc_compile(translation_unit(part), "sm_100a", timeout=600)
@@ -182,7 +182,7 @@ def test_matrix_native_cuda_assembles_for_sm_100a(native_sources, chunk):
 @pytest.mark.nvcc
 def test_emulated_cuda_assembles_for_sm_90():
     """The emulated source of the largest case of every shape and data path builds for the H200."""
-    from tilemagic.runtime.compile import nvcc_compile
+    from tilemagic.runtime.nvcc import nvcc_compile
 
     seen, srcs = set(), []
     for c in reversed(MATRIX):

@@ -20,9 +20,9 @@ import tilemagic
 from tilemagic.cli import demo_source
 from tilemagic.codegen.cuda import TM_SCRATCH_WORDS, generate, global_traffic, grid_stride
 from tilemagic.errors import LaunchError
-from tilemagic.runtime import compile as rt_compile
+from tilemagic.runtime import nvrtc as rt_compile
 from tilemagic.runtime import launch as rt_launch
-from tilemagic.runtime.compile import nvcc_compile
+from tilemagic.runtime.nvcc import nvcc_compile
 from tilemagic.runtime.device import DeviceStatus
 
 
@@ -73,8 +73,7 @@ def _status(cc=90):
 
 
 @pytest.fixture(autouse=True)
-def _no_disk_cache(monkeypatch):
-    monkeypatch.setenv("TILEMAGIC_CACHE_DIR", "off")
+def _no_kernel_cache():
     rt_compile.clear_cache()
     yield
     rt_compile.clear_cache()

@@ -85,7 +85,7 @@ def test_emulated_source_contains_the_check_and_maps_its_line(violation):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_emulated_sources_assemble():
     """Every violating kernel's emulated source assembles for sm_90 (one nvcc run: all in one file)."""
-    from tilemagic.runtime.compile import nvcc_compile
+    from tilemagic.runtime.nvcc import nvcc_compile
 
     k, _ = tmem_ir_kernel("alloc_never_fits")
     for strict in (False, True):
