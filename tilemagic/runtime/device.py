@@ -21,6 +21,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from ..caches import register_cache
+
 INSTALL_HINT = ("pip install -e '.[cuda13]' in the tilemagic checkout "
                 "(or pip install cupy-cuda13x; cuda12: cupy-cuda12x)")
 
@@ -226,6 +228,9 @@ def reset_cache() -> None:
     global _CACHE
     _CACHE = None
     nvcc_version.cache_clear()
+
+
+register_cache("runtime.device", reset_cache, "the device probe and the nvcc version of this process")
 
 
 @functools.lru_cache(maxsize=1)

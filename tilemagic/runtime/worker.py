@@ -52,6 +52,7 @@ import traceback
 from collections.abc import Iterable, Mapping
 from multiprocessing.connection import Connection
 
+from ..caches import register_cache
 from ..errors import LaunchError
 from ..options import DEFAULT_TIMEOUT_S  # noqa: F401  (re-exported: the default of ``--timeout``)
 
@@ -411,6 +412,10 @@ def set_worker(worker: LaunchWorker | None) -> LaunchWorker | None:
     if old is not None and old is not worker:
         old.stop()
     return old
+
+
+register_cache("runtime.worker", lambda: set_worker(None),
+               "the launch worker process (its compiled kernels and device probe): stopped, restarted on next launch")
 
 
 @atexit.register
