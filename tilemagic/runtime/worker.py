@@ -111,8 +111,6 @@ def serve(conn: Connection, handler) -> int:
                 conn.send(("ok", handler.handle_probe()))
             elif kind == "launch":
                 conn.send(("ok", handler.handle_launch(payload, lambda: conn.send(("phase", "launch")))))
-            elif kind == "ping":
-                conn.send(("ok", os.getpid()))
             elif kind == "exit":
                 return 0
             else:
@@ -331,10 +329,6 @@ class LaunchWorker:
                     raise err
                 raise LaunchError(f"internal error in the launch worker while {what}", hint=(
                     "please report it with the cell"), details=str(value).rstrip())
-
-    def ping(self, timeout: float | None = None) -> int:
-        """The worker's process id (starts it if needed)."""
-        return self._request("ping", None, first_timeout=timeout or self.start_timeout, what="starting")
 
     def probe(self, refresh: bool = False):
         """The worker's :class:`~tilemagic.runtime.device.DeviceStatus` (cached; never raises)."""
