@@ -7,7 +7,6 @@ The full benchmark table is benchmarks/gpu_bench.py.
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 import pytest
@@ -16,8 +15,8 @@ pytestmark = pytest.mark.gpu
 
 from gpu_guard import cupy  # noqa: E402,F401  (skips the module without a GPU)
 
-import tilemagic  # noqa: E402
 from cells import GmemSmemCase, gmem_smem_cell, tmem_windows_cell  # noqa: E402
+from helpers import run  # noqa: E402
 from tilemagic.cli import demo_source  # noqa: E402
 from tilemagic.codegen.cuda import generate  # noqa: E402
 from tilemagic.runtime import nvrtc as rt_compile  # noqa: E402
@@ -28,9 +27,7 @@ EMULATED = not is_blackwell_dc(probe().cc)
 
 
 def _run(src, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return tilemagic.tilecopy(src, launch="gpu", **kw)
+    return run(src, launch="gpu", **kw)
 
 
 @pytest.fixture

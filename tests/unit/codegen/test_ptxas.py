@@ -6,11 +6,10 @@ ld and st, fp32 and fp16, with and without a column offset.
 """
 
 import shutil
-import warnings
 
 import pytest
+from helpers import run
 
-import tilemagic
 from tilemagic.cli import DEMOS, demo_source
 from tilemagic.runtime.nvcc import nvcc_compile
 
@@ -19,9 +18,7 @@ pytestmark = [pytest.mark.nvcc,
 
 
 def _res(src):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return tilemagic.tilecopy(src, launch="off")
+    return run(src, launch="off")
 
 
 @pytest.mark.parametrize("name", DEMOS)

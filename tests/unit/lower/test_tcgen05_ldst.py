@@ -35,7 +35,7 @@ from cells import (
     tcgen05_matrix,
     tcgen05_slices_cell,
 )
-from conftest import run
+from helpers import run
 
 from tilemagic.codegen.cuda import translation_unit
 from tilemagic.errors import DispatchError, LoweringError, TileTypeError

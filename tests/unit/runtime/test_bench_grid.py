@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import shutil
 import sys
-import warnings
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from cells import GMEM_SMEM_CASES, gmem_smem_cell
+from helpers import run
 from numpy_cupy import numpy_cupy
 
 import tilemagic
@@ -27,9 +27,7 @@ from tilemagic.runtime.device import DeviceStatus
 
 
 def _kernel(src):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return tilemagic.tilecopy(src, launch="off").kernel
+    return run(src, launch="off").kernel
 
 
 # ----------------------------------------------------------------------------- codegen

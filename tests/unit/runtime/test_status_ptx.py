@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import shutil
-import warnings
 
 import pytest
+from helpers import run_demo
 
-import tilemagic
-from tilemagic.cli import demo_source
 from tilemagic.runtime import DeviceStatus, status_report
 from tilemagic.caches import clear_caches
 from tilemagic.runtime import ptx as rt_ptx
@@ -111,9 +109,7 @@ def test_status_with_nvcc_checks_sm_100a_and_names_the_ptx_tool():
 
 # ----------------------------------------------------------------------------- PTX view
 def _result():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="off")
+    return run_demo("tmem_roundtrip", launch="off")
 
 
 def test_ptx_line_map_follows_loc_of_the_main_file():
