@@ -334,7 +334,7 @@ def tmem_ir_kernel(violation=None):
 
 
 # ----------------------------------------------------------------------------- tcgen05 ld/st matrix (issue 3)
-# Written from PTX ISA §9.7.16 / tcgen05.md, not imported from tilemagic: the tests decode with them.
+# Written from PTX ISA 9.0 §9.7.16, not imported from tilemagic: the tests decode with them.
 TCGEN05_COL_FACTOR = {"32x32b": 1, "16x64b": 2, "16x128b": 4, "16x256b": 8}  # 32-bit columns per unit of num
 TCGEN05_REGS_PER_NUM = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4}
 TCGEN05_MAX_NUM = {"32x32b": 128, "16x64b": 128, "16x128b": 64, "16x256b": 32}  # PTX Table 49
@@ -347,7 +347,7 @@ TCGEN05_DATAPATHS = {"32x32b": ("D128", "B"), "16x64b": ("D128", "D64", "F0", "F
 def ptx_row_col(shape, t, r, split=0):
     """(row, 32-bit column) of lane ``t``'s register ``r`` relative to the instruction's base lane and column.
 
-    PTX ISA §9.7.16.2.3 matrix fragments as closed forms (tcgen05.md §5), with q = t >> 2, p = t & 3;
+    PTX ISA §9.7.16.2.3 matrix fragments as closed forms (PTX ISA 9.0 §9.7.16.2.3), with q = t >> 2, p = t & 3;
     ``split`` is ``immHalfSplitoff`` of .16x32bx2.  Works on ints and broadcasts NumPy arrays.
     """
     q, p = t >> 2, t & 3
@@ -411,7 +411,7 @@ class Tcgen05Case:
     def lane_col(self, r, c):
         """TMEM (lane, 32-bit column, element within the cell) of logical element (r, c) of the tile.
 
-        The data-path formulas of PTX ISA §9.7.16.10.5 (tcgen05.md §9): D lane = r; F lane =
+        The data-path formulas of PTX ISA 9.0 §9.7.16.10.5: D lane = r; F lane =
         32*(r//16) + 16*sub_slab + r%16 (also where a 64-row .16x*b fragment sits on datapath D);
         B lane = r + 64*(c // (N/2)), column c % (N/2).
         """
@@ -529,7 +529,7 @@ check B == A
 """
 
 
-# both datapath-F halves of one allocation written and read back (LANGUAGE.md "Layout F halves"), plus a
+# both datapath-F halves of one allocation written and read back (docs/language.md "Layout F halves"), plus a
 # .32x32b dump D of the whole allocation
 F_HALVES_CELL = """
 kernel fh threads=128
@@ -562,7 +562,7 @@ check Y == Z
 """
 
 
-# the LANGUAGE.md seed examples, verbatim
+# the docs/language.md seed examples, verbatim
 SEED_F_HALVES = """\
 tmem T:     float32[128, 32]
 tmem lower: float32[64, 32] @ datapath(F, sub_slab=0) at T

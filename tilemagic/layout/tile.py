@@ -3,7 +3,7 @@
 A :class:`TileLayout` maps a logical element index of a tile to one
 coordinate per *axis* (thread axes such as ``tid_in_wg`` and memory axes such
 as ``m``, ``TLane``, ``TCol``).  It has three parts, following TVM TIRx
-(``tvm.tirx.layout``, described in tirx_copy_dispatch.md §5):
+(``tvm.tirx.layout``, apache-tvm 0.27.0.post1):
 
 * ``shard`` ("D"): iters ``(extent, stride, axis)`` listed outermost first.
   The logical index is split over their extents, innermost first, and each
@@ -45,7 +45,7 @@ THREAD_AXES: tuple[str, ...] = ("laneid", "wid_in_wg", "tid_in_wg", "warpid", "w
 MEMORY_AXES: tuple[str, ...] = ("m", "TLane", "TCol")
 
 # Thread axis -> (subscope, scope): the unit one step counts and the scope it ranges over
-# (TVM axis registry, tirx_copy_dispatch.md §5.1).
+# (TVM's axis registry, apache-tvm 0.27.0.post1).
 AXIS_SCOPES: dict[str, tuple[str, str]] = {
     "laneid": ("thread", "warp"),
     "wid_in_wg": ("warp", "warpgroup"),
@@ -158,7 +158,7 @@ def _fuse_axis(axis: str, sub: str, scope: str) -> tuple[str, int]:
     """Rewrite a thread axis to the one axis of the layout's (subscope, scope).
 
     Returns ``(new_axis, stride_multiplier)``.  Generalises TVM's CUDA
-    ``FuseAxesByScope`` table (tirx_copy_dispatch.md §5.4): e.g. at warpgroup
+    ``FuseAxesByScope`` table (apache-tvm 0.27.0.post1): e.g. at warpgroup
     scope ``laneid`` -> ``tid_in_wg`` (x1) and ``wid_in_wg`` -> ``tid_in_wg``
     (x32); at cta scope ``wid_in_wg`` -> ``warpid`` (x1) when the innermost
     subscope is a warp, ``warpid`` -> ``tx`` (x32), ``wgid`` -> ``tx`` (x128).
@@ -398,7 +398,7 @@ class TileLayout:
     def canonicalize(self) -> TileLayout:
         """The canonical form used for structural comparison (TVM ``canonicalize``).
 
-        Steps (tirx_copy_dispatch.md §5.4, as TVM does with a CUDA target current):
+        Steps (apache-tvm 0.27.0.post1, as TVM does with a CUDA target current):
 
         1. Drop extent-1 iters; keep one ``(1, 1, axis0)`` if the shard empties.
         2. Drop zero offsets.
@@ -471,7 +471,7 @@ class TileLayout:
         Walks the iters outermost first with a running product; when it
         reaches a multiple of the current dim ``shape[k]`` the iter is cut into
         a high part (closing group ``k``) and a low part carried on (TVM
-        ``Group``, tirx_copy_dispatch.md §5.5).
+        ``Group``, apache-tvm 0.27.0.post1).
 
         Parameters
         ----------
@@ -532,7 +532,7 @@ class TileLayout:
         The layout is canonicalized, grouped by ``shape``, and each group is
         sliced with its ``(begin, extent)``: the begin's per-iter digits move
         into the offsets, full inner iters are kept, the first partial iter
-        is shrunk (tirx_copy_dispatch.md §5.5).  A TMEM column window
+        is shrunk (TVM, apache-tvm 0.27.0.post1).  A TMEM column window
         ``[c0:c0+w]`` of Layout D thus becomes ``S[(rows, w) : (1@TLane,
         1@TCol)] + c0@TCol``.
 

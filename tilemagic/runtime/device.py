@@ -6,8 +6,7 @@ driver or without a device it returns a :class:`DeviceStatus` with
 ("CPU simulator: CuPy is not installed ...").  The probe is cached per
 process; ``probe(refresh=True)`` runs it again.
 
-Detection follows the pattern of notebook_conventions.md §5 ("Graceful
-detection"): on a machine without a driver ``import cupy`` succeeds,
+Detection: on a machine without a driver ``import cupy`` succeeds,
 ``cupy.is_available()`` is False and ``getDeviceCount()`` raises a
 ``CUDARuntimeError`` naming ``cudaErrorInsufficientDriver`` (``cudaErrorNoDevice``
 with a driver but no device).

@@ -1,6 +1,6 @@
 """TileLayout algebra: spec text, apply, canonicalize, group and slice.
 
-Cases follow tirx_copy_dispatch.md §5 (TVM ``tvm.tirx.layout``).  ``slice`` is
+Cases follow TVM's ``tvm.tirx.layout`` (apache-tvm 0.27.0.post1).  ``slice`` is
 checked by brute force: the sliced layout applied over the region's own
 coordinates must equal the full layout applied at ``begin + coordinate``, for
 random layouts, shapes and regions (a seeded sweep plus hypothesis).

@@ -1,4 +1,4 @@
-"""TMEM rule checks (PTX ISA §9.7.16.7, tcgen05.md §6-7) in the simulator and in the emulated CUDA.
+"""TMEM rule checks (PTX ISA 9.0 §9.7.16.7, §9.7.16.8.1) in the simulator and in the emulated CUDA.
 
 tilemagic's lowering never emits these violations, so each runs on a kernel built from IR
 nodes (tests/cells.py ``tmem_ir_kernel``): the simulator must raise a LaunchError with the
