@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from typing import Any
 
 from ..caches import register_cache
 
@@ -158,7 +159,7 @@ def _probe() -> DeviceStatus:
     if cupy is None:  # pragma: no cover - sys.modules["cupy"] = None raises ImportError
         return DeviceStatus(False, f"CuPy is not installed; {INSTALL_HINT}")
 
-    common = dict(
+    common: dict[str, Any] = dict(
         cupy_version=str(getattr(cupy, "__version__", "unknown")),
         nvrtc_version=_nvrtc_version(cupy),
         cuda_flavour=_flavour(),

@@ -152,7 +152,7 @@ def _cuda_error(kernel_name: str, mode: str, exc: BaseException) -> LaunchError:
     sticky = any(s in text for s in _STICKY)
     err = LaunchError(f"CUDA error while running '{kernel_name}' ({mode}): {text}",
                       hint="this error leaves the CUDA context of the launching process unusable" if sticky else None)
-    err.sticky = sticky
+    err.sticky = sticky  # type: ignore[attr-defined]  # read by the worker (serve)
     return err
 
 
@@ -314,7 +314,7 @@ def _grid_bench(cupy, kernel, src: CudaSource, host: Mapping[str, np.ndarray], e
     memcpy, copyto = _copy_times(cupy, read)
     med, ref = statistics.median(times), min(statistics.median(memcpy), statistics.median(copyto))
     gbps, ref_gbps = moved / (med * 1e3), 2 * read / (ref * 1e3)
-    out = {
+    out: dict[str, object] = {
         "ctas": ctas,
         "threads": int(src.threads),
         "bytes_per_launch": int(moved),
@@ -409,11 +409,11 @@ def run_on_gpu(
         (``tm_status[0] != 0``, message from ``EMU_STATUS``).
     """
     status = status if status is not None else probe()
-    if not status.available:
+    if not status.available or status.cc is None:
         raise LaunchError(f"no GPU launch possible: {status.reason}")
     uses_tmem = emulated is not None
     arch, how = arch_for_device(int(status.cc), uses_tmem)
-    src = emulated if how == "emulated" else native
+    src = emulated if how == "emulated" and emulated is not None else native
     backend, mode = _mode_text(arch, how, uses_tmem)
     device = status.label or "CUDA device"
 
@@ -455,7 +455,7 @@ def run_on_gpu(
         raise _trap(tm_status, src)
 
     timing = None
-    if bench and gkernel is not None:
+    if bench and gkernel is not None and gsrc is not None:
         try:
             timing = _grid_bench(cupy, gkernel, gsrc, host, outputs, bench_bytes or BENCH_BYTES, how == "emulated")
         except LaunchError:

@@ -61,8 +61,8 @@ def _launch_rows(st: DeviceStatus, launch: str) -> list[tuple[str, str]]:
         if launch == "gpu":
             return [("every kernel", f"an error: --launch gpu needs a GPU ({st.reason})")]
         return [("every kernel", sim + " — no GPU")]
-    arch, how = arch_for_device(int(st.cc), True)
-    plain, _ = arch_for_device(int(st.cc), False)
+    arch, how = arch_for_device(int(st.cc or 0), True)
+    plain, _ = arch_for_device(int(st.cc or 0), False)
     if how == "native":
         tm = f"arch={arch}, TMEM native (tcgen05 on {st.label})"
     else:
@@ -111,7 +111,7 @@ def status_report(*, status: DeviceStatus | None = None, check_nvcc: bool = True
         rows.append(("CUDA", f"driver {drv}, "
                              f"runtime {format_cuda_version(st.runtime_version)}"))
     if st.available:
-        rows.append(("device", st.label))
+        rows.append(("device", st.label or "CUDA device"))
     else:
         rows.append(("device", "none (no CuPy)" if st.cupy_version is None else f"none ({st.reason})"))
     rows.append(("NVRTC", _nvrtc_text(st)))

@@ -51,10 +51,14 @@ import time
 import traceback
 from collections.abc import Iterable, Mapping
 from multiprocessing.connection import Connection
+from typing import IO, TYPE_CHECKING
 
 from ..caches import register_cache
 from ..errors import LaunchError
 from ..options import DEFAULT_TIMEOUT_S  # noqa: F401  (re-exported: the default of ``--timeout``)
+
+if TYPE_CHECKING:
+    from .device import DeviceStatus
 
 #: Seconds for the worker to start and import CuPy (and answer a probe).
 START_TIMEOUT_S = 120.0
@@ -185,8 +189,8 @@ class LaunchWorker:
         self.starts = 0
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
-        self._log = None
-        self._status = None
+        self._log: IO[bytes] | None = None
+        self._status: DeviceStatus | None = None
         self._lock = threading.RLock()
 
     # -- process management
@@ -291,6 +295,7 @@ class LaunchWorker:
         ``run_timeout`` s more after it.  The worker is killed when a limit passes."""
         with self._lock:
             self.start()
+            assert self._conn is not None  # start() connected it
             try:
                 self._conn.send((kind, payload))
             except OSError:
@@ -383,7 +388,7 @@ def _timeout_error(limit: float, what: str, running: bool) -> LaunchError:
         msg = f"the launch worker gave no answer within {limit:g} s while {what}; it was stopped"
         hint = _RESTART_HINT
     err = LaunchError(msg, hint=hint)
-    err.timeout = limit
+    err.timeout = limit  # type: ignore[attr-defined]
     return err
 
 
