@@ -16,9 +16,9 @@ Rows:
 * reg, ldstmatrix and fallback cells (the fallback on 256 MiB: it is meant to be slow, the row shows by how much);
 * TMEM round trips: on a GPU without tensor memory (the H200) they run the *emulation*: TMEM in global memory,
   256 KiB of scratch per CTA (so the grid is capped at 4096 CTAs); those rows measure the emulation;
-* the compile cache: a cold compile (empty cache directory: ``$TILEMAGIC_CACHE_DIR`` is set to a fresh one),
+* the compile cache: a cold compile (empty cache directory: CuPy's ``$CUPY_CACHE_DIR`` is set to a fresh one),
   the re-run of the unchanged cell (memory hit; whole ``tilecopy`` wall time, target <= 30 ms + kernel), and a
-  restarted worker (disk hit: no NVRTC).
+  restarted worker (CuPy's disk cache: no NVRTC, under half the cold compile).
 
 The machine must have CuPy and a CUDA GPU; ``lark`` (and ``ml_dtypes``) must be importable.
 """
@@ -106,7 +106,7 @@ def bench_rows(quick: bool):
 
 
 def cache_rows():
-    """Cold compile, memory hit (whole re-run), disk hit after a worker restart, for the TMEM demo (emulated:
+    """Cold compile, memory hit (whole re-run), CuPy's disk cache after a worker restart, for the TMEM demo (emulated:
     the largest NVRTC compile of the demos) and the gmem_smem copy."""
     import tilemagic
     from tilemagic.cli import demo_source
@@ -137,7 +137,7 @@ def cache_rows():
                  met=median(walls) <= RERUN_TARGET_MS and set(hits) == {"memory"}),
             dict(section="cache", case=f"{name}: restarted worker: compile ms ({c2['cache']})", tilemagic=c2["ms"],
                  reference=f"vs {c0['ms']:.0f} ms cold", ratio=f"{c2['ms'] / c0['ms']:.3f}" if c0["ms"] else None,
-                 target="disk hit", met=c2["cache"] == "disk"),
+                 target="< 0.5 (CuPy disk cache)", met=c2["ms"] < 0.5 * c0["ms"]),
         ]
     return rows, raw
 
@@ -149,7 +149,7 @@ def main(argv=None) -> int:
     p.add_argument("--quick", action="store_true", help="three bench rows only")
     args = p.parse_args(argv)
     cache_dir = tempfile.mkdtemp(prefix="tilemagic-bench-cache-")
-    os.environ["TILEMAGIC_CACHE_DIR"] = cache_dir  # before the worker starts: it inherits the environment
+    os.environ["CUPY_CACHE_DIR"] = cache_dir  # before the worker starts: it inherits the environment
 
     from tilemagic.runtime.worker import get_worker
 

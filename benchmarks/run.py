@@ -28,9 +28,8 @@ Sections (``--only``):
     ``import tilemagic`` in fresh interpreters: wall time, and that CuPy, matplotlib.pyplot and
     ipywidgets are not imported.
 ``cache``
-    tilemagic's side of the compile cache with a fake compiler: the in-memory key of a launch
-    (sha256 of the CUDA source), and a disk hit (tilemagic.runtime.cache).  NVRTC itself is
-    timed on the GPU (benchmarks/gpu_bench.py).
+    tilemagic's side of the compile cache: the in-memory key of a launch (sha256 of the CUDA
+    source).  NVRTC and CuPy's disk cache are timed on the GPU (benchmarks/gpu_bench.py).
 ``sim``
     The simulator on a 128 x N fp32 TMEM round trip (global -> registers -> ``tcgen05.st
     .32x32b.x(N/4)`` through four column windows -> ``tcgen05.ld`` -> global) for N = 64 ... 512;
@@ -269,26 +268,16 @@ def bench_import(repeats: int):
 def bench_cache(repeats: int):
     import tilemagic
     from tilemagic.codegen.cuda import generate
-    from tilemagic.runtime import compile as rt_compile
-    from tilemagic.runtime.cache import DiskCache, binary_key
+    from tilemagic.runtime import nvrtc as rt_compile
 
     kern = _quiet(tilemagic.tilecopy, tmem_windows_cell(512), launch="off", emit_warnings=False).kernel
     src = generate(kern, "emulated", arch="sm_90")
     opts = rt_compile.cupy_options("sm_90")
     n = max(200, 50 * repeats)
     mem = [timed_ms(lambda: rt_compile.cache_key(src.text, src.kernel_name, "sm_90", opts, 0)) for _ in range(n)]
-    binary = os.urandom(96 << 10)  # the size of a small cubin
-    with tempfile.TemporaryDirectory() as d:
-        cache = DiskCache(Path(d))
-        key = binary_key(src.text, opts, "sm_90", "fake compiler", "90")
-        cache.fetch(key, lambda: binary, lambda p, b: p.read_bytes())
-        disk = [timed_ms(lambda: cache.fetch(key, lambda: binary, lambda p, b: p.read_bytes())) for _ in range(n)]
-        assert cache.stats.hits == n
     rows = [dict(section="cache", case=f"memory hit: key of a {len(src.text) // 1024} KiB CUDA source: ms",
-                 tilemagic=median(mem)),
-            dict(section="cache", case="disk hit: look up + read a 96 KiB binary (fake compiler): ms",
-                 tilemagic=median(disk))]
-    return rows, {"memory_hit_ms": median(mem), "disk_hit_ms": median(disk), "source_bytes": len(src.text)}
+                 tilemagic=median(mem))]
+    return rows, {"memory_hit_ms": median(mem), "source_bytes": len(src.text)}
 
 
 # ----------------------------------------------------------------------------- sim

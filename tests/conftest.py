@@ -1,17 +1,6 @@
-import warnings
-
 import pytest
 
-import tilemagic
 from tilemagic.cli import demo_source
-
-
-def run(src, **kw):
-    """tilecopy with warnings silenced (the fallback's UserWarning is tested on its own)."""
-    kw.setdefault("launch", "sim")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return tilemagic.tilecopy(src, **kw)
 
 
 @pytest.fixture

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     if args.cmd == "status":
-        from .runtime.launch import status_report
+        from .runtime.status import status_report
 
         print(status_report())
         return 0

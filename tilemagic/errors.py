@@ -54,8 +54,6 @@ class TileMagicError(Exception):
         Extra block printed after the hint (e.g. a dispatch why-table).
     """
 
-    kind = "error"
-
     def __init__(
         self,
         message: str,

@@ -103,7 +103,7 @@ class TileMagics(Magics):
     def tilemagic(self, line: str) -> None:
         """What tilemagic sees: ``%tilemagic status`` or ``%tilemagic variants``."""
         if parse_argstring(self.tilemagic, line).command == "status":
-            from .runtime.launch import status_report
+            from .runtime.status import status_report
 
             print(status_report(defaults=self.defaults()))
             return

@@ -140,7 +140,7 @@ class LaunchResult:
     timing : dict or None
         Only with ``--bench`` (see :func:`tilemagic.runtime.launch.run_on_gpu`).
     compile : dict or None
-        GPU launches: how the kernel was obtained (``cache``: ``"memory"``, ``"disk"`` or
+        GPU launches: how the kernel was obtained (``cache``: ``"memory"`` or
         ``"compiled"``; ``ms``; ``note``).  Not shown in the reports (it varies between runs).
     hazards : list of (str, Span or None)
         Simulator runs: the shared-memory races it saw (a thread reading what another thread
@@ -314,10 +314,10 @@ class TileCopyResult:
 
         Returns
         -------
-        tilemagic.runtime.compile.PtxResult
+        tilemagic.runtime.ptx.PtxResult
             ``ok``, ``text``, ``lines`` (description line per PTX line), ``tool``, ``log``.
         """
-        from .runtime.compile import ptx_for
+        from .runtime.ptx import ptx_for
 
         return ptx_for(self.cuda or "", self.options.arch, self.cuda_lines)
 

@@ -22,7 +22,7 @@ from tilemagic.codegen.cuda import CudaSource  # noqa: E402
 from tilemagic.errors import LaunchError  # noqa: E402
 from tilemagic.ir.nodes import Buffer  # noqa: E402
 from tilemagic.runtime import compile_cupy, probe, run_on_gpu, status_report, tmem_mode  # noqa: E402
-from tilemagic.runtime.compile import TCGEN05_PROBE_SRC  # noqa: E402
+from tilemagic.runtime.status import TCGEN05_PROBE_SRC  # noqa: E402
 
 HEADER = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <stdint.h>\n\n"
 SCRATCH_WORDS = 128 * 32

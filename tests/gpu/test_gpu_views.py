@@ -5,31 +5,24 @@ Skipped unless CuPy imports and ``cupy.is_available()`` (run with ``pytest -m gp
 
 from __future__ import annotations
 
-import warnings
 
 import pytest
 
 pytestmark = pytest.mark.gpu
 
 from gpu_guard import cupy  # noqa: F401  (skips the module without a GPU)
+from helpers import run_demo
 
-import tilemagic
-from tilemagic.cli import demo_source
-from tilemagic.runtime import compile as rt_compile
+from tilemagic.runtime import ptx as rt_ptx
+from tilemagic.caches import clear_caches
 from tilemagic.runtime import probe, status_report
-
-
-def _demo(name, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return tilemagic.tilecopy(demo_source(name), **kw)
 
 
 def test_ptx_through_nvrtc_maps_tcgen05_lines():
     """The NVRTC path of the PTX view (used where nvcc is not on PATH): headers found, -lineinfo mapped."""
-    r = _demo("tmem_roundtrip", launch="off")
-    rt_compile._PTX_CACHE.clear()
-    res = rt_compile.ptx_for(r.cuda, "sm_100a", r.cuda_lines, tool="nvrtc")
+    r = run_demo("tmem_roundtrip", launch="off")
+    clear_caches()
+    res = rt_ptx.ptx_for(r.cuda, "sm_100a", r.cuda_lines, tool="nvrtc")
     assert res.ok, res.log
     assert res.tool.startswith("NVRTC ") and ".target sm_100a" in res.text
     lines = res.text.split("\n")
@@ -50,7 +43,7 @@ def test_status_on_this_gpu():
 
 
 def test_views_of_a_gpu_launch():
-    r = _demo("tmem_roundtrip", launch="gpu")
+    r = run_demo("tmem_roundtrip", launch="gpu")
     assert r.launch.backend in ("cupy", "cupy-emulated") and r.launch.passed
     h = r.html()
     assert r.launch.backend in h and 'class="tm-code tm-ir"' in h

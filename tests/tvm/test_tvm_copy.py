@@ -3,8 +3,7 @@
 Each cell's ops are compared with TVM's: the same winning variant family (TVM 0.27
 implements tilemagic's ``gmem_smem`` and ``reg`` as one variant, ``vec_auto``), the same
 widest vector ``ld``/``st`` and, for the fallback, the same number of scalar stores by
-one thread.  Cases whose TVM variant tilemagic does not register yet (``gmem_smem``,
-``ldstmatrix``) xfail on that reason only.
+one thread.  Any disagreement fails.
 """
 
 import pytest

@@ -7,7 +7,7 @@ compared with tilemagic's lowering: the winning variant, the instruction chain
 
 The ``.16x*b`` shapes and data paths F and B: TVM's lowering is first checked against
 the instruction lines the PTX rules predict (:func:`tvm_cases.expected_tcgen05`), then
-against tilemagic's, which xfails only while tilemagic declines with "not lowered yet".
+against tilemagic's (any disagreement fails).
 The rejection cells must be refused by both tools, TVM for the stated reason.
 """
 

@@ -8,7 +8,7 @@ slices, aliases) and the global<->shared / ldstmatrix builders live here for now
 from __future__ import annotations
 
 import re
-from typing import List, Optional
+from typing import List
 
 import pytest
 from cells import (
@@ -22,7 +22,6 @@ from cells import (
 
 from tilemagic.export.tvm_compare import variant_family
 from tilemagic.pipeline import compare_source_with_tvm
-from tilemagic.lower.dispatch import registered_variants
 
 
 # ----------------------------------------------------------------------------- tcgen05 builders
@@ -96,8 +95,8 @@ TCGEN05_32X32B += [
     pytest.param(frag_cell("32x32b", 128, 16), id="32x32b-frag-f32-w16"),
 ]
 
-# .16x64b / .16x128b / .16x256b and data paths F, B: tilemagic declines them ("not lowered yet") until the
-# tcgen05 branch lands; TVM must lower every one of them now, as :func:`expected_tcgen05` predicts
+# .16x64b / .16x128b / .16x256b and data paths F, B: TVM must lower every one of them as
+# :func:`expected_tcgen05` predicts, and tilemagic the same way
 FRAG_SPECS = [
     # data path D, 128-row fragments: two issues (rows 0 and 16)
     dict(id="16x64b-D128-f32-x1", shape="16x64b", rows=128, cols=2),
@@ -324,23 +323,6 @@ wg.copy B <- S
 
 
 # ----------------------------------------------------------------------------- the harness
-def pending_reason(op) -> Optional[str]:
-    """Why a disagreement on ``op`` is expected today: tilemagic lacks the variant TVM used.
-
-    * tilemagic declined with "not lowered yet" (the tcgen05 shapes of issue 3);
-    * TVM chose ``vec_auto`` for a global<->shared copy and tilemagic has no ``gmem_smem`` yet;
-    * TVM chose ``ldstmatrix`` and tilemagic has no ``ldstmatrix`` yet (issue 4).
-    """
-    if op.ours_error and "not lowered yet" in op.ours_error:
-        return f"L{op.line} `{op.text}`: tilemagic does not lower this tcgen05 case yet (wip-tcgen05)"
-    names = {v for v, _ in registered_variants("copy")}
-    if op.tvm_variant == "ldstmatrix" and "ldstmatrix" not in names:
-        return f"L{op.line} `{op.text}`: TVM uses ldstmatrix, which tilemagic does not register yet (wip-copy)"
-    if op.tvm_variant == "vec_auto" and "gmem_smem" not in names and set(op.scopes) == {"global", "shared"}:
-        return f"L{op.line} `{op.text}`: TVM uses vec_auto (gmem_smem), which tilemagic does not register yet (wip-copy)"
-    return None
-
-
 def differential(source: str, cuda: bool = False):
     """tilemagic and TVM on one cell: one TVM lowering of the export with constant TMEM addresses (the form
     this wheel also compiles to CUDA, with ``cuda=True``)."""
@@ -350,7 +332,7 @@ def differential(source: str, cuda: bool = False):
 
 
 def check_agreement(cmp, *, mode: str) -> None:
-    """Assert that every op agrees; xfail when the only disagreements are pending tilemagic variants.
+    """Assert that every op agrees (a disagreement fails the test).
 
     ``mode="tcgen05"``: the same instruction chains, row/col immediates and register order.
     ``mode="copy"``: the same winning variant family and the same widest vector width
@@ -358,7 +340,6 @@ def check_agreement(cmp, *, mode: str) -> None:
     """
     assert cmp.available, cmp.message
     failures: List[str] = []
-    pending: List[str] = []
     if cmp.tvm.error is not None and cmp.tvm.error_line is None:
         failures.append(f"TVM failed to {cmp.tvm.error_stage} the program: {cmp.tvm.error}")
     for op in cmp.ops:
@@ -370,8 +351,7 @@ def check_agreement(cmp, *, mode: str) -> None:
                 failures.append(f"L{op.line} `{op.text}`: tilemagic did not lower it")
             continue
         if op.ours is None:
-            why = pending_reason(op)
-            (pending if why else failures).append(why or f"L{op.line} `{op.text}`: tilemagic rejects: {op.ours_error}")
+            failures.append(f"L{op.line} `{op.text}`: tilemagic rejects: {op.ours_error}")
             continue
         if mode == "tcgen05" or any(i.is_tcgen05 for i in op.tvm):
             ok = op.verdict == "same"
@@ -379,15 +359,11 @@ def check_agreement(cmp, *, mode: str) -> None:
             ok = op.family_agrees and op.vector_bytes[0] == op.vector_bytes[1] and \
                 _stores(op.ours) == _stores(op.tvm)
         if not ok:
-            why = pending_reason(op)
-            (pending if why else failures).append(
-                why or f"L{op.line} `{op.text}`: tilemagic {op.ours_variant} {op.ours_lines} != "
-                       f"TVM {op.tvm_variant} {op.tvm_lines}")
+            failures.append(f"L{op.line} `{op.text}`: tilemagic {op.ours_variant} {op.ours_lines} != "
+                            f"TVM {op.tvm_variant} {op.tvm_lines}")
     if failures:  # lower once more, asking TVM why it did not take tilemagic's variant, for the report
         report = compare_source_with_tvm(cmp.source, cuda=False, tmem_base="const").text()
         pytest.fail("tilemagic and TVM disagree:\n" + "\n".join(failures) + "\n\n" + report, pytrace=False)
-    if pending:
-        pytest.xfail("; ".join(pending))
 
 
 def _stores(instrs):

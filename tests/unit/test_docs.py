@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import run
+from helpers import run
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "language.md"
 BLOCKS = re.findall(r"```tilecopy\n(.*?)```", DOC.read_text(), re.S)

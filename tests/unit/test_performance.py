@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from cells import roundtrip_cell, tmem_windows_cell
-from conftest import run
+from helpers import run
 
 import tilemagic
 from tilemagic import pipeline

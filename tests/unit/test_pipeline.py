@@ -9,7 +9,7 @@ import tilemagic
 from tilemagic.errors import DispatchError, LoweringError, TileSyntaxError, TileTypeError
 from tilemagic.ir import nodes as ir
 from cells import roundtrip_cell
-from conftest import run
+from helpers import run
 
 
 def test_header_line_gives_options_and_keywords_win(demo):

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 
+from ..caches import register_cache
 from ..ir import nodes as ir
 from ..ir.evaluate import warp_uniform
 from ..ir.printer import Lines, scale_index
@@ -136,6 +137,9 @@ def uses_tcgen05(kernel: ir.Kernel) -> bool:
 def emulation_header() -> str:
     """The text of ``tmem_emulation.cuh`` (read once per process)."""
     return resources.files("tilemagic.codegen").joinpath("tmem_emulation.cuh").read_text()
+
+
+register_cache("codegen.cuda", emulation_header.cache_clear, "the text of tmem_emulation.cuh")
 
 
 def _flat_index(buf: ir.Buffer, indices) -> ir.Expr:

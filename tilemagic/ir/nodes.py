@@ -26,6 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from ..caches import register_cache
 from ..errors import Span
 
 # element sizes in bytes, and the NumPy storage dtype (bfloat16 comes from ml_dtypes lazily)
@@ -263,6 +264,9 @@ def _affine(layout, shape):
     from ..layout.tile import affine_dims
 
     return affine_dims(layout, shape)
+
+
+register_cache("ir.nodes", _affine.cache_clear, "affine forms of (layout, shape), the last 256")
 
 
 def _layout_index(layout, shape, indices) -> Expr:

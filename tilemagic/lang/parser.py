@@ -29,6 +29,7 @@ from lark.exceptions import (
     UnexpectedToken,
 )
 
+from ..caches import register_cache
 from ..errors import Span, TileSyntaxError
 from . import ast as A
 
@@ -148,6 +149,9 @@ def _lark() -> Lark:
         propagate_positions=True,
         maybe_placeholders=True,
     )
+
+
+register_cache("lang.parser", _lark.cache_clear, "the lark statement parser (built once)")
 
 
 # ----------------------------------------------------------------------------- helpers

@@ -37,7 +37,7 @@ from .tcgen05 import (
     regs_per_thread,
     tmem_cell,
 )
-from .tile import AXIS_SCOPES, MEMORY_AXES, THREAD_AXES, Iter, TileLayout, parse_layout
+from .tile import AXIS_SCOPES, MEMORY_AXES, THREAD_AXES, Iter, TileLayout
 
 __all__ = [
     "THREAD_AXES",
@@ -45,7 +45,6 @@ __all__ = [
     "AXIS_SCOPES",
     "Iter",
     "TileLayout",
-    "parse_layout",
     "row_major",
     "wg_local_layout",
     "tmem_datapath_layout",

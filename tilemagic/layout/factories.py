@@ -4,8 +4,8 @@ All sizes are in **elements** of the buffer's dtype, as in TVM TIRx: ``m``
 counts per-thread register elements and ``TCol`` counts TMEM columns in
 elements, so one 32-bit TMEM column holds ``32 // dtype_bits`` elements (TIRx
 keeps 16-bit TMEM dense, two elements per cell).  The constructions restate
-tirx_copy_dispatch.md §5.6 (TVM ``tmem_datapath_layout`` /
-``tcgen05_atom_layout``) and the PTX ISA §9.7.16 fragments (tcgen05.md §5, §9).
+apache-tvm 0.27.0.post1 (TVM ``tmem_datapath_layout`` /
+``tcgen05_atom_layout``) and the PTX ISA 9.0 §9.7.16 fragments (§9.7.16.2.3, §9.7.16.10.5).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ __all__ = [
     "dtype_bits_of",
 ]
 
-# Per-CTA accumulator rows of each data-path layout (PTX §9.7.16.10.5 table; tcgen05.md §9).
+# Per-CTA accumulator rows of each data-path layout (PTX ISA 9.0 §9.7.16.10.5 table).
 DATAPATH_ROWS = {"A": 128, "D": 128, "B": 64, "C": 64, "E": 64, "F": 64, "G": 32}
 
 # Register-fragment shapes tcgen05_atom_layout builds (16x32bx2 has no TIRx fragment).
@@ -171,7 +171,7 @@ def tcgen05_atom_layout(shape: str, rows_cols: tuple[int, int], dtype_bits: int 
     Maps logical ``(row, col)`` of a ``(rows, cols)`` tile (cols in elements)
     to the holding thread (``tid_in_wg``, or ``wid_in_wg`` + ``laneid``) and
     the element index ``m`` in its registers, following the PTX fragment
-    figures (§9.7.16.2.3; tcgen05.md §5).  With ``n`` = ``rep`` and register
+    figures (PTX ISA 9.0 §9.7.16.2.3).  With ``n`` = ``rep`` and register
     ``r``:
 
     * ``32x32b``, 128 rows: thread ``row`` holds the row, ``m = col``

@@ -2,7 +2,7 @@
 
 A :class:`ComposeLayout` applies an XOR swizzle on top of the memory address
 (axis ``m``, in elements) that a :class:`~tilemagic.layout.tile.TileLayout`
-gives (tirx_copy_dispatch.md §5.5)::
+gives (TVM, apache-tvm 0.27.0.post1)::
 
     m' = m ^ (((m >> (per_element + atom_len)) & (2**swizzle_len - 1)) << per_element)
 

@@ -165,7 +165,7 @@ def cols_per_instr(shape: str, num: int, pack: bool = False) -> int:
         ``num * COL_FACTOR[shape] * (2 if pack else 1)`` 32-bit columns; for
         ``16x32bx2`` this is the footprint of *one* half (each half starts at
         its own address: ``taddr`` and ``taddr + immHalfSplitoff``).  Confirmed
-        by the ptxas ``-g-tmem-access-check`` bounds check (tcgen05.md §4).
+        by the ptxas ``-g-tmem-access-check`` bounds check (observed with ptxas 13.0).
 
     Raises
     ------
@@ -216,7 +216,7 @@ def cell_offsets(shape: str, t, r, split: int = 0) -> tuple[np.ndarray, np.ndarr
     """(row, column) of the cell that thread ``t`` / register ``r`` moves.
 
     Implements the matrix-fragment figures of PTX §9.7.16.2.3 as closed forms
-    (tcgen05.md §5), with ``q = t >> 2`` and ``p = t & 3``:
+    (PTX ISA 9.0 §9.7.16.2.3), with ``q = t >> 2`` and ``p = t & 3``:
 
     ========== ======================== ==========================================
     shape      row                      column (32-bit, unpacked)
@@ -275,7 +275,7 @@ def tmem_cell(
     """Absolute TMEM (lane, column) that thread ``t`` / register ``r`` of warp ``warp`` moves.
 
     The hardware takes the lane quadrant from the issuing warp, not from the
-    address (PTX §9.7.16.8.1; tcgen05.md §6, the observed "relative lanes"
+    address (PTX ISA 9.0 §9.7.16.8.1, the observed "relative lanes"
     behaviour that TVM, tilelang and DeepGEMM rely on)::
 
         lane = 32*(warp % 4) + ((taddr >> 16) & 31) + row_imm + row
@@ -342,7 +342,7 @@ def quadrant_mismatch(taddr, warp):
     NVIDIA's debug guardrail (``ptxas -g-tmem-access-check``) traps unless
     ``((taddr >> 21) & 3) == warp % 4``.  Production code passes quadrant 0
     from all warps (the hardware uses the warp's own quadrant, PTX
-    §9.7.16.8.1 / tcgen05.md §6), so tilemagic flags only quadrants that are
+    PTX ISA 9.0 §9.7.16.8.1), so tilemagic flags only quadrants that are
     neither 0 nor ``warp % 4`` (behaviour unmeasured on hardware).
 
     Parameters

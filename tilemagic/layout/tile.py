@@ -3,7 +3,7 @@
 A :class:`TileLayout` maps a logical element index of a tile to one
 coordinate per *axis* (thread axes such as ``tid_in_wg`` and memory axes such
 as ``m``, ``TLane``, ``TCol``).  It has three parts, following TVM TIRx
-(``tvm.tirx.layout``, described in tirx_copy_dispatch.md §5):
+(``tvm.tirx.layout``, apache-tvm 0.27.0.post1):
 
 * ``shard`` ("D"): iters ``(extent, stride, axis)`` listed outermost first.
   The logical index is split over their extents, innermost first, and each
@@ -16,8 +16,8 @@ as ``m``, ``TLane``, ``TCol``).  It has three parts, following TVM TIRx
 
 The spec text follows TVM's ``S[...]`` syntax, e.g.
 ``S[(4, 16, 32) : (32@TLane, 1@TLane, 1@TCol)] + 16@TLane``; a stride on the
-default memory axis ``m`` is printed bare.  :func:`parse_layout` reads the text
-back.
+default memory axis ``m`` is printed bare.  The language's parser
+(:mod:`tilemagic.lang.parser`) reads the ``S[...]`` text of a description.
 
 This is an independent implementation from the reference description; no TVM
 code is used.
@@ -39,14 +39,13 @@ __all__ = [
     "AXIS_SCOPES",
     "Iter",
     "TileLayout",
-    "parse_layout",
 ]
 
 THREAD_AXES: tuple[str, ...] = ("laneid", "wid_in_wg", "tid_in_wg", "warpid", "wgid", "tx")
 MEMORY_AXES: tuple[str, ...] = ("m", "TLane", "TCol")
 
 # Thread axis -> (subscope, scope): the unit one step counts and the scope it ranges over
-# (TVM axis registry, tirx_copy_dispatch.md §5.1).
+# (TVM's axis registry, apache-tvm 0.27.0.post1).
 AXIS_SCOPES: dict[str, tuple[str, str]] = {
     "laneid": ("thread", "warp"),
     "wid_in_wg": ("warp", "warpgroup"),
@@ -159,7 +158,7 @@ def _fuse_axis(axis: str, sub: str, scope: str) -> tuple[str, int]:
     """Rewrite a thread axis to the one axis of the layout's (subscope, scope).
 
     Returns ``(new_axis, stride_multiplier)``.  Generalises TVM's CUDA
-    ``FuseAxesByScope`` table (tirx_copy_dispatch.md §5.4): e.g. at warpgroup
+    ``FuseAxesByScope`` table (apache-tvm 0.27.0.post1): e.g. at warpgroup
     scope ``laneid`` -> ``tid_in_wg`` (x1) and ``wid_in_wg`` -> ``tid_in_wg``
     (x32); at cta scope ``wid_in_wg`` -> ``warpid`` (x1) when the innermost
     subscope is a warp, ``warpid`` -> ``tx`` (x32), ``wgid`` -> ``tx`` (x128).
@@ -272,11 +271,6 @@ class TileLayout:
             offsets = (offsets,)
         off = [_to_stride(o) for o in offsets]
         return TileLayout(shard, tuple(_to_iter(r) for r in replica), tuple((a, v) for v, a in off))
-
-    @staticmethod
-    def from_iters(shard, replica=(), offset=()) -> TileLayout:
-        """Build from iters (``Iter`` or ``(extent, stride, axis)``) and an offset dict/pairs."""
-        return TileLayout(tuple(shard), tuple(replica), offset)
 
     # ------------------------------------------------------------------ queries
     @property
@@ -404,7 +398,7 @@ class TileLayout:
     def canonicalize(self) -> TileLayout:
         """The canonical form used for structural comparison (TVM ``canonicalize``).
 
-        Steps (tirx_copy_dispatch.md §5.4, as TVM does with a CUDA target current):
+        Steps (apache-tvm 0.27.0.post1, as TVM does with a CUDA target current):
 
         1. Drop extent-1 iters; keep one ``(1, 1, axis0)`` if the shard empties.
         2. Drop zero offsets.
@@ -477,7 +471,7 @@ class TileLayout:
         Walks the iters outermost first with a running product; when it
         reaches a multiple of the current dim ``shape[k]`` the iter is cut into
         a high part (closing group ``k``) and a low part carried on (TVM
-        ``Group``, tirx_copy_dispatch.md §5.5).
+        ``Group``, apache-tvm 0.27.0.post1).
 
         Parameters
         ----------
@@ -538,7 +532,7 @@ class TileLayout:
         The layout is canonicalized, grouped by ``shape``, and each group is
         sliced with its ``(begin, extent)``: the begin's per-iter digits move
         into the offsets, full inner iters are kept, the first partial iter
-        is shrunk (tirx_copy_dispatch.md §5.5).  A TMEM column window
+        is shrunk (TVM, apache-tvm 0.27.0.post1).  A TMEM column window
         ``[c0:c0+w]`` of Layout D thus becomes ``S[(rows, w) : (1@TLane,
         1@TCol)] + c0@TCol``.
 
@@ -656,130 +650,6 @@ def _spec_text(kind: str, iters: Sequence[Iter]) -> str:
     ext = ", ".join(str(i.extent) for i in iters)
     strd = ", ".join(i.stride_text() for i in iters)
     return f"{kind}[({ext}) : ({strd})]"
-
-
-# ---------------------------------------------------------------------- parsing
-_TOKEN_RE = re.compile(r"\s*(?:(-?\d+)|([A-Za-z_][A-Za-z_0-9]*)|(.))")
-
-
-def _tokens(text: str):
-    pos = 0
-    out = []
-    while pos < len(text):
-        m = _TOKEN_RE.match(text, pos)
-        if m is None or m.end() == pos:
-            break
-        pos = m.end()
-        if m.group(1) is not None:
-            out.append(("int", int(m.group(1))))
-        elif m.group(2) is not None:
-            out.append(("name", m.group(2)))
-        elif m.group(3) is not None and not m.group(3).isspace():
-            out.append(("op", m.group(3)))
-    return out
-
-
-class _Parser:
-    def __init__(self, text: str):
-        self.text = text
-        self.toks = _tokens(text)
-        self.i = 0
-
-    def err(self, msg: str):
-        raise ValueError(f"cannot parse layout {self.text!r}: {msg}")
-
-    def peek(self, k: int = 0):
-        j = self.i + k
-        return self.toks[j] if j < len(self.toks) else (None, None)
-
-    def take(self, kind=None, val=None):
-        t = self.peek()
-        if t[0] is None or (kind and t[0] != kind) or (val is not None and t[1] != val):
-            self.err(f"expected {val or kind} at token {self.i}")
-        self.i += 1
-        return t[1]
-
-    def stride(self) -> tuple[int, str]:
-        v = self.take("int")
-        if self.peek() == ("op", "@"):
-            self.take()
-            return v, self.take("name")
-        return v, "m"
-
-    def tuple_or_one(self, item):
-        if self.peek() == ("op", "("):
-            self.take()
-            vals = [item()]
-            while self.peek() == ("op", ","):
-                self.take()
-                if self.peek() == ("op", ")"):
-                    break
-                vals.append(item())
-            self.take("op", ")")
-            return vals
-        return [item()]
-
-    def spec(self):
-        kind = self.take("name")
-        if kind not in ("S", "R"):
-            self.err(f"expected S[...] or R[...], got {kind}")
-        self.take("op", "[")
-        if self.peek() == ("op", "("):
-            ext = self.tuple_or_one(lambda: self.take("int"))
-            self.take("op", ":")
-            strides = self.tuple_or_one(self.stride)
-        else:
-            ext = [self.take("int")]
-            while self.peek() == ("op", ","):
-                self.take()
-                ext.append(self.take("int"))
-            strides = None
-            if self.peek() == ("op", ":"):
-                if len(ext) != 1:
-                    self.err("a bare ':' needs the parenthesised (e0, e1) : (s0, s1) form")
-                self.take()
-                strides = [self.stride()]
-        self.take("op", "]")
-        return kind, ext, strides
-
-    def parse(self) -> TileLayout:
-        kind, ext, strides = self.spec()
-        if kind != "S":
-            self.err("a layout starts with S[...]")
-        replica: list[Iter] = []
-        offsets: list[tuple[int, str]] = []
-        while self.peek()[0] is not None:
-            sign = self.take("op")
-            if sign not in "+-":
-                self.err(f"unexpected {sign!r}")
-            if self.peek() == ("name", "R") and self.peek(1) == ("op", "["):
-                if sign != "+":
-                    self.err("cannot subtract a replica")
-                _, rext, rstr = self.spec()
-                if rstr is None:
-                    rstr = TileLayout.from_spec(rext).shard
-                    replica.extend(rstr)
-                else:
-                    replica.extend(Iter(e, v, a) for e, (v, a) in zip(rext, rstr))
-                continue
-            v, a = self.stride()
-            offsets.append((-v if sign == "-" else v, a))
-        return TileLayout.from_spec(ext, strides, offsets, replica)
-
-
-def parse_layout(text: str) -> TileLayout:
-    """Parse spec text as printed by ``str(TileLayout)``.
-
-    Accepts ``S[(e0, e1) : (s0, s1@axis)]``, ``S[e : s]``, ``S[d0, d1, ...]``
-    (row-major on ``m``), followed by ``+ R[...]`` replica specs and
-    ``+ n@axis`` / ``+ n`` / ``- n@axis`` offset terms.
-
-    Raises
-    ------
-    ValueError
-        On malformed text.
-    """
-    return _Parser(text).parse()
 
 
 def affine_dims(layout, shape, axis: str = "m") -> tuple[tuple[int, ...], int] | None:

@@ -6,8 +6,7 @@ driver or without a device it returns a :class:`DeviceStatus` with
 ("CPU simulator: CuPy is not installed ...").  The probe is cached per
 process; ``probe(refresh=True)`` runs it again.
 
-Detection follows the pattern of notebook_conventions.md §5 ("Graceful
-detection"): on a machine without a driver ``import cupy`` succeeds,
+Detection: on a machine without a driver ``import cupy`` succeeds,
 ``cupy.is_available()`` is False and ``getDeviceCount()`` raises a
 ``CUDARuntimeError`` naming ``cudaErrorInsufficientDriver`` (``cudaErrorNoDevice``
 with a driver but no device).
@@ -20,6 +19,9 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass
+from typing import Any
+
+from ..caches import register_cache
 
 INSTALL_HINT = ("pip install -e '.[cuda13]' in the tilemagic checkout "
                 "(or pip install cupy-cuda13x; cuda12: cupy-cuda12x)")
@@ -157,7 +159,7 @@ def _probe() -> DeviceStatus:
     if cupy is None:  # pragma: no cover - sys.modules["cupy"] = None raises ImportError
         return DeviceStatus(False, f"CuPy is not installed; {INSTALL_HINT}")
 
-    common = dict(
+    common: dict[str, Any] = dict(
         cupy_version=str(getattr(cupy, "__version__", "unknown")),
         nvrtc_version=_nvrtc_version(cupy),
         cuda_flavour=_flavour(),
@@ -226,6 +228,9 @@ def reset_cache() -> None:
     global _CACHE
     _CACHE = None
     nvcc_version.cache_clear()
+
+
+register_cache("runtime.device", reset_cache, "the device probe and the nvcc version of this process")
 
 
 @functools.lru_cache(maxsize=1)

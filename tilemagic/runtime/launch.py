@@ -25,8 +25,8 @@ import numpy as np
 
 from ..errors import LaunchError
 from ..ir.nodes import bits_view
-from .compile import arch_for_device, compile_cupy, cupy_options, nvcc_compile, TCGEN05_PROBE_SRC
-from .device import INSTALL_HINT, DeviceStatus, format_cuda_version, nvcc_version, probe
+from .device import DeviceStatus, probe
+from .nvrtc import arch_for_device, compile_cupy, cupy_options
 
 if TYPE_CHECKING:
     from ..codegen.cuda import CudaSource
@@ -75,8 +75,8 @@ class GpuRun:
         With ``bench=True``: see :func:`run_on_gpu` (``median_us``, ``gb_per_s``,
         ``vs_cupy_copy`` ...).
     compile : dict or None
-        How the kernel was obtained: ``cache`` (``"memory"``, ``"disk"`` or
-        ``"compiled"``), ``ms``, ``note`` (see :func:`~tilemagic.runtime.compile.compile_cupy`).
+        How the kernel was obtained: ``cache`` (``"memory"`` or ``"compiled"``), ``ms``,
+        ``note`` (see :func:`~tilemagic.runtime.nvrtc.compile_cupy`).
     options : tuple of str
         The NVRTC options tilemagic passed (CuPy adds ``-ftz=true``).
     kernel_name : str
@@ -152,7 +152,7 @@ def _cuda_error(kernel_name: str, mode: str, exc: BaseException) -> LaunchError:
     sticky = any(s in text for s in _STICKY)
     err = LaunchError(f"CUDA error while running '{kernel_name}' ({mode}): {text}",
                       hint="this error leaves the CUDA context of the launching process unusable" if sticky else None)
-    err.sticky = sticky
+    err.sticky = sticky  # type: ignore[attr-defined]  # read by the worker (serve)
     return err
 
 
@@ -314,7 +314,7 @@ def _grid_bench(cupy, kernel, src: CudaSource, host: Mapping[str, np.ndarray], e
     memcpy, copyto = _copy_times(cupy, read)
     med, ref = statistics.median(times), min(statistics.median(memcpy), statistics.median(copyto))
     gbps, ref_gbps = moved / (med * 1e3), 2 * read / (ref * 1e3)
-    out = {
+    out: dict[str, object] = {
         "ctas": ctas,
         "threads": int(src.threads),
         "bytes_per_launch": int(moved),
@@ -409,11 +409,11 @@ def run_on_gpu(
         (``tm_status[0] != 0``, message from ``EMU_STATUS``).
     """
     status = status if status is not None else probe()
-    if not status.available:
+    if not status.available or status.cc is None:
         raise LaunchError(f"no GPU launch possible: {status.reason}")
     uses_tmem = emulated is not None
     arch, how = arch_for_device(int(status.cc), uses_tmem)
-    src = emulated if how == "emulated" else native
+    src = emulated if how == "emulated" and emulated is not None else native
     backend, mode = _mode_text(arch, how, uses_tmem)
     device = status.label or "CUDA device"
 
@@ -455,7 +455,7 @@ def run_on_gpu(
         raise _trap(tm_status, src)
 
     timing = None
-    if bench and gkernel is not None:
+    if bench and gkernel is not None and gsrc is not None:
         try:
             timing = _grid_bench(cupy, gkernel, gsrc, host, outputs, bench_bytes or BENCH_BYTES, how == "emulated")
         except LaunchError:
@@ -473,119 +473,3 @@ def run_on_gpu(
 
     return GpuRun(outputs=outputs, backend=backend, mode=mode, arch=arch, device=device,
                   timing=timing, options=cupy_options(arch), kernel_name=src.kernel_name, compile=cinfo)
-
-
-# ----------------------------------------------------------------------------- status
-_NVRTC_WHEELS = ("nvidia-cuda-nvrtc-cu13", "nvidia-cuda-nvrtc-cu12", "nvidia-cuda-nvrtc")
-
-
-def _nvrtc_text(st: DeviceStatus) -> str:
-    """NVRTC as CuPy loads it, else the NVRTC wheel that is installed but not loaded."""
-    if st.nvrtc_version:
-        return ".".join(str(x) for x in st.nvrtc_version) + " (loaded by CuPy)"
-    from importlib import metadata
-
-    for dist in _NVRTC_WHEELS:
-        try:
-            return f"{dist} {metadata.version(dist)} installed, not loaded (CuPy is needed to use it)"
-        except metadata.PackageNotFoundError:
-            continue
-    return "not loaded (comes with CuPy)" if st.cupy_version is None else "unknown (CuPy could not report it)"
-
-
-def _launch_rows(st: DeviceStatus, launch: str) -> list[tuple[str, str]]:
-    """What each kind of kernel would run on under ``--launch <launch>``."""
-    if launch == "off":
-        return [("every kernel", "nothing runs (launch=off): IR and CUDA only")]
-    sim = "CPU simulator (NumPy SIMT; TMEM modelled as 128 lanes × 512 columns)"
-    if launch == "sim":
-        return [("every kernel", sim + " (launch=sim)")]
-    if not st.available:
-        if launch == "gpu":
-            return [("every kernel", f"an error: --launch gpu needs a GPU ({st.reason})")]
-        return [("every kernel", sim + " — no GPU")]
-    arch, how = arch_for_device(int(st.cc), True)
-    plain, _ = arch_for_device(int(st.cc), False)
-    if how == "native":
-        tm = f"arch={arch}, TMEM native (tcgen05 on {st.label})"
-    else:
-        tm = (f"arch={arch}, TMEM emulated in global memory (tcgen05 needs a CC 10.x GPU; "
-              f"this is CC {st.cc_text})")
-    return [("kernels with TMEM", tm), ("kernels without TMEM", f"arch={plain}, native")]
-
-
-def status_report(*, status: DeviceStatus | None = None, check_nvcc: bool = True,
-                  defaults: Mapping[str, object] | None = None) -> str:
-    """Multi-line text for ``tilemagic status`` / ``%tilemagic status``: what a launch would use here.
-
-    Parameters
-    ----------
-    status : DeviceStatus, optional
-        A :func:`probe` result (probed when omitted).
-    check_nvcc : bool, default True
-        Also compile a tiny tcgen05 kernel for ``sm_100a`` with nvcc (ptxas check,
-        about a second; no GPU needed).
-    defaults : mapping, optional
-        The session defaults (``%config TileMagics.<trait>``: launch, arch, view,
-        strict, seed, timeout); shown on a ``defaults`` line, and ``launch``/``arch`` decide the
-        launch rows (default: ``launch="auto"``, ``arch="sm_100a"``).
-
-    Returns
-    -------
-    str
-        Lines ``CuPy`` (version and CUDA flavour of the wheel), ``CUDA`` (driver and
-        runtime), ``device`` (name and compute capability), ``NVRTC``, ``nvcc``,
-        ``sm_100a check``, ``PTX view``, ``a launch would use:`` with one row per kind
-        of kernel (the ``-arch`` and whether TMEM runs native or emulated), ``shown
-        CUDA`` and ``defaults``; no temp paths.
-    """
-    st = status if status is not None else probe()
-    defaults = dict(defaults or {})
-    launch_mode = str(defaults.get("launch", "auto"))
-    shown_arch = str(defaults.get("arch", "sm_100a"))
-    rows = []
-    if st.cupy_version is None:
-        rows.append(("CuPy", f"not installed ({INSTALL_HINT})"
-                     if st.reason.startswith("CuPy is not installed") else st.reason))
-    else:
-        rows.append(("CuPy", f"{st.cupy_version} ({st.cuda_flavour or 'unknown wheel'})"))
-    if st.cupy_version is not None:
-        drv = format_cuda_version(st.driver_version) if st.driver_version else "not found"
-        rows.append(("CUDA", f"driver {drv}, "
-                             f"runtime {format_cuda_version(st.runtime_version)}"))
-    if st.available:
-        rows.append(("device", st.label))
-    else:
-        rows.append(("device", "none (no CuPy)" if st.cupy_version is None else f"none ({st.reason})"))
-    rows.append(("NVRTC", _nvrtc_text(st)))
-    nvcc = nvcc_version()
-    rows.append(("nvcc", nvcc or "not found on PATH"))
-    if check_nvcc and nvcc:
-        res = nvcc_compile(TCGEN05_PROBE_SRC, "sm_100a")
-        first = res.log.splitlines()[0] if res.log else ""
-        rows.append(("sm_100a check", "tcgen05 kernel compiles (nvcc + ptxas)" if res.ok
-                     else f"FAILED: {first}"))
-    if nvcc:
-        ptx_view = f"nvcc {nvcc} (nvcc -ptx -lineinfo)"
-    elif st.nvrtc_version:
-        ptx_view = "NVRTC through CuPy"
-    else:
-        ptx_view = "unavailable (needs nvcc on PATH or CuPy's NVRTC)"
-    rows.append(("PTX view", ptx_view))
-    launch_rows = _launch_rows(st, launch_mode)
-    shown = f"--arch {shown_arch}"
-    shown += (" (native tcgen05 inline PTX; a TMEM kernel also gets its emulated source)"
-              if shown_arch.startswith("sm_10") or shown_arch.startswith("sm_11") else "")
-    tail = [("shown CUDA", shown)]
-    if defaults:
-        keys = ("launch", "arch", "view", "strict", "seed", "timeout")
-        tail.append(("defaults", " ".join(f"{k}={defaults[k]}" for k in keys if k in defaults)
-                     + "  (%config TileMagics.<name> = ...)"))
-    width = max(len(k) for k, _ in rows + tail)
-    sub = max(len(k) for k, _ in launch_rows)
-    lines = ["tilemagic status"]
-    lines += [f"  {k.ljust(width)} : {v}" for k, v in rows]
-    lines.append("  a launch would use:")
-    lines += [f"    {k.ljust(sub)} : {v}" for k, v in launch_rows]
-    lines += [f"  {k.ljust(width)} : {v}" for k, v in tail]
-    return "\n".join(lines)

@@ -51,9 +51,14 @@ import time
 import traceback
 from collections.abc import Iterable, Mapping
 from multiprocessing.connection import Connection
+from typing import IO, TYPE_CHECKING
 
+from ..caches import register_cache
 from ..errors import LaunchError
 from ..options import DEFAULT_TIMEOUT_S  # noqa: F401  (re-exported: the default of ``--timeout``)
+
+if TYPE_CHECKING:
+    from .device import DeviceStatus
 
 #: Seconds for the worker to start and import CuPy (and answer a probe).
 START_TIMEOUT_S = 120.0
@@ -110,8 +115,6 @@ def serve(conn: Connection, handler) -> int:
                 conn.send(("ok", handler.handle_probe()))
             elif kind == "launch":
                 conn.send(("ok", handler.handle_launch(payload, lambda: conn.send(("phase", "launch")))))
-            elif kind == "ping":
-                conn.send(("ok", os.getpid()))
             elif kind == "exit":
                 return 0
             else:
@@ -186,8 +189,8 @@ class LaunchWorker:
         self.starts = 0
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
-        self._log = None
-        self._status = None
+        self._log: IO[bytes] | None = None
+        self._status: DeviceStatus | None = None
         self._lock = threading.RLock()
 
     # -- process management
@@ -292,6 +295,7 @@ class LaunchWorker:
         ``run_timeout`` s more after it.  The worker is killed when a limit passes."""
         with self._lock:
             self.start()
+            assert self._conn is not None  # start() connected it
             try:
                 self._conn.send((kind, payload))
             except OSError:
@@ -330,10 +334,6 @@ class LaunchWorker:
                     raise err
                 raise LaunchError(f"internal error in the launch worker while {what}", hint=(
                     "please report it with the cell"), details=str(value).rstrip())
-
-    def ping(self, timeout: float | None = None) -> int:
-        """The worker's process id (starts it if needed)."""
-        return self._request("ping", None, first_timeout=timeout or self.start_timeout, what="starting")
 
     def probe(self, refresh: bool = False):
         """The worker's :class:`~tilemagic.runtime.device.DeviceStatus` (cached; never raises)."""
@@ -388,7 +388,7 @@ def _timeout_error(limit: float, what: str, running: bool) -> LaunchError:
         msg = f"the launch worker gave no answer within {limit:g} s while {what}; it was stopped"
         hint = _RESTART_HINT
     err = LaunchError(msg, hint=hint)
-    err.timeout = limit
+    err.timeout = limit  # type: ignore[attr-defined]
     return err
 
 
@@ -411,6 +411,10 @@ def set_worker(worker: LaunchWorker | None) -> LaunchWorker | None:
     if old is not None and old is not worker:
         old.stop()
     return old
+
+
+register_cache("runtime.worker", lambda: set_worker(None),
+               "the launch worker process (its compiled kernels and device probe): stopped, restarted on next launch")
 
 
 @atexit.register

@@ -1,8 +1,8 @@
 """CPU model of one CTA's tensor memory: 128 lanes × 512 columns of 32-bit cells.
 
-Allocation follows the emulator model of ``tcgen05.md`` §7: 16 slots of 32
+Allocation follows tilemagic's TMEM model (allocation per PTX ISA 9.0 §9.7.16.7.1): 16 slots of 32
 columns, aligned first fit, exact (start, size) match on dealloc, the relinquish
-flag, leaks reported at exit.  Accesses apply the quadrant rule (§6): the lane
+flag, leaks reported at exit.  Accesses apply the quadrant rule (PTX ISA 9.0 §9.7.16.8.1): the lane
 quadrant comes from the issuing warp (warp_id % 4), the address's lane field
 selects within it.  Errors carry the same messages as the CUDA emulation
 (``codegen.cuda.EMU_STATUS``).
@@ -91,7 +91,7 @@ class TmemModel:
             if np.any(bad):
                 i = int(np.argmax(bad))
                 raise emu_error(6, int(tids[i]), int(quad), int(warp[i, 0]), span=span)
-        taddr = taddr & ~(3 << 21)  # the quadrant comes from the warp (tcgen05.md §6)
+        taddr = taddr & ~(3 << 21)  # the quadrant comes from the warp (PTX ISA 9.0 §9.7.16.8.1)
         lane, col = tc.tmem_cell(shape, t, r, taddr, warp)
         lane = np.broadcast_to(lane, (len(tids), nregs))
         col = np.broadcast_to(col, (len(tids), nregs))

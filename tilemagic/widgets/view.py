@@ -15,7 +15,7 @@ notebook) show the report instead of an empty output.
 Line mapping.  Selecting a description line re-renders the Description, IR, CUDA and PTX
 panes with that line's lines highlighted (an inline style: ``HTML`` widget values run no
 scripts).  The PTX tab compiles lazily when first opened (``nvcc -ptx -lineinfo`` or
-NVRTC, :func:`tilemagic.runtime.compile.ptx_for`, cached), so building the view costs no
+NVRTC, :func:`tilemagic.runtime.ptx.ptx_for`, cached), so building the view costs no
 compiler run.  This module imports ipywidgets; nothing imports it before a widget is asked for.
 """
 

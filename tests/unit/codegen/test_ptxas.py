@@ -6,22 +6,19 @@ ld and st, fp32 and fp16, with and without a column offset.
 """
 
 import shutil
-import warnings
 
 import pytest
+from helpers import run
 
-import tilemagic
 from tilemagic.cli import DEMOS, demo_source
-from tilemagic.runtime.compile import nvcc_compile
+from tilemagic.runtime.nvcc import nvcc_compile
 
 pytestmark = [pytest.mark.nvcc,
               pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")]
 
 
 def _res(src):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return tilemagic.tilecopy(src, launch="off")
+    return run(src, launch="off")
 
 
 @pytest.mark.parametrize("name", DEMOS)

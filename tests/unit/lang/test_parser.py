@@ -28,7 +28,7 @@ from tilemagic.lang import (
     parse,
 )
 
-# ----------------------------------------------------------------------------- seed cells (LANGUAGE.md)
+# ----------------------------------------------------------------------------- seed cells (docs/language.md)
 ROUNDTRIP = demo_source("tmem_roundtrip")
 
 FALLBACK = demo_source("fallback_demo")

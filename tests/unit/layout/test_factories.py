@@ -1,9 +1,9 @@
 """Layout factories, checked by brute-force ``apply`` over every logical element.
 
-The data-path layouts are compared with the closed forms of tcgen05.md §9
+The data-path layouts are compared with the closed forms of PTX ISA 9.0 §9.7.16.10.5
 (D identity, F scattered half-slabs, B split columns; A, C, E, G as in the
 TVM table).  The tcgen05 register fragments are compared with the PTX per-thread
-mapping (tcgen05.md §5 table), written out here independently of the factory:
+mapping (PTX ISA 9.0 §9.7.16.2.3), written out here independently of the factory:
 thread ``t`` of warp ``w`` holding 32-bit register ``r`` of an instruction
 issued at row offset ``16*slab`` covers TMEM row ``32*w + 16*slab + row(t, r)``
 (a 64-row fragment: logical row ``16*w + row(t, r)``), column ``col(t, r)``;

@@ -1,7 +1,7 @@
 """The XOR swizzle layout (TVM ``ComposeLayout``) and the index expressions every backend uses.
 
 The reference here is a bit-by-bit decoder written from the description in
-tirx_copy_dispatch.md §5.5 ("bits [S, S+B) of m >> M are XOR-ed into bits [0, B)"),
+TVM's swizzle (apache-tvm 0.27.0.post1: "bits [S, S+B) of m >> M are XOR-ed into bits [0, B)"),
 independent of ``xor_swizzle``'s shift-and-mask form; ``tests/tvm/test_swizzle_oracle.py``
 checks the same layouts against the TVM wheel.
 """

@@ -1,6 +1,6 @@
 """TileLayout algebra: spec text, apply, canonicalize, group and slice.
 
-Cases follow tirx_copy_dispatch.md §5 (TVM ``tvm.tirx.layout``).  ``slice`` is
+Cases follow TVM's ``tvm.tirx.layout`` (apache-tvm 0.27.0.post1).  ``slice`` is
 checked by brute force: the sliced layout applied over the region's own
 coordinates must equal the full layout applied at ``begin + coordinate``, for
 random layouts, shapes and regions (a seeded sweep plus hypothesis).
@@ -20,7 +20,6 @@ from tilemagic.layout import (
     THREAD_AXES,
     Iter,
     TileLayout,
-    parse_layout,
     row_major,
     tcgen05_atom_layout,
     tmem_datapath_layout,
@@ -28,6 +27,18 @@ from tilemagic.layout import (
 )
 
 S = TileLayout.from_spec
+
+
+def read_back(text):
+    """A layout's text as the language reads it (the lark grammar's ``S[...]`` rule, then the lowering's
+    conversion): the one parser of layouts.  The grammar has no ``R[...]`` replica term and no negative
+    offset (``- 3@TCol``): callers skip such layouts."""
+    from tilemagic.lang.parser import parse
+    from tilemagic.lower.program import _s_layout
+
+    return _s_layout(parse(f"shared X: float32[1] @ {text}").buffers[0].layout)
+
+
 HYP = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -89,17 +100,14 @@ def test_offsets_normalised():
 )
 def test_str_and_round_trip(lay, text):
     assert str(lay) == text
-    assert parse_layout(text) == lay
+    assert "R[" in text or " - " in text or read_back(text) == lay
     assert repr(lay) == f"TileLayout({text})"
 
 
-def test_parse_forms_and_errors():
-    assert parse_layout("S[4, 8]") == row_major((4, 8))
-    assert parse_layout("S[(4, 8) : (8, 1)] + 2 + 3") == S((4, 8), None, [(5, "m")])
-    assert parse_layout("S[(128,) : (1@tid_in_wg,)]") == S(128, [(1, "tid_in_wg")])
-    for bad in ["S[(4, 8) : (1)]", "X[4]", "S[4 : 1] * 2", "S[4, 8 : 1]", "R[4 : 1]", "S[(4, 8) : (1, 1@)]"]:
-        with pytest.raises(ValueError):
-            parse_layout(bad)
+def test_read_back_forms():
+    assert read_back("S[4, 8]") == row_major((4, 8))
+    assert read_back("S[(4, 8) : (8, 1)] + 2 + 3") == S((4, 8), None, [(5, "m")])
+    assert read_back("S[(128,) : (1@tid_in_wg,)]") == S(128, [(1, "tid_in_wg")])
 
 
 # ----------------------------------------------------------------------------- apply
@@ -232,8 +240,9 @@ def test_canonicalize_preserves_apply_and_round_trips(lay):
     canon = lay.canonicalize()
     _same_apply(lay, canon, (idx,), (idx,), None, None)
     assert canon.canonicalize() == canon
-    assert parse_layout(str(lay)) == lay
-    assert parse_layout(str(canon)) == canon
+    if all(v >= 0 for _, v in lay.offset):  # the language reads no negative offset
+        assert read_back(str(lay)) == lay
+        assert read_back(str(canon)) == canon
 
 
 # ----------------------------------------------------------------------------- group

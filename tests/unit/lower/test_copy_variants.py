@@ -19,7 +19,7 @@ from cells import (
     gmem_smem_cell,
     smem_cell,
 )
-from conftest import run
+from helpers import run
 
 import tilemagic
 from tilemagic.errors import DispatchError

@@ -14,7 +14,7 @@ import tilemagic
 from tilemagic.errors import DispatchError, LoweringError, TileTypeError
 from tilemagic.ir import nodes as ir
 from cells import EPC, FALLBACK_CASES, REG_CASES, fallback_cell, reg_cell, roundtrip_cell
-from conftest import run
+from helpers import run
 
 def tcgen_nodes(res):
     return [s for s in ir.walk(res.kernel.body) if isinstance(s, ir.TcgenLdSt)]

@@ -9,13 +9,13 @@ The matrix (``cells.tcgen05_matrix``) runs each case through the whole pipeline 
 * cross-shape against an independent decoder: the ``st`` direction writes the tile with the shape under
   test and dumps TMEM with ``.32x32b``; the ``ld`` direction fills TMEM with ``.32x32b`` and reads the tile
   with the shape under test.  The decoder below is written from the PTX ISA (§9.7.16.2.3 per-thread
-  formulas, §9.7.16.10.5 data paths; tcgen05.md §5, §9) and does not use ``tilemagic.layout``.  It checks
+  formulas, §9.7.16.10.5 data paths) and does not use ``tilemagic.layout``.  It checks
   both the logical tile (data-path formula: element (r, c) sits at TMEM lane/column ...) and the register
   file of the simulator (thread t of warp w, register r <-> TMEM cell).
 
 The native CUDA of the matrix assembles with ptxas for ``sm_100a`` (batched, many kernels per nvcc call);
 a sample of the emulated sources assembles for ``sm_90``.  Then: column slices, ``at X + COLS`` aliases,
-the LANGUAGE.md seed examples, and one test per rejection rule (message, fix, why-table, op line).
+the docs/language.md seed examples, and one test per rejection rule (message, fix, why-table, op line).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from cells import (
     tcgen05_matrix,
     tcgen05_slices_cell,
 )
-from conftest import run
+from helpers import run
 
 from tilemagic.codegen.cuda import translation_unit
 from tilemagic.errors import DispatchError, LoweringError, TileTypeError
@@ -171,7 +171,7 @@ def native_sources():
 @pytest.mark.nvcc
 @pytest.mark.parametrize("chunk", range(_CHUNKS))
 def test_matrix_native_cuda_assembles_for_sm_100a(native_sources, chunk):
-    from tilemagic.runtime.compile import nvcc_compile
+    from tilemagic.runtime.nvcc import nvcc_compile
 
     part = native_sources[chunk::_CHUNKS]
     r = nvcc_compile(translation_unit(part), "sm_100a", timeout=600)
@@ -182,7 +182,7 @@ def test_matrix_native_cuda_assembles_for_sm_100a(native_sources, chunk):
 @pytest.mark.nvcc
 def test_emulated_cuda_assembles_for_sm_90():
     """The emulated source of the largest case of every shape and data path builds for the H200."""
-    from tilemagic.runtime.compile import nvcc_compile
+    from tilemagic.runtime.nvcc import nvcc_compile
 
     seen, srcs = set(), []
     for c in reversed(MATRIX):
@@ -267,7 +267,7 @@ wait ld
 
 
 def test_64_row_fragment_on_datapath_d_reads_lanes_0_to_15_of_each_warp():
-    """TVM's D x .16x*b (64 rows): rows 16w+i of the fragment sit at lanes 32w+i (tcgen05.md §3.6 subtlety)."""
+    """TVM's D x .16x*b (64 rows): rows 16w+i of the fragment sit at lanes 32w+i (as TVM lowers it, apache-tvm 0.27.0.post1)."""
     src = """
 kernel d64 threads=128
 global C: float32[128, 8]
@@ -290,7 +290,7 @@ wg.copy B <- a
     assert "fragment rows 16w+i at TMEM lanes 32w+i" in res.dispatch[2].summary
 
 
-# ----------------------------------------------------------------------------- the LANGUAGE.md seed examples
+# ----------------------------------------------------------------------------- the docs/language.md seed examples
 SEED_F, SEED_B = SEED_F_HALVES, SEED_B_READBACK
 
 

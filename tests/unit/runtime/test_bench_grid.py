@@ -8,28 +8,26 @@ from __future__ import annotations
 
 import shutil
 import sys
-import warnings
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 from cells import GMEM_SMEM_CASES, gmem_smem_cell
+from helpers import run
 from numpy_cupy import numpy_cupy
 
 import tilemagic
 from tilemagic.cli import demo_source
 from tilemagic.codegen.cuda import TM_SCRATCH_WORDS, generate, global_traffic, grid_stride
 from tilemagic.errors import LaunchError
-from tilemagic.runtime import compile as rt_compile
+from tilemagic.runtime import nvrtc as rt_compile
 from tilemagic.runtime import launch as rt_launch
-from tilemagic.runtime.compile import nvcc_compile
+from tilemagic.runtime.nvcc import nvcc_compile
 from tilemagic.runtime.device import DeviceStatus
 
 
 def _kernel(src):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return tilemagic.tilecopy(src, launch="off").kernel
+    return run(src, launch="off").kernel
 
 
 # ----------------------------------------------------------------------------- codegen
@@ -73,8 +71,7 @@ def _status(cc=90):
 
 
 @pytest.fixture(autouse=True)
-def _no_disk_cache(monkeypatch):
-    monkeypatch.setenv("TILEMAGIC_CACHE_DIR", "off")
+def _no_kernel_cache():
     rt_compile.clear_cache()
     yield
     rt_compile.clear_cache()

@@ -23,7 +23,7 @@ from tilemagic.codegen.cuda import CudaSource
 
 from tilemagic.errors import LaunchError
 from tilemagic.ir.nodes import Buffer
-from tilemagic.runtime import compile as rt_compile
+from tilemagic.runtime import nvrtc as rt_compile
 from tilemagic.runtime import device as rt_device
 from tilemagic.runtime import (
     DeviceStatus,
@@ -35,7 +35,9 @@ from tilemagic.runtime import (
     status_report,
     tmem_mode,
 )
-from tilemagic.runtime.compile import TCGEN05_PROBE_SRC, nvrtc_source, scrub_paths, trim_log
+from tilemagic.runtime.logs import scrub_paths, trim_log
+from tilemagic.runtime.nvrtc import nvrtc_source
+from tilemagic.runtime.status import TCGEN05_PROBE_SRC
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
@@ -265,9 +267,11 @@ def test_compile_cupy_options_and_cache(monkeypatch):
     fake = make_cupy(kernels={"k": _copy})
     monkeypatch.setitem(sys.modules, "cupy", fake)
     src = Src("extern \"C\" __global__ void k() {}", "k", "native", _bufs())
-    k1 = compile_cupy(src, "sm_90")
-    k2 = compile_cupy(src, "sm_90")
+    info1, info2 = {}, {}
+    k1 = compile_cupy(src, "sm_90", info=info1)
+    k2 = compile_cupy(src, "sm_90", info=info2)
     assert k1 is k2 and len(fake._log.modules) == 1
+    assert (info1["cache"], info2["cache"]) == ("compiled", "memory") and "CUPY_CACHE_DIR" in info1["note"]
     assert fake._log.modules[0].options == ("-std=c++17", "-arch=sm_90")
     compile_cupy(src, "sm_100a")
     assert len(fake._log.modules) == 2
@@ -448,9 +452,9 @@ def test_run_missing_input_starts_as_zeros_and_bench(monkeypatch):
 # ----------------------------------------------------------------------------- status report
 def test_status_report_gpu_and_no_gpu(monkeypatch):
     """The rows of tilemagic status; more in test_status_ptx.py."""
-    import tilemagic.runtime.launch as rt_launch
+    import tilemagic.runtime.status as rt_status
 
-    monkeypatch.setattr(rt_launch, "nvcc_version", lambda: "13.0.88")
+    monkeypatch.setattr(rt_status, "nvcc_version", lambda: "13.0.88")
     text = status_report(status=_status(90), check_nvcc=False)
     assert "CuPy" in text and "14.2.0 (cupy-cuda13x)" in text
     assert "driver 13.0, runtime 13.0" in text
@@ -497,6 +501,6 @@ def test_nvcc_front_end_error_and_version():
 
 
 def test_nvcc_missing(monkeypatch):
-    monkeypatch.setattr(rt_compile.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     res = nvcc_compile(TCGEN05_PROBE_SRC)
     assert not res.ok and res.log == "nvcc not found on PATH"

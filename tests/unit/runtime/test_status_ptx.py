@@ -1,17 +1,16 @@
-"""``tilemagic status`` rows and the PTX view (runtime.launch.status_report, runtime.compile.ptx_for)."""
+"""``tilemagic status`` rows and the PTX view (runtime.status.status_report, runtime.ptx.ptx_for)."""
 
 from __future__ import annotations
 
 import shutil
-import warnings
 
 import pytest
+from helpers import run_demo
 
-import tilemagic
-from tilemagic.cli import demo_source
 from tilemagic.runtime import DeviceStatus, status_report
-from tilemagic.runtime import compile as rt_compile
-from tilemagic.runtime import launch as rt_launch
+from tilemagic.caches import clear_caches
+from tilemagic.runtime import ptx as rt_ptx
+from tilemagic.runtime import status as rt_status
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 
@@ -26,7 +25,7 @@ NO_CUPY = DeviceStatus(False, "CuPy is not installed; pip install 'tilemagic[cud
 
 @pytest.fixture
 def no_nvcc(monkeypatch):
-    monkeypatch.setattr(rt_launch, "nvcc_version", lambda: None)
+    monkeypatch.setattr(rt_status, "nvcc_version", lambda: None)
 
 
 def rows(text):
@@ -110,9 +109,7 @@ def test_status_with_nvcc_checks_sm_100a_and_names_the_ptx_tool():
 
 # ----------------------------------------------------------------------------- PTX view
 def _result():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="off")
+    return run_demo("tmem_roundtrip", launch="off")
 
 
 def test_ptx_line_map_follows_loc_of_the_main_file():
@@ -130,23 +127,23 @@ def test_ptx_line_map_follows_loc_of_the_main_file():
         '\t.file\t1 "<tmp>/k.cu"',     # 11
         '\t.file\t2 "/usr/include/cuda_fp16.hpp"',  # 12
     ])
-    assert rt_compile.ptx_line_map(ptx, "k.cu") == (None, None, None, 10, 10, None, None, 12, 12, None, None, None)
+    assert rt_ptx.ptx_line_map(ptx, "k.cu") == (None, None, None, 10, 10, None, None, 12, 12, None, None, None)
 
 
 def test_ptx_unavailable_says_why(monkeypatch):
-    monkeypatch.setattr(rt_compile.shutil, "which", lambda name: None)
-    monkeypatch.setattr(rt_compile, "_ptx_nvrtc", lambda text, arch: (None, "NVRTC not available: ImportError", ""))
-    rt_compile._PTX_CACHE.clear()
-    res = rt_compile.ptx_for("extern \"C\" __global__ void k() {}\n", "sm_100a", tool="auto")
+    monkeypatch.setattr(rt_ptx.shutil, "which", lambda name: None)
+    monkeypatch.setattr(rt_ptx, "_ptx_nvrtc", lambda text, arch: (None, "NVRTC not available: ImportError", ""))
+    clear_caches()
+    res = rt_ptx.ptx_for("extern \"C\" __global__ void k() {}\n", "sm_100a", tool="auto")
     assert not res.ok and res.text == "" and res.lines == () and "NVRTC not available" in res.log
-    rt_compile._PTX_CACHE.clear()
+    clear_caches()
 
 
 @pytest.mark.nvcc
 @needs_nvcc
 def test_ptx_of_the_demo_maps_tcgen05_to_description_lines():
     r = _result()
-    rt_compile._PTX_CACHE.clear()
+    clear_caches()
     res = r.ptx()
     assert res.ok and res.tool.startswith("nvcc ") and res.arch == "sm_100a"
     assert ".target sm_100a" in res.text and "/tmp" not in res.text and '"<tmp>/k.cu"' in res.text

@@ -12,7 +12,7 @@ from tilemagic.errors import LaunchError, TileTypeError
 from tilemagic.ir import nodes as ir
 from tilemagic.sim import Simulator
 from tilemagic.sim.tmem import TmemModel
-from conftest import run
+from helpers import run
 
 
 def test_demo_roundtrip_is_bit_exact_on_special_values(demo):

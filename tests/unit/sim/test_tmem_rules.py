@@ -1,4 +1,4 @@
-"""TMEM rule checks (PTX ISA §9.7.16.7, tcgen05.md §6-7) in the simulator and in the emulated CUDA.
+"""TMEM rule checks (PTX ISA 9.0 §9.7.16.7, §9.7.16.8.1) in the simulator and in the emulated CUDA.
 
 tilemagic's lowering never emits these violations, so each runs on a kernel built from IR
 nodes (tests/cells.py ``tmem_ir_kernel``): the simulator must raise a LaunchError with the
@@ -85,7 +85,7 @@ def test_emulated_source_contains_the_check_and_maps_its_line(violation):
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
 def test_emulated_sources_assemble():
     """Every violating kernel's emulated source assembles for sm_90 (one nvcc run: all in one file)."""
-    from tilemagic.runtime.compile import nvcc_compile
+    from tilemagic.runtime.nvcc import nvcc_compile
 
     k, _ = tmem_ir_kernel("alloc_never_fits")
     for strict in (False, True):

@@ -134,7 +134,7 @@ def expected_cells(path: str, shape: str, cols: int, dtype: str = "float32", sub
 
     Returns a dict ``{(thread, reg): (lane, col32)}`` built from
     ``tcgen05_atom_layout(shape, (rows, cols), bits)`` (which thread and register hold
-    logical element ``(r, c)``) and the TMEM data path of the buffer (LANGUAGE.md):
+    logical element ``(r, c)``) and the TMEM data path of the buffer (docs/language.md):
     D lane = r; F lane = 32·(r//16) + 16·sub_slab + r%16; B lane = r + 64·(c // (N/2)),
     col = c % (N/2).  Independent of the heatmap code (which goes through
     ``tmem_cell`` and the instruction immediates).

@@ -2,7 +2,7 @@
 
 The kernels are built by hand (ir_builders.py), including the .16x*b / F / B instruction
 sequences the tcgen05 variant will emit, and checked against the layout module's
-fragment layouts and the data-path formulas of LANGUAGE.md.
+fragment layouts and the data-path formulas of docs/language.md.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def test_occupancy_respects_thread_guards():
 
 
 def _ref_cell(shape, t, r):
-    """Independent decoder of the PTX §9.7.16.2.3 fragment figures (tcgen05.md §5 table)."""
+    """Independent decoder of the PTX §9.7.16.2.3 fragment figures (PTX ISA 9.0 §9.7.16.2.3)."""
     q, p = t >> 2, t & 3
     return {
         "32x32b": (t, r),

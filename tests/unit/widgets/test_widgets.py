@@ -11,11 +11,14 @@ import shutil
 import subprocess
 import sys
 import textwrap
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import run_demo
+
+import tilemagic
+from tilemagic.cli import demo_source
 from ir_builders import (
     TMEM_CUDA,
     TMEM_IR,
@@ -26,8 +29,6 @@ from ir_builders import (
     make_tmem_result,
 )
 
-import tilemagic
-from tilemagic.cli import demo_source
 from tilemagic.widgets.html import (
     PIN_SCRIPT,
     heatmap_kinds,
@@ -42,12 +43,6 @@ from tilemagic.widgets.text import render_text
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-
-
-def pipeline(name, **kw):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        return tilemagic.tilecopy(demo_source(name), launch="sim", **kw)
 
 
 # ============================================================================ text
@@ -190,7 +185,7 @@ def test_html_fallback_shows_shared_tile():
 @pytest.mark.parametrize("view", ["html", "text"])
 def test_pipeline_views_are_deterministic(name, view):
     """Two runs of the whole pipeline give identical text/plain and text/html."""
-    a, b = pipeline(name, view=view), pipeline(name, view=view)
+    a, b = run_demo(name, view=view), run_demo(name, view=view)
     ba, bb = a._repr_mimebundle_(), b._repr_mimebundle_()
     assert ba == bb
     assert set(ba) == ({"text/plain", "text/html"} if view == "html" else {"text/plain"})
@@ -204,7 +199,7 @@ def test_pipeline_views_are_deterministic(name, view):
 
 
 def test_pipeline_emulated_lines_are_mapped():
-    r = pipeline("tmem_roundtrip")
+    r = run_demo("tmem_roundtrip")
     assert len(r.cuda_emulated_lines) == r.cuda_emulated.count("\n") + (not r.cuda_emulated.endswith("\n"))
     assert 9 in r.cuda_emulated_lines and 12 in r.cuda_emulated_lines
     emu = r.html().split('class="tm-code tm-emu"', 1)[1].split("</pre>", 1)[0]
@@ -212,7 +207,7 @@ def test_pipeline_emulated_lines_are_mapped():
 
 
 def test_result_heatmap_method_kinds():
-    r = pipeline("tmem_roundtrip")
+    r = run_demo("tmem_roundtrip")
     assert "TMEM occupancy" in r.heatmap().texts[0].get_text()
     assert "register fragment a" in r.heatmap(kind="fragment").texts[0].get_text()
     assert "check B == A (L15): PASS" in r.heatmap(kind="data").texts[0].get_text()
@@ -281,7 +276,7 @@ def test_widget_heatmap_controls_redraw():
 @pytest.mark.nvcc
 @needs_nvcc
 def test_widget_ptx_tab_compiles_lazily_and_maps_lines():
-    r = pipeline("tmem_roundtrip")
+    r = run_demo("tmem_roundtrip")
     box = r.widget()
     box.line_select.value = 9
     box.tab.selected_index = box.tab.titles.index("PTX")
@@ -295,7 +290,7 @@ def test_widget_ptx_tab_compiles_lazily_and_maps_lines():
 
 def test_widget_view_renders_for_every_demo_without_error():
     for name in ("tmem_roundtrip", "fallback_demo"):
-        box = pipeline(name, view="widget").widget()
+        box = run_demo(name, view="widget").widget()
         assert "heatmap unavailable" not in box.heatmaps.note.value
 
 

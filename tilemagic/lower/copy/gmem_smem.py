@@ -2,7 +2,7 @@
 
 Neither side is a register tile, so nothing in the layouts says which thread moves
 what: the split is synthesized from the exec scope, as TVM TIRx's old ``gmem_smem``
-variant (``vec_auto_gmem_smem.py`` + ``_common.align_layouts_gs`` at HEAD) does.  The
+variant (``vec_auto_gmem_smem.py`` + ``_common.align_layouts_gs`` in apache-tvm 0.27.0.post1) does.  The
 region's elements, in row-major order over the region (the order the global side
 stores them in, which drives the split as in TVM), are cut into ``[outer, threads,
 vec]``: thread ``t`` of the scope moves vectors ``f * threads + t`` for ``f`` in

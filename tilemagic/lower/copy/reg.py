@@ -5,7 +5,7 @@ The register layout decides who moves what: its thread axes (``laneid``,
 thread, its ``m`` coordinate the register slot.  Every thread copies its own
 elements with the widest vector ``ld``/``st`` (16, 8, 4, 2 or 1 bytes) whose
 register run and memory run are both contiguous and naturally aligned — TVM
-TIRx's old ``reg`` variant (``vec_auto_reg.py`` at HEAD), which the ``fallback``
+TIRx's old ``reg`` variant (``vec_auto_reg.py`` in apache-tvm 0.27.0.post1), which the ``fallback``
 seed names as one of the faster variants.
 
 How the split is found (our own method, checked numerically rather than by
