@@ -21,6 +21,7 @@ Index conventions
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -187,7 +188,7 @@ class Const(Expr):
 
 @dataclass(frozen=True, eq=False)
 class ThreadVar(Expr):
-    """A thread coordinate: ``tx`` (threadIdx.x), ``laneid``, ``warpid``, ``tid_in_wg``, ``wid_in_wg``."""
+    """A thread coordinate: ``tx`` (threadIdx.x) or a thread axis of :data:`tilemagic.arch.threads.AXIS_SCOPES`."""
 
     kind: str
 
@@ -377,7 +378,7 @@ class VecMove(Stmt):
 @dataclass(eq=False)
 class LdStMatrix(Stmt):
     """One ``ldmatrix`` / ``stmatrix .sync.aligned.m8n8.x{num}[.trans].shared.b16`` by every thread
-    of the executing warps (warp-collective; semantics in :mod:`tilemagic.layout.ldmatrix`).
+    of the executing warps (warp-collective; semantics in :mod:`tilemagic.arch.ldmatrix`).
 
     ``regs[i]`` is the 32-bit word of ``local``'s per-thread storage that holds matrix ``i``;
     ``addr`` the element index into ``smem`` of the matrix row this thread supplies
@@ -394,7 +395,7 @@ class LdStMatrix(Stmt):
 
     @property
     def chain(self) -> str:
-        from ..layout.ldmatrix import chain
+        from ..arch.ldmatrix import chain
 
         return chain(self.op, self.num, self.trans)
 
@@ -486,7 +487,7 @@ class Kernel:
     body: Seq
 
 
-def walk(stmt: Stmt):
+def walk(stmt: Stmt) -> Iterator[Stmt]:
     """Yield every statement of the tree, pre-order."""
     yield stmt
     if isinstance(stmt, Seq):
@@ -496,3 +497,44 @@ def walk(stmt: Stmt):
         yield from walk(stmt.then)
     elif isinstance(stmt, Grid):
         yield from walk(stmt.body)
+
+
+def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
+    """The expressions one statement holds itself (not those of the statements nested in it)."""
+    if isinstance(stmt, If):
+        return (stmt.cond,)
+    if isinstance(stmt, Store):
+        return (*stmt.indices, stmt.value)
+    if isinstance(stmt, VecMove):
+        return (stmt.dst_index, stmt.src_index)
+    if isinstance(stmt, LdStMatrix):
+        return (stmt.addr, *stmt.regs)
+    return ()
+
+
+def walk_exprs(e: Expr) -> Iterator[Expr]:
+    """Yield ``e`` and every expression inside it (``Bin`` operands, ``Load`` indices), pre-order."""
+    yield e
+    if isinstance(e, Bin):
+        yield from walk_exprs(e.a)
+        yield from walk_exprs(e.b)
+    elif isinstance(e, Load):
+        for i in e.indices:
+            yield from walk_exprs(i)
+
+
+def iter_exprs(node: Stmt | Expr) -> Iterator[Expr]:
+    """Every expression of a statement tree (:func:`walk`, :func:`stmt_exprs`) or an expression,
+    sub-expressions included, pre-order: the one traversal the printer, the code generator, the
+    simulator and the hazard check use."""
+    if isinstance(node, Expr):
+        yield from walk_exprs(node)
+        return
+    for s in walk(node):
+        for e in stmt_exprs(s):
+            yield from walk_exprs(e)
+
+
+def loads(node: Stmt | Expr) -> Iterator[Load]:
+    """Every ``Load`` of :func:`iter_exprs` ``(node)``."""
+    return (e for e in iter_exprs(node) if isinstance(e, Load))

@@ -3,7 +3,7 @@
 A :class:`TileLayout` maps a logical element index of a tile to one
 coordinate per *axis* (thread axes such as ``tid_in_wg`` and memory axes such
 as ``m``, ``TLane``, ``TCol``).  It has three parts, following TVM TIRx
-(``tvm.tirx.layout``, described in tirx_copy_dispatch.md §5):
+(``tvm.tirx.layout``, ``apache-tvm 0.27.0.post1``):
 
 * ``shard`` ("D"): iters ``(extent, stride, axis)`` listed outermost first.
   The logical index is split over their extents, innermost first, and each
@@ -33,32 +33,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..arch.threads import AXIS_SCOPES, CANONICAL_AXIS, SCOPE_RANK, THREAD_AXES, THREADS_PER
+
 __all__ = [
-    "THREAD_AXES",
-    "MEMORY_AXES",
-    "AXIS_SCOPES",
     "Iter",
     "TileLayout",
     "parse_layout",
 ]
-
-THREAD_AXES: tuple[str, ...] = ("laneid", "wid_in_wg", "tid_in_wg", "warpid", "wgid", "tx")
-MEMORY_AXES: tuple[str, ...] = ("m", "TLane", "TCol")
-
-# Thread axis -> (subscope, scope): the unit one step counts and the scope it ranges over
-# (TVM axis registry, tirx_copy_dispatch.md §5.1).
-AXIS_SCOPES: dict[str, tuple[str, str]] = {
-    "laneid": ("thread", "warp"),
-    "wid_in_wg": ("warp", "warpgroup"),
-    "tid_in_wg": ("thread", "warpgroup"),
-    "warpid": ("warp", "cta"),
-    "wgid": ("warpgroup", "cta"),
-    "tx": ("thread", "cta"),
-}
-_SCOPE_RANK = {"thread": 0, "warp": 1, "warpgroup": 2, "cta": 3}
-_THREADS_PER = {"thread": 1, "warp": 32, "warpgroup": 128}
-# (subscope, scope) -> the one axis that expresses it.
-_CANONICAL_AXIS = {v: k for k, v in AXIS_SCOPES.items()}
 
 _AXIS_RE = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 
@@ -159,7 +140,7 @@ def _fuse_axis(axis: str, sub: str, scope: str) -> tuple[str, int]:
     """Rewrite a thread axis to the one axis of the layout's (subscope, scope).
 
     Returns ``(new_axis, stride_multiplier)``.  Generalises TVM's CUDA
-    ``FuseAxesByScope`` table (tirx_copy_dispatch.md §5.4): e.g. at warpgroup
+    ``FuseAxesByScope`` table (``tvm.tirx.layout``): e.g. at warpgroup
     scope ``laneid`` -> ``tid_in_wg`` (x1) and ``wid_in_wg`` -> ``tid_in_wg``
     (x32); at cta scope ``wid_in_wg`` -> ``warpid`` (x1) when the innermost
     subscope is a warp, ``warpid`` -> ``tx`` (x32), ``wgid`` -> ``tx`` (x128).
@@ -167,10 +148,10 @@ def _fuse_axis(axis: str, sub: str, scope: str) -> tuple[str, int]:
     if axis not in AXIS_SCOPES:
         return axis, 1
     a_sub, _ = AXIS_SCOPES[axis]
-    target = _CANONICAL_AXIS.get((sub, scope))
+    target = CANONICAL_AXIS.get((sub, scope))
     if target is None or target == axis:
         return axis, 1
-    mult = _THREADS_PER[a_sub] // _THREADS_PER[sub]
+    mult = THREADS_PER[a_sub] // THREADS_PER[sub]
     return target, mult
 
 
@@ -397,14 +378,14 @@ class TileLayout:
         axes = [a for a in self.axes() if a in AXIS_SCOPES]
         if not axes:
             return None
-        sub = min((AXIS_SCOPES[a][0] for a in axes), key=_SCOPE_RANK.__getitem__)
-        sc = max((AXIS_SCOPES[a][1] for a in axes), key=_SCOPE_RANK.__getitem__)
+        sub = min((AXIS_SCOPES[a][0] for a in axes), key=SCOPE_RANK.__getitem__)
+        sc = max((AXIS_SCOPES[a][1] for a in axes), key=SCOPE_RANK.__getitem__)
         return sub, sc
 
     def canonicalize(self) -> TileLayout:
         """The canonical form used for structural comparison (TVM ``canonicalize``).
 
-        Steps (tirx_copy_dispatch.md §5.4, as TVM does with a CUDA target current):
+        Steps (``tvm.tirx.layout``, as TVM does with a CUDA target current):
 
         1. Drop extent-1 iters; keep one ``(1, 1, axis0)`` if the shard empties.
         2. Drop zero offsets.
@@ -477,7 +458,7 @@ class TileLayout:
         Walks the iters outermost first with a running product; when it
         reaches a multiple of the current dim ``shape[k]`` the iter is cut into
         a high part (closing group ``k``) and a low part carried on (TVM
-        ``Group``, tirx_copy_dispatch.md §5.5).
+        ``Group``, ``tvm.tirx.layout``).
 
         Parameters
         ----------
@@ -538,7 +519,7 @@ class TileLayout:
         The layout is canonicalized, grouped by ``shape``, and each group is
         sliced with its ``(begin, extent)``: the begin's per-iter digits move
         into the offsets, full inner iters are kept, the first partial iter
-        is shrunk (tirx_copy_dispatch.md §5.5).  A TMEM column window
+        is shrunk (TVM ``Group``).  A TMEM column window
         ``[c0:c0+w]`` of Layout D thus becomes ``S[(rows, w) : (1@TLane,
         1@TCol)] + c0@TCol``.
 

@@ -5,7 +5,7 @@ columns, aligned first fit, exact (start, size) match on dealloc, the relinquish
 flag, leaks reported at exit.  Accesses apply the quadrant rule (§6): the lane
 quadrant comes from the issuing warp (warp_id % 4), the address's lane field
 selects within it.  Errors carry the same messages as the CUDA emulation
-(``codegen.cuda.EMU_STATUS``).
+(:data:`tilemagic.arch.tcgen05.EMU_STATUS`).
 """
 
 from __future__ import annotations
@@ -13,13 +13,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import LaunchError
-from ..layout import tcgen05 as tc
+from ..arch import tcgen05 as tc
 
 
 def emu_error(code: int, a=0, b=0, c=0, span=None) -> LaunchError:
-    from ..codegen.cuda import EMU_STATUS
-
-    return LaunchError(EMU_STATUS[code].format(None, a, b, c), span)
+    return LaunchError(tc.EMU_STATUS[code].format(None, a, b, c), span)
 
 
 class TmemModel:
