@@ -20,7 +20,7 @@ from ..arch.ptx import VEC_FORMS, word_bytes
 from ..arch.threads import axis_def
 from ..ir import nodes as ir
 from ..ir.evaluate import warp_uniform
-from ..ir.printer import Lines, scale_index, thread_vars_used
+from ..ir.printer import Lines, _src, scale_index, thread_vars_used
 
 SHAPE_ID = {"32x32b": 0, "16x64b": 1, "16x128b": 2, "16x256b": 3, "16x32bx2": 4}
 TM_SCRATCH_WORDS = tc.TMEM_LANES * tc.TMEM_COLS + 4  # the TMEM cells, then TM_STATE_WORDS (4)
@@ -97,7 +97,10 @@ def translation_unit(texts) -> str:
         head, body = text[:i], text[i:]
         if prelude is not None and ("tm_emu_ldst" in head) != ("tm_emu_ldst" in prelude):
             raise ValueError("translation_unit: native and emulated sources cannot share one unit")
-        name = re.match(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)', body).group(1)
+        m = re.match(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)', body)
+        if m is None:
+            raise ValueError("translation_unit: a source without an extern \"C\" __global__ kernel")
+        name = m.group(1)
         if name in names:
             raise ValueError(f"translation_unit: kernel '{name}' appears twice")
         names.add(name)
@@ -373,8 +376,7 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
     """
     tc = uses_tcgen05(kernel)
     emulated = mode == "emulated"
-    L = Lines()
-    L.threads, L.lane_guards = kernel.threads, 0  # enclosing guards that split a warp (see _reconverge)
+    L = Lines(kernel.threads)
     head = (f"native tcgen05 inline PTX; build for {arch} only (NVRTC -arch={arch}, or "
             f"nvcc -gencode arch=compute_{arch[3:]},code={arch})") if (tc and not emulated) else (
         "TMEM emulated in global memory (tilemagic/codegen/tmem_emulation.cuh)" if emulated else
@@ -397,7 +399,7 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
             L.add(line)
     L.add("")
     params = [f"{ir.CUDA_TYPE[b.dtype]}* __restrict__ {b.name}" for b in kernel.params]
-    extra = ()
+    extra: tuple[tuple[str, str, int], ...] = ()
     if emulated:
         extra = (("tm_scratch", "uint32", TM_SCRATCH_WORDS), ("tm_status", "int32", 8))
         params += ["uint32_t* __restrict__ tm_scratch", "int* __restrict__ tm_status"]
@@ -415,9 +417,9 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         for name, _, n in extra:
             L.add(f"{name} += (size_t)blockIdx.x * {n};")
     for b in kernel.shared:
-        L.add(f"__shared__ __align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];", b.span and b.span.line)
+        L.add(f"__shared__ __align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];", _src(b))
     for b in kernel.locals:
-        L.add(f"__align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.storage_elems}];", b.span and b.span.line)
+        L.add(f"__align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.storage_elems}];", _src(b))
     if emulated:
         L.add(f"const TmEmu tm = tm_emu_make(tm_scratch, tm_status, {1 if strict else 0});")
     _stmt(L, kernel.body, mode)

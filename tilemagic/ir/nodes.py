@@ -131,10 +131,11 @@ class Buffer:
         else:
             from ..layout.tile import affine_dims
 
-            res = affine_dims(self.layout, self.shape)
-            if res is None:
+            aff = affine_dims(self.layout, self.shape)
+            if aff is None:
                 self.__dict__["_dim_strides"] = False
                 raise ValueError(f"layout of {self.name} is not affine per dimension")
+            res = aff
         self.__dict__["_dim_strides"] = res
         return res
 

@@ -31,12 +31,14 @@ def thread_vars_used(kernel: ir.Kernel) -> list[str]:
 class Lines:
     """Collects (indent, text, source line) triples."""
 
-    def __init__(self):
+    def __init__(self, threads: int = 0):
         self.rows: list[tuple[str, int | None]] = []
         self.depth = 0
-        self.scratch_names = {}
+        self.scratch_names: dict[str, str] = {}
+        self.threads = threads  # CTA size (the code generator's warp-uniformity test)
+        self.lane_guards = 0  # enclosing guards that split a warp (the code generator)
 
-    def add(self, text: str, src: int | None = None):
+    def add(self, text: str, src: int | None = None) -> None:
         self.rows.append(("    " * self.depth + text, src))
 
     def text(self):
@@ -109,14 +111,14 @@ def print_ir(kernel: ir.Kernel, *, arch: str = "sm_100a"):
         L.add(f"{axis} = tx" + (f" // {div}" if div > 1 else "") + (f" % {mod}" if mod else ""))
     for b in kernel.shared:
         L.add(f'{b.name} = T.alloc_shared({tuple(b.shape)!r}, "{b.dtype}")'
-              + (_layout_note(b) if b.layout is not None and b.name != "tmem_addr" else ""), b.span and b.span.line)
+              + (_layout_note(b) if b.layout is not None and b.name != "tmem_addr" else ""), _src(b))
     views = _register_views(kernel)
     for b in kernel.locals:
-        L.add(f'{b.name} = T.alloc_local(({b.storage_elems},), "{b.dtype}"){_layout_note(b)}', b.span and b.span.line)
+        L.add(f'{b.name} = T.alloc_local(({b.storage_elems},), "{b.dtype}"){_layout_note(b)}', _src(b))
         for bits in sorted(views.get(b.name, ())):
             n = b.storage_elems * b.elem_bytes * 8 // bits
-            L.add(f'{b.name}_{bits}b = T.decl_buffer(({n},), "uint{bits}", data={b.name}.data)', b.span and b.span.line)
-    scratch = {}
+            L.add(f'{b.name}_{bits}b = T.decl_buffer(({n},), "uint{bits}", data={b.name}.data)', _src(b))
+    scratch: dict[str, tuple[int, int]] = {}
     for s in ir.walk(kernel.body):
         if isinstance(s, ir.VecMove) and "local" not in (s.src.scope, s.dst.scope):
             name, lanes, bits = _tmp(s.nbytes)
@@ -130,7 +132,7 @@ def print_ir(kernel: ir.Kernel, *, arch: str = "sm_100a"):
         where = f"at {b.alias_of}, " if b.alias_of else ""
         L.add(f"# tmem {b.name}: {b.dtype}{list(b.shape)} @ {b.layout} · datapath {b.datapath or '?'} · "
               f"{where}32-bit columns [{b.tmem_col}, {b.tmem_col + b.tmem_ncols}) of {kernel.tmem_cols}",
-              b.span and b.span.line)
+              _src(b))
     _stmt(L, kernel.body)
     return L.text()
 
@@ -153,7 +155,7 @@ def tmem_addr_str(node, fmt_base="T.uint32(tmem_addr[0])"):
     return f"T.cuda.get_tmem_addr(tmem_addr[0], {node.row}, {node.col})"
 
 
-def _src(s):
+def _src(s: ir.Stmt | ir.Buffer) -> int | None:
     return s.span.line if s.span else None
 
 

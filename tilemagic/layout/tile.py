@@ -566,7 +566,7 @@ class TileLayout:
                 off[a] = off.get(a, 0) + v
         if not iters:
             iters = [Iter(1, 1, lay.shard[0].axis if lay.shard else "m")]
-        return TileLayout(tuple(iters), lay.replica, off).canonicalize()
+        return TileLayout(tuple(iters), lay.replica, tuple(off.items())).canonicalize()
 
     # ------------------------------------------------------------------ text
     def __str__(self) -> str:

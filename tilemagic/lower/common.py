@@ -99,7 +99,7 @@ def linear_tid(coords: dict, n: int) -> np.ndarray:
     return t
 
 
-def digits_expr(tvar: ir.Expr, digits: Sequence[tuple[int, int, int]]) -> ir.Expr:
+def digits_expr(tvar: ir.Expr, digits: Sequence[tuple[int, int | None, int]]) -> ir.Expr:
     """``Σ ((t // stride) % extent) * coeff`` over ``digits`` = [(stride, extent, coeff)], simplified."""
     expr: ir.Expr = ir.Const(0)
     for stride, extent, coeff in digits:
@@ -311,9 +311,10 @@ class IndexTable:
             return e
         lay = self.buf.layout
         coords = self.coords[:, sel]
-        if getattr(lay, "tile", None) is not None:  # swizzle: fit the tile's address, then XOR
+        tile = getattr(lay, "tile", None)
+        if tile is not None:  # swizzle: fit the tile's address, then XOR
             flat = np.ravel_multi_index(tuple(coords), self.buf.shape)
-            t = fit_grid(lay.tile.apply(flat.reshape(-1))["m"].reshape(flat.shape), fvar, tv, threads)
+            t = fit_grid(tile.apply(flat.reshape(-1))["m"].reshape(flat.shape), fvar, tv, threads)
             if t is not None:
                 return ir.swizzle_expr(lay, t)
         cs = [fit_grid(c, fvar, tv, threads) for c in coords]

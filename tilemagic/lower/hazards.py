@@ -36,10 +36,10 @@ def _cols(s: ir.TcgenLdSt) -> tuple[int, int]:
 
 def check_hazards(kernel: ir.Kernel) -> list[tuple[str, Span | None]]:
     """Missing ``wait ld`` / ``wait st`` in program order; returns (message, span) pairs."""
-    pending_ld = {}  # local buffer name -> the tcgen05.ld writing it
-    pending_st = []  # tcgen05.st not yet waited for
-    found = []
-    seen = set()
+    pending_ld: dict[str, ir.TcgenLdSt] = {}  # local buffer name -> the tcgen05.ld writing it
+    pending_st: list[ir.TcgenLdSt] = []  # tcgen05.st not yet waited for
+    found: list[tuple[str, Span | None]] = []
+    seen: set[str] = set()
 
     def report(msg, span):
         if msg not in seen:

@@ -69,7 +69,8 @@ class Simulator:
         self._writer = {b.name: (np.full(b.nbytes, -1, np.int64), np.full(b.nbytes, -1, np.int64),
                                  np.zeros(b.nbytes, np.int64))
                         for b in kernel.shared if b is not kernel.tmem_addr}
-        self._read_ctx = None  # (active mask, span) of the statement whose loads are being evaluated
+        # (active mask, span) of the statement whose loads are being evaluated
+        self._read_ctx: tuple[np.ndarray, Span | None] | None = None
         self.hazards: list = []  # (message, span) of shared-memory races, first per (buffer, write line, read line)
 
     # ------------------------------------------------------------------ shared-memory races
@@ -228,6 +229,7 @@ class Simulator:
         for e in s.extents:
             total *= e
         st = s.body
+        assert isinstance(st, ir.Store)
         bits = _BITS[st.buf.elem_bytes]
         active = np.nonzero(mask)[0]
         same = st.buf.scope != "local" and not _uses_threads(st)

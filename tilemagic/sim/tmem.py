@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LaunchError
+from ..errors import LaunchError, Span
 from ..arch import tcgen05 as tc
 
 
@@ -27,8 +27,8 @@ class TmemModel:
         self.cells = np.zeros((tc.TMEM_LANES, tc.TMEM_COLS), np.uint32)
         self.slots = np.zeros(16, bool)
         self.starts = np.zeros(16, bool)  # slot that begins an allocation (what dealloc checks)
-        self.alloc_warp = None
-        self.alloc_span = None  # where the last allocation was made (a missing dealloc is shown there)
+        self.alloc_warp: int | None = None
+        self.alloc_span: Span | None = None  # where the last allocation was made (a missing dealloc is shown there)
         self.relinquished = False
         self.strict = strict
         self.touched = np.zeros((tc.TMEM_LANES, tc.TMEM_COLS), bool)
