@@ -121,11 +121,6 @@ def emulation_header() -> str:
     return resources.files("tilemagic.codegen").joinpath("tmem_emulation.cuh").read_text()
 
 
-def _flat_index(buf: ir.Buffer, indices) -> ir.Expr:
-    """Physical element index of an access (:meth:`~tilemagic.ir.nodes.Buffer.index_expr`)."""
-    return buf.index_expr(indices)
-
-
 def cexpr(e: ir.Expr, prec: int = 0) -> str:
     if isinstance(e, ir.Const):
         return str(e.value)
@@ -134,7 +129,7 @@ def cexpr(e: ir.Expr, prec: int = 0) -> str:
     if isinstance(e, ir.LoopVar):
         return e.name
     if isinstance(e, ir.Load):
-        return f"{e.buf.name}[{cexpr(_flat_index(e.buf, e.indices))}]"
+        return f"{e.buf.name}[{cexpr(e.buf.index_expr(e.indices))}]"
     if isinstance(e, ir.Bin):
         op = _COP.get(e.op, e.op)
         p = _CPREC[op]
@@ -303,7 +298,7 @@ def _stmt(L: Lines, s: ir.Stmt, mode: str):
             L.depth -= 1
             L.add("}", src)
     elif isinstance(s, ir.Store):
-        L.add(f"{s.buf.name}[{cexpr(_flat_index(s.buf, s.indices))}] = {cexpr(s.value)};", src)
+        L.add(f"{s.buf.name}[{cexpr(s.buf.index_expr(s.indices))}] = {cexpr(s.value)};", src)
     elif isinstance(s, ir.VecMove):
         _vecmove(L, s, src)
     elif isinstance(s, ir.LdStMatrix):

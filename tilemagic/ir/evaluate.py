@@ -28,11 +28,8 @@ class Undetermined(Exception):
 
 
 def thread_values(kind: str, tid: np.ndarray) -> np.ndarray:
-    """The thread coordinate ``kind`` (``ir.ThreadVar.kind``) of CTA-linear thread ids ``tid``.
-
-    ``(tid // div) % mod`` with ``(div, mod)`` from :func:`tilemagic.arch.threads.axis_def`:
-    ``laneid`` = tx % 32, ``warpid`` = tx // 32, ``tid_in_wg`` = tx % 128, ``wid_in_wg`` =
-    (tx // 32) % 4, ``wgid`` = tx // 128 (TIRx's scope ids for one CTA).
+    """The thread coordinate ``kind`` of CTA-linear thread ids ``tid``: ``(tid // div) % mod``
+    (:func:`tilemagic.arch.threads.axis_def`; ``laneid`` = tx % 32, ``wgid`` = tx // 128, ...).
 
     Raises
     ------

@@ -513,27 +513,16 @@ def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
     return ()
 
 
-def walk_exprs(e: Expr) -> Iterator[Expr]:
-    """Yield ``e`` and every expression inside it (``Bin`` operands, ``Load`` indices), pre-order."""
-    yield e
-    if isinstance(e, Bin):
-        yield from walk_exprs(e.a)
-        yield from walk_exprs(e.b)
-    elif isinstance(e, Load):
-        for i in e.indices:
-            yield from walk_exprs(i)
-
-
 def iter_exprs(node: Stmt | Expr) -> Iterator[Expr]:
-    """Every expression of a statement tree (:func:`walk`, :func:`stmt_exprs`) or an expression,
-    sub-expressions included, pre-order: the one traversal the printer, the code generator, the
-    simulator and the hazard check use."""
-    if isinstance(node, Expr):
-        yield from walk_exprs(node)
+    """Every expression of a statement tree (:func:`walk`, :func:`stmt_exprs`) or in an expression
+    (``Bin`` operands, ``Load`` indices), pre-order: the one traversal of the printer, the code
+    generator, the simulator and the hazard check."""
+    if isinstance(node, Stmt):
+        yield from (x for s in walk(node) for e in stmt_exprs(s) for x in iter_exprs(e))
         return
-    for s in walk(node):
-        for e in stmt_exprs(s):
-            yield from walk_exprs(e)
+    yield node
+    for sub in (node.a, node.b) if isinstance(node, Bin) else node.indices if isinstance(node, Load) else ():
+        yield from iter_exprs(sub)
 
 
 def loads(node: Stmt | Expr) -> Iterator[Load]:
