@@ -59,7 +59,8 @@ def intern_kernel(kernel: ir.Kernel) -> ir.Kernel:
 
 def _check_target(kernel, arch):
     """A kernel with tcgen05 instructions needs a tensor-memory target (PTX ISA §9.7.16)."""
-    from .codegen.cuda import TCGEN05_ARCHS, uses_tcgen05
+    from .arch.tcgen05 import TCGEN05_ARCHS
+    from .codegen.cuda import uses_tcgen05
 
     if arch in TCGEN05_ARCHS or not uses_tcgen05(kernel):
         return

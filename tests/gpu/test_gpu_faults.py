@@ -32,7 +32,8 @@ from gpu_guard import cupy  # noqa: E402  (skips the module without a GPU)
 import tilemagic  # noqa: E402
 from cells import TMEM_VIOLATIONS, tmem_ir_kernel  # noqa: E402
 from tilemagic.cli import demo_source  # noqa: E402
-from tilemagic.codegen.cuda import EMU_STATUS, CudaSource  # noqa: E402
+from tilemagic.arch.tcgen05 import EMU_STATUS  # noqa: E402
+from tilemagic.codegen.cuda import CudaSource  # noqa: E402
 from tilemagic.errors import LaunchError  # noqa: E402
 from tilemagic.ir import nodes as ir  # noqa: E402
 from tilemagic.pipeline import run_kernel  # noqa: E402

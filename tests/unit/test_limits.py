@@ -4,7 +4,7 @@ import pytest
 
 import tilemagic
 from tilemagic.errors import LoweringError, TileTypeError
-from tilemagic.lower.limits import limits_for
+from tilemagic.arch.limits import limits_for
 
 
 def err(src, arch=None):

@@ -16,39 +16,19 @@ from dataclasses import dataclass, field
 from importlib import resources
 
 from ..caches import register_cache
+from ..arch import tcgen05 as tc
+from ..arch.ptx import VEC_FORMS, word_bytes
+from ..arch.threads import axis_def
 from ..ir import nodes as ir
 from ..ir.evaluate import warp_uniform
-from ..ir.printer import Lines, scale_index
+from ..ir.printer import Lines, _src, scale_index, thread_vars_used
 
-# emulation status codes -> message ({1},{2},{3} are tm_status[1..3]); shared with the simulator
-EMU_STATUS = {
-    1: "tcgen05.alloc of {1} columns: nCols must be a power of two in [32, 512] (PTX ISA §9.7.16.7.1)",
-    2: "tcgen05.alloc of {1} columns by warp {2} after tcgen05.relinquish_alloc_permit (illegal, PTX ISA §9.7.16.7.1)",
-    3: "tcgen05.alloc of {1} columns cannot be satisfied: TMEM is full (the hardware would spin forever)",
-    4: "tcgen05.dealloc of {2} columns at column {1} does not match an allocation",
-    5: "tcgen05.ld/st by thread {1} touches TMEM lane {2}, column {3}: outside the allocated columns",
-    6: "strict: thread {1}'s TMEM address has lane quadrant {2} but it runs in warp {3} "
-       "(PTX ISA §9.7.16.8.1: a warp reaches only its own lane quadrant; the address's quadrant bits must be "
-       "0 or warp_id % 4)",
-    7: "TMEM still allocated at kernel exit (slot mask {1:#x}): missing tcgen05.dealloc",
-    8: "tcgen05 instruction issued by a partial warp (thread {1}); .sync.aligned needs all 32 lanes",
-    9: "tcgen05.dealloc by warp {1}, but warp {2} allocated (the same warp must alloc and dealloc)",
-}
-# targets whose ptxas accepts tcgen05 (checked with ptxas 13.0: sm_101a, sm_120a, sm_100, sm_90 are rejected)
-TCGEN05_ARCHS = ("sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f")
 SHAPE_ID = {"32x32b": 0, "16x64b": 1, "16x128b": 2, "16x256b": 3, "16x32bx2": 4}
-TM_SCRATCH_WORDS = 128 * 512 + 4
+TM_SCRATCH_WORDS = tc.TMEM_LANES * tc.TMEM_COLS + 4  # the TMEM cells, then TM_STATE_WORDS (4)
 
-_THREAD_DEFS = {
-    "laneid": "const int laneid = threadIdx.x % 32;",
-    "warpid": "const int warpid = threadIdx.x / 32;",
-    "tid_in_wg": "const int tid_in_wg = threadIdx.x % 128;",
-    "wid_in_wg": "const int wid_in_wg = (threadIdx.x / 32) % 4;",
-}
 # C precedence: ^ binds looser than == (so it is parenthesised under a comparison)
 _CPREC = {"&&": 1, "^": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
 _COP = {"//": "/", "and": "&&"}
-_PTX_FORM = {16: ("v4.u32", 4, "r"), 8: ("v2.u32", 2, "r"), 4: ("u32", 1, "r"), 2: ("u16", 1, "h"), 1: ("u8", 1, "h")}
 
 
 @dataclass
@@ -118,7 +98,10 @@ def translation_unit(texts) -> str:
         head, body = text[:i], text[i:]
         if prelude is not None and ("tm_emu_ldst" in head) != ("tm_emu_ldst" in prelude):
             raise ValueError("translation_unit: native and emulated sources cannot share one unit")
-        name = re.match(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)', body).group(1)
+        m = re.match(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)', body)
+        if m is None:
+            raise ValueError("translation_unit: a source without an extern \"C\" __global__ kernel")
+        name = m.group(1)
         if name in names:
             raise ValueError(f"translation_unit: kernel '{name}' appears twice")
         names.add(name)
@@ -142,11 +125,6 @@ def emulation_header() -> str:
 register_cache("codegen.cuda", emulation_header.cache_clear, "the text of tmem_emulation.cuh")
 
 
-def _flat_index(buf: ir.Buffer, indices) -> ir.Expr:
-    """Physical element index of an access (:meth:`~tilemagic.ir.nodes.Buffer.index_expr`)."""
-    return buf.index_expr(indices)
-
-
 def cexpr(e: ir.Expr, prec: int = 0) -> str:
     if isinstance(e, ir.Const):
         return str(e.value)
@@ -155,7 +133,7 @@ def cexpr(e: ir.Expr, prec: int = 0) -> str:
     if isinstance(e, ir.LoopVar):
         return e.name
     if isinstance(e, ir.Load):
-        return f"{e.buf.name}[{cexpr(_flat_index(e.buf, e.indices))}]"
+        return f"{e.buf.name}[{cexpr(e.buf.index_expr(e.indices))}]"
     if isinstance(e, ir.Bin):
         op = _COP.get(e.op, e.op)
         p = _CPREC[op]
@@ -166,9 +144,9 @@ def cexpr(e: ir.Expr, prec: int = 0) -> str:
 
 def _words(buf: ir.Buffer, index: ir.Expr, nbytes: int):
     """C lvalues of the register words of ``buf`` covering ``nbytes`` from element ``index``."""
-    form, n, _ = _PTX_FORM[nbytes]
-    wbytes = nbytes // n
-    ctype = {4: "uint32_t", 2: "uint16_t", 1: "uint8_t"}[wbytes]
+    n = VEC_FORMS[nbytes][1]
+    wbytes = word_bytes(nbytes)
+    ctype = f"uint{wbytes * 8}_t"
     base = scale_index(index, buf.elem_bytes, wbytes)
     return [f"(({ctype}*){buf.name})[{cexpr(ir.add(base, k))}]" for k in range(n)]
 
@@ -188,7 +166,7 @@ def _asm(L: Lines, text: str, outs, ins, src, clobber=True):
 
 
 def _vecmove(L: Lines, s: ir.VecMove, src):
-    form, n, cons = _PTX_FORM[s.nbytes]
+    form, n, cons = VEC_FORMS[s.nbytes]
     regs_list = ", ".join(f"%{k}" for k in range(n))
     regs_list = f"{{{regs_list}}}" if n > 1 else regs_list
     if s.dst.scope == "local" and s.src.scope != "local":
@@ -324,7 +302,7 @@ def _stmt(L: Lines, s: ir.Stmt, mode: str):
             L.depth -= 1
             L.add("}", src)
     elif isinstance(s, ir.Store):
-        L.add(f"{s.buf.name}[{cexpr(_flat_index(s.buf, s.indices))}] = {cexpr(s.value)};", src)
+        L.add(f"{s.buf.name}[{cexpr(s.buf.index_expr(s.indices))}] = {cexpr(s.value)};", src)
     elif isinstance(s, ir.VecMove):
         _vecmove(L, s, src)
     elif isinstance(s, ir.LdStMatrix):
@@ -349,27 +327,16 @@ def global_traffic(kernel: ir.Kernel) -> tuple[tuple[str, ...], tuple[str, ...]]
     A buffer is read when it is the source of a vector move or appears in a loaded
     expression, written when it is the destination of a vector move or a store.
     """
-    reads, writes = set(), set()
-
-    def loads(e):
-        if isinstance(e, ir.Load):
-            reads.add(e.buf.name)
-            for i in e.indices:
-                loads(i)
-        elif isinstance(e, ir.Bin):
-            loads(e.a)
-            loads(e.b)
-
+    reads = {e.buf.name for e in ir.loads(kernel.body)}
+    writes = set()
     for s in ir.walk(kernel.body):
         if isinstance(s, ir.VecMove):
             if s.src.scope == "global":
                 reads.add(s.src.name)
             if s.dst.scope == "global":
                 writes.add(s.dst.name)
-        elif isinstance(s, ir.Store):
-            if s.buf.scope == "global":
-                writes.add(s.buf.name)
-            loads(s.value)
+        elif isinstance(s, ir.Store) and s.buf.scope == "global":
+            writes.add(s.buf.name)
     names = [b.name for b in kernel.params]
     return tuple(n for n in names if n in reads), tuple(n for n in names if n in writes)
 
@@ -408,8 +375,7 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
     """
     tc = uses_tcgen05(kernel)
     emulated = mode == "emulated"
-    L = Lines()
-    L.threads, L.lane_guards = kernel.threads, 0  # enclosing guards that split a warp (see _reconverge)
+    L = Lines(kernel.threads)
     head = (f"native tcgen05 inline PTX; build for {arch} only (NVRTC -arch={arch}, or "
             f"nvcc -gencode arch=compute_{arch[3:]},code={arch})") if (tc and not emulated) else (
         "TMEM emulated in global memory (tilemagic/codegen/tmem_emulation.cuh)" if emulated else
@@ -432,16 +398,17 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
             L.add(line)
     L.add("")
     params = [f"{ir.CUDA_TYPE[b.dtype]}* __restrict__ {b.name}" for b in kernel.params]
-    extra = ()
+    extra: tuple[tuple[str, str, int], ...] = ()
     if emulated:
         extra = (("tm_scratch", "uint32", TM_SCRATCH_WORDS), ("tm_status", "int32", 8))
         params += ["uint32_t* __restrict__ tm_scratch", "int* __restrict__ tm_status"]
     L.add(f'extern "C" __global__ void __launch_bounds__({kernel.threads}) {kernel.name}({", ".join(params)}) {{')
     L.depth += 1
-    from ..ir.printer import thread_vars_used
-
-    for k in thread_vars_used(kernel):
-        L.add(_THREAD_DEFS[k])
+    for axis in thread_vars_used(kernel):
+        div, mod = axis_def(axis)
+        v = f"threadIdx.x / {div}" if div > 1 else "threadIdx.x"
+        v = v if mod is None else f"({v}) % {mod}" if div > 1 else f"{v} % {mod}"
+        L.add(f"const int {axis} = {v};")
     if grid:
         L.add("// --bench grid: CTA blockIdx.x moves tile blockIdx.x (buffers hold gridDim.x tiles back to back)")
         for b in kernel.params:
@@ -449,9 +416,9 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         for name, _, n in extra:
             L.add(f"{name} += (size_t)blockIdx.x * {n};")
     for b in kernel.shared:
-        L.add(f"__shared__ __align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];", b.span and b.span.line)
+        L.add(f"__shared__ __align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];", _src(b))
     for b in kernel.locals:
-        L.add(f"__align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.storage_elems}];", b.span and b.span.line)
+        L.add(f"__align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.storage_elems}];", _src(b))
     if emulated:
         L.add(f"const TmEmu tm = tm_emu_make(tm_scratch, tm_status, {1 if strict else 0});")
     _stmt(L, kernel.body, mode)

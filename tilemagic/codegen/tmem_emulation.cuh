@@ -5,12 +5,12 @@
 // TM_STATE_WORDS words of allocation state.  tcgen05.ld/st are executed
 // synchronously at issue time (a legal refinement of their asynchronous
 // semantics), each thread moving its own registers with the per-thread mapping
-// of PTX ISA §9.7.16.2.3 (the same closed form as tilemagic/layout/tcgen05.py and
+// of PTX ISA §9.7.16.2.3 (the same closed form as tilemagic/arch/tcgen05.py and
 // the CPU simulator).  The hardware takes the lane quadrant from the warp
 // (warp_id % 4); the address's lane field selects within it.
 //
 // Errors are reported, not trapped: the first one wins tm_status[0] (codes in
-// tilemagic/codegen/cuda.py EMU_STATUS), details in tm_status[1..3], the CUDA line
+// tilemagic/arch/tcgen05.py EMU_STATUS), details in tm_status[1..3], the CUDA line
 // (__LINE__) of the failing call in tm_status[4] and that of the last allocation in
 // tm_status[5] (the runtime maps them to description lines).  The calls are macros
 // over the tm_emu_*_at functions so that they record their own line.

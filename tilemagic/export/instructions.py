@@ -26,12 +26,11 @@ import ast as pyast
 from dataclasses import dataclass
 from collections.abc import Sequence
 
+from ..arch.ptx import PTX_FORM
 from ..ir import nodes as ir
 
-__all__ = ["PTX_VEC_FORM", "Instr", "ours_instructions", "summary_lines", "tvm_instructions", "vector_bytes"]
+__all__ = ["Instr", "ours_instructions", "summary_lines", "tvm_instructions", "vector_bytes"]
 
-# bytes moved by one ld/st -> PTX type suffix (TVM copy_ptx_form; tilemagic's reg variant uses the same)
-PTX_VEC_FORM = {32: "v8.u32", 16: "v4.u32", 8: "v2.u32", 4: "u32", 2: "u16", 1: "u8"}
 _TYPE_BYTES = {"u8": 1, "s8": 1, "b8": 1, "u16": 2, "s16": 2, "b16": 2, "f16": 2, "bf16": 2, "u32": 4, "s32": 4,
                "b32": 4, "f32": 4, "u64": 8, "s64": 8, "b64": 8, "f64": 8}
 
@@ -119,7 +118,7 @@ def summary_lines(instrs: Sequence[Instr]) -> list[str]:
 
 # ----------------------------------------------------------------------------- tilemagic's side
 def _vec_instrs(mv: ir.VecMove, guarded: bool) -> list[Instr]:
-    form = PTX_VEC_FORM[mv.nbytes]
+    form = PTX_FORM[mv.nbytes]
     if mv.dst.scope == "local":
         return [Instr(f"ld.{mv.src.scope}.{form}", guarded=guarded)]
     if mv.src.scope == "local":

@@ -55,7 +55,7 @@ TVM_VARIANT_NAMES = {"gmem_smem": "vec_auto", "reg": "vec_auto"}
 # printed program relies on: a buffer of that name would shadow them
 _RESERVED = {"T", "Tx", "Axis", "tvm", "I", "R", "ir", "tir", "relax", "tirx", "TypeVar", "range", "print", "len"}
 
-_SCOPE_NS = {"thread": "Tx", "warp": "Tx.warp", "wg": "Tx.wg", "cta": "Tx.cta"}
+_SCOPE_NS = {"thread": "Tx", "warp": "Tx.warp", "warpgroup": "Tx.wg", "cta": "Tx.cta"}
 
 
 class ExportError(TileMagicError):
@@ -307,7 +307,7 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
                 if tvm_name != op.dispatch:
                     body.append(f"# dispatch={op.dispatch}: TVM 0.27 implements {op.dispatch} "
                                 f"as its {tvm_name} variant")
-            body.append(f"{_SCOPE_NS[op.scope]}.{op.op}({_region_text(op.dst, bufnames)}, "
+            body.append(f"{_SCOPE_NS[op.exec_scope]}.{op.op}({_region_text(op.dst, bufnames)}, "
                         f"{_region_text(op.src, bufnames)}{extra})")
             op_lines[len(out) + len(body)] = op.span.line
         elif isinstance(item, WaitItem):

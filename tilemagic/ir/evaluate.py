@@ -7,8 +7,12 @@ and the code generator (warp-uniform guards, :mod:`tilemagic.codegen.cuda`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
+from ..arch.threads import AXIS_SCOPES, axis_def
 from . import nodes as ir
 
 #: ``Bin.op`` -> NumPy ufunc (element-wise over thread vectors).
@@ -24,34 +28,43 @@ class Undetermined(Exception):
 
 
 def thread_values(kind: str, tid: np.ndarray) -> np.ndarray:
-    """The thread coordinate ``kind`` (``ir.ThreadVar.kind``) of CTA-linear thread ids ``tid``.
-
-    ``tx`` = threadIdx.x, ``laneid`` = tx % 32, ``warpid`` = tx // 32, ``tid_in_wg`` = tx % 128,
-    ``wid_in_wg`` = (tx // 32) % 4 (TIRx's scope ids for one CTA).
+    """The thread coordinate ``kind`` of CTA-linear thread ids ``tid``: ``(tid // div) % mod``
+    (:func:`tilemagic.arch.threads.axis_def`; ``laneid`` = tx % 32, ``wgid`` = tx // 128, ...).
 
     Raises
     ------
     Undetermined
         An unknown coordinate name.
     """
-    if kind == "tx":
-        return tid
-    if kind == "laneid":
-        return tid % 32
-    if kind == "warpid":
-        return tid // 32
-    if kind == "tid_in_wg":
-        return tid % 128
-    if kind == "wid_in_wg":
-        return (tid // 32) % 4
-    raise Undetermined(f"unknown thread variable {kind!r}")
+    if kind not in AXIS_SCOPES:
+        raise Undetermined(f"unknown thread variable {kind!r}")
+    div, mod = axis_def(kind)
+    v = tid // div if div > 1 else tid
+    return v % mod if mod is not None else v
 
 
-def eval_static(e, tid: np.ndarray, env: dict | None = None):
+def eval_static(e: ir.Expr, tid: np.ndarray, env: dict | None = None,
+                load: Callable[[ir.Load, dict | None], Any] | None = None) -> Any:
     """Value of ``e`` for the threads ``tid`` (int64 arrays broadcast over ``tid``).
 
-    ``env`` maps ``ir.LoopVar`` objects to values.  Raises :class:`Undetermined` for loads,
-    free loop variables, unknown operators and division by zero.
+    The one evaluator of IR expressions: the simulator (:meth:`tilemagic.sim.interpreter.Simulator.eval_expr`)
+    passes ``load``, the pictures and the code generator's warp-uniformity test do not.
+
+    Parameters
+    ----------
+    e : Expr
+    tid : ndarray of int64
+        CTA-linear thread ids (``threadIdx.x``).
+    env : dict, optional
+        ``ir.LoopVar`` objects (the keys, by identity) -> their values (ints or arrays).
+    load : callable, optional
+        ``load(expr, env)`` gives the value of an ``ir.Load``; without it a load is undetermined.
+
+    Raises
+    ------
+    Undetermined
+        A load without ``load``, a free loop variable, an unknown operator or thread variable,
+        or division (``//``, ``%``) by zero.
     """
     if isinstance(e, ir.Const):
         return np.int64(e.value)
@@ -65,11 +78,13 @@ def eval_static(e, tid: np.ndarray, env: dict | None = None):
         fn = BIN_OPS.get(e.op)
         if fn is None:
             raise Undetermined(f"operator {e.op!r}")
-        a, b = eval_static(e.a, tid, env), eval_static(e.b, tid, env)
+        a, b = eval_static(e.a, tid, env, load), eval_static(e.b, tid, env, load)
         if e.op in ("//", "%"):
             if np.any(np.asarray(b) == 0):
                 raise Undetermined("division by zero")
         return fn(a, b)
+    if isinstance(e, ir.Load) and load is not None:
+        return load(e, env)
     raise Undetermined(f"cannot evaluate {type(e).__name__}")
 
 

@@ -21,6 +21,7 @@ Index conventions
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -172,7 +173,7 @@ class Const(Expr):
 
 @dataclass(frozen=True, eq=False)
 class ThreadVar(Expr):
-    """A thread coordinate: ``tx`` (threadIdx.x), ``laneid``, ``warpid``, ``tid_in_wg``, ``wid_in_wg``."""
+    """A thread coordinate: ``tx`` (threadIdx.x) or a thread axis of :data:`tilemagic.arch.threads.AXIS_SCOPES`."""
 
     kind: str
 
@@ -373,7 +374,7 @@ class VecMove(Stmt):
 @dataclass(eq=False)
 class LdStMatrix(Stmt):
     """One ``ldmatrix`` / ``stmatrix .sync.aligned.m8n8.x{num}[.trans].shared.b16`` by every thread
-    of the executing warps (warp-collective; semantics in :mod:`tilemagic.layout.ldmatrix`).
+    of the executing warps (warp-collective; semantics in :mod:`tilemagic.arch.ldmatrix`).
 
     ``regs[i]`` is the 32-bit word of ``local``'s per-thread storage that holds matrix ``i``;
     ``addr`` the element index into ``smem`` of the matrix row this thread supplies
@@ -390,7 +391,7 @@ class LdStMatrix(Stmt):
 
     @property
     def chain(self) -> str:
-        from ..layout.ldmatrix import chain
+        from ..arch.ldmatrix import chain
 
         return chain(self.op, self.num, self.trans)
 
@@ -500,7 +501,7 @@ def content_key(kernel: Kernel) -> str:
     return hashlib.sha256(pickle.dumps(kernel, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
 
 
-def walk(stmt: Stmt):
+def walk(stmt: Stmt) -> Iterator[Stmt]:
     """Yield every statement of the tree, pre-order."""
     yield stmt
     if isinstance(stmt, Seq):
@@ -510,3 +511,33 @@ def walk(stmt: Stmt):
         yield from walk(stmt.then)
     elif isinstance(stmt, Grid):
         yield from walk(stmt.body)
+
+
+def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
+    """The expressions one statement holds itself (not those of the statements nested in it)."""
+    if isinstance(stmt, If):
+        return (stmt.cond,)
+    if isinstance(stmt, Store):
+        return (*stmt.indices, stmt.value)
+    if isinstance(stmt, VecMove):
+        return (stmt.dst_index, stmt.src_index)
+    if isinstance(stmt, LdStMatrix):
+        return (stmt.addr, *stmt.regs)
+    return ()
+
+
+def iter_exprs(node: Stmt | Expr) -> Iterator[Expr]:
+    """Every expression of a statement tree (:func:`walk`, :func:`stmt_exprs`) or in an expression
+    (``Bin`` operands, ``Load`` indices), pre-order: the one traversal of the printer, the code
+    generator, the simulator and the hazard check."""
+    if isinstance(node, Stmt):
+        yield from (x for s in walk(node) for e in stmt_exprs(s) for x in iter_exprs(e))
+        return
+    yield node
+    for sub in (node.a, node.b) if isinstance(node, Bin) else node.indices if isinstance(node, Load) else ():
+        yield from iter_exprs(sub)
+
+
+def loads(node: Stmt | Expr) -> Iterator[Load]:
+    """Every ``Load`` of :func:`iter_exprs` ``(node)``."""
+    return (e for e in iter_exprs(node) if isinstance(e, Load))

@@ -7,32 +7,38 @@ description, the IR and the CUDA.
 
 from __future__ import annotations
 
-
+from ..arch.ptx import PTX_FORM, word_bytes
+from ..arch.threads import THREAD_AXES, axis_def
 from . import nodes as ir
 
 # Python precedence: comparisons < ^ < + - < * // %
 _PREC = {"and": 1, "==": 2, "!=": 2, "<": 2, "<=": 2, ">": 2, ">=": 2, "^": 3, "+": 4, "-": 4, "*": 5, "//": 5, "%": 5}
-_THREAD_DEFS = {
-    "laneid": "tx % 32",
-    "warpid": "tx // 32",
-    "tid_in_wg": "tx % 128",
-    "wid_in_wg": "tx // 32 % 4",
-}
-_PTX_FORM = {16: "v4.u32", 8: "v2.u32", 4: "u32", 2: "u16", 1: "u8"}
-# register scratch of a memory-to-memory vector move, by width in bytes: (name, lanes); containers as TVM
-_TMP = {16: ("tmp", 4), 8: ("tmp", 2), 4: ("tmp", 1), 2: ("tmp_u16", 1), 1: ("tmp_u8", 1)}
-_TMP_DTYPE = {"tmp": "uint32", "tmp_u16": "uint16", "tmp_u8": "uint8"}
+
+
+def _tmp(nbytes: int) -> tuple[str, int, int]:
+    """Register scratch of a memory-to-memory vector move: (name, words, bits per word); containers as TVM's."""
+    bits = word_bytes(nbytes) * 8
+    return ("tmp" if bits == 32 else f"tmp_u{bits}"), nbytes * 8 // bits, bits
+
+
+def thread_vars_used(kernel: ir.Kernel) -> list[str]:
+    """The thread axes other than ``tx`` the kernel's expressions use, in :data:`~tilemagic.arch.threads.THREAD_AXES`
+    order (the printer and the code generator declare each once)."""
+    used = {e.kind for e in ir.iter_exprs(kernel.body) if isinstance(e, ir.ThreadVar)}
+    return [a for a in THREAD_AXES if a in used and a != "tx"]
 
 
 class Lines:
     """Collects (indent, text, source line) triples."""
 
-    def __init__(self):
+    def __init__(self, threads: int = 0):
         self.rows: list[tuple[str, int | None]] = []
         self.depth = 0
-        self.scratch_names = {}
+        self.scratch_names: dict[str, str] = {}
+        self.threads = threads  # CTA size (the code generator's warp-uniformity test)
+        self.lane_guards = 0  # enclosing guards that split a warp (the code generator)
 
-    def add(self, text: str, src: int | None = None):
+    def add(self, text: str, src: int | None = None) -> None:
         self.rows.append(("    " * self.depth + text, src))
 
     def text(self):
@@ -74,36 +80,6 @@ def scale_index(e: ir.Expr, num: int, den: int) -> ir.Expr:
     return r if r is not None else ir.floordiv(ir.mul(e, num), den)
 
 
-def thread_vars_used(kernel: ir.Kernel):
-    used = set()
-
-    def visit_expr(e):
-        if isinstance(e, ir.ThreadVar):
-            used.add(e.kind)
-        elif isinstance(e, ir.Bin):
-            visit_expr(e.a)
-            visit_expr(e.b)
-        elif isinstance(e, ir.Load):
-            for i in e.indices:
-                visit_expr(i)
-
-    for s in ir.walk(kernel.body):
-        if isinstance(s, ir.If):
-            visit_expr(s.cond)
-        elif isinstance(s, ir.Store):
-            for i in s.indices:
-                visit_expr(i)
-            visit_expr(s.value)
-        elif isinstance(s, ir.VecMove):
-            visit_expr(s.dst_index)
-            visit_expr(s.src_index)
-        elif isinstance(s, ir.LdStMatrix):
-            visit_expr(s.addr)
-            for r in s.regs:
-                visit_expr(r)
-    return [k for k in ("laneid", "warpid", "tid_in_wg", "wid_in_wg") if k in used]
-
-
 def word_refs(buf: ir.Buffer, index: ir.Expr, nbytes: int, view_bits: int):
     """Names of the ``view_bits``-wide words covering ``nbytes`` of ``buf`` from element ``index``."""
     wb = view_bits // 8
@@ -130,32 +106,33 @@ def print_ir(kernel: ir.Kernel, *, arch: str = "sm_100a"):
     L.add(f"def {kernel.name}({params}):")
     L.depth += 1
     L.add(f'tx = T.launch_thread("threadIdx.x", {kernel.threads})')
-    for k in thread_vars_used(kernel):
-        L.add(f"{k} = {_THREAD_DEFS[k]}")
+    for axis in thread_vars_used(kernel):
+        div, mod = axis_def(axis)
+        L.add(f"{axis} = tx" + (f" // {div}" if div > 1 else "") + (f" % {mod}" if mod else ""))
     for b in kernel.shared:
         L.add(f'{b.name} = T.alloc_shared({tuple(b.shape)!r}, "{b.dtype}")'
-              + (_layout_note(b) if b.layout is not None and b.name != "tmem_addr" else ""), b.span and b.span.line)
+              + (_layout_note(b) if b.layout is not None and b.name != "tmem_addr" else ""), _src(b))
     views = _register_views(kernel)
     for b in kernel.locals:
-        L.add(f'{b.name} = T.alloc_local(({b.storage_elems},), "{b.dtype}"){_layout_note(b)}', b.span and b.span.line)
+        L.add(f'{b.name} = T.alloc_local(({b.storage_elems},), "{b.dtype}"){_layout_note(b)}', _src(b))
         for bits in sorted(views.get(b.name, ())):
             n = b.storage_elems * b.elem_bytes * 8 // bits
-            L.add(f'{b.name}_{bits}b = T.decl_buffer(({n},), "uint{bits}", data={b.name}.data)', b.span and b.span.line)
-    scratch = {}
+            L.add(f'{b.name}_{bits}b = T.decl_buffer(({n},), "uint{bits}", data={b.name}.data)', _src(b))
+    scratch: dict[str, tuple[int, int]] = {}
     for s in ir.walk(kernel.body):
         if isinstance(s, ir.VecMove) and "local" not in (s.src.scope, s.dst.scope):
-            name, lanes = _TMP[s.nbytes]
-            scratch[name] = max(scratch.get(name, 0), lanes)
+            name, lanes, bits = _tmp(s.nbytes)
+            scratch[name] = (max(scratch.get(name, (0,))[0], lanes), bits)
     taken = {b.name for b in kernel.params + kernel.shared + kernel.locals + kernel.tmem}
     L.scratch_names = {name: (f"tm_{name}" if name in taken else name) for name in scratch}
     for name in sorted(scratch):
-        L.add(f'{L.scratch_names[name]} = T.alloc_local(({scratch[name]},), "{_TMP_DTYPE[name]}")'
+        L.add(f'{L.scratch_names[name]} = T.alloc_local(({scratch[name][0]},), "uint{scratch[name][1]}")'
               f'  # registers of the vector moves')
     for b in kernel.tmem:
         where = f"at {b.alias_of}, " if b.alias_of else ""
         L.add(f"# tmem {b.name}: {b.dtype}{list(b.shape)} @ {b.layout} · datapath {b.datapath or '?'} · "
               f"{where}32-bit columns [{b.tmem_col}, {b.tmem_col + b.tmem_ncols}) of {kernel.tmem_cols}",
-              b.span and b.span.line)
+              _src(b))
     _stmt(L, kernel.body)
     return L.text()
 
@@ -168,7 +145,7 @@ def _register_views(kernel):
         elif isinstance(s, ir.VecMove):
             for b in (s.dst, s.src):
                 if b.scope == "local":
-                    views.setdefault(b.name, set()).add(min(32, s.nbytes * 8))
+                    views.setdefault(b.name, set()).add(word_bytes(s.nbytes) * 8)
     return views
 
 
@@ -178,7 +155,7 @@ def tmem_addr_str(node, fmt_base="T.uint32(tmem_addr[0])"):
     return f"T.cuda.get_tmem_addr(tmem_addr[0], {node.row}, {node.col})"
 
 
-def _src(s):
+def _src(s: ir.Stmt | ir.Buffer) -> int | None:
     return s.span.line if s.span else None
 
 
@@ -203,8 +180,8 @@ def _stmt(L: Lines, s: ir.Stmt):
     elif isinstance(s, ir.Store):
         L.add(f"{s.buf.name}[{', '.join(expr_str(i) for i in s.indices)}] = {expr_str(s.value)}", src)
     elif isinstance(s, ir.VecMove):
-        bits = min(32, s.nbytes * 8)
-        form = _PTX_FORM[s.nbytes]
+        bits = word_bytes(s.nbytes) * 8
+        form = PTX_FORM[s.nbytes]
         if s.dst.scope == "local":
             regs = word_refs(s.dst, s.dst_index, s.nbytes, bits)
             ptr = f'{s.src.name}.access_ptr("r", offset={expr_str(s.src_index)})'
@@ -214,7 +191,7 @@ def _stmt(L: Lines, s: ir.Stmt):
             ptr = f'{s.dst.name}.access_ptr("w", offset={expr_str(s.dst_index)})'
             L.add(f'T.ptx["st.{s.dst.scope}.{form}"]({ptr}, {", ".join(regs)})', src)
         else:  # global <-> shared through registers (gmem_smem)
-            name, lanes = _TMP[s.nbytes]
+            name, lanes, _ = _tmp(s.nbytes)
             name = L.scratch_names.get(name, name)
             regs = ", ".join(f"{name}[{k}]" for k in range(lanes))
             rptr = f'{s.src.name}.access_ptr("r", offset={expr_str(s.src_index)})'

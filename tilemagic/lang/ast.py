@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..arch.threads import MEMORY_AXES, THREAD_AXES
 from ..errors import Span
 
 # Canonical dtype names; the parser maps the short aliases (f32, f16, bf16, u8, i8, i32).
@@ -25,8 +26,8 @@ DTYPE_ALIASES = {
 }
 # Exec scopes; "warpgroup" is an alias the parser maps to "wg".
 SCOPES = ("thread", "warp", "wg", "cta")
-# Axes allowed in `n@AXIS` strides and offsets (tvm.tirx.layout names).
-AXES = ("m", "tid_in_wg", "laneid", "wid_in_wg", "warpid", "tx", "TLane", "TCol")
+# Axes allowed in `n@AXIS` strides and offsets (tvm.tirx.layout names), from the hardware tables.
+AXES = (*MEMORY_AXES, *THREAD_AXES)
 BUFFER_KINDS = ("global", "shared", "local", "tmem")
 INIT_KEYWORDS = ("random", "arange", "zeros")
 TCGEN05_SHAPES = ("32x32b", "16x64b", "16x128b", "16x256b")

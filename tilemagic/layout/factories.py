@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import tcgen05 as _hw
+from ..arch import tcgen05 as _hw
 from .tile import Iter, TileLayout
 
 __all__ = [
@@ -184,7 +184,7 @@ def tcgen05_atom_layout(shape: str, rows_cols: tuple[int, int], dtype_bits: int 
       ``32w + 16*slab + ...`` and the second slab's registers follow the
       first's in ``m``.  Within a slab, lane ``t`` / register ``r`` hold row
       ``row(t, r)`` and 32-bit column ``col(t, r)`` of
-      :func:`tilemagic.layout.tcgen05.cell_offsets`.
+      :func:`tilemagic.arch.tcgen05.cell_offsets`.
     * 16-bit dtypes: each 32-bit register holds two adjacent columns, the
       even one in the low half (``m = 2*r + (col & 1)``).
 

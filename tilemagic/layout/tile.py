@@ -33,31 +33,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..arch.threads import AXIS_SCOPES, CANONICAL_AXIS, SCOPE_RANK, THREAD_AXES, THREADS_PER
+
 __all__ = [
-    "THREAD_AXES",
-    "MEMORY_AXES",
-    "AXIS_SCOPES",
     "Iter",
     "TileLayout",
 ]
-
-THREAD_AXES: tuple[str, ...] = ("laneid", "wid_in_wg", "tid_in_wg", "warpid", "wgid", "tx")
-MEMORY_AXES: tuple[str, ...] = ("m", "TLane", "TCol")
-
-# Thread axis -> (subscope, scope): the unit one step counts and the scope it ranges over
-# (TVM's axis registry, apache-tvm 0.27.0.post1).
-AXIS_SCOPES: dict[str, tuple[str, str]] = {
-    "laneid": ("thread", "warp"),
-    "wid_in_wg": ("warp", "warpgroup"),
-    "tid_in_wg": ("thread", "warpgroup"),
-    "warpid": ("warp", "cta"),
-    "wgid": ("warpgroup", "cta"),
-    "tx": ("thread", "cta"),
-}
-_SCOPE_RANK = {"thread": 0, "warp": 1, "warpgroup": 2, "cta": 3}
-_THREADS_PER = {"thread": 1, "warp": 32, "warpgroup": 128}
-# (subscope, scope) -> the one axis that expresses it.
-_CANONICAL_AXIS = {v: k for k, v in AXIS_SCOPES.items()}
 
 _AXIS_RE = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
 
@@ -166,10 +147,10 @@ def _fuse_axis(axis: str, sub: str, scope: str) -> tuple[str, int]:
     if axis not in AXIS_SCOPES:
         return axis, 1
     a_sub, _ = AXIS_SCOPES[axis]
-    target = _CANONICAL_AXIS.get((sub, scope))
+    target = CANONICAL_AXIS.get((sub, scope))
     if target is None or target == axis:
         return axis, 1
-    mult = _THREADS_PER[a_sub] // _THREADS_PER[sub]
+    mult = THREADS_PER[a_sub] // THREADS_PER[sub]
     return target, mult
 
 
@@ -391,8 +372,8 @@ class TileLayout:
         axes = [a for a in self.axes() if a in AXIS_SCOPES]
         if not axes:
             return None
-        sub = min((AXIS_SCOPES[a][0] for a in axes), key=_SCOPE_RANK.__getitem__)
-        sc = max((AXIS_SCOPES[a][1] for a in axes), key=_SCOPE_RANK.__getitem__)
+        sub = min((AXIS_SCOPES[a][0] for a in axes), key=SCOPE_RANK.__getitem__)
+        sc = max((AXIS_SCOPES[a][1] for a in axes), key=SCOPE_RANK.__getitem__)
         return sub, sc
 
     def canonicalize(self) -> TileLayout:
@@ -579,7 +560,7 @@ class TileLayout:
                 off[a] = off.get(a, 0) + v
         if not iters:
             iters = [Iter(1, 1, lay.shard[0].axis if lay.shard else "m")]
-        return TileLayout(tuple(iters), lay.replica, off).canonicalize()
+        return TileLayout(tuple(iters), lay.replica, tuple(off.items())).canonicalize()
 
     # ------------------------------------------------------------------ text
     def __str__(self) -> str:

@@ -21,16 +21,10 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..arch.ptx import VEC_BYTES
+from ..arch.threads import AXIS_SCOPES, AXIS_WEIGHT, SCOPE_RANK, SCOPE_TID, SCOPES, THREADS_PER
 from ..ir import nodes as ir
 from ..layout.tile import affine_dims  # noqa: F401  (re-exported for the variants)
-
-# linear thread id of each thread axis inside the CTA, and the axis' scope (TVM axis_registry)
-THREAD_AXIS_WEIGHT = {"laneid": 1, "wid_in_wg": 32, "tid_in_wg": 1, "warpid": 32, "wgid": 128, "tx": 1}
-THREAD_AXIS_SCOPE = {"laneid": "warp", "wid_in_wg": "warpgroup", "tid_in_wg": "warpgroup", "warpid": "cta",
-                     "wgid": "cta", "tx": "cta"}
-SCOPE_RANK = {"thread": 0, "warp": 1, "warpgroup": 2, "cta": 3}
-# the thread variable that counts threads inside a scope instance
-SCOPE_TID = {"warp": "laneid", "warpgroup": "tid_in_wg", "cta": "tx"}
 
 
 # ----------------------------------------------------------------------------- predicates
@@ -64,8 +58,8 @@ def register_layout_ok(op, ctx):
     local = op.dst if op.dst.buf.scope == "local" else op.src
     axes = thread_axes(local.buf.layout)
     for a in sorted(axes):
-        if SCOPE_RANK[THREAD_AXIS_SCOPE[a]] > SCOPE_RANK[ctx.scope_kind]:
-            return False, (f"register layout of {local.buf.name} uses {a} ({THREAD_AXIS_SCOPE[a]} scope) but the op "
+        if SCOPE_RANK[AXIS_SCOPES[a][1]] > SCOPE_RANK[ctx.scope_kind]:
+            return False, (f"register layout of {local.buf.name} uses {a} ({AXIS_SCOPES[a][1]} scope) but the op "
                            f"runs at scope {ctx.scope_kind}")
     return True, None
 
@@ -87,8 +81,8 @@ def sm_version_ok(op, ctx, min_sm: dict):
 
 
 def thread_axes(layout):
-    return {it.axis for it in layout.shard if it.axis in THREAD_AXIS_WEIGHT} | {
-        a for a, _ in layout.offset if a in THREAD_AXIS_WEIGHT}
+    return {it.axis for it in layout.shard if it.axis in AXIS_SCOPES} | {
+        a for a, _ in layout.offset if a in AXIS_SCOPES}
 
 
 def is_distributed(buf: ir.Buffer) -> bool:
@@ -99,13 +93,13 @@ def is_distributed(buf: ir.Buffer) -> bool:
 def linear_tid(coords: dict, n: int) -> np.ndarray:
     """Linear thread id (in CTA thread units) of every element from its thread-axis coordinates."""
     t = np.zeros(n, np.int64)
-    for axis, w in THREAD_AXIS_WEIGHT.items():
+    for axis, w in AXIS_WEIGHT.items():
         if axis in coords:
             t = t + coords[axis] * w
     return t
 
 
-def digits_expr(tvar: ir.Expr, digits: Sequence[tuple[int, int, int]]) -> ir.Expr:
+def digits_expr(tvar: ir.Expr, digits: Sequence[tuple[int, int | None, int]]) -> ir.Expr:
     """``Σ ((t // stride) % extent) * coeff`` over ``digits`` = [(stride, extent, coeff)], simplified."""
     expr: ir.Expr = ir.Const(0)
     for stride, extent, coeff in digits:
@@ -125,12 +119,8 @@ def thread_var_and_count(axes, ctx):
     """
     if not axes:
         return None, 1
-    rank = max(SCOPE_RANK[THREAD_AXIS_SCOPE[a]] for a in axes)
-    if rank == SCOPE_RANK["warp"]:
-        return ir.ThreadVar("laneid"), 32
-    if rank == SCOPE_RANK["warpgroup"]:
-        return ir.ThreadVar("tid_in_wg"), 128
-    return ir.ThreadVar("tx"), ctx.threads
+    scope = SCOPES[max(SCOPE_RANK[AXIS_SCOPES[a][1]] for a in axes)]
+    return ir.ThreadVar(SCOPE_TID[scope]), THREADS_PER.get(scope, ctx.threads)
 
 
 def thread_split(local, ctx):
@@ -211,10 +201,6 @@ def swizzle_chunk(buf) -> int | None:
 
 
 # ----------------------------------------------------------------------------- vectors
-VEC_BYTES = (16, 8, 4, 2, 1)  # 128, 64, 32, 16, 8 bits: ld/st .v4.u32 .v2.u32 .u32 .u16 .u8
-PTX_FORM = {16: "v4.u32", 8: "v2.u32", 4: "u32", 2: "u16", 1: "u8"}
-
-
 def vector_lengths(elem_bytes: int, cap: int | None = None) -> list[int]:
     """Vector lengths in elements, widest first: 128, 64, 32, 16, 8 bits that hold whole elements,
     then a single element (TVM ``_vec_len_candidates``); at most ``cap`` elements (a swizzle chunk)."""
@@ -325,9 +311,10 @@ class IndexTable:
             return e
         lay = self.buf.layout
         coords = self.coords[:, sel]
-        if getattr(lay, "tile", None) is not None:  # swizzle: fit the tile's address, then XOR
+        tile = getattr(lay, "tile", None)
+        if tile is not None:  # swizzle: fit the tile's address, then XOR
             flat = np.ravel_multi_index(tuple(coords), self.buf.shape)
-            t = fit_grid(lay.tile.apply(flat.reshape(-1))["m"].reshape(flat.shape), fvar, tv, threads)
+            t = fit_grid(tile.apply(flat.reshape(-1))["m"].reshape(flat.shape), fvar, tv, threads)
             if t is not None:
                 return ir.swizzle_expr(lay, t)
         cs = [fit_grid(c, fvar, tv, threads) for c in coords]

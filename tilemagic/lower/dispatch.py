@@ -23,6 +23,7 @@ import difflib
 from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
 
+from ..arch.threads import THREADS_PER
 from ..errors import DispatchError, Span
 from ..result import Candidate, DispatchRecord
 
@@ -130,7 +131,7 @@ class DispatchContext:
 
     @property
     def scope_threads(self) -> int:
-        return {"thread": 1, "warp": 32, "warpgroup": 128, "cta": self.threads}[self.scope_kind]
+        return THREADS_PER.get(self.scope_kind, self.threads)
 
 
 def run_dispatch(op, ctx: DispatchContext):
@@ -180,9 +181,9 @@ def run_dispatch(op, ctx: DispatchContext):
         for rest in cases:
             if rest.variant not in tried:
                 rows.append(Candidate(rest.variant, rest.priority, False, (), tried=False))
-        record = DispatchRecord(op.op, op.text, op.span.line, op.scope_kind, tuple(rows), case.variant, forced, summary)
+        record = DispatchRecord(op.op, op.text, op.span.line, op.exec_scope, tuple(rows), case.variant, forced, summary)
         return stmts, record
-    record = DispatchRecord(op.op, op.text, op.span.line, op.scope_kind, tuple(rows), None, forced)
+    record = DispatchRecord(op.op, op.text, op.span.line, op.exec_scope, tuple(rows), None, forced)
     raise DispatchError(
         f"no {op.op} variant accepts `{op.text}`",
         op.span,

@@ -11,7 +11,7 @@ program order and reports each such read, so a PASS is not mistaken for a correc
 
 from __future__ import annotations
 
-
+from ..arch.tcgen05 import cols_per_instr
 from ..errors import Span
 from ..ir import nodes as ir
 
@@ -20,41 +20,26 @@ def _line(s) -> str:
     return f"L{s.span.line}" if s.span else "the kernel epilogue"
 
 
-def _local_reads(s) -> list[ir.Buffer]:
+def _local_reads(s: ir.Stmt) -> list[ir.Buffer]:
     """Local buffers a statement reads (registers)."""
-    out = []
-
-    def expr(e):
-        if isinstance(e, ir.Load):
-            if e.buf.scope == "local":
-                out.append(e.buf)
-            for i in e.indices:
-                expr(i)
-        elif isinstance(e, ir.Bin):
-            expr(e.a)
-            expr(e.b)
-
+    out = [ld.buf for e in ir.stmt_exprs(s) for ld in ir.loads(e) if ld.buf.scope == "local"]
     if isinstance(s, ir.VecMove) and s.src.scope == "local":
         out.append(s.src)
-    elif isinstance(s, ir.Store):
-        expr(s.value)
     elif isinstance(s, (ir.TcgenLdSt, ir.LdStMatrix)) and s.op == "st":
         out.append(s.local)
     return out
 
 
 def _cols(s: ir.TcgenLdSt) -> tuple[int, int]:
-    from ..layout.tcgen05 import cols_per_instr
-
     return s.col, s.col + cols_per_instr(s.shape, s.num)
 
 
 def check_hazards(kernel: ir.Kernel) -> list[tuple[str, Span | None]]:
     """Missing ``wait ld`` / ``wait st`` in program order; returns (message, span) pairs."""
-    pending_ld = {}  # local buffer name -> the tcgen05.ld writing it
-    pending_st = []  # tcgen05.st not yet waited for
-    found = []
-    seen = set()
+    pending_ld: dict[str, ir.TcgenLdSt] = {}  # local buffer name -> the tcgen05.ld writing it
+    pending_st: list[ir.TcgenLdSt] = []  # tcgen05.st not yet waited for
+    found: list[tuple[str, Span | None]] = []
+    seen: set[str] = set()
 
     def report(msg, span):
         if msg not in seen:

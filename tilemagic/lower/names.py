@@ -13,6 +13,7 @@ from __future__ import annotations
 import keyword
 import re
 
+from ..arch.threads import THREAD_AXES
 from ..errors import Span, TileTypeError
 
 # C and C++ keywords, including the alternative operator tokens (and, xor, ...) and C11/C++20 additions
@@ -41,7 +42,7 @@ for _base in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong"
     _CUDA_NAMES.update(f"{_base}{n}" for n in (1, 2, 3, 4))
 
 # names the generated IR, CUDA and TMEM emulation use
-_TILEMAGIC_NAMES = {"tmem_addr", "tm", "TmEmu", "get_tmem_addr", "tx", "laneid", "warpid", "tid_in_wg", "wid_in_wg"}
+_TILEMAGIC_NAMES = {"tmem_addr", "tm", "TmEmu", "get_tmem_addr", *THREAD_AXES}
 _TILEMAGIC_PATTERN = re.compile(r"^(tm_|TM_|Tm)")  # tilemagic's emulation and helpers
 _C_PATTERNS = (
     re.compile(r"^__"),  # implementation-reserved in C/C++, CUDA intrinsics

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..errors import Span
 from ..ir.nodes import Buffer
 
-# description scope -> TVM scope_kind
+# the language's exec scope -> TVM's (``wg`` is the language's short name of ``warpgroup``)
 SCOPE_KIND = {"thread": "thread", "warp": "warp", "wg": "warpgroup", "cta": "cta"}
 
 
@@ -30,10 +31,7 @@ class RegionRef:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for e in self.extents:
-            n *= e
-        return n
+        return math.prod(self.extents)
 
     @property
     def nonunit(self) -> tuple[int, ...]:
@@ -50,17 +48,18 @@ class RegionRef:
 
 @dataclass(frozen=True)
 class CopyOp:
-    """``SCOPE.copy DST <- SRC`` / ``SCOPE.copy_async DST <- SRC`` after name resolution."""
+    """``SCOPE.copy DST <- SRC`` / ``SCOPE.copy_async DST <- SRC`` after name resolution.
+
+    ``exec_scope`` is TVM's name of the threads that run the op together (``thread``, ``warp``,
+    ``warpgroup``, ``cta``; TVM TIRx ``exec_scope``, ``apache-tvm 0.27.0.post1``), as opposed to a
+    buffer's memory scope (``Buffer.scope``).
+    """
 
     op: str  # "copy" | "copy_async"
-    scope: str  # description scope: thread | warp | wg | cta
+    exec_scope: str  # thread | warp | warpgroup | cta
     dst: RegionRef
     src: RegionRef
     dispatch: str | None
     text: str  # the statement as written (comment stripped)
     span: Span
     dispatch_span: Span | None = None
-
-    @property
-    def scope_kind(self) -> str:
-        return SCOPE_KIND[self.scope]

@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arch.limits import limits_for
+from ..arch.threads import THREAD_AXES, THREADS_PER
 from ..errors import Span, TileTypeError
 from ..ir import nodes as ir
 from ..lang import ast
 from .dispatch import DispatchContext, run_dispatch
-from .limits import check_buffers, check_threads, check_tmem_columns, limits_for
+from .limits import check_buffers, check_threads, check_tmem_columns
 from .names import check_identifier
-from .ops import CopyOp, RegionRef
-
-SCOPE_THREADS = {"thread": 1, "warp": 32, "wg": 128}
+from .ops import SCOPE_KIND, CopyOp, RegionRef
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def _s_layout(lay: ast.SLayout):
 _ALLOWED_AXES = {
     "global": {"m"},
     "shared": {"m"},
-    "local": {"m", "laneid", "wid_in_wg", "tid_in_wg", "warpid", "tx", "wgid"},
+    "local": {"m", *THREAD_AXES},
     "tmem": {"TLane", "TCol"},
 }
 
@@ -385,8 +385,8 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
                 raise TileTypeError(
                     f"source and destination regions of '{dst.buf.name}' overlap", item.span,
                     hint="copy through a second buffer: threads copying overlapping regions race on the GPU")
-            op = CopyOp(item.op_name, item.scope, dst, src, item.dispatch, _stmt_text(prog.source, item.span),
-                        item.span, item.dispatch_span)
+            op = CopyOp(item.op_name, SCOPE_KIND[item.scope], dst, src, item.dispatch,
+                        _stmt_text(prog.source, item.span), item.span, item.dispatch_span)
             items.append(CopyItem(op))
             scopes_used.append((item.scope, item.op_span))
         elif isinstance(item, ast.WaitStmt):
@@ -421,11 +421,11 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
             if scope == "cta":
                 raise TileTypeError("a cta-scope op needs the CTA size", span,
                                     hint="add `kernel NAME threads=N` as the first line")
-        threads = max([SCOPE_THREADS[s] for s, _ in scopes_used] + [1])
+        threads = max([THREADS_PER[SCOPE_KIND[s]] for s, _ in scopes_used] + [1])
         if any(b.scope == "tmem" for b in bufs.values()):
             threads = max(threads, 32)
     for scope, span in scopes_used:
-        need = SCOPE_THREADS.get(scope, 1)
+        need = THREADS_PER.get(SCOPE_KIND[scope], 1)
         if threads < need or threads % need:
             raise TileTypeError(
                 f"a {scope}-scope op needs a CTA of a multiple of {need} threads; the kernel has {threads}", span,
@@ -504,7 +504,7 @@ def lower(tp: TypedProgram, target: dict):
     for item in tp.items:
         if isinstance(item, CopyItem):
             op = item.op
-            ctx = DispatchContext(target, tp.threads, op.scope_kind, b)
+            ctx = DispatchContext(target, tp.threads, op.exec_scope, b)
             stmts, rec = run_dispatch(op, ctx)
             records.append(rec)
             warns += ctx.warnings

@@ -7,7 +7,7 @@ scratch buffer, checked alloc/dealloc) on any other GPU; a kernel without TMEM
 runs natively everywhere.  After an emulated launch ``tm_status`` is read back:
 ``tm_status[0] != 0`` means the emulation trapped and becomes a
 :class:`~tilemagic.errors.LaunchError` with the codegen's message
-(:data:`tilemagic.codegen.cuda.EMU_STATUS`).
+(:data:`tilemagic.arch.tcgen05.EMU_STATUS`).
 
 Host arrays are transferred as raw bits (``uint8/16/32/64`` views of the same
 width) and viewed back, so ``bfloat16`` (ml_dtypes), ``float16`` NaN payloads and
@@ -129,10 +129,8 @@ def _host_array(buf, inputs: Mapping[str, np.ndarray]) -> np.ndarray:
 
 def _status_message(status: list[int]) -> str:
     code = int(status[0])
-    try:
-        from ..codegen.cuda import EMU_STATUS
-    except Exception:  # codegen absent or broken: still report the trap
-        EMU_STATUS = {}
+    from ..arch.tcgen05 import EMU_STATUS
+
     template = EMU_STATUS.get(code)
     if template is None:
         return f"TMEM emulation trapped with status {code} (details {status[1:4]})"

@@ -17,37 +17,21 @@ in :attr:`Simulator.hazards` (the pipeline shows them as ``hazard:`` warnings).
 
 from __future__ import annotations
 
-
 import numpy as np
 
-from ..errors import LaunchError
+from ..arch.ldmatrix import ROW_ELEMS, fragment_elements
+from ..errors import LaunchError, Span
 from ..ir import nodes as ir
-from ..ir.evaluate import BIN_OPS, thread_values
+from ..ir.evaluate import Undetermined, eval_static
 from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
 
 
-def _reads(e, buf) -> bool:
-    """Does expression ``e`` load from ``buf``?"""
-    if isinstance(e, ir.Load):
-        return e.buf is buf or any(_reads(i, buf) for i in e.indices)
-    if isinstance(e, ir.Bin):
-        return _reads(e.a, buf) or _reads(e.b, buf)
-    return False
-
-
-def _uses_threads(node) -> bool:
-    """Does a Store (or expression) depend on the thread id?"""
-    if isinstance(node, ir.Store):
-        return any(_uses_threads(i) for i in node.indices) or _uses_threads(node.value) or node.buf.scope == "local"
-    if isinstance(node, ir.ThreadVar):
-        return True
-    if isinstance(node, ir.Load):
-        return node.buf.scope == "local" or any(_uses_threads(i) for i in node.indices)
-    if isinstance(node, ir.Bin):
-        return _uses_threads(node.a) or _uses_threads(node.b)
-    return False
+def _uses_threads(st: ir.Store) -> bool:
+    """Does a Store depend on the thread id (a thread variable, or registers on either side)?"""
+    return st.buf.scope == "local" or any(
+        isinstance(e, ir.ThreadVar) or (isinstance(e, ir.Load) and e.buf.scope == "local") for e in ir.iter_exprs(st))
 
 
 class Simulator:
@@ -60,15 +44,14 @@ class Simulator:
         Initial contents of every global buffer (logical shape; any dtype of the right itemsize).
     strict : bool
         Flag TMEM addresses whose quadrant bits are neither 0 nor warp_id % 4
-        (:func:`layout.tcgen05.quadrant_mismatch`).
+        (:func:`tilemagic.arch.tcgen05.quadrant_mismatch`).
     """
 
     def __init__(self, kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False):
         self.k = kernel
         n = kernel.threads
         self.n = n
-        tx = np.arange(n, dtype=np.int64)
-        self.tvars = {k: thread_values(k, tx) for k in ("tx", "laneid", "warpid", "tid_in_wg", "wid_in_wg")}
+        self.tid = np.arange(n, dtype=np.int64)
         self.mem: dict[str, np.ndarray] = {}
         for b in kernel.params:
             a = np.ascontiguousarray(inputs[b.name])
@@ -86,7 +69,8 @@ class Simulator:
         self._writer = {b.name: (np.full(b.nbytes, -1, np.int64), np.full(b.nbytes, -1, np.int64),
                                  np.zeros(b.nbytes, np.int64))
                         for b in kernel.shared if b is not kernel.tmem_addr}
-        self._read_ctx = None  # (active mask, span) of the statement whose loads are being evaluated
+        # (active mask, span) of the statement whose loads are being evaluated
+        self._read_ctx: tuple[np.ndarray, Span | None] | None = None
         self.hazards: list = []  # (message, span) of shared-memory races, first per (buffer, write line, read line)
 
     # ------------------------------------------------------------------ shared-memory races
@@ -142,29 +126,34 @@ class Simulator:
         self._check_read(buf, idx[sel] * buf.elem_bytes, tids[sel], span)
 
     # ------------------------------------------------------------------ helpers
-    def _flat(self, buf, indices, env):
-        return self.eval_expr(buf.index_expr(indices), env)
+    def _flat(self, buf, indices, env, span=None):
+        return self.eval_expr(buf.index_expr(indices), env, span)
 
-    def eval_expr(self, e, env):
-        if isinstance(e, ir.Const):
-            return e.value
-        if isinstance(e, ir.ThreadVar):
-            return self.tvars[e.kind]
-        if isinstance(e, ir.LoopVar):
-            return env[e.name]
-        if isinstance(e, ir.Bin):
-            return BIN_OPS[e.op](self.eval_expr(e.a, env), self.eval_expr(e.b, env))
-        if isinstance(e, ir.Load):
-            idx = np.asarray(self._flat(e.buf, e.indices, env))
-            idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, (self.n,)))  # (..., threads)
-            self._bounds(e.buf, idx.reshape(-1), e.buf.elem_bytes, None)
-            if e.buf.scope == "shared":
-                self._check_loads(e.buf, idx)
-            if e.buf.scope == "local":
-                view = self.local[e.buf.name].view(_BITS[e.buf.elem_bytes])
-                return view[np.broadcast_to(np.arange(self.n), idx.shape), idx]
-            return self.mem[e.buf.name].view(_BITS[e.buf.elem_bytes])[idx]
-        raise TypeError(e)
+    def eval_expr(self, e: ir.Expr, env: dict, span: Span | None = None):
+        """Value of ``e`` for every thread (:func:`~tilemagic.ir.evaluate.eval_static` with loads from memory).
+
+        ``env`` maps the ``ir.LoopVar`` objects of the enclosing loops to their values.
+
+        Raises
+        ------
+        LaunchError
+            Located at ``span``: a division by zero, a free loop variable, an out-of-bounds load.
+        """
+        try:
+            return eval_static(e, self.tid, env, self._load)
+        except Undetermined as err:
+            raise LaunchError(f"cannot evaluate an index or value: {err}", span) from None
+
+    def _load(self, e: ir.Load, env):
+        idx = np.asarray(eval_static(e.buf.index_expr(e.indices), self.tid, env, self._load))
+        idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, (self.n,)))  # (..., threads)
+        self._bounds(e.buf, idx.reshape(-1), e.buf.elem_bytes, None)
+        if e.buf.scope == "shared":
+            self._check_loads(e.buf, idx)
+        if e.buf.scope == "local":
+            view = self.local[e.buf.name].view(_BITS[e.buf.elem_bytes])
+            return view[np.broadcast_to(np.arange(self.n), idx.shape), idx]
+        return self.mem[e.buf.name].view(_BITS[e.buf.elem_bytes])[idx]
 
     def _bounds(self, buf, idx, nbytes, span, mask=None):
         lim = buf.nbytes // buf.elem_bytes
@@ -191,24 +180,24 @@ class Simulator:
         elif isinstance(s, ir.Comment) or isinstance(s, ir.TcgenFence) or isinstance(s, ir.TcgenWait):
             return
         elif isinstance(s, ir.If):
-            cond = np.broadcast_to(np.asarray(self.eval_expr(s.cond, env), bool), (self.n,))
+            cond = np.broadcast_to(np.asarray(self.eval_expr(s.cond, env, s.span), bool), (self.n,))
             self.run_stmt(s.then, mask & cond, env)
         elif isinstance(s, ir.Grid):
-            if isinstance(s.body, ir.Store) and not _reads(s.body.value, s.body.buf):
+            if isinstance(s.body, ir.Store) and all(ld.buf is not s.body.buf for ld in ir.loads(s.body.value)):
                 self._grid_store(s, mask, env)
                 return
             for point in np.ndindex(*s.extents):
                 env2 = dict(env)
                 for v, p in zip(s.vars, point):
-                    env2[v.name] = p
+                    env2[v] = p
                 self.run_stmt(s.body, mask, env2)
         elif isinstance(s, ir.Store):
             self._read_ctx = (mask, s.span)
             try:
-                val = np.broadcast_to(self.eval_expr(s.value, env), (self.n,))
+                val = np.broadcast_to(self.eval_expr(s.value, env, s.span), (self.n,))
             finally:
                 self._read_ctx = None
-            idx = np.broadcast_to(self._flat(s.buf, s.indices, env), (self.n,))
+            idx = np.broadcast_to(self._flat(s.buf, s.indices, env, s.span), (self.n,))
             self._bounds(s.buf, idx, s.buf.elem_bytes, s.span, mask)
             bits = _BITS[s.buf.elem_bytes]
             if s.buf.scope == "local":
@@ -240,6 +229,7 @@ class Simulator:
         for e in s.extents:
             total *= e
         st = s.body
+        assert isinstance(st, ir.Store)
         bits = _BITS[st.buf.elem_bytes]
         active = np.nonzero(mask)[0]
         same = st.buf.scope != "local" and not _uses_threads(st)
@@ -255,13 +245,13 @@ class Simulator:
             coords = np.unravel_index(lin, s.extents)
             env2 = dict(env)
             for v, c in zip(s.vars, coords):
-                env2[v.name] = c[:, None]  # iterations × threads
+                env2[v] = c[:, None]  # iterations × threads
             self._read_ctx = (mask, st.span)
             try:
-                val = np.broadcast_to(self.eval_expr(st.value, env2), (lin.size, self.n))[:, active]
+                val = np.broadcast_to(self.eval_expr(st.value, env2, st.span), (lin.size, self.n))[:, active]
             finally:
                 self._read_ctx = None
-            idx = np.broadcast_to(self._flat(st.buf, st.indices, env2), (lin.size, self.n))[:, active]
+            idx = np.broadcast_to(self._flat(st.buf, st.indices, env2, st.span), (lin.size, self.n))[:, active]
             self._bounds(st.buf, idx.reshape(-1), st.buf.elem_bytes, st.span)
             if st.buf.scope == "local":
                 rows = np.broadcast_to(active[None, :], idx.shape)
@@ -285,8 +275,8 @@ class Simulator:
     def _vecmove(self, s: ir.VecMove, mask, env):
         nb = s.nbytes
         rows = np.nonzero(mask)[0]
-        so = self._byte_index(s.src, self.eval_expr(s.src_index, env), nb, mask, s.span)[rows]
-        do = self._byte_index(s.dst, self.eval_expr(s.dst_index, env), nb, mask, s.span)[rows]
+        so = self._byte_index(s.src, self.eval_expr(s.src_index, env, s.span), nb, mask, s.span)[rows]
+        do = self._byte_index(s.dst, self.eval_expr(s.dst_index, env, s.span), nb, mask, s.span)[rows]
         if s.src.scope == "local":
             data = self.local[s.src.name][rows[:, None], so]
         else:
@@ -310,12 +300,10 @@ class Simulator:
         return np.nonzero(per.all(1))[0]
 
     def _ldstmatrix(self, s: ir.LdStMatrix, mask, env):
-        """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.layout.ldmatrix.fragment_elements`)."""
-        from ..layout.ldmatrix import ROW_ELEMS, fragment_elements
-
+        """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.arch.ldmatrix.fragment_elements`)."""
         warps = self._warps(mask, s.span)
         tids = warps[:, None] * 32 + np.arange(32)[None, :]
-        addr = np.broadcast_to(np.asarray(self.eval_expr(s.addr, env), np.int64), (self.n,))
+        addr = np.broadcast_to(np.asarray(self.eval_expr(s.addr, env, s.span), np.int64), (self.n,))
         rows = addr[tids[:, : 8 * s.num]]  # only threads 0 .. 8*num-1 supply addresses
         if np.any(rows % ROW_ELEMS):
             w, t = (int(x[0]) for x in np.nonzero(rows % ROW_ELEMS))
@@ -328,7 +316,7 @@ class Simulator:
         smem = self.mem[s.smem.name].view(np.uint16)
         regs = self.local[s.local.name].view(np.uint32)
         for i, r in enumerate(s.regs):
-            w = np.broadcast_to(np.asarray(self.eval_expr(r, env), np.int64), (self.n,))[tids]
+            w = np.broadcast_to(np.asarray(self.eval_expr(r, env, s.span), np.int64), (self.n,))[tids]
             if w.min() < 0 or w.max() >= regs.shape[1]:
                 raise LaunchError(f"{s.chain}: register word {int(w.max())} is outside {s.local.name}", s.span)
             half = np.stack([lo[:, i], hi[:, i]], -1)[..., None] * 2 + np.arange(2)  # bytes of the two halves

@@ -5,21 +5,19 @@ columns, aligned first fit, exact (start, size) match on dealloc, the relinquish
 flag, leaks reported at exit.  Accesses apply the quadrant rule (PTX ISA 9.0 §9.7.16.8.1): the lane
 quadrant comes from the issuing warp (warp_id % 4), the address's lane field
 selects within it.  Errors carry the same messages as the CUDA emulation
-(``codegen.cuda.EMU_STATUS``).
+(:data:`tilemagic.arch.tcgen05.EMU_STATUS`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..errors import LaunchError
-from ..layout import tcgen05 as tc
+from ..errors import LaunchError, Span
+from ..arch import tcgen05 as tc
 
 
 def emu_error(code: int, a=0, b=0, c=0, span=None) -> LaunchError:
-    from ..codegen.cuda import EMU_STATUS
-
-    return LaunchError(EMU_STATUS[code].format(None, a, b, c), span)
+    return LaunchError(tc.EMU_STATUS[code].format(None, a, b, c), span)
 
 
 class TmemModel:
@@ -29,8 +27,8 @@ class TmemModel:
         self.cells = np.zeros((tc.TMEM_LANES, tc.TMEM_COLS), np.uint32)
         self.slots = np.zeros(16, bool)
         self.starts = np.zeros(16, bool)  # slot that begins an allocation (what dealloc checks)
-        self.alloc_warp = None
-        self.alloc_span = None  # where the last allocation was made (a missing dealloc is shown there)
+        self.alloc_warp: int | None = None
+        self.alloc_span: Span | None = None  # where the last allocation was made (a missing dealloc is shown there)
         self.relinquished = False
         self.strict = strict
         self.touched = np.zeros((tc.TMEM_LANES, tc.TMEM_COLS), bool)

@@ -6,7 +6,7 @@ pictures (:mod:`~tilemagic.widgets.figures`) and the reports show what the IR, C
 * :func:`tmem_columns` -- a TMEM buffer's 32-bit columns, as the TMEM plan placed them;
 * :func:`issuing_warps`, :func:`tmem_occupancy`, :func:`instr_arrays` -- which warp,
   thread, register and instruction moves each TMEM cell (the (thread, register) ->
-  (lane, column) map is :func:`tilemagic.layout.tcgen05.tmem_cell`, PTX ISA 9.0
+  (lane, column) map is :func:`tilemagic.arch.tcgen05.tmem_cell`, PTX ISA 9.0
   §9.7.16.2.3; warp ``w`` reaches lanes ``32*(w % 4) .. +31``, §9.7.16.8.1);
 * :func:`fragment_map` -- a register fragment: thread × 32-bit register -> TMEM cell;
 * :func:`shared_writers` -- which thread writes each element of each shared buffer;
@@ -28,7 +28,7 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
-from ..layout.tcgen05 import TMEM_LANES, tmem_cell
+from ..arch.tcgen05 import TMEM_LANES, tmem_cell
 
 __all__ = [
     "check_data",
@@ -179,7 +179,7 @@ def tmem_occupancy(kernel: ir.Kernel) -> dict[str, Any]:
     Raises
     ------
     ValueError
-        From :func:`~tilemagic.layout.tcgen05.tmem_cell` for an unknown tcgen05 shape.
+        From :func:`~tilemagic.arch.tcgen05.tmem_cell` for an unknown tcgen05 shape.
     """
     ncols = max(0, int(kernel.tmem_cols or 0))
     instructions: list[dict] = []
@@ -253,7 +253,7 @@ def fragment_map(kernel: ir.Kernel, local: str | ir.Buffer | None = None, instr:
 
     For each ``tcgen05.ld/st`` that moves the ``local`` buffer (or only instruction
     ``instr``), register ``node.reg_base + r`` of thread ``32*w + t`` (``w`` an issuing
-    warp) is bound to the cell :func:`~tilemagic.layout.tcgen05.tmem_cell` gives
+    warp) is bound to the cell :func:`~tilemagic.arch.tcgen05.tmem_cell` gives
     (PTX §9.7.16.2.3); a later instruction overwrites an earlier one.
 
     Parameters
@@ -426,7 +426,7 @@ def _write_cells(stmt: ir.Stmt, scope: tuple[ir.Stmt, ...], tid: np.ndarray):
     more axis; ``If`` conditions of ``scope`` are the activity mask.  A ``Store``'s
     logical indices go through :meth:`~tilemagic.ir.nodes.Buffer.index_expr`; a
     ``VecMove`` writes ``dst_index + 0 .. elems-1``; an ``stmatrix`` writes the elements
-    :func:`~tilemagic.layout.ldmatrix.fragment_elements` gives for its row addresses.
+    :func:`~tilemagic.arch.ldmatrix.fragment_elements` gives for its row addresses.
 
     Raises
     ------
@@ -447,7 +447,7 @@ def _write_cells(stmt: ir.Stmt, scope: tuple[ir.Stmt, ...], tid: np.ndarray):
     if isinstance(stmt, ir.VecMove):
         base = np.asarray(eval_static(stmt.dst_index, t, env))[..., None]
         return base + np.arange(int(stmt.elems), dtype=np.int64), t[..., None], mask[..., None]
-    from ..layout.ldmatrix import fragment_elements
+    from ..arch.ldmatrix import fragment_elements
 
     assert isinstance(stmt, ir.LdStMatrix)
     if k or tid.size % 32:

@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from cells import TCGEN05_REGS_PER_NUM, ptx_row_col
 
+from tilemagic.arch import tcgen05
 from tilemagic.layout import (
     TileLayout,
     row_major,
-    tcgen05,
     tcgen05_atom_layout,
     tmem_datapath_layout,
     wg_local_layout,

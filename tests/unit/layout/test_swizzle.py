@@ -133,7 +133,7 @@ def test_index_expr_equals_layout_apply(layout):
     k = ir.Kernel("k", 1, (), (buf,), (), (), 0, None, ir.Seq(()))
     sim = Simulator(k, {})
     ii, jj = np.meshgrid(np.arange(6), np.arange(8), indexing="ij")
-    got = sim.eval_expr(e, {"i": ii, "j": jj})
+    got = sim.eval_expr(e, {i: ii, j: jj})
     np.testing.assert_array_equal(got, layout.apply(ii, jj, shape=(6, 8))["m"])
 
 

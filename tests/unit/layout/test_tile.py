@@ -15,9 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tilemagic.arch.threads import MEMORY_AXES, THREAD_AXES
 from tilemagic.layout import (
-    MEMORY_AXES,
-    THREAD_AXES,
     Iter,
     TileLayout,
     row_major,
@@ -44,7 +43,7 @@ HYP = settings(max_examples=150, deadline=None, suppress_health_check=[HealthChe
 
 # ----------------------------------------------------------------------------- construction / text
 def test_axes_constants():
-    assert THREAD_AXES == ("laneid", "wid_in_wg", "tid_in_wg", "warpid", "wgid", "tx")
+    assert THREAD_AXES == ("laneid", "warpid", "tid_in_wg", "wid_in_wg", "wgid", "tx")
     assert MEMORY_AXES == ("m", "TLane", "TCol")
 
 

@@ -21,7 +21,7 @@ class FakeOp:
     span: Span = Span(3, 1, 3, 10)
     dispatch: str = None
     dispatch_span: Span = None
-    scope_kind: str = "warpgroup"
+    exec_scope: str = "warpgroup"
 
 
 def ctx():

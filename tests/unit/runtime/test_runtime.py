@@ -19,6 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from tilemagic.arch import tcgen05 as tc
 from tilemagic.codegen.cuda import CudaSource
 
 from tilemagic.errors import LaunchError
@@ -405,14 +406,12 @@ def test_run_tm_status_trap_uses_emu_status(monkeypatch):
         status.a[:4] = [3, 40, 7, 32]
 
     monkeypatch.setitem(sys.modules, "cupy", make_cupy(kernels={"emu": trap}))
-    fake_codegen = types.ModuleType("tilemagic.codegen.cuda")
-    fake_codegen.EMU_STATUS = {3: "tcgen05.ld: lane {1}, column {2} outside the {3} allocated columns"}
-    monkeypatch.setitem(sys.modules, "tilemagic.codegen.cuda", fake_codegen)
+    monkeypatch.setattr(tc, "EMU_STATUS", {3: "tcgen05.ld: lane {1}, column {2} outside the {3} allocated columns"})
     with pytest.raises(LaunchError) as ei:
         run_on_gpu(Src("...", "nat", "native", _bufs()), _emu_src(), {}, status=_status(90))
     assert "tcgen05.ld: lane 40, column 7 outside the 32 allocated columns" in str(ei.value)
 
-    fake_codegen.EMU_STATUS = {}
+    monkeypatch.setattr(tc, "EMU_STATUS", {})
     with pytest.raises(LaunchError, match="TMEM emulation trapped with status 3"):
         run_on_gpu(Src("...", "nat", "native", _bufs()), _emu_src(), {}, status=_status(90))
 

@@ -6,7 +6,7 @@ matrix 2, 24-31 of matrix 3 (only the first 8*num threads are read); each row is
 16-bit elements.  Thread t receives in its i-th register the elements of matrix i at row t/4,
 columns 2*(t%4) and 2*(t%4)+1 (lower column in the lower half).  With .trans thread t receives
 the elements at rows 2*(t%4) and 2*(t%4)+1, column t/4.  The decoder below spells this out
-lane by lane with Python integers; it shares no code with tilemagic.layout.ldmatrix.
+lane by lane with Python integers; it shares no code with tilemagic.arch.ldmatrix.
 
 The addresses come from a global table (one per thread), so every row may sit anywhere.
 """

@@ -17,7 +17,8 @@ import tilemagic
 from tilemagic.cli import demo_source
 
 from cells import TMEM_VIOLATIONS, tmem_ir_kernel
-from tilemagic.codegen.cuda import EMU_STATUS, generate
+from tilemagic.arch.tcgen05 import EMU_STATUS
+from tilemagic.codegen.cuda import generate
 from tilemagic.errors import LaunchError
 from tilemagic.pipeline import run_kernel
 from tilemagic.runtime.launch import _trap

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilemagic.arch import tcgen05 as tc
 from tilemagic.cli import demo_source
 from tilemagic.errors import Span
 from tilemagic.options import Options, resolve
@@ -33,7 +34,6 @@ from tilemagic.ir.nodes import (
     TcgenWait,
     ThreadVar,
 )
-from tilemagic.layout import tcgen05 as tc
 from tilemagic.result import (
     Candidate,
     CheckResult,

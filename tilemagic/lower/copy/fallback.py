@@ -18,8 +18,9 @@ producing wrong code.
 
 from __future__ import annotations
 
+from ...arch.threads import SCOPE_TID
 from ...ir import nodes as ir
-from ..common import SCOPE_TID, affine_dims, is_distributed, validate_copy_op
+from ..common import affine_dims, is_distributed, validate_copy_op
 from ..dispatch import fail, predicate, register_dispatch
 
 

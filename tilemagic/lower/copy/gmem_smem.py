@@ -22,10 +22,10 @@ size 24 not divisible by thread_cnt=32"), so a 4×6 tile at warp scope falls to 
 
 from __future__ import annotations
 
+from ...arch.ptx import PTX_FORM
+from ...arch.threads import SCOPE_TID
 from ...ir import nodes as ir
 from ..common import (
-    PTX_FORM,
-    SCOPE_TID,
     IndexTable,
     emit_iterations,
     exec_scope_ok,

@@ -4,7 +4,7 @@ A register tile whose layout is the warp's m8n8 fragment of a 16-bit tile in sha
 memory moves with the warp-collective PTX ``ldmatrix`` (shared -> registers, sm_75) or
 ``stmatrix`` (registers -> shared, sm_90): one instruction per ``num`` (4, 2 or 1)
 8×8 matrices, the hardware doing the lane shuffle (semantics in
-:mod:`tilemagic.layout.ldmatrix`).  TVM TIRx's ``ld_stmatrix.py``; it sorts before
+:mod:`tilemagic.arch.ldmatrix`).  TVM TIRx's ``ld_stmatrix.py``; it sorts before
 ``reg`` (same priority, name order) and declines (``fail``) whenever the layouts do not
 fit, so ``reg`` takes the copy.
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import nodes as ir
-from ...layout.ldmatrix import MIN_SM, NUMS, ROW_ELEMS, chain
+from ...arch.ldmatrix import MIN_SM, NUMS, ROW_ELEMS, chain
 from ..common import (
     IndexTable,
     emit_iterations,

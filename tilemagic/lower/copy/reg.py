@@ -23,9 +23,9 @@ variant (or the fallback) can take the copy.
 
 from __future__ import annotations
 
+from ...arch.ptx import PTX_FORM
 from ...ir import nodes as ir
 from ..common import (
-    PTX_FORM,
     IndexTable,
     emit_iterations,
     exec_scope_ok,

@@ -45,8 +45,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import nodes as ir
+from ...arch import tcgen05 as tc
 from ...layout import TileLayout, tcgen05_atom_layout, tmem_datapath_layout
-from ...layout import tcgen05 as tc
 from ...layout.tile import Iter
 from ..common import exec_scope_ok, linear_tid, scope_allowed, validate_copy_op
 from ..dispatch import fail, predicate, register_dispatch

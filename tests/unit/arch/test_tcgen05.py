@@ -13,7 +13,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from tilemagic.layout import tcgen05 as hw
+from tilemagic.arch import tcgen05 as hw
 
 DATA = pathlib.Path(__file__).parent / "data" / "tcgen05_legality.json"
 

@@ -39,6 +39,8 @@ __all__ = [
     "tmem_cell",
     "quadrant_mismatch",
     "alloc_columns",
+    "EMU_STATUS",
+    "TCGEN05_ARCHS",
 ]
 
 # PTX ISA §9.7.16.2.3 ("Matrix fragments for tcgen05.ld/st"): the shape qualifiers.
@@ -395,3 +397,23 @@ def alloc_columns(ncols_needed: int) -> int:
         if c >= n:
             return c
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+#: Status codes of the TMEM emulation (``tm_status[0]``) and of the simulator -> message; ``{1}``, ``{2}``,
+#: ``{3}`` are ``tm_status[1..3]`` (the CUDA emulation and :mod:`tilemagic.sim.tmem` raise the same text).
+EMU_STATUS = {
+    1: "tcgen05.alloc of {1} columns: nCols must be a power of two in [32, 512] (PTX ISA §9.7.16.7.1)",
+    2: "tcgen05.alloc of {1} columns by warp {2} after tcgen05.relinquish_alloc_permit (illegal, PTX ISA §9.7.16.7.1)",
+    3: "tcgen05.alloc of {1} columns cannot be satisfied: TMEM is full (the hardware would spin forever)",
+    4: "tcgen05.dealloc of {2} columns at column {1} does not match an allocation",
+    5: "tcgen05.ld/st by thread {1} touches TMEM lane {2}, column {3}: outside the allocated columns",
+    6: "strict: thread {1}'s TMEM address has lane quadrant {2} but it runs in warp {3} "
+       "(PTX ISA §9.7.16.8.1: a warp reaches only its own lane quadrant; the address's quadrant bits must be "
+       "0 or warp_id % 4)",
+    7: "TMEM still allocated at kernel exit (slot mask {1:#x}): missing tcgen05.dealloc",
+    8: "tcgen05 instruction issued by a partial warp (thread {1}); .sync.aligned needs all 32 lanes",
+    9: "tcgen05.dealloc by warp {1}, but warp {2} allocated (the same warp must alloc and dealloc)",
+}
+#: Targets whose ptxas accepts tcgen05 (checked with ptxas 13.0: sm_101a, sm_120a, sm_100, sm_90 are
+#: rejected).
+TCGEN05_ARCHS: tuple[str, ...] = ("sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f")

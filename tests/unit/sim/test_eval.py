@@ -1,0 +1,62 @@
+"""One IR traversal (ir.iter_exprs) and one evaluator (eval_static, under Simulator.eval_expr)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tilemagic.errors import LaunchError, Span
+from tilemagic.ir import nodes as ir
+from tilemagic.ir.evaluate import Undetermined, eval_static
+from tilemagic.sim.interpreter import Simulator
+
+TX = ir.ThreadVar("tx")
+
+
+def _kernel(body, nthreads=32):
+    out = ir.Buffer("O", "global", "int32", (nthreads,), None, per_thread=nthreads)
+    return ir.Kernel("k", nthreads, (out,), (), (), (), 0, None, ir.Seq(tuple(body(out)))), out
+
+
+def test_iter_exprs_reaches_every_statement_kind_and_nested_expression():
+    a = ir.Buffer("a", "local", "int32", (4,), None, per_thread=4)
+    s = ir.Buffer("s", "shared", "uint16", (64,), None, per_thread=64)
+    lane, i = ir.ThreadVar("laneid"), ir.LoopVar("i")
+    load = ir.Load(a, (ir.Bin("%", lane, ir.Const(4)),))
+    body = ir.Seq((
+        ir.If(ir.Bin("<", ir.ThreadVar("warpid"), ir.Const(1)),
+              ir.Grid((i,), (2,), ir.Store(a, (i,), load))),
+        ir.VecMove(a, ir.Const(0), s, ir.ThreadVar("tid_in_wg"), 2),
+        ir.LdStMatrix("ld", 1, False, a, (ir.ThreadVar("wgid"),), s, ir.ThreadVar("wid_in_wg")),
+        ir.Barrier(),
+    ))
+    kinds = {e.kind for e in ir.iter_exprs(body) if isinstance(e, ir.ThreadVar)}
+    assert kinds == {"laneid", "warpid", "tid_in_wg", "wgid", "wid_in_wg"}
+    assert [ld.buf.name for ld in ir.loads(body)] == ["a"]
+    assert list(ir.iter_exprs(load))[:2] == [load, load.indices[0]]  # pre-order, an expression as root
+
+
+def test_loop_variables_are_keyed_by_object_in_both_evaluators():
+    i, j = ir.LoopVar("i"), ir.LoopVar("i")  # same name, different loops
+    e = ir.Bin("+", ir.Bin("*", i, ir.Const(10)), j)
+    tid = np.arange(4)
+    assert eval_static(e, tid, {i: 2, j: 3}) == 23
+    k, _ = _kernel(lambda out: ())
+    assert Simulator(k, {"O": np.zeros(32, np.int32)}).eval_expr(e, {i: 2, j: 3}) == 23
+    with pytest.raises(Undetermined, match="free loop variable"):
+        eval_static(e, tid, {i: 2})
+
+
+def test_simulated_division_by_zero_is_a_located_error():
+    span = Span(3, 1, 3, 9)
+    k, _ = _kernel(lambda out: [ir.Store(out, (TX,), ir.Bin("//", TX, ir.Bin("-", TX, TX)), span=span)])
+    with pytest.raises(LaunchError, match="division by zero") as ei:
+        Simulator(k, {"O": np.zeros(32, np.int32)}).run()
+    assert ei.value.span == span
+
+
+def test_simulator_loads_through_the_static_evaluator():
+    k, out = _kernel(lambda out: [ir.Store(out, (TX,), ir.Bin("*", ir.Load(out, (ir.Bin("^", TX, ir.Const(1)),)),
+                                                                 ir.Const(2)))])
+    got = Simulator(k, {"O": np.arange(32, dtype=np.int32)}).run()["O"].view(np.int32)
+    assert np.array_equal(got, (np.arange(32) ^ 1) * 2)
