@@ -54,8 +54,6 @@ class TileMagicError(Exception):
         Extra block printed after the hint (e.g. a dispatch why-table).
     """
 
-    kind = "error"
-
     def __init__(
         self,
         message: str,
@@ -124,6 +122,11 @@ class TileTypeError(TileMagicError):
 
 class DispatchError(TileMagicError):
     """No variant accepted an op; ``details`` holds the why-table."""
+
+
+class InternalError(TileMagicError):
+    """A bug in tilemagic met while lowering an op: a dispatch predicate raised (named in the message);
+    ``details`` holds the why-table, that row's verdict ``error``, instead of a later variant winning."""
 
 
 class LoweringError(TileMagicError):

@@ -362,6 +362,7 @@ def tilecopy(
     from .ir.printer import print_ir
     from .lang import parse
     from .lower.hazards import check_hazards
+    from .lower.dispatch import TargetSpec
     from .lower.program import check, lower
 
     if not isinstance(source, str):
@@ -409,8 +410,7 @@ def tilecopy(
     try:
         prog = parse(source)
         tp = check(prog, name, name_span=getattr(hdr, "span", None), arch=arch)
-        target = {"kind": "cuda", "arch": arch}
-        kernel, records, warns = lower(tp, target)
+        kernel, records, warns = lower(tp, TargetSpec("cuda", arch))
         warns = warns + check_hazards(kernel)
         kernel = intern_kernel(kernel)
         _check_target(kernel, arch)
