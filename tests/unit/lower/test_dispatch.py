@@ -169,3 +169,25 @@ def test_emit_summary_wording():
         "(2 instructions per warp, 4 warps; fragment row r at TMEM lane r)")
     rec = D.DispatchRecord("copy", "wg.copy a <- A", 1, "warpgroup", (), None)
     assert rec.summary == ""
+
+
+def test_a_buggy_real_predicate_surfaces_as_one_located_message(monkeypatch):
+    """Through tilecopy(): a raising predicate of a real variant (gmem_smem, whose fallback would
+    otherwise take the op with a warning) is an InternalError with the cell's line and caret, shown by
+    IPython's ``_render_traceback_`` hook as one message (the kernel stays alive), the why-table after it."""
+    import dataclasses
+
+    import tilemagic
+
+    buggy = [dataclasses.replace(c, preds=(D.predicate("boom", _boom), *c.preds)) if c.variant == "gmem_smem" else c
+             for c in D._TABLE[("copy", "cuda")]]
+    monkeypatch.setitem(D._TABLE, ("copy", "cuda"), buggy)
+    src = "kernel k threads=32\nglobal A: float32[4, 8]\nshared S: float32[4, 8]\nwarp.copy S <- A\n"
+    with pytest.raises(InternalError) as e:
+        tilemagic.tilecopy(src, launch="off")
+    lines = e.value._render_traceback_()
+    assert lines[0] == ("tilecopy:4:1: InternalError: internal error in predicate boom: KeyError: 'tid' "
+                        "(variant copy/gmem_smem, op `warp.copy S <- A`)")
+    assert lines[1] == "  4 | warp.copy S <- A" and lines[2].strip().startswith("| ^")
+    assert any(ln.split()[:3] == ["gmem_smem", "10", "error"] for ln in lines)
+    assert any(ln.split()[:2] == ["fallback", "0"] and "not tried" in ln for ln in lines)
