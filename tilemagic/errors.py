@@ -124,6 +124,11 @@ class DispatchError(TileMagicError):
     """No variant accepted an op; ``details`` holds the why-table."""
 
 
+class InternalError(TileMagicError):
+    """A bug in tilemagic met while lowering an op: a dispatch predicate raised (named in the message);
+    ``details`` holds the why-table, that row's verdict ``error``, instead of a later variant winning."""
+
+
 class LoweringError(TileMagicError):
     """A program-level lowering rule failed (e.g. TMEM allocation larger than 512 columns)."""
 

@@ -308,6 +308,7 @@ def tilecopy(
     from .ir.printer import print_ir
     from .lang import parse
     from .lower.hazards import check_hazards
+    from .lower.dispatch import TargetSpec
     from .lower.program import check, lower
 
     if not isinstance(source, str):
@@ -318,8 +319,7 @@ def tilecopy(
     try:
         prog = parse(source)
         tp = check(prog, opts.name, name_span=header[1] if header else None, arch=arch)
-        target = {"kind": "cuda", "arch": arch}
-        kernel, records, warns = lower(tp, target)
+        kernel, records, warns = lower(tp, TargetSpec("cuda", arch))
         warns = warns + check_hazards(kernel)
         kernel = intern_kernel(kernel)
         _check_target(kernel, arch)

@@ -1,4 +1,4 @@
-"""Result objects of a ``%%tilecopy`` run: dispatch records, launch record, the cell result.
+"""Result objects of a ``%%tilecopy`` run: launch record, the cell result (dispatch records re-exported).
 
 All ``__repr__``/text renderings are deterministic: no addresses, temp paths,
 timings (unless ``--bench``) or random ids, so notebooks stay stable under nbval.
@@ -7,96 +7,19 @@ timings (unless ``--bench``) or random ids, so notebooks stay stable under nbval
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .lower.dispatch import Candidate, DispatchRecord, EmitSummary  # noqa: F401  (the records live in lower/)
 from .options import Options
 
 
-# ----------------------------------------------------------------------------- dispatch
-@dataclass(frozen=True)
-class Candidate:
-    """One variant the dispatcher considered for an op.
-
-    Attributes
-    ----------
-    variant : str
-        Registered variant name (TVM's names: ``tmem<->local``, ``reg``, ``fallback`` ...).
-    priority : int
-    accepted : bool
-        All predicates held (the emitter may still have declined).
-    reasons : tuple of str
-        ``"<predicate>: ok"`` or ``"<predicate>: <why it failed>"`` for every predicate, in order.
-    declined : str or None
-        The emitter's ``fail(reason)`` message, or an error it raised.
-    chosen : bool
-        This variant lowered the op.
-    """
-
-    variant: str
-    priority: int
-    accepted: bool
-    reasons: tuple[str, ...]
-    declined: str | None = None
-    chosen: bool = False
-    tried: bool = True
-
-    @property
-    def verdict(self) -> str:
-        if not self.tried:
-            return "not tried"
-        if self.chosen:
-            return "chosen"
-        if not self.accepted:
-            return "rejected"
-        if self.declined:
-            return "declined"
-        return "not tried"
-
-
-@dataclass(frozen=True)
-class DispatchRecord:
-    """The dispatch decision for one op: the op text, its line, every candidate in order."""
-
-    op: str  # e.g. "copy_async"
-    text: str  # the source statement, e.g. "wg.copy_async T <- a"
-    line: int
-    scope: str
-    candidates: tuple[Candidate, ...]
-    chosen: str | None
-    forced: str | None = None
-    summary: str = ""  # what the chosen variant emitted, e.g. "tcgen05.st.sync.aligned.32x32b.x4.b32"
-
-    def why(self, c: Candidate) -> list[str]:
-        """The reason lines shown for candidate ``c``, in order: what the chosen variant emitted, or
-        each failed predicate with its reason and the emitter's decline; then the predicates that held
-        (``ok: name, ...``), so every predicate's verdict is on the table."""
-        if not c.tried:
-            return ["an earlier candidate was chosen"]
-        passed = [r[: -len(": ok")] for r in c.reasons if r.endswith(": ok")]
-        if c.chosen:
-            why = [self.summary or "all predicates hold"]
-        else:
-            why = [r for r in c.reasons if not r.endswith(": ok")] if not c.accepted else []
-            if c.declined:
-                why.append(f"emitter declined: {c.declined}")
-        if passed:
-            why.append("ok: " + ", ".join(passed))
-        return why or ["all predicates hold"]
-
-    def table(self) -> str:
-        """The why-table as fixed-width text (TVM's failure report, shown for every op)."""
-        head = f"L{self.line}: {self.text}    [{self.op}"
-        head += f", dispatch={self.forced}]" if self.forced else "]"
-        rows = [("variant", "prio", "verdict", "reason")]
-        for c in self.candidates:
-            for i, w in enumerate(self.why(c)):
-                rows.append((c.variant, str(c.priority), c.verdict, w) if i == 0 else ("", "", "", w))
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
-        lines = [head]
-        for r in rows:
-            lines.append("  " + "  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
-        return "\n".join(line.rstrip() for line in lines)
+if TYPE_CHECKING:
+    from .export.tvm_compare import TvmComparison
+    from .ir.nodes import Kernel
+    from .lang.ast import Program
+    from .lower.program import TypedProgram
 
 
 # ----------------------------------------------------------------------------- launch
@@ -229,8 +152,8 @@ class TileCopyResult:
 
     name: str
     source: str
-    program: object
-    kernel: object
+    program: Program
+    kernel: Kernel
     ir: str
     cuda: str
     cuda_emulated: str | None
@@ -240,10 +163,11 @@ class TileCopyResult:
     options: Options
     ir_lines: list[int | None] = field(default_factory=list)
     cuda_lines: list[int | None] = field(default_factory=list)
-    typed: object = None
+    cuda_emulated_lines: list[int | None] = field(default_factory=list)
+    typed: TypedProgram | None = None
     sections: list[ReportSection] = field(default_factory=list)
     export_text: str | None = None
-    tvm_comparison: object = None
+    tvm_comparison: TvmComparison | None = None
 
     # -- exports
     def tvmscript(self, tmem_base: str = "shared") -> str:
@@ -265,7 +189,6 @@ class TileCopyResult:
         from .export.tvm_compare import compare_with_tvm
 
         return compare_with_tvm(self, cuda=cuda)
-    cuda_emulated_lines: list[int | None] = field(default_factory=list)
 
     # -- pictures
     def heatmap(self, kind: str = "tmem", color_by: str = "warp", instr=None, buffer=None, check=None):

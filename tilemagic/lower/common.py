@@ -24,11 +24,13 @@ import numpy as np
 from ..arch.ptx import VEC_BYTES
 from ..arch.threads import AXIS_SCOPES, AXIS_WEIGHT, SCOPE_RANK, SCOPE_TID, SCOPES, THREADS_PER
 from ..ir import nodes as ir
-from ..layout.tile import affine_dims  # noqa: F401  (re-exported for the variants)
+from ..layout.tile import TileLayout, affine_dims  # noqa: F401  (affine_dims re-exported for the variants)
+from .dispatch import DispatchContext, Predicate, PredicateFn, Verdict, fail, predicate
+from .ops import CopyOp, RegionRef
 
 
 # ----------------------------------------------------------------------------- predicates
-def validate_copy_op(op, ctx):
+def validate_copy_op(op: CopyOp, ctx: DispatchContext) -> Verdict:
     """Same dtype on both sides and the same non-unit extents (TVM ``validate_copy_op``)."""
     d, s = op.dst, op.src
     if d.buf.dtype != s.buf.dtype:
@@ -39,13 +41,13 @@ def validate_copy_op(op, ctx):
     return True, None
 
 
-def exec_scope_ok(op, ctx, expected_scopes: Sequence[str]):
+def exec_scope_ok(op: CopyOp, ctx: DispatchContext, expected_scopes: Sequence[str]) -> Verdict:
     if ctx.scope_kind in expected_scopes:
         return True, None
     return False, f"unsupported exec_scope {ctx.scope_kind} (needs {' or '.join(expected_scopes)})"
 
 
-def scope_allowed(op, ctx, allowed_pairs: Sequence[tuple[str, str]]):
+def scope_allowed(op: CopyOp, ctx: DispatchContext, allowed_pairs: Sequence[tuple[str, str]]) -> Verdict:
     pair = (op.src.buf.scope, op.dst.buf.scope)
     if pair in [tuple(p) for p in allowed_pairs]:
         return True, None
@@ -53,9 +55,19 @@ def scope_allowed(op, ctx, allowed_pairs: Sequence[tuple[str, str]]):
     return False, f"unsupported memory scopes src={pair[0]} dst={pair[1]}; allowed: {allowed}"
 
 
-def register_layout_ok(op, ctx):
+def copy_predicates(expected_scopes: Sequence[str], allowed_pairs: Sequence[tuple[str, str]], *more: Predicate,
+                    validate: PredicateFn = validate_copy_op) -> list[Predicate]:
+    """``validate_copy_op``, ``exec_scope``, ``storage_scope`` (TVM's first three checks), then ``more``."""
+    return [predicate("validate_copy_op", validate),
+            predicate("exec_scope", exec_scope_ok, expected_scopes=list(expected_scopes)),
+            predicate("storage_scope", scope_allowed, allowed_pairs=list(allowed_pairs)), *more]
+
+
+def register_layout_ok(op: CopyOp, ctx: DispatchContext) -> Verdict:
     """The register tile's thread axes fit inside the exec scope (TVM ``_r_side_layout_valid``)."""
     local = op.dst if op.dst.buf.scope == "local" else op.src
+    if local.buf.scope != "local":  # no register side (a swizzled shared one has no thread axes to read)
+        return True, None  # storage_scope is the rule that rejects the pair
     axes = thread_axes(local.buf.layout)
     for a in sorted(axes):
         if SCOPE_RANK[AXIS_SCOPES[a][1]] > SCOPE_RANK[ctx.scope_kind]:
@@ -70,13 +82,13 @@ def sm_number(arch: str) -> int:
     return int(digits) if digits else 0
 
 
-def sm_version_ok(op, ctx, min_sm: dict):
+def sm_version_ok(op: CopyOp, ctx: DispatchContext, min_sm: dict[str, int]) -> Verdict:
     """The target's SM version is at least ``min_sm[direction]`` (TVM ``sm_version_ok``);
     direction ``ld`` when the destination is the register tile, else ``st``."""
     direction = "ld" if op.dst.buf.scope == "local" else "st"
-    need, have = min_sm[direction], sm_number(ctx.target.get("arch", "sm_100a"))
+    need, have = min_sm[direction], sm_number(ctx.target.arch)
     if have < need:
-        return False, f"{direction} direction needs sm_{need} or newer; the target is {ctx.target.get('arch')}"
+        return False, f"{direction} direction needs sm_{need} or newer; the target is {ctx.target.arch}"
     return True, None
 
 
@@ -123,7 +135,7 @@ def thread_var_and_count(axes, ctx):
     return ir.ThreadVar(SCOPE_TID[scope]), THREADS_PER.get(scope, ctx.threads)
 
 
-def thread_split(local, ctx):
+def thread_split(local: RegionRef, ctx: DispatchContext) -> tuple[ir.ThreadVar | None, int, np.ndarray, np.ndarray]:
     """Who holds what of a register region: ``(tvar, S, order, M)``.
 
     The first ``S`` threads of the layout's thread axes (:func:`thread_var_and_count`; fewer than
@@ -133,33 +145,33 @@ def thread_split(local, ctx):
     ``K``) is the register slot sequence, the same for every thread.  Declines otherwise.
     Shared by ``reg`` and ``ldstmatrix``.
     """
-    from .dispatch import fail as _fail
-
     lbuf = local.buf
+    assert isinstance(lbuf.layout, TileLayout), "a register tile carries a TileLayout"
     lc = lbuf.layout.apply(region_flat(local))
     m = lc.get("m", np.zeros(local.numel, np.int64))
     tvar, S = thread_var_and_count(thread_axes(lbuf.layout), ctx)
     if S > ctx.threads:
-        _fail(f"register layout of {lbuf.name} is spread over {S} threads ({tvar.kind}) but the CTA has "
+        fail(f"register layout of {lbuf.name} is spread over {S} threads ({tvar.kind}) but the CTA has "
              f"{ctx.threads}; the missing threads' elements would never be copied")
     t = linear_tid(lc, local.numel)
     if t.max() >= S or t.min() < 0:
-        _fail(f"register layout of {lbuf.name} reaches thread {int(t.max())} but its scope has {S} threads")
+        fail(f"register layout of {lbuf.name} reaches thread {int(t.max())} but its scope has {S} threads")
     counts = np.bincount(t, minlength=S)
     held = int(np.count_nonzero(counts))
     if not np.all(counts[:held] == counts[0]) or np.any(counts[held:]):
-        _fail(f"register layout of {lbuf.name} gives threads unequal element counts ({counts.min()}..{counts.max()}) "
+        fail(f"register layout of {lbuf.name} gives threads unequal element counts ({counts.min()}..{counts.max()}) "
              f"in this region")
     S = held  # a layout over the first `held` threads only: the others idle (guarded by the variant)
     K = int(counts[0])
     order = np.lexsort((m, t))
     M = m[order].reshape(S, K)
     if not np.all(M == M[0]):
-        _fail(f"threads hold this region of {lbuf.name} in different register slots")
+        fail(f"threads hold this region of {lbuf.name} in different register slots")
     return tvar, S, order, M[0]
 
 
-def guard_first_threads(body, local, ctx, tvar, S: int, how: str):
+def guard_first_threads(body: list[ir.Stmt], local: RegionRef, ctx: DispatchContext, tvar: ir.ThreadVar | None,
+                        S: int, how: str) -> tuple[list[ir.Stmt], str]:
     """Wrap ``body`` in ``if tvar < S`` when the register layout holds data in its first ``S`` threads
     only (:func:`thread_split`), so the other threads of its scope neither read nor write.
 
@@ -167,18 +179,16 @@ def guard_first_threads(body, local, ctx, tvar, S: int, how: str):
     warp-collective ``ldmatrix``/``stmatrix``, so the condition is uniform over each warp.
     """
     span = thread_var_and_count(thread_axes(local.buf.layout), ctx)[1]
-    if S >= span:
+    if S >= span or tvar is None:
         return body, how
-    guarded = [ir.If(ir.Bin("<", tvar, ir.Const(S)), ir.Seq(tuple(body)))]
+    guarded: list[ir.Stmt] = [ir.If(ir.Bin("<", tvar, ir.Const(S)), ir.Seq(tuple(body)))]
     return guarded, (how + "; " if how else "") + f"threads {tvar.kind} < {S}"
 
 
 # ----------------------------------------------------------------------------- regions
 def region_flat(region) -> np.ndarray:
     """Row-major flat buffer index of each region element, in row-major order over the region."""
-    idx = np.indices(region.extents).reshape(len(region.extents), -1)
-    coords = idx + np.asarray(region.begins, np.int64)[:, None]
-    return np.ravel_multi_index(tuple(coords), region.buf.shape).astype(np.int64)
+    return np.ravel_multi_index(tuple(region_coords(region)), region.buf.shape).astype(np.int64)
 
 
 def region_coords(region) -> np.ndarray:
@@ -321,8 +331,8 @@ class IndexTable:
         return None if any(c is None for c in cs) else self.buf.index_expr(cs)
 
 
-def emit_iterations(ctx, n: int, tables: Sequence[IndexTable], build: Callable[..., ir.Stmt], *,
-                    tvar=None, threads: int = 1, unroll_up_to: int = 0, max_unrolled: int = 64,
+def emit_iterations(ctx: DispatchContext, n: int, tables: Sequence[IndexTable], build: Callable[..., ir.Stmt], *,
+                    tvar: ir.ThreadVar | None = None, threads: int = 1, unroll_up_to: int = 0, max_unrolled: int = 64,
                     what: str = "copy") -> tuple[list[ir.Stmt], str]:
     """Statements for ``n`` iterations of ``build(*index_exprs)`` (one expression per table).
 
@@ -338,20 +348,13 @@ def emit_iterations(ctx, n: int, tables: Sequence[IndexTable], build: Callable[.
     (stmts, how) : list of Stmt, and how the iterations were emitted for summaries:
         ``""`` (one), ``"in a serial loop"`` or ``"unrolled"``.
     """
-    from .dispatch import fail
-
-    def at(it):
+    def at(it: ir.LoopVar | int) -> tuple[list[ir.Expr | None], list[str]]:
         exprs = [t.expr(it, tvar, threads) for t in tables]
         bad = [t.buf.name for t, e in zip(tables, exprs) if e is None]
         return exprs, bad
 
     bad: list[str] = []
-    if n == 1:
-        exprs, bad = at(0)
-        if bad:
-            fail(f"the {what}'s index into {', '.join(bad)} is not expressible in the thread id")
-        return [build(*exprs)], ""
-    if n > unroll_up_to:
+    if n > max(1, unroll_up_to):
         (f,) = ctx.builder.loop_vars(1)
         exprs, bad = at(f)
         if not bad:
@@ -365,4 +368,4 @@ def emit_iterations(ctx, n: int, tables: Sequence[IndexTable], build: Callable[.
         if bad:
             fail(f"the {what}'s index into {', '.join(bad)} is not expressible in the thread id")
         out.append(build(*exprs))
-    return out, "unrolled"
+    return out, "unrolled" if n > 1 else ""

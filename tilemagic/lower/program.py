@@ -14,6 +14,7 @@ Two steps:
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -24,7 +25,7 @@ from ..arch.threads import THREAD_AXES, THREADS_PER
 from ..errors import Span, TileTypeError
 from ..ir import nodes as ir
 from ..lang import ast
-from .dispatch import DispatchContext, run_dispatch
+from .dispatch import DispatchContext, DispatchRecord, TargetSpec, run_dispatch
 from .limits import check_buffers, check_threads, check_tmem_columns
 from .names import check_identifier
 from .ops import SCOPE_KIND, CopyOp, RegionRef
@@ -444,30 +445,19 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
 
 
 # ----------------------------------------------------------------------------- lower
-class Builder:
-    """Lowering state shared by the variants of one kernel."""
+class KernelBuilder:
+    """Lowering state shared by the variants of one kernel (the :class:`~tilemagic.lower.dispatch.Builder`)."""
 
-    def __init__(self, tp: TypedProgram):
+    def __init__(self, tp: TypedProgram) -> None:
         self.tp = tp
         self.tmem_addr = ir.Buffer("tmem_addr", "shared", "uint32", (1,), per_thread=1) if tp.tmem_cols else None
         self._taken = set(tp.buffers) | {tp.name}
 
     def loop_vars(self, n: int) -> tuple[ir.LoopVar, ...]:
         """``n`` loop-variable names distinct from every buffer and the kernel (i, j, k, ..., then i0, i1, ...)."""
-        def candidates():
-            yield from "ijklpqrsuvw"
-            k = 0
-            while True:
-                yield f"i{k}"
-                k += 1
-
-        names = []
-        for c in candidates():
-            if len(names) == n:
-                break
-            if c not in self._taken:
-                names.append(c)
-        return tuple(ir.LoopVar(v) for v in names)
+        names = itertools.chain("ijklpqrsuvw", (f"i{k}" for k in itertools.count()))
+        free = (c for c in names if c not in self._taken)
+        return tuple(ir.LoopVar(next(free)) for _ in range(n))
 
 
 def _with_span(stmts, span):
@@ -478,8 +468,9 @@ def _with_span(stmts, span):
     return stmts
 
 
-def lower(tp: TypedProgram, target: dict):
-    """Dispatch every op and build the kernel.
+def lower(tp: TypedProgram,
+          target: TargetSpec) -> tuple[ir.Kernel, list[DispatchRecord], list[tuple[str, Span | None]]]:
+    """Dispatch every op for ``target`` and build the kernel.
 
     Returns
     -------
@@ -490,10 +481,10 @@ def lower(tp: TypedProgram, target: dict):
     DispatchError
         An op no variant accepts (with the why-table).
     """
-    b = Builder(tp)
+    b = KernelBuilder(tp)
     body: list[ir.Stmt] = []
-    records = []
-    warns = []
+    records: list[DispatchRecord] = []
+    warns: list[tuple[str, Span | None]] = []
     warp0 = ir.Bin("==", ir.ThreadVar("warpid"), ir.Const(0))
     if tp.tmem_cols:
         body += [

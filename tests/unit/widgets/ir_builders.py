@@ -38,6 +38,7 @@ from tilemagic.result import (
     Candidate,
     CheckResult,
     DispatchRecord,
+    EmitSummary,
     LaunchResult,
     TileCopyResult,
 )
@@ -191,7 +192,7 @@ def make_dispatch() -> list:
                 Candidate("tmem<->local", 10, True, ("scopes: ok", "shape: ok"), chosen=True),
                 Candidate("tcgen05_cp", 5, False, ("scopes: ok", "src is local, not shared")),
             ),
-            chosen="tmem<->local", summary="tcgen05.st.sync.aligned.32x32b.x4.b32",
+            chosen="tmem<->local", emitted=EmitSummary("tcgen05.st.sync.aligned.32x32b.x4.b32", 1, "warp", at="TMEM column 0"),
         ),
         DispatchRecord(
             op="copy", text="wg.copy B <- b", line=13, scope="wg",

@@ -21,10 +21,11 @@ from __future__ import annotations
 from ...arch.threads import SCOPE_TID
 from ...ir import nodes as ir
 from ..common import affine_dims, is_distributed, validate_copy_op
-from ..dispatch import fail, predicate, register_dispatch
+from ..dispatch import DispatchContext, EmitSummary, Emitted, Verdict, fail, predicate, register_dispatch
+from ..ops import CopyOp, RegionRef
 
 
-def _single_thread_reachable(op, ctx):
+def _single_thread_reachable(op: CopyOp, ctx: DispatchContext) -> Verdict:
     for side in (op.dst, op.src):
         b = side.buf
         if b.scope == "tmem":
@@ -39,52 +40,19 @@ def _single_thread_reachable(op, ctx):
     return True, None
 
 
-def _index_fn(region):
-    """Build ``f(loop_vars_by_dim) -> tuple of index Exprs`` for one side of the copy."""
+def _index(region: RegionRef, idx: list[ir.Expr]) -> tuple[ir.Expr, ...]:
+    """One side's index Exprs: the logical ones for global/shared (mapped by ``Buffer.index_expr``), the
+    register slot for a local tile."""
     buf = region.buf
-    if buf.scope == "local":
-        aff = affine_dims(buf.layout, buf.shape)
-        if aff is None:
-            fail(f"local {buf.name}'s layout {buf.layout} is not affine per dimension; the scalar loop cannot index it")
-        strides, off = aff
-
-        def f(idx):
-            e = ir.Const(off)
-            for i, s in zip(idx, strides):
-                e = ir.add(e, ir.mul(i, s))
-            return (e,)
-
-        return f
-    return lambda idx: tuple(idx)  # global/shared: logical indices, mapped by Buffer.index_expr
-
-
-def _emit_fallback(op, ctx):
-    dst, src = op.dst, op.src
-    d_dims = [k for k, e in enumerate(dst.extents) if e != 1]
-    s_dims = [k for k, e in enumerate(src.extents) if e != 1]
-    assert len(d_dims) == len(s_dims), "validate_copy_op guarantees matching non-unit extents"
-    extents = tuple(dst.extents[k] for k in d_dims)
-    lvars = ctx.builder.loop_vars(len(extents))
-
-    def side(region, dims):
-        idx = [ir.Const(b) for b in region.begins]
-        for lv, k in zip(lvars, dims):
-            idx[k] = ir.add(lv, region.begins[k])
-        return _index_fn(region)(idx)
-
-    store = ir.Store(dst.buf, side(dst, d_dims), ir.Load(src.buf, side(src, s_dims)))
-    body: ir.Stmt = ir.Grid(lvars, extents, store) if extents else store
-    if ctx.scope_kind != "thread":
-        tid = ir.ThreadVar(SCOPE_TID[ctx.scope_kind])
-        body = ir.If(ir.Bin("==", tid, ir.Const(0)), body)
-    ctx.warnings.append((
-        f"copy/fallback (scalar single-thread) picked for {src.buf.scope} -> {dst.buf.scope} at "
-        f"scope_kind={ctx.scope_kind}; all faster variants rejected.",
-        op.span,
-    ))
-    who = "every thread" if ctx.scope_kind == "thread" else f"{SCOPE_TID[ctx.scope_kind]} == 0"
-    shape = " × ".join(map(str, extents)) or "1"
-    return [body], f"scalar loop over {shape} element(s) by {who}"
+    if buf.scope != "local":
+        return tuple(idx)
+    aff = affine_dims(buf.layout, buf.shape)
+    if aff is None:
+        fail(f"local {buf.name}'s layout {buf.layout} is not affine per dimension; the scalar loop cannot index it")
+    e: ir.Expr = ir.Const(aff[1])
+    for i, stride in zip(idx, aff[0]):
+        e = ir.add(e, ir.mul(i, stride))
+    return (e,)
 
 
 # === Variant: copy/fallback (priority=0) ===
@@ -94,15 +62,32 @@ def _emit_fallback(op, ctx):
 #       has declined.
 # Emits: ``if <tid> == 0:`` + ``for i, j in T.grid(...): dst[...] = src[...]`` and a
 #        UserWarning.
-@register_dispatch(
-    "copy",
-    "cuda",
-    variant="fallback",
-    priority=0,
-    when=[
-        predicate("validate_copy_op", validate_copy_op),
-        predicate("single_thread_reachable", _single_thread_reachable),
-    ],
-)
-def copy_schedule_fallback(op, ctx):
-    return _emit_fallback(op, ctx)
+@register_dispatch("copy", "cuda", variant="fallback", priority=0, when=[
+    predicate("validate_copy_op", validate_copy_op),
+    predicate("single_thread_reachable", _single_thread_reachable),
+])
+def copy_schedule_fallback(op: CopyOp, ctx: DispatchContext) -> Emitted:
+    dst, src = op.dst, op.src
+    d_dims = [k for k, e in enumerate(dst.extents) if e != 1]
+    s_dims = [k for k, e in enumerate(src.extents) if e != 1]
+    assert len(d_dims) == len(s_dims), "validate_copy_op guarantees matching non-unit extents"
+    extents = tuple(dst.extents[k] for k in d_dims)
+    lvars = ctx.builder.loop_vars(len(extents))
+
+    def side(region: RegionRef, dims: list[int]) -> tuple[ir.Expr, ...]:
+        idx: list[ir.Expr] = [ir.Const(b) for b in region.begins]
+        for lv, k in zip(lvars, dims):
+            idx[k] = ir.add(lv, region.begins[k])
+        return _index(region, idx)
+
+    store = ir.Store(dst.buf, side(dst, d_dims), ir.Load(src.buf, side(src, s_dims)))
+    body: ir.Stmt = ir.Grid(lvars, extents, store) if extents else store
+    tid = None if ctx.scope_kind == "thread" else SCOPE_TID[ctx.scope_kind]
+    if tid is not None:
+        body = ir.If(ir.Bin("==", ir.ThreadVar(tid), ir.Const(0)), body)
+    ctx.warnings.append((
+        f"copy/fallback (scalar single-thread) picked for {src.buf.scope} -> {dst.buf.scope} at "
+        f"scope_kind={ctx.scope_kind}; all faster variants rejected.",
+        op.span,
+    ))
+    return [body], EmitSummary("", moves=" × ".join(map(str, extents)) or "1", tid=tid)

@@ -22,27 +22,28 @@ size 24 not divisible by thread_cnt=32"), so a 4×6 tile at warp scope falls to 
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...arch.ptx import PTX_FORM
 from ...arch.threads import SCOPE_TID
 from ...ir import nodes as ir
 from ..common import (
     IndexTable,
+    copy_predicates,
     emit_iterations,
-    exec_scope_ok,
     memory_index,
     region_coords,
     runs_ok,
-    scope_allowed,
     swizzle_chunk,
-    validate_copy_op,
     vector_lengths,
 )
-from ..dispatch import predicate, register_dispatch
+from ..dispatch import DispatchContext, EmitSummary, Emitted, Verdict, predicate, register_dispatch
+from ..ops import CopyOp, RegionRef
 
 _GMEM_SMEM_PAIRS = [("global", "shared"), ("shared", "global")]
 
 
-def _divides_thread_cnt(op, ctx):
+def _divides_thread_cnt(op: CopyOp, ctx: DispatchContext) -> Verdict:
     """The region's element count must be a multiple of the scope's threads (TVM ``_divides_thread_cnt``)."""
     n, t = op.dst.numel, ctx.scope_threads
     if n % t:
@@ -50,7 +51,16 @@ def _divides_thread_cnt(op, ctx):
     return True, None
 
 
-def _emit_gmem_smem(op, ctx):
+# === Variant: copy/gmem_smem (priority=10) ===
+#
+# When: global -> shared or shared -> global at thread/warp/warpgroup/cta scope, with
+#       all threads of the scope active (always, in this language: an op has no guard)
+#       and a region whose element count the scope's threads divide.
+# Emits: ``for f in T.grid(outer)``: one vector ``ld.<src>`` into registers and one
+#        ``st.<dst>`` per thread; the widest width aligned on both sides.  No barrier.
+@register_dispatch("copy", "cuda", variant="gmem_smem", priority=10, when=copy_predicates(
+    ["thread", "warp", "warpgroup", "cta"], _GMEM_SMEM_PAIRS, predicate("divides_thread_cnt", _divides_thread_cnt)))
+def copy_schedule_gmem_smem(op: CopyOp, ctx: DispatchContext) -> Emitted:
     dst, src = op.dst, op.src
     eb = dst.buf.elem_bytes
     T = ctx.scope_threads
@@ -64,43 +74,16 @@ def _emit_gmem_smem(op, ctx):
     outer = n // (T * v)
     tvar = ir.ThreadVar(SCOPE_TID[ctx.scope_kind]) if T > 1 else None
 
-    def table(region, idx):
+    def table(region: RegionRef, idx: np.ndarray) -> IndexTable:
         starts = idx[::v].reshape(outer, T)
         coords = region_coords(region)[:, ::v].reshape(-1, outer, T)
         return IndexTable(region.buf, starts, coords)
 
-    def build(di, si):
-        return ir.VecMove(dst.buf, di, src.buf, si, v)
-
-    body, how = emit_iterations(ctx, outer, [table(dst, d_idx), table(src, s_idx)], build, tvar=tvar, threads=T,
+    body, how = emit_iterations(ctx, outer, [table(dst, d_idx), table(src, s_idx)],
+                                lambda di, si: ir.VecMove(dst.buf, di, src.buf, si, v), tvar=tvar, threads=T,
                                 what="vector move")
     form = PTX_FORM[v * eb]
-    capped = f"; swizzle chunk caps at {cap} elements" if cap is not None else ""
-    who = f"each of {T} threads ({tvar.kind})" if tvar is not None else "the thread"
-    summary = (f"[outer={outer}, threads={T}, vec={v}]: {who} moves {outer} × {v} {dst.buf.dtype} "
-               f"({v * eb} B) with ld.{src.buf.scope}.{form} + st.{dst.buf.scope}.{form}"
-               f"{' ' + how if how else ''}{capped}")
-    return body, summary
-
-
-# === Variant: copy/gmem_smem (priority=10) ===
-#
-# When: global -> shared or shared -> global at thread/warp/warpgroup/cta scope, with
-#       all threads of the scope active (always, in this language: an op has no guard)
-#       and a region whose element count the scope's threads divide.
-# Emits: ``for f in T.grid(outer)``: one vector ``ld.<src>`` into registers and one
-#        ``st.<dst>`` per thread; the widest width aligned on both sides.  No barrier.
-@register_dispatch(
-    "copy",
-    "cuda",
-    variant="gmem_smem",
-    priority=10,
-    when=[
-        predicate("validate_copy_op", validate_copy_op),
-        predicate("exec_scope", exec_scope_ok, expected_scopes=["thread", "warp", "warpgroup", "cta"]),
-        predicate("storage_scope", scope_allowed, allowed_pairs=_GMEM_SMEM_PAIRS),
-        predicate("divides_thread_cnt", _divides_thread_cnt),
-    ],
-)
-def copy_schedule_gmem_smem(op, ctx):
-    return _emit_gmem_smem(op, ctx)
+    notes = (f"swizzle chunk caps at {cap} elements",) if cap is not None else ()
+    return body, EmitSummary(f"ld.{src.buf.scope}.{form} + st.{dst.buf.scope}.{form}", outer,
+                             moves=f"{v} {dst.buf.dtype} ({v * eb} B)", tid=tvar.kind if tvar else None,
+                             split=(outer, T, v), how=how, notes=notes)

@@ -34,25 +34,24 @@ from ...ir import nodes as ir
 from ...arch.ldmatrix import MIN_SM, NUMS, ROW_ELEMS, chain
 from ..common import (
     IndexTable,
+    copy_predicates,
     emit_iterations,
-    exec_scope_ok,
     guard_first_threads,
     memory_index,
     region_coords,
     register_layout_ok,
-    scope_allowed,
     sm_version_ok,
     swizzle_chunk,
     thread_split,
-    validate_copy_op,
 )
-from ..dispatch import fail, predicate, register_dispatch
+from ..dispatch import DispatchContext, EmitSummary, Emitted, fail, predicate, register_dispatch
+from ..ops import CopyOp
 
 _REG_SMEM_PAIRS = [("local", "shared"), ("shared", "local")]
 _LANE = np.arange(32)
 
 
-def _rows(A, trans):
+def _rows(A: np.ndarray, trans: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """Per warp and word, the 8 row addresses if the lanes hold an m8n8 fragment, else None.
 
     ``A[w, lane, word, half]`` is the shared element each register half holds.  Returns
@@ -73,7 +72,16 @@ def _rows(A, trans):
     return (rows, src_lane, src_half) if ok else None
 
 
-def _emit_ldstmatrix(op, ctx):
+# === Variant: copy/ldstmatrix (priority=10) ===
+#
+# When: a 16-bit register tile <-> shared memory at warp/warpgroup/cta scope whose register
+#       layout is the m8n8 fragment of the shared tile (row-major or transposed rows).
+# Emits: per warp, unrolled ``ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16`` (load)
+#        or ``stmatrix...`` (store, sm_90); declines otherwise so ``reg`` takes the copy.
+@register_dispatch("copy", "cuda", variant="ldstmatrix", priority=10, when=copy_predicates(
+    ["warp", "warpgroup", "cta"], _REG_SMEM_PAIRS, predicate("register_layout", register_layout_ok),
+    predicate("sm_version", sm_version_ok, min_sm=MIN_SM)))
+def copy_schedule_ldstmatrix(op: CopyOp, ctx: DispatchContext) -> Emitted:
     load = op.dst.buf.scope == "local"
     local, smem = (op.dst, op.src) if load else (op.src, op.dst)
     lbuf, sbuf = local.buf, smem.buf
@@ -81,8 +89,8 @@ def _emit_ldstmatrix(op, ctx):
         fail(f"ldmatrix/stmatrix move 16-bit elements (.b16); {lbuf.name} is {lbuf.dtype}")
     cap = swizzle_chunk(sbuf)
     if cap is not None and cap < ROW_ELEMS:
-        fail(f"swizzle per_element={sbuf.layout.per_element} < 3 incompatible with .b16 ldmatrix/stmatrix "
-             f"(need 8-fp16 chunk integrity)")
+        fail(f"swizzle per_element={getattr(sbuf.layout, 'per_element', None)} < 3 incompatible with .b16 "
+             f"ldmatrix/stmatrix (need 8-fp16 chunk integrity)")
     tvar, S, order, M = thread_split(local, ctx)
     if S % 32:
         fail(f"the register layout of {lbuf.name} spans {S} thread(s); ldmatrix/stmatrix need whole warps "
@@ -121,37 +129,10 @@ def _emit_ldstmatrix(op, ctx):
     tables += [IndexTable(lbuf, words[np.arange(n) * num + i].reshape(n, 1)) for i in range(num)]
     direction = "ld" if load else "st"
 
-    def build(a, *regs):
-        return ir.LdStMatrix(direction, num, trans, lbuf, tuple(regs), sbuf, a)
-
-    body, how = emit_iterations(ctx, n, tables, build, tvar=tvar, threads=S, unroll_up_to=16,
-                                what=f"{direction}matrix")
+    body, how = emit_iterations(ctx, n, tables, lambda a, *rs: ir.LdStMatrix(direction, num, trans, lbuf, rs, sbuf, a),
+                                tvar=tvar, threads=S, unroll_up_to=16, what=f"{direction}matrix")
     body, how = guard_first_threads(body, local, ctx, tvar, S, how)
     orient = "column-major rows (.trans)" if trans else "row-major"
     matrices = "matrices" if num > 1 else "matrix"
-    summary = (f"per warp: {n} × {chain(direction, num, trans)} ({num} 8×8 {matrices} of {sbuf.name}, {orient})"
-               f"{' ' + how if how else ''}")
-    return body, summary
-
-
-# === Variant: copy/ldstmatrix (priority=10) ===
-#
-# When: a 16-bit register tile <-> shared memory at warp/warpgroup/cta scope whose register
-#       layout is the m8n8 fragment of the shared tile (row-major or transposed rows).
-# Emits: per warp, unrolled ``ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16`` (load)
-#        or ``stmatrix...`` (store, sm_90); declines otherwise so ``reg`` takes the copy.
-@register_dispatch(
-    "copy",
-    "cuda",
-    variant="ldstmatrix",
-    priority=10,
-    when=[
-        predicate("validate_copy_op", validate_copy_op),
-        predicate("exec_scope", exec_scope_ok, expected_scopes=["warp", "warpgroup", "cta"]),
-        predicate("storage_scope", scope_allowed, allowed_pairs=_REG_SMEM_PAIRS),
-        predicate("register_layout", register_layout_ok),
-        predicate("sm_version", sm_version_ok, min_sm=MIN_SM),
-    ],
-)
-def copy_schedule_ldstmatrix(op, ctx):
-    return _emit_ldstmatrix(op, ctx)
+    return body, EmitSummary(chain(direction, num, trans), n, "warp",
+                             moves=f"{num} 8×8 {matrices} of {sbuf.name}, {orient}", how=how)

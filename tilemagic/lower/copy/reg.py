@@ -27,25 +27,33 @@ from ...arch.ptx import PTX_FORM
 from ...ir import nodes as ir
 from ..common import (
     IndexTable,
+    copy_predicates,
     emit_iterations,
-    exec_scope_ok,
     guard_first_threads,
     memory_index,
     region_coords,
     register_layout_ok,
     runs_ok,
-    scope_allowed,
     swizzle_chunk,
     thread_split,
-    validate_copy_op,
     vector_lengths,
 )
-from ..dispatch import predicate, register_dispatch
+from ..dispatch import DispatchContext, EmitSummary, Emitted, predicate, register_dispatch
+from ..ops import CopyOp
 
 _REG_PAIRS = [("global", "local"), ("local", "global"), ("shared", "local"), ("local", "shared")]
 
 
-def _emit_reg(op, ctx):
+# === Variant: copy/reg (priority=10) ===
+#
+# When: one side is a register tile (local) whose layout's thread axes fit the exec
+#       scope, the other global or shared memory; every thread holds its part of the
+#       region in the same register slots.
+# Emits: per thread, a (serial) loop of vector ``ld.<space>.v4.u32``-style moves
+#        between its registers and memory; no barrier.
+@register_dispatch("copy", "cuda", variant="reg", priority=10, when=copy_predicates(
+    ["thread", "warp", "warpgroup", "cta"], _REG_PAIRS, predicate("register_layout", register_layout_ok)))
+def copy_schedule_reg(op: CopyOp, ctx: DispatchContext) -> Emitted:
     load = op.dst.buf.scope == "local"
     local, mem = (op.dst, op.src) if load else (op.src, op.dst)
     lbuf, mbuf = local.buf, mem.buf
@@ -63,35 +71,10 @@ def _emit_reg(op, ctx):
     regs = IndexTable(lbuf, M[::v].reshape(n, 1))
     addrs = IndexTable(mbuf, G[:, ::v].T, C[:, :, ::v].transpose(0, 2, 1))
 
-    def build(mi, gi):
-        return ir.VecMove(lbuf, mi, mbuf, gi, v) if load else ir.VecMove(mbuf, gi, lbuf, mi, v)
-
-    body, how = emit_iterations(ctx, n, [regs, addrs], build, tvar=tvar, threads=S, what="vector move")
+    body, how = emit_iterations(ctx, n, [regs, addrs] if load else [addrs, regs],  # destination first
+                                lambda di, si: ir.VecMove(op.dst.buf, di, op.src.buf, si, v), tvar=tvar, threads=S,
+                                what="vector move")
     body, how = guard_first_threads(body, local, ctx, tvar, S, how)
-    capped = f"; swizzle chunk caps at {cap} elements" if cap is not None else ""
-    summary = (f"per thread: {n} × {'ld' if load else 'st'}.{mbuf.scope}.{PTX_FORM[v * eb]} "
-               f"({v} {lbuf.dtype} = {v * eb} B each{capped}){' ' + how if how else ''}")
-    return body, summary
-
-
-# === Variant: copy/reg (priority=10) ===
-#
-# When: one side is a register tile (local) whose layout's thread axes fit the exec
-#       scope, the other global or shared memory; every thread holds its part of the
-#       region in the same register slots.
-# Emits: per thread, a (serial) loop of vector ``ld.<space>.v4.u32``-style moves
-#        between its registers and memory; no barrier.
-@register_dispatch(
-    "copy",
-    "cuda",
-    variant="reg",
-    priority=10,
-    when=[
-        predicate("validate_copy_op", validate_copy_op),
-        predicate("exec_scope", exec_scope_ok, expected_scopes=["thread", "warp", "warpgroup", "cta"]),
-        predicate("storage_scope", scope_allowed, allowed_pairs=_REG_PAIRS),
-        predicate("register_layout", register_layout_ok),
-    ],
-)
-def copy_schedule_reg(op, ctx):
-    return _emit_reg(op, ctx)
+    notes = (f"swizzle chunk caps at {cap} elements",) if cap is not None else ()
+    return body, EmitSummary(f"{'ld' if load else 'st'}.{mbuf.scope}.{PTX_FORM[v * eb]}", n,
+                             moves=f"{v} {lbuf.dtype} = {v * eb} B each", how=how, notes=notes)

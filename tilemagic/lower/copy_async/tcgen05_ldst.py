@@ -5,7 +5,7 @@ direction comes from the memory scopes: tmem -> local is ``tcgen05.ld``,
 local -> tmem is ``tcgen05.st``.  Only the instructions are emitted; completion
 (``wait ld`` / ``wait st``) is the caller's job, as in TIRx.
 
-Three paths, tried in TVM's order (PTX ISA §9.7.16.2.3, §9.7.16.8.3-4, §9.7.16.10.5):
+Three paths, tried in TVM's order (PTX ISA 9.0 §9.7.16.2.3, §9.7.16.8.3-4, §9.7.16.10.5):
 
 1. **Datapath B** (the per-CTA M=64 accumulator of ``cta_group::2``), recognised
    from the TMEM buffer first: a logical ``(64, N)`` fp32 tile whose right half
@@ -48,8 +48,9 @@ from ...ir import nodes as ir
 from ...arch import tcgen05 as tc
 from ...layout import TileLayout, tcgen05_atom_layout, tmem_datapath_layout
 from ...layout.tile import Iter
-from ..common import exec_scope_ok, linear_tid, scope_allowed, validate_copy_op
-from ..dispatch import fail, predicate, register_dispatch
+from ..common import copy_predicates, linear_tid, validate_copy_op
+from ..dispatch import DispatchContext, EmitSummary, Emitted, Verdict, fail, register_dispatch
+from ..ops import CopyOp, RegionRef
 
 # PTX ISA Table 49: legal .num per shape (1..128 in powers of two, at most 128 registers)
 _NUMS_32X32B = tc.LEGAL_NUMS["32x32b"]
@@ -59,64 +60,51 @@ _NUMS_32X32B = tc.LEGAL_NUMS["32x32b"]
 _ATOM_16XNB = ("16x64b", "16x128b", "16x256b")
 _FRAG_HINT = "frag(16x64b), frag(16x128b) or frag(16x256b)"
 
-# TVM _TMEM_ATOM_COMPAT: (datapath, atom kind, fragment rows) -> accepted, with the reason
-# for each refusal (PTX ISA §9.7.16.10.5).
-#   D x .32x32b (128 rows)   yes  all 128 lanes, 32 per warp
-#   D x .16x*b  (64 rows)    yes  lanes 0..15 of each warp's quadrant (the rest is untouched)
-#   D x .16x*b  (128 rows)   yes  two issues, PTX row immediate 0 and 16
-#   F x .16x*b  (64 rows)    yes  F's rows are exactly the atom's 16-lane scatter
-#   F x .16x*b  (128 rows)   no   F holds one sub-slab; the second issue would move the other
-#   F x .32x32b              no   F uses 16 of each warp's 32 lanes; .32x32b moves all 32
-#   B x anything             no   B never reaches the table: it is routed to its own path
+# TVM _TMEM_ATOM_COMPAT: (datapath, atom kind, fragment rows) -> accepted, and why (PTX ISA 9.0 §9.7.16.10.5).
+# B never reaches the table: it is routed to its own path.
 _TMEM_ATOM_COMPAT = {
-    ("D", "32x32b", 128): True,
-    ("D", "16x*b", 64): True,
-    ("D", "16x*b", 128): True,
-    ("F", "32x32b", 128): False,
-    ("F", "16x*b", 64): True,
-    ("F", "16x*b", 128): False,
+    ("D", "32x32b", 128): True,  # all 128 lanes, 32 per warp
+    ("D", "16x*b", 64): True,  # lanes 0..15 of each warp's quadrant (the rest is untouched)
+    ("D", "16x*b", 128): True,  # two issues, PTX row immediate 0 and 16
+    ("F", "32x32b", 128): False,  # F uses 16 of each warp's 32 lanes; .32x32b moves all 32
+    ("F", "16x*b", 64): True,  # F's rows are exactly the atom's 16-lane scatter
+    ("F", "16x*b", 128): False,  # F holds one sub-slab; the second issue would move the other
 }
 
 
-def _epc(buf) -> int:
+def _epc(buf: ir.Buffer) -> int:
     """Elements per 32-bit TMEM cell / register."""
     return 4 // buf.elem_bytes
 
 
-def _match_tcgen05_atom_layout(lbuf):
-    """``(shape, num, rows)`` when ``lbuf``'s layout equals ``frag(16x*b)``, else None.
-
-    Structural comparison of canonical forms against ``tcgen05_atom_layout``
-    for each ``.16x*b`` shape (TVM ``_match_tcgen05_atom_layout``); ``num`` is
-    ``cols // (COL_FACTOR[shape] * elem_per_32b)``.
-    """
-    if len(lbuf.shape) != 2 or lbuf.shape[0] not in (64, 128):
-        return None
-    rows, cols = lbuf.shape
-    for shape in _ATOM_16XNB:
-        try:
-            ref = tcgen05_atom_layout(shape, (rows, cols), lbuf.elem_bytes * 8)
-        except ValueError:
-            continue
-        if lbuf.layout.is_equal(ref):
-            return shape, cols // (tc.COL_FACTOR[shape] * _epc(lbuf)), rows
-    return None
+def _layout(buf: ir.Buffer) -> TileLayout:
+    assert isinstance(buf.layout, TileLayout), "local and tmem buffers carry a TileLayout"
+    return buf.layout
 
 
-def _is_b_image(lbuf) -> bool:
-    """The 64-row ``frag(32x32b)``: the register image of a datapath-B tile."""
-    if len(lbuf.shape) != 2 or lbuf.shape[0] != 64:
+def _is_frag(lbuf: ir.Buffer, shape: str, rows: tuple[int, ...]) -> bool:
+    """A 2-D ``lbuf`` of one of ``rows`` rows whose layout equals ``frag(shape)`` (canonical forms compared)."""
+    if len(lbuf.shape) != 2 or lbuf.shape[0] not in rows:
         return False
     try:
-        return lbuf.layout.is_equal(tcgen05_atom_layout("32x32b", tuple(lbuf.shape), lbuf.elem_bytes * 8))
+        return _layout(lbuf).is_equal(tcgen05_atom_layout(shape, (lbuf.shape[0], lbuf.shape[1]), lbuf.elem_bytes * 8))
     except ValueError:
         return False
 
 
-def _compat_refusal(tbuf, lbuf, atom_kind, frag_rows) -> str:
+def _match_tcgen05_atom_layout(lbuf: ir.Buffer) -> tuple[str, int, int] | None:
+    """``(shape, num, rows)`` when ``lbuf``'s layout equals ``frag(16x*b)`` of 64 or 128 rows, else None
+    (TVM ``_match_tcgen05_atom_layout``); ``num`` is ``cols // (COL_FACTOR[shape] * elem_per_32b)``."""
+    for shape in _ATOM_16XNB:
+        if _is_frag(lbuf, shape, (64, 128)):
+            return shape, lbuf.shape[1] // (tc.COL_FACTOR[shape] * _epc(lbuf)), lbuf.shape[0]
+    return None
+
+
+def _compat_refusal(tbuf: ir.Buffer, lbuf: ir.Buffer, atom_kind: str, frag_rows: int) -> str:
     """Why ``_TMEM_ATOM_COMPAT`` refuses (datapath, atom, rows), and the fix."""
     head = (f"{tbuf.name} uses datapath {tbuf.datapath} and {lbuf.name} is a {frag_rows}-row {atom_kind} "
-            f"fragment: TVM _TMEM_ATOM_COMPAT refuses this pairing (PTX ISA §9.7.16.10.5)")
+            f"fragment: TVM _TMEM_ATOM_COMPAT refuses this pairing (PTX ISA 9.0 §9.7.16.10.5)")
     if tbuf.datapath == "F" and atom_kind == "32x32b":
         return (f"{head}; datapath F uses 16 of each warp's 32 lanes and .32x32b moves all 32, so it would also "
                 f"touch the other sub-slab. Allocate the fragment with {_FRAG_HINT} as "
@@ -126,7 +114,7 @@ def _compat_refusal(tbuf, lbuf, atom_kind, frag_rows) -> str:
             f"({lbuf.dtype}[64, N] @ frag(...)) for datapath F")
 
 
-def _tmem_window(tmem, lbuf, atom_kind, frag_rows):
+def _tmem_window(tmem: RegionRef, lbuf: ir.Buffer, atom_kind: str, frag_rows: int) -> tuple[int, int, int]:
     """``(width, col_off, sub_slab)`` of the TMEM region (TVM ``_tmem_window``).
 
     The pairing is gated by :data:`_TMEM_ATOM_COMPAT`; the region's layout slice
@@ -144,7 +132,7 @@ def _tmem_window(tmem, lbuf, atom_kind, frag_rows):
     if tmem.extents[0] != frag_rows:
         fail(f"the {atom_kind} fragment {lbuf.name} has {frag_rows} rows but the TMEM region {tmem} has "
              f"{tmem.extents[0]}: the copy moves whole fragments, slice columns only")
-    win = tbuf.layout.slice(tbuf.shape, tmem.region)
+    win = _layout(tbuf).slice(tbuf.shape, tmem.region)
     if win is None:
         fail(f"TMEM region {tmem} is not a window of {tbuf.name}'s layout {tbuf.layout}")
     width = tmem.extents[1]
@@ -168,17 +156,21 @@ def _tmem_window(tmem, lbuf, atom_kind, frag_rows):
     return width, col_off, lane_off // 16
 
 
-def _kind(op) -> str:
-    return "ld" if op.src.buf.scope == "tmem" else "st"
+def _ldst(op: CopyOp, ctx: DispatchContext, shape: str, num: int, reg_base: int, regs: int, row: int,
+          col: int) -> ir.TcgenLdSt:
+    """One ``tcgen05.ld`` (tmem -> local) or ``tcgen05.st`` (local -> tmem) of the op's two buffers."""
+    kind, tmem, local = ("ld", op.src, op.dst) if op.src.buf.scope == "tmem" else ("st", op.dst, op.src)
+    assert ctx.builder.tmem_addr is not None, "a kernel with TMEM has its address slot"
+    return ir.TcgenLdSt(kind, shape, num, local.buf, reg_base, regs, ctx.builder.tmem_addr, row, col, tmem=tmem.buf)
 
 
 # ----------------------------------------------------------------------------- .32x32b
-def _emit_32x32b(op, ctx, tmem, local):
+def _emit_32x32b(op: CopyOp, ctx: DispatchContext, tmem: RegionRef, local: RegionRef) -> Emitted:
     tbuf, lbuf = tmem.buf, local.buf
     epc = _epc(tbuf)
     if tbuf.datapath == "F":
         fail(_compat_refusal(tbuf, lbuf, "32x32b", 128))
-    if _is_b_image(lbuf):
+    if _is_frag(lbuf, "32x32b", (64,)):  # the register image of a datapath-B tile
         fail(f"{lbuf.name} is a 64-row frag(32x32b), the register image of a datapath B tile; declare "
              f"{tbuf.name} @ datapath(B) as {tbuf.dtype}[64, N] (or give {lbuf.name} 128 rows)")
     if len(lbuf.shape) != 2 or lbuf.shape[0] != 128:
@@ -197,7 +189,7 @@ def _emit_32x32b(op, ctx, tmem, local):
     rows = np.arange(128)[:, None]
     cols = local.begins[1] + np.arange(width)[None, :]
     lin = (rows * lbuf.shape[1] + cols).reshape(-1)
-    lc = lbuf.layout.apply(lin)
+    lc = _layout(lbuf).apply(lin)
     tid = linear_tid(lc, lin.size)
     m = lc.get("m", np.zeros_like(lin)).reshape(128, width)
     if not np.array_equal(tid.reshape(128, width) % 128, np.repeat(np.arange(128)[:, None], width, 1)):
@@ -210,20 +202,19 @@ def _emit_32x32b(op, ctx, tmem, local):
     reg_base = int(m[0, 0]) // epc
     _, col_off, _ = _tmem_window(tmem, lbuf, "32x32b", 128)
     col = tbuf.tmem_col + col_off // epc
-    node = ir.TcgenLdSt(_kind(op), "32x32b", num, lbuf, reg_base, num, ctx.builder.tmem_addr, 0, col, tmem=tbuf)
-    return [node], f"{node.chain} at TMEM column {col} (1 instruction per warp, 4 warps)"
+    node = _ldst(op, ctx, "32x32b", num, reg_base, num, 0, col)
+    return [node], EmitSummary(node.chain, 1, "warp", at=f"TMEM column {col}")
 
 
 # ----------------------------------------------------------------------------- .16x64b / .16x128b / .16x256b
-def _emit_16xnb(op, ctx, tmem, local, shape, num, frag_rows):
+def _emit_16xnb(op: CopyOp, ctx: DispatchContext, tmem: RegionRef, local: RegionRef, shape: str, num: int,
+                frag_rows: int) -> Emitted:
     tbuf, lbuf = tmem.buf, local.buf
     epc = _epc(lbuf)
     unit = tc.COL_FACTOR[shape] * epc  # elements per unit of .num
     regs_per_slab = tc.REGS_PER_NUM[shape] * num  # 32-bit registers per thread per 16-row slab
     n_slabs = frag_rows // 64
     _, col_off, sub_slab = _tmem_window(tmem, lbuf, "16x*b", frag_rows)
-    if sub_slab + n_slabs > 2:  # unreachable through the compat table; kept as TVM's invariant
-        fail(f".{shape} sub_slab={sub_slab} with {frag_rows} rows exceeds the 2 sub-slabs of a warp's quadrant")
     if local.begins[0] != 0 or local.extents[0] != frag_rows:
         fail(f"the .{shape} path moves all {frag_rows} rows of the fragment {lbuf.name}: slice columns only")
     c0, w = local.begins[1], local.extents[1]
@@ -241,19 +232,17 @@ def _emit_16xnb(op, ctx, tmem, local, shape, num, frag_rows):
     regs = tc.REGS_PER_NUM[shape] * num_eff
     reg_base = (c0 // unit) * tc.REGS_PER_NUM[shape]  # = c0 * regs_per_slab // width (TVM local_reg_base)
     col = tbuf.tmem_col + col_off // epc
-    kind = _kind(op)
-    nodes = [ir.TcgenLdSt(kind, shape, num_eff, lbuf, reg_base + slab * regs_per_slab, regs,
-                          ctx.builder.tmem_addr, 16 * (sub_slab + slab), col, tmem=tbuf)
-             for slab in range(n_slabs)]
-    rows = " and ".join(str(n.row) for n in nodes)
+    lds = [_ldst(op, ctx, shape, num_eff, reg_base + slab * regs_per_slab, regs, 16 * (sub_slab + slab), col)
+           for slab in range(n_slabs)]
+    rows = " and ".join(str(n.row) for n in lds)
     lanes = "32w+16+i" if sub_slab else "32w+i"
     where = f"fragment rows 16w+i at TMEM lanes {lanes}" if frag_rows == 64 else "fragment row r at TMEM lane r"
-    return nodes, (f"{nodes[0].chain} at row{'s' if n_slabs > 1 else ''} {rows}, TMEM column {col} "
-                   f"({n_slabs} instruction{'s' if n_slabs > 1 else ''} per warp, 4 warps; {where})")
+    return [*lds], EmitSummary(lds[0].chain, n_slabs, "warp", notes=(where,),
+                               at=f"row{'s' if n_slabs > 1 else ''} {rows}, TMEM column {col}")
 
 
 # ----------------------------------------------------------------------------- datapath B
-def _emit_datapath_b(op, ctx, tmem, local):
+def _emit_datapath_b(op: CopyOp, ctx: DispatchContext, tmem: RegionRef, local: RegionRef) -> Emitted:
     """One ``.32x32b.x{N/2}`` over all 128 lanes for a datapath-B ``(64, N)`` tile (TVM ``_emit_datapath_b_path``)."""
     tbuf, lbuf = tmem.buf, local.buf
     if tbuf.elem_bytes != 4:
@@ -274,7 +263,7 @@ def _emit_datapath_b(op, ctx, tmem, local):
         ref = tcgen05_atom_layout("32x32b", (64, n), lbuf.elem_bytes * 8)
     except ValueError as e:  # odd N, or N/2 not a legal .num
         fail(f"datapath B: {e}")
-    if not lbuf.layout.is_equal(ref):
+    if not _layout(lbuf).is_equal(ref):
         fail(f"datapath B requires the Layout B register fragment {ref} (frag(32x32b) of 64 rows); "
              f"{lbuf.name} has {lbuf.layout}. Allocate the fragment with frag(32x32b) as {lbuf.dtype}[64, {n}]")
     for side, what in ((tmem, "TMEM buffer"), (local, "register fragment")):
@@ -283,24 +272,14 @@ def _emit_datapath_b(op, ctx, tmem, local):
                  f"columns c and c + N/2 share a TMEM column in lanes 0..63 and 64..127, so a column slice is "
                  f"not contiguous after the lane split. Copy the whole tile, or alias a narrower "
                  f"datapath(B) buffer with `at {tbuf.name} + COLS`")
-    win = tbuf.layout.slice(tbuf.shape, tmem.region)
+    win = _layout(tbuf).slice(tbuf.shape, tmem.region)
     col = tbuf.tmem_col + (win.offset_of("TCol") if win is not None else 0)
-    node = ir.TcgenLdSt(_kind(op), "32x32b", n // 2, lbuf, 0, n // 2, ctx.builder.tmem_addr, 0, col, tmem=tbuf)
-    return [node], (f"{node.chain} at TMEM column {col}: datapath B (64, {n}) as one (128, {n // 2}) .32x32b "
-                    f"image (1 instruction per warp, 4 warps; columns {n // 2}.. in lanes 64..127)")
+    node = _ldst(op, ctx, "32x32b", n // 2, 0, n // 2, 0, col)
+    return [node], EmitSummary(node.chain, 1, "warp", notes=(f"columns {n // 2}.. in lanes 64..127",),
+                               at=f"TMEM column {col}: datapath B (64, {n}) as one (128, {n // 2}) .32x32b image")
 
 
-def _emit_tmem_local(op, ctx):
-    tmem, local = (op.src, op.dst) if op.src.buf.scope == "tmem" else (op.dst, op.src)
-    if tmem.buf.datapath == "B":
-        return _emit_datapath_b(op, ctx, tmem, local)
-    match = _match_tcgen05_atom_layout(local.buf)
-    if match is not None:
-        return _emit_16xnb(op, ctx, tmem, local, *match)
-    return _emit_32x32b(op, ctx, tmem, local)
-
-
-def _validate_tmem_copy(op, ctx):
+def _validate_tmem_copy(op: CopyOp, ctx: DispatchContext) -> Verdict:
     """``validate_copy_op``, with the data-path rule named when the row counts differ."""
     ok, why = validate_copy_op(op, ctx)
     if ok:
@@ -309,10 +288,10 @@ def _validate_tmem_copy(op, ctx):
     if tmem.buf.scope != "tmem" or local.buf.scope != "local" or len(local.extents) != 2:
         return ok, why
     if tmem.buf.datapath == "F" and local.extents[0] == 128:
-        why += ("; datapath F holds 64 rows and takes only a 64-row .16x*b fragment (TVM _TMEM_ATOM_COMPAT): "
+        why = f"{why}" + ("; datapath F holds 64 rows and takes only a 64-row .16x*b fragment (TVM _TMEM_ATOM_COMPAT): "
                 f"declare {local.buf.name} as [64, N] @ {_FRAG_HINT}")
     elif tmem.buf.datapath == "B" and local.extents[0] == 128:
-        why += (f"; datapath B is a (64, N) tile: a 128-row .32x32b fragment reads the wrong region. "
+        why = f"{why}" + (f"; datapath B is a (64, N) tile: a 128-row .32x32b fragment reads the wrong region. "
                 f"Allocate the fragment with frag(32x32b) as {local.buf.dtype}[64, N]")
     return ok, why
 
@@ -326,16 +305,13 @@ def _validate_tmem_copy(op, ctx):
 #        per 16-row slab (PTX row immediate 16*(sub_slab + slab));
 #        otherwise one tcgen05.{ld,st}.sync.aligned.32x32b.x<num>.b32 per warp.
 #        TMEM address tmem_addr[0] + (row, 32-bit column), registers = the tile's 32-bit words.
-@register_dispatch(
-    "copy_async",
-    "cuda",
-    variant="tmem<->local",
-    priority=10,
-    when=[
-        predicate("validate_copy_op", _validate_tmem_copy),
-        predicate("exec_scope", exec_scope_ok, expected_scopes=["warpgroup"]),
-        predicate("storage_scope", scope_allowed, allowed_pairs=[("tmem", "local"), ("local", "tmem")]),
-    ],
-)
-def copy_async_schedule_tmem_local(op, ctx):
-    return _emit_tmem_local(op, ctx)
+@register_dispatch("copy_async", "cuda", variant="tmem<->local", priority=10, when=copy_predicates(
+    ["warpgroup"], [("tmem", "local"), ("local", "tmem")], validate=_validate_tmem_copy))
+def copy_async_schedule_tmem_local(op: CopyOp, ctx: DispatchContext) -> Emitted:
+    tmem, local = (op.src, op.dst) if op.src.buf.scope == "tmem" else (op.dst, op.src)
+    if tmem.buf.datapath == "B":
+        return _emit_datapath_b(op, ctx, tmem, local)
+    match = _match_tcgen05_atom_layout(local.buf)
+    if match is not None:
+        return _emit_16xnb(op, ctx, tmem, local, *match)
+    return _emit_32x32b(op, ctx, tmem, local)
