@@ -202,9 +202,8 @@ class LaunchWorker:
         return self._proc is not None and self._proc.poll() is None
 
     def _env(self) -> dict:
-        import tilemagic
-
-        root = os.path.dirname(os.path.dirname(os.path.abspath(tilemagic.__file__)))
+        # the directory holding the tilemagic package (this file is tilemagic/runtime/worker.py)
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
         parts = [root, *self.pythonpath] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
         env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
