@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+from .caches import register_cache
+
 LAUNCH_CHOICES = ("auto", "sim", "gpu", "off")
 VIEW_CHOICES = ("html", "text", "widget")
 EXPORT_CHOICES = ("tvmscript",)
@@ -208,6 +210,9 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     """The ``%%tilecopy`` option-line parser (built once; ``parse_args`` leaves it unchanged)."""
     return add_arguments(_Parser(prog="%%tilecopy", add_help=False, exit_on_error=False))
+
+
+register_cache("options.parser", build_parser.cache_clear, "the %%tilecopy option-line parser (built once)")
 
 
 def usage() -> str:

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..caches import register_cache
 from ..ir import nodes as ir
 from ..options import COLOR_BY_CHOICES
 from .format import format_value, instr_label, range_text, short_shape
@@ -109,6 +110,9 @@ def _figure_class():
             return figure_png(self)
 
     return TileFigure
+
+
+register_cache("widgets.figures", _figure_class.cache_clear, "the TileFigure class (defined on first use)")
 
 
 def _new_figure():

@@ -57,3 +57,19 @@ def test_the_ptx_cache_is_bounded(monkeypatch):
     for i in range(ptx.PTX_CACHE_SIZE + 10):
         ptx.ptx_for(f"// kernel {i}\n", "sm_90")
     assert ptx._ptx.cache_info().currsize == ptx.PTX_CACHE_SIZE
+
+
+def test_clear_caches_empties_the_pipeline_and_display_caches():
+    from tilemagic import options, pipeline
+    from tilemagic.widgets import figures, html, png
+
+    res = tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="sim", emit_warnings=False)
+    res.html()  # highlights the panes and draws the TMEM picture
+    options.build_parser()
+    filled = (len(pipeline._KERNELS), len(png._PNG_CACHE), html._highlight_cached.cache_info().currsize,
+              figures._figure_class.cache_info().currsize, options.build_parser.cache_info().currsize)
+    assert all(filled), filled
+    cleared = tilemagic.clear_caches()
+    assert {"pipeline.kernels", "widgets.png", "widgets.figures", "widgets.html.highlight", "options.parser"} <= set(cleared)
+    assert (len(pipeline._KERNELS), len(png._PNG_CACHE), html._highlight_cached.cache_info().currsize,
+            figures._figure_class.cache_info().currsize, options.build_parser.cache_info().currsize) == (0, 0, 0, 0, 0)
