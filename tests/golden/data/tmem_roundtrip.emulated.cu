@@ -140,7 +140,7 @@ __device__ void tm_emu_dealloc_at(const TmEmu& e, uint32_t taddr, uint32_t ncols
 }
 #define tm_emu_dealloc(e, taddr, ncols) tm_emu_dealloc_at((e), (taddr), (ncols), __LINE__)
 
-// (row, column) offset of register r of lane t for each shape (PTX ISA §9.7.16.2.3; tcgen05.md §5)
+// (row, column) offset of register r of lane t for each shape (PTX ISA 9.0 §9.7.16.2.3, matrix fragments)
 __device__ __forceinline__ void tm_cell(int shape, uint32_t t, uint32_t r, uint32_t split, uint32_t& row, uint32_t& col) {
   uint32_t q = t >> 2, p = t & 3u;
   switch (shape) {
