@@ -338,7 +338,7 @@ def tmem_ir_kernel(violation=None):
 # Written from PTX ISA 9.0 §9.7.16, not imported from tilemagic: the tests decode with them.
 TCGEN05_COL_FACTOR = {"32x32b": 1, "16x64b": 2, "16x128b": 4, "16x256b": 8}  # 32-bit columns per unit of num
 TCGEN05_REGS_PER_NUM = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b": 4}
-TCGEN05_MAX_NUM = {"32x32b": 128, "16x64b": 128, "16x128b": 64, "16x256b": 32}  # PTX Table 49
+TCGEN05_MAX_NUM = {"32x32b": 128, "16x64b": 128, "16x128b": 64, "16x256b": 32}  # PTX ISA 9.0 Table 49
 # which TMEM data paths each shape is tested on: D128 = datapath D, 128-row fragment; D64 = rows 0..63 of a
 # datapath-D buffer with a 64-row .16x*b fragment; F0/F1 = datapath(F, sub_slab=0/1); B = datapath(B)
 TCGEN05_DATAPATHS = {"32x32b": ("D128", "B"), "16x64b": ("D128", "D64", "F0", "F1"),
@@ -468,7 +468,7 @@ class Tcgen05Case:
 def tcgen05_nums(shape, datapath):
     """min, a middle and the max num tested for a shape on a data path.
 
-    The max is PTX Table 49's, except for a 128-row ``.16x*b`` fragment (D128): it holds two slabs,
+    The max is PTX ISA 9.0 Table 49's, except for a 128-row ``.16x*b`` fragment (D128): it holds two slabs,
     2 * REGS_PER_NUM * num registers per thread, and a thread has at most 255 (lower/limits.py), so
     its max is half the shape's (x64 / x32 / x16); the shape's own max is reached by the 64-row
     fragments (D64, F0, F1).

@@ -58,7 +58,7 @@ def intern_kernel(kernel: ir.Kernel) -> ir.Kernel:
 
 
 def _check_target(kernel, arch):
-    """A kernel with tcgen05 instructions needs a tensor-memory target (PTX ISA §9.7.16)."""
+    """A kernel with tcgen05 instructions needs a tensor-memory target (PTX ISA 9.0 §9.7.16)."""
     from .arch.tcgen05 import TCGEN05_ARCHS
     from .codegen.cuda import uses_tcgen05
 

@@ -6,7 +6,7 @@ mixes buffers that alias one allocation (``at T0 + COLS``, other dtypes, data pa
 ``+ k@TCol`` windows), column slices of TMEM and of the register tile, 64- and 128-row fragments
 of every tcgen05 shape, and ops that only store or only load; each global output is compared with
 what a model of the physical 128 lanes × 512 32-bit cells predicts.  The model is written from
-docs/language.md's tables (PTX ISA §9.7.16.2.3), not from tilemagic.layout:
+docs/language.md's tables (PTX ISA 9.0 §9.7.16.2.3), not from tilemagic.layout:
 
 * D: lane = r; F(sub_slab s): lane = 32·(r//16) + 16·s + r%16; B: lane = r + 64·(c // (N/2)),
   column c % (N/2); a 64-row ``.16x*b`` fragment on a D buffer is TVM's pairing, lane

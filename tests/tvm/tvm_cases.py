@@ -133,7 +133,7 @@ def spec_cell(spec):
     return frag_cell(spec["shape"], spec["rows"], spec["cols"], **kw)
 
 
-_COL_FACTOR = {"16x64b": 2, "16x128b": 4, "16x256b": 8}  # fp32 columns per .num (PTX ISA Table 49)
+_COL_FACTOR = {"16x64b": 2, "16x128b": 4, "16x256b": 8}  # fp32 columns per .num (PTX ISA 9.0 Table 49)
 _REGS_PER_NUM = {"16x64b": 1, "16x128b": 2, "16x256b": 4}  # 32-bit registers per thread per .num
 
 

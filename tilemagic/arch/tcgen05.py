@@ -43,7 +43,7 @@ __all__ = [
     "TCGEN05_ARCHS",
 ]
 
-# PTX ISA §9.7.16.2.3 ("Matrix fragments for tcgen05.ld/st"): the shape qualifiers.
+# PTX ISA 9.0 §9.7.16.2.3 ("Matrix fragments for tcgen05.ld/st"): the shape qualifiers.
 SHAPES: tuple[str, ...] = ("32x32b", "16x64b", "16x128b", "16x256b", "16x32bx2")
 
 # TMEM lanes one instruction touches (both halves of .16x32bx2 share the same 16 lanes).
@@ -56,11 +56,11 @@ REGS_PER_NUM: dict[str, int] = {"32x32b": 1, "16x64b": 1, "16x128b": 2, "16x256b
 # `.pack::16b` / `.unpack::16b` doubles it (register count unchanged).
 COL_FACTOR: dict[str, int] = {"32x32b": 1, "16x64b": 2, "16x128b": 4, "16x256b": 8, "16x32bx2": 1}
 
-# The .num qualifiers .x1 ... .x128 (PTX §9.7.16.8.3).
+# The .num qualifiers .x1 ... .x128 (PTX ISA 9.0 §9.7.16.8.3).
 NUMS: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
 
 # Legal .num per shape: a thread may hold at most 128 registers, hence 16x128b
-# stops at .x64 and 16x256b at .x32 (PTX Table 49; ptxas: "Illegal vector size").
+# stops at .x64 and 16x256b at .x32 (PTX ISA 9.0 Table 49; ptxas: "Illegal vector size").
 LEGAL_NUMS: dict[str, tuple[int, ...]] = {
     s: tuple(n for n in NUMS if n * REGS_PER_NUM[s] <= 128) for s in SHAPES
 }
@@ -82,7 +82,7 @@ def _check_shape(shape: str) -> None:
 
 
 def is_legal_num(shape: str, num: int) -> bool:
-    """Whether ``tcgen05.{ld,st}.<shape>.x<num>`` assembles (PTX Table 49).
+    """Whether ``tcgen05.{ld,st}.<shape>.x<num>`` assembles (PTX ISA 9.0 Table 49).
 
     Legality depends only on ``shape`` and ``num``: it is the same for ``ld``
     and ``st`` and with or without ``.pack::16b`` / ``.unpack::16b`` (ptxas
@@ -117,7 +117,7 @@ def is_legal_num(shape: str, num: int) -> bool:
 def _check_num(shape: str, num: int) -> None:
     if not is_legal_num(shape, num):
         raise ValueError(
-            f"tcgen05: .x{num} is not a legal .num for shape {shape} (PTX Table 49 allows "
+            f"tcgen05: .x{num} is not a legal .num for shape {shape} (PTX ISA 9.0 Table 49 allows "
             f".x{LEGAL_NUMS[shape][0]}..x{LEGAL_NUMS[shape][-1]} in powers of two: at most "
             f"{_MAX_REGS} 32-bit registers per thread, {REGS_PER_NUM[shape]} per unit of .num)"
         )
@@ -141,7 +141,7 @@ def regs_per_thread(shape: str, num: int) -> int:
     Raises
     ------
     ValueError
-        For an unknown shape or an illegal ``num`` (message cites PTX Table 49).
+        For an unknown shape or an illegal ``num`` (message cites PTX ISA 9.0 Table 49).
     """
     _check_shape(shape)
     _check_num(shape, num)
@@ -197,7 +197,7 @@ def instr_chain(op: str, shape: str, num: int, pack: bool = False) -> str:
     Returns
     -------
     str
-        e.g. ``"tcgen05.ld.sync.aligned.32x32b.x4.b32"`` (PTX §9.7.16.8.3-4).
+        e.g. ``"tcgen05.ld.sync.aligned.32x32b.x4.b32"`` (PTX ISA 9.0 §9.7.16.8.3-4).
 
     Raises
     ------
@@ -217,7 +217,7 @@ def instr_chain(op: str, shape: str, num: int, pack: bool = False) -> str:
 def cell_offsets(shape: str, t, r, split: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """(row, column) of the cell that thread ``t`` / register ``r`` moves.
 
-    Implements the matrix-fragment figures of PTX §9.7.16.2.3 as closed forms
+    Implements the matrix-fragment figures of PTX ISA 9.0 §9.7.16.2.3 as closed forms
     (PTX ISA 9.0 §9.7.16.2.3), with ``q = t >> 2`` and ``p = t & 3``:
 
     ========== ======================== ==========================================
@@ -378,7 +378,7 @@ def alloc_columns(ncols_needed: int) -> int:
     -------
     int
         The smallest power of two ``>= max(32, ncols_needed)``: one of
-        :data:`ALLOC_COLS` (PTX §9.7.16.7.1: nCols is a power of two in [32, 512]).
+        :data:`ALLOC_COLS` (PTX ISA 9.0 §9.7.16.7.1: nCols is a power of two in [32, 512]).
 
     Raises
     ------
@@ -391,7 +391,7 @@ def alloc_columns(ncols_needed: int) -> int:
     if n > TMEM_COLS:
         raise ValueError(
             f"tcgen05.alloc: {n} columns exceed the {TMEM_COLS} TMEM columns of a CTA "
-            f"(PTX §9.7.16.7.1: nCols must be a power of two in [32, 512])"
+            f"(PTX ISA 9.0 §9.7.16.7.1: nCols must be a power of two in [32, 512])"
         )
     for c in ALLOC_COLS:
         if c >= n:
@@ -402,13 +402,14 @@ def alloc_columns(ncols_needed: int) -> int:
 #: Status codes of the TMEM emulation (``tm_status[0]``) and of the simulator -> message; ``{1}``, ``{2}``,
 #: ``{3}`` are ``tm_status[1..3]`` (the CUDA emulation and :mod:`tilemagic.sim.tmem` raise the same text).
 EMU_STATUS = {
-    1: "tcgen05.alloc of {1} columns: nCols must be a power of two in [32, 512] (PTX ISA §9.7.16.7.1)",
-    2: "tcgen05.alloc of {1} columns by warp {2} after tcgen05.relinquish_alloc_permit (illegal, PTX ISA §9.7.16.7.1)",
+    1: "tcgen05.alloc of {1} columns: nCols must be a power of two in [32, 512] (PTX ISA 9.0 §9.7.16.7.1)",
+    2: ("tcgen05.alloc of {1} columns by warp {2} after tcgen05.relinquish_alloc_permit "
+        "(illegal, PTX ISA 9.0 §9.7.16.7.1)"),
     3: "tcgen05.alloc of {1} columns cannot be satisfied: TMEM is full (the hardware would spin forever)",
     4: "tcgen05.dealloc of {2} columns at column {1} does not match an allocation",
     5: "tcgen05.ld/st by thread {1} touches TMEM lane {2}, column {3}: outside the allocated columns",
     6: "strict: thread {1}'s TMEM address has lane quadrant {2} but it runs in warp {3} "
-       "(PTX ISA §9.7.16.8.1: a warp reaches only its own lane quadrant; the address's quadrant bits must be "
+       "(PTX ISA 9.0 §9.7.16.8.1: a warp reaches only its own lane quadrant; the address's quadrant bits must be "
        "0 or warp_id % 4)",
     7: "TMEM still allocated at kernel exit (slot mask {1:#x}): missing tcgen05.dealloc",
     8: "tcgen05 instruction issued by a partial warp (thread {1}); .sync.aligned needs all 32 lanes",

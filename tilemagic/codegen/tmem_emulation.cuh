@@ -5,7 +5,7 @@
 // TM_STATE_WORDS words of allocation state.  tcgen05.ld/st are executed
 // synchronously at issue time (a legal refinement of their asynchronous
 // semantics), each thread moving its own registers with the per-thread mapping
-// of PTX ISA §9.7.16.2.3 (the same closed form as tilemagic/arch/tcgen05.py and
+// of PTX ISA 9.0 §9.7.16.2.3 (the same closed form as tilemagic/arch/tcgen05.py and
 // the CPU simulator).  The hardware takes the lane quadrant from the warp
 // (warp_id % 4); the address's lane field selects within it.
 //
@@ -15,7 +15,7 @@
 // tm_status[5] (the runtime maps them to description lines).  The calls are macros
 // over the tm_emu_*_at functions so that they record their own line.
 //
-// tcgen05.alloc blocks until the columns are free (PTX ISA §9.7.16.7.1).  The
+// tcgen05.alloc blocks until the columns are free (PTX ISA 9.0 §9.7.16.7.1).  The
 // emulation does the same: a request that does not fit spins until another warp
 // deallocates, which in a one-CTA kernel may be never (the launch's --timeout then
 // ends it).  With --strict (e.strict) it is reported at once instead (status 3).

@@ -213,8 +213,8 @@ def _compile(tvm, target, mod, export, cuda_export) -> tuple[str | None, str]:
     try:
         return build(mod), 'tvm.compile(..., tir_pipeline="tirx") of the exported program'
     except Exception as e:  # noqa: BLE001 -- any failure of TVM's codegen is reported, not raised
-        why = _first_lines(str(e), 40).splitlines()
-        why = next((ln.strip() for ln in reversed(why) if ln.strip()), type(e).__name__)
+        lines = _first_lines(str(e), 40).splitlines()
+        why = next((ln.strip() for ln in reversed(lines) if ln.strip()), type(e).__name__)
     if cuda_export is None:
         return None, f"tvm.compile failed: {why}"
     try:
@@ -490,7 +490,8 @@ def compare_with_tvm(result=None, *, program=None, typed=None, error: Exception 
         ops.append(oc)
     for oc in ops if explain else ():  # ask TVM why it did not take tilemagic's variant family
         fam = variant_family(oc.ours_variant)
-        if oc.ours is not None and oc.tvm_variant is not None and fam != oc.tvm_variant:
+        # fam is None only without ours_variant, i.e. when tilemagic did not lower the op (then oc.ours is None)
+        if oc.ours is not None and fam is not None and oc.tvm_variant is not None and fam != oc.tvm_variant:
             forced = run_tvm(export_tvmscript(prog, tp, records, tmem_base=tmem_base, force={oc.line: fam}), arch=arch)
             if forced.error is not None and forced.error_line == oc.line:
                 oc.tvm_why_not = forced.error

@@ -170,6 +170,13 @@ def _join_or(items: Sequence[str]) -> str:
     return ", ".join(items[:-1]) + " or " + items[-1]
 
 
+def _token(child: Token | Tree) -> Token:
+    """A tree child that the grammar makes a token (a TypeError, i.e. an internal parser error, if not)."""
+    if not isinstance(child, Token):
+        raise TypeError(f"expected a token, got {type(child).__name__}")
+    return child
+
+
 class _Line:
     """One statement line being parsed: makes spans and located errors."""
 
@@ -188,7 +195,8 @@ class _Line:
             end_col = col + 1
         return Span(self.lineno, col, self.lineno, end_col)
 
-    def tok(self, tok: Token) -> Span:
+    def tok(self, tok: Token | Tree) -> Span:
+        tok = _token(tok)
         return self.span(tok.column or 1, tok.end_column)
 
     def node(self, tree: Tree) -> Span:
@@ -204,7 +212,8 @@ class _Line:
     def error(self, message: str, span: Span, hint: str | None = None) -> NoReturn:
         raise TileSyntaxError(message, span, source=self.err_source, hint=hint)
 
-    def int(self, tok: Token, what: str, *, minimum: int | None = None) -> int:
+    def int(self, tok: Token | Tree, what: str, *, minimum: int | None = None) -> int:
+        tok = _token(tok)
         text = tok.value
         digits = text.lstrip("-")
         if len(digits) > _MAX_INT_DIGITS:
@@ -420,32 +429,37 @@ def _stride(ln: _Line, tree: Tree, what: str) -> A.Stride:
     return A.Stride(value, axis, ln.node(tree))
 
 
+def _s_layout(ln: _Line, tree: Tree) -> A.SLayout:
+    span = ln.node(tree)
+    body = tree.children[1]
+    offsets = tuple(_stride(ln, off.children[0], "an offset") for off in tree.children[2:])
+    if body.data == "s_extents":
+        extents = tuple(ln.int(t, "an extent", minimum=1) for t in body.children)
+        return A.SLayout(extents, None, offsets, span)
+    if body.data == "s_1d":
+        e_tok, st = body.children
+        return A.SLayout((ln.int(e_tok, "an extent", minimum=1),), (_stride(ln, st, "a stride"),),
+                         offsets, span)
+    ext_tree, str_tree = body.children
+    extents = tuple(ln.int(t, "an extent", minimum=1) for t in ext_tree.children)
+    if str_tree is None:
+        return A.SLayout(extents, None, offsets, span)
+    strides = tuple(_stride(ln, s, "a stride") for s in str_tree.children)
+    if len(strides) != len(extents):
+        ln.error(
+            f"the layout has {len(extents)} extent{'s' * (len(extents) != 1)} but "
+            f"{len(strides)} stride{'s' * (len(strides) != 1)}",
+            ln.node(str_tree),
+            hint="give one stride per extent: `S[(128, 8) : (1@tid_in_wg, 1)]`",
+        )
+    return A.SLayout(extents, strides, offsets, span)
+
+
 def _layout(ln: _Line, tree: Tree) -> A.LayoutExpr:
     kind = tree.data
     span = ln.node(tree)
     if kind == "s_layout":
-        body = tree.children[1]
-        offsets = tuple(_stride(ln, off.children[0], "an offset") for off in tree.children[2:])
-        if body.data == "s_extents":
-            extents = tuple(ln.int(t, "an extent", minimum=1) for t in body.children)
-            return A.SLayout(extents, None, offsets, span)
-        if body.data == "s_1d":
-            e_tok, st = body.children
-            return A.SLayout((ln.int(e_tok, "an extent", minimum=1),), (_stride(ln, st, "a stride"),),
-                             offsets, span)
-        ext_tree, str_tree = body.children
-        extents = tuple(ln.int(t, "an extent", minimum=1) for t in ext_tree.children)
-        if str_tree is None:
-            return A.SLayout(extents, None, offsets, span)
-        strides = tuple(_stride(ln, s, "a stride") for s in str_tree.children)
-        if len(strides) != len(extents):
-            ln.error(
-                f"the layout has {len(extents)} extent{'s' * (len(extents) != 1)} but "
-                f"{len(strides)} stride{'s' * (len(strides) != 1)}",
-                ln.node(str_tree),
-                hint="give one stride per extent: `S[(128, 8) : (1@tid_in_wg, 1)]`",
-            )
-        return A.SLayout(extents, strides, offsets, span)
+        return _s_layout(ln, tree)
     if kind == "datapath_layout":
         _kw, letter_tok, sub_kw, sub_tok = tree.children
         letter = str(letter_tok)
@@ -463,7 +477,7 @@ def _layout(ln: _Line, tree: Tree) -> A.LayoutExpr:
                          hint=f"write `datapath({letter})`")
             sub_slab = ln.int(sub_tok, "sub_slab")
             if sub_slab not in (0, 1):
-                ln.error(f"sub_slab must be 0 or 1, got {_show(sub_tok.value)}", ln.tok(sub_tok),
+                ln.error(f"sub_slab must be 0 or 1, got {_show(str(sub_tok))}", ln.tok(sub_tok),
                          hint="datapath(F, sub_slab=0) selects lanes 32k+0..15, sub_slab=1 lanes 32k+16..31")
         return A.DatapathLayout(letter, sub_slab, span)
     if kind == "swizzle_layout":
@@ -478,7 +492,7 @@ def _layout(ln: _Line, tree: Tree) -> A.LayoutExpr:
             ln.error(f"swizzle atom_len ({a}) must be >= swizzle_len ({b})", ln.tok(s_tok),
                      hint="the XOR source bits [per_element+atom_len, +swizzle_len) must lie above the bits "
                           "[per_element, +swizzle_len) they change (TVM's well-formed ComposeLayout)")
-        tile = _layout(ln, tile_tree) if tile_tree is not None else None
+        tile = _s_layout(ln, tile_tree) if tile_tree is not None else None  # the grammar's tile is an s_layout
         return A.SwizzleLayout(m, b, a, tile, span)
     if kind == "frag_layout":
         _kw, shape_tok = tree.children
@@ -542,7 +556,7 @@ def _decl(ln: _Line, tree: Tree) -> A.BufferDecl:
 
 def _copy(ln: _Line, tree: Tree) -> A.CopyStmt:
     op_tok, dst_tree, arrow_tok, src_tree, dispatch_tree = tree.children
-    if arrow_tok.type == "RARROW":
+    if _token(arrow_tok).type == "RARROW":
         ln.error("the copy arrow is '<-', not '->'", ln.tok(arrow_tok), hint=_ARROW_HINT)
     scope, _, op = str(op_tok).partition(".")
     scope, op = scope.strip(), op.strip()
@@ -552,7 +566,7 @@ def _copy(ln: _Line, tree: Tree) -> A.CopyStmt:
     if dispatch_tree is not None:
         _kw, v_tok = dispatch_tree.children
         dispatch = str(v_tok)
-        if v_tok.type == "STRING":
+        if _token(v_tok).type == "STRING":
             dispatch = dispatch[1:-1]
             if not dispatch.strip():
                 ln.error("the dispatch variant is empty", ln.tok(v_tok),

@@ -80,7 +80,7 @@ def wg_local_layout(cols: int, rows: int = 128) -> TileLayout:
 
 
 def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -> TileLayout:
-    """TMEM layout of a ``tcgen05.mma`` accumulator for one CTA (PTX §9.7.16.10.5).
+    """TMEM layout of a ``tcgen05.mma`` accumulator for one CTA (PTX ISA 9.0 §9.7.16.10.5).
 
     Logical element ``(r, c)`` of the ``(rows, cols)`` tile maps to ``TLane`` /
     ``TCol`` (columns in elements; lanes relative to the buffer's base):
@@ -125,7 +125,7 @@ def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -
     if not isinstance(letter, str) or letter.upper() not in DATAPATH_ROWS:
         raise ValueError(
             f"tmem_datapath_layout: unknown datapath {letter!r}; expected one of "
-            f"{', '.join(DATAPATH_ROWS)} (PTX ISA §9.7.16.10.5)"
+            f"{', '.join(DATAPATH_ROWS)} (PTX ISA 9.0 §9.7.16.10.5)"
         )
     letter = letter.upper()
     want = DATAPATH_ROWS[letter]
@@ -209,7 +209,7 @@ def tcgen05_atom_layout(shape: str, rows_cols: tuple[int, int], dtype_bits: int 
     ValueError
         Unknown shape; rows not 64/128 ("expects rows=64 or 128"); unsupported
         dtype; cols not a multiple of the atom width; a rep outside the
-        "PTX Table 49" set; Layout B image with a non-fp32 dtype ("fp32-only")
+        "PTX ISA 9.0 Table 49" set; Layout B image with a non-fp32 dtype ("fp32-only")
         or odd N ("expects even N").
     """
     if shape not in ATOM_SHAPES:
@@ -247,7 +247,7 @@ def tcgen05_atom_layout(shape: str, rows_cols: tuple[int, int], dtype_bits: int 
         if rep not in legal:
             raise ValueError(
                 f"tcgen05_atom_layout({shape}): rep={rep} (from {what}={rep_cols}) is not a legal "
-                f".num; PTX Table 49 allows x{legal[0]}..x{legal[-1]} in powers of two for {shape}"
+                f".num; PTX ISA 9.0 Table 49 allows x{legal[0]}..x{legal[-1]} in powers of two for {shape}"
             )
         return rep
 
@@ -255,7 +255,7 @@ def tcgen05_atom_layout(shape: str, rows_cols: tuple[int, int], dtype_bits: int 
         if rows == 128:
             check_rep(cols, "cols")
             return TileLayout((Iter(128, 1, "tid_in_wg"), Iter(cols, 1, "m")))
-        # 64 rows: the Layout B image (PTX §9.7.16.10.5 layout B read by one .32x32b over 128 lanes)
+        # 64 rows: the Layout B image (PTX ISA 9.0 §9.7.16.10.5 layout B read by one .32x32b over 128 lanes)
         if bits != 32:
             raise ValueError(
                 f"tcgen05_atom_layout(32x32b, rows=64) is the datapath B image and is fp32-only "

@@ -1,6 +1,6 @@
 """Static check of the tcgen05 completion rules the simulator and the emulation cannot see.
 
-``tcgen05.ld`` and ``tcgen05.st`` are asynchronous (PTX ISA §9.7.16.6, §9.7.16.8.5): the
+``tcgen05.ld`` and ``tcgen05.st`` are asynchronous (PTX ISA 9.0 §9.7.16.6, §9.7.16.8.5): the
 registers a ``tcgen05.ld`` writes may be used only after ``tcgen05.wait::ld``, and the
 TMEM cells a ``tcgen05.st`` writes may be read (or freed) only after ``tcgen05.wait::st``.
 As in TVM TIRx, waiting is the program's job (``wait ld`` / ``wait st``).  The CPU
@@ -57,7 +57,7 @@ def check_hazards(kernel: ir.Kernel) -> list[tuple[str, Span | None]]:
             ld = pending_ld.get(buf.name)
             if ld is not None:
                 report(f"hazard: registers of {buf.name} are read at {_line(s)} before `wait ld`; the tcgen05.ld "
-                       f"at {_line(ld)} that writes them is asynchronous (PTX ISA §9.7.16.8.5)", s.span)
+                       f"at {_line(ld)} that writes them is asynchronous (PTX ISA 9.0 §9.7.16.8.5)", s.span)
         if isinstance(s, ir.TcgenLdSt):
             if s.op == "ld":
                 lo, hi = _cols(s)
@@ -65,7 +65,7 @@ def check_hazards(kernel: ir.Kernel) -> list[tuple[str, Span | None]]:
                     a, b = _cols(st)
                     if a < hi and lo < b:
                         report(f"hazard: the tcgen05.ld at {_line(s)} reads TMEM columns the tcgen05.st at "
-                               f"{_line(st)} writes, before `wait st` (PTX ISA §9.7.16.8.5)", s.span)
+                               f"{_line(st)} writes, before `wait st` (PTX ISA 9.0 §9.7.16.8.5)", s.span)
                 pending_ld[s.local.name] = s
             else:
                 pending_st.append(s)

@@ -52,7 +52,7 @@ _C_PATTERNS = (
 )
 
 
-def check_identifier(name: str, span: Span, what: str) -> None:
+def check_identifier(name: str, span: Span | None, what: str) -> None:
     """Reject a buffer or kernel name that would collide in the generated CUDA/IR.
 
     Raises

@@ -8,7 +8,7 @@ Two steps:
    / :class:`~tilemagic.errors.LoweringError`.
 2. :func:`lower` dispatches every copy op (:func:`~tilemagic.lower.dispatch.run_dispatch`)
    and assembles the kernel: TMEM ``alloc`` + ``relinquish_alloc_permit`` by warp 0
-   at the start, ``dealloc`` by warp 0 at the end (PTX ISA §9.7.16.7.1), with the
+   at the start, ``dealloc`` by warp 0 at the end (PTX ISA 9.0 §9.7.16.7.1), with the
    ``tcgen05.fence::*_thread_sync`` + ``__syncthreads()`` around them.
 """
 
@@ -297,9 +297,11 @@ def _region(r: ast.Region, bufs: dict[str, ir.Buffer]) -> RegionRef:
             f"'{r.name}' has {len(buf.shape)} dimension(s) {list(buf.shape)} "
             f"but the region gives {len(r.slices)} index(es)",
             r.span)
-    begins, extents = [], []
+    begins: list[int] = []
+    extents: list[int] = []
     for s, dim in zip(r.slices, buf.shape):
         if s.point:
+            assert s.start is not None  # a point index `k` always has its value (parser: Slice(k, k + 1, True))
             b, e = s.start, 1
         else:
             b = 0 if s.start is None else s.start
@@ -347,6 +349,7 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
         if not (name.isidentifier() and name.isascii()):
             raise TileTypeError(f"cell name '{name}' is not an identifier", name_span,
                                 hint="use letters, digits and _, not starting with a digit")
+        # check_identifier only passes the span on to TileTypeError (which takes None): its `Span` is too narrow
         check_identifier(name, name_span, "kernel")
     bufs: dict[str, ir.Buffer] = {}
     tmem_next = 0
@@ -412,6 +415,7 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
     check_buffers(bufs.values(), lim, tmem_slot=any(b.scope == "tmem" for b in bufs.values()))
 
     # ---- CTA size
+    tspan: Span | None
     if prog.kernel and prog.kernel.threads is not None:
         threads = prog.kernel.threads
         tspan = prog.kernel.threads_span or prog.kernel.span
@@ -432,7 +436,7 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
                 f"a {scope}-scope op needs a CTA of a multiple of {need} threads; the kernel has {threads}", span,
                 hint=f"use `kernel {kname} threads={max(need, threads // need * need or need)}`")
 
-    # ---- TMEM plan (PTX ISA §9.7.16.7.1: power of two >= 32 columns, <= 512)
+    # ---- TMEM plan (PTX ISA 9.0 §9.7.16.7.1: power of two >= 32 columns, <= 512)
     tmem = [b for b in bufs.values() if b.scope == "tmem"]
     tmem_cols = 0
     if tmem:
@@ -487,6 +491,7 @@ def lower(tp: TypedProgram,
     warns: list[tuple[str, Span | None]] = []
     warp0 = ir.Bin("==", ir.ThreadVar("warpid"), ir.Const(0))
     if tp.tmem_cols:
+        assert b.tmem_addr is not None  # KernelBuilder creates it whenever tp.tmem_cols
         body += [
             ir.Comment(f"TMEM: allocate {tp.tmem_cols} columns (warp 0), publish the address to the CTA"),
             ir.If(warp0, ir.Seq((ir.TcgenAlloc(b.tmem_addr, tp.tmem_cols), ir.TcgenRelinquish()))),
@@ -505,12 +510,13 @@ def lower(tp: TypedProgram,
         elif isinstance(item, WaitItem):
             body.append(ir.TcgenWait(item.kind, span=item.span))
         elif isinstance(item, SyncItem):
-            if tp.tmem_cols:  # order tcgen05 traffic across the barrier (PTX ISA §9.7.16.6.4)
+            if tp.tmem_cols:  # order tcgen05 traffic across the barrier (PTX ISA 9.0 §9.7.16.6.4)
                 body += [ir.TcgenFence("before_thread_sync", span=item.span), ir.Barrier(span=item.span),
                          ir.TcgenFence("after_thread_sync", span=item.span)]
             else:
                 body.append(ir.Barrier(span=item.span))
     if tp.tmem_cols:
+        assert b.tmem_addr is not None  # KernelBuilder creates it whenever tp.tmem_cols
         body += [
             ir.Comment(f"TMEM: free the {tp.tmem_cols} columns (the allocating warp)"),
             ir.TcgenFence("before_thread_sync"), ir.Barrier(), ir.TcgenFence("after_thread_sync"),

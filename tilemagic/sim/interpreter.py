@@ -87,7 +87,7 @@ class Simulator:
 
     def _check_read(self, buf, byte_off, tids, span):
         """A read of shared bytes ``byte_off`` by threads ``tids`` (same shapes): report a byte another
-        thread wrote since the last ``cta_sync`` (PTX ISA §9.7.13.1 bar.sync orders shared memory across
+        thread wrote since the last ``cta_sync`` (PTX ISA 9.0 §9.7.13.1 bar.sync orders shared memory across
         the CTA; without it the read may see the old value)."""
         rec = self._writer.get(buf.name)
         if rec is None or not np.size(byte_off):

@@ -33,7 +33,7 @@ class TmemModel:
         self.strict = strict
         self.touched = np.zeros((tc.TMEM_LANES, tc.TMEM_COLS), bool)
 
-    # -- allocation (PTX ISA §9.7.16.7.1)
+    # -- allocation (PTX ISA 9.0 §9.7.16.7.1)
     def alloc(self, ncols: int, warp: int, span=None) -> int:
         if ncols < 32 or ncols > 512 or ncols & (ncols - 1):
             raise emu_error(1, ncols, span=span)
@@ -69,7 +69,7 @@ class TmemModel:
             mask = int(sum(1 << i for i, s in enumerate(self.slots) if s))
             raise emu_error(7, mask, span=self.alloc_span)
 
-    # -- tcgen05.ld / tcgen05.st (PTX ISA §9.7.16.8.3-4)
+    # -- tcgen05.ld / tcgen05.st (PTX ISA 9.0 §9.7.16.8.3-4)
     def cells_of(self, shape, num, tids, taddr, row_imm, col_imm, span=None):
         """(lane, col) arrays of shape (len(tids), regs) for the threads ``tids`` (CTA-linear).
 

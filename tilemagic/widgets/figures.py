@@ -239,7 +239,7 @@ def _buffer_groups(kernel) -> list[tuple[int, int, str, int]]:
 
 def _tmem_guides(ax, kernel, occ, ncols: int, names: bool):
     """Quadrant, sub-slab, B-half and allocation-unit lines; buffer bars above the map."""
-    for y in (32, 64, 96):  # lane quadrants: warp w reaches 32*(w % 4) .. +31 (PTX §9.7.16.8.1)
+    for y in (32, 64, 96):  # lane quadrants: warp w reaches 32*(w % 4) .. +31 (PTX ISA 9.0 §9.7.16.8.1)
         ax.axhline(y - 0.5, color="black", linewidth=0.9)
     if _uses_sub_slabs(kernel, occ):  # 16-lane sub-slabs (.16x*b shapes, data path F)
         for y in (16, 48, 80, 112):
@@ -501,7 +501,7 @@ def fragment_figure(kernel, local: str | ir.Buffer | None = None, instr: int | N
     threads, words = int(fm["threads"]), int(fm["words"])
     import matplotlib
 
-    # the lane quadrant is the warp's (PTX §9.7.16.8.1, white lines); the colour shows the lane inside it
+    # the lane quadrant is the warp's (PTX ISA 9.0 §9.7.16.8.1, white lines); the colour shows the lane inside it
     lane_in_quadrant = np.where(fm["lane"] >= 0, fm["lane"] % 32, -1)
     panels = ((lane_in_quadrant, "TMEM lane − 32·(warp % 4)", "viridis", 0, 31),
               (fm["col"], "TMEM column (32-bit TCol)", "cividis", 0, max(int(np.max(fm["col"])), 0)))

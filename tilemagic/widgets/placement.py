@@ -149,7 +149,7 @@ def tmem_occupancy(kernel: ir.Kernel) -> dict[str, Any]:
         tmem_cell(node.shape, t, r, taddr=0, warp=w, row_imm=node.row, col_imm=node.col)
 
     (TMEM base address 0: the buffer's column offset in the allocation is already in
-    ``node.col``; the lane quadrant comes from ``w % 4``, PTX §9.7.16.8.1).  Later
+    ``node.col``; the lane quadrant comes from ``w % 4``, PTX ISA 9.0 §9.7.16.8.1).  Later
     instructions (and, within one instruction, later warps sharing a quadrant) overwrite
     earlier ones in the dense arrays; every instruction's own cells are kept too.
 
@@ -254,7 +254,7 @@ def fragment_map(kernel: ir.Kernel, local: str | ir.Buffer | None = None, instr:
     For each ``tcgen05.ld/st`` that moves the ``local`` buffer (or only instruction
     ``instr``), register ``node.reg_base + r`` of thread ``32*w + t`` (``w`` an issuing
     warp) is bound to the cell :func:`~tilemagic.arch.tcgen05.tmem_cell` gives
-    (PTX §9.7.16.2.3); a later instruction overwrites an earlier one.
+    (PTX ISA 9.0 §9.7.16.2.3); a later instruction overwrites an earlier one.
 
     Parameters
     ----------

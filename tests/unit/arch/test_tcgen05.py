@@ -172,9 +172,9 @@ def test_legality_matches_ptxas(key, op, shape, num, pack, rc, msg):
     else:
         assert expected_regs is None
         assert "Illegal vector size" in msg
-        with pytest.raises(ValueError, match="PTX Table 49"):
+        with pytest.raises(ValueError, match="PTX ISA 9.0 Table 49"):
             hw.regs_per_thread(shape, num)
-        with pytest.raises(ValueError, match="PTX Table 49"):
+        with pytest.raises(ValueError, match="PTX ISA 9.0 Table 49"):
             hw.instr_chain(op, shape, num)
 
 

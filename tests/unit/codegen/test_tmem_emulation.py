@@ -5,7 +5,7 @@ nothing, ``threadIdx`` a global that the driver steps through the 128 threads of
 (every tcgen05 access of the emulation is thread-private, so a serial schedule gives the GPU's result).
 For every shape (the four ld/st shapes and ``.16x32bx2``), min and max legal num, both PTX row immediates
 (0, 16) and two column offsets, the driver stores registers tagged ``(tid << 16) | r`` and loads a
-TMEM tagged ``(lane << 16) | column``; the test decodes both dumps with the PTX ISA §9.7.16.2.3 per-thread
+TMEM tagged ``(lane << 16) | column``; the test decodes both dumps with the PTX ISA 9.0 §9.7.16.2.3 per-thread
 formulas and the warp-quadrant rule (PTX ISA 9.0 §9.7.16.2.3, §9.7.16.8.1), written here without tilemagic.
 The strict quadrant check and the allocation bounds are checked too.  The H200 run
 (tests/gpu/test_gpu_pipeline.py) checks the same code on a GPU against the simulator.

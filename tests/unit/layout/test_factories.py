@@ -288,14 +288,14 @@ def test_atom_layout_accepts_dtype_names():
         ("16x64b", (128, 32), 64, "bit"),
         ("16x64b", (128, 3), 32, "multiple of 2"),
         ("16x256b", (128, 12), 16, "multiple of 16"),
-        ("16x256b", (128, 512), 32, "PTX Table 49"),  # rep 64
-        ("16x128b", (64, 512), 32, "PTX Table 49"),  # rep 128
-        ("16x64b", (128, 6), 32, "PTX Table 49"),  # rep 3
-        ("32x32b", (128, 256), 32, "PTX Table 49"),
+        ("16x256b", (128, 512), 32, "PTX ISA 9.0 Table 49"),  # rep 64
+        ("16x128b", (64, 512), 32, "PTX ISA 9.0 Table 49"),  # rep 128
+        ("16x64b", (128, 6), 32, "PTX ISA 9.0 Table 49"),  # rep 3
+        ("32x32b", (128, 256), 32, "PTX ISA 9.0 Table 49"),
         ("32x32b", (64, 64), 16, "fp32-only"),
         ("32x32b", (64, 33), 32, "expects even N"),
-        ("32x32b", (64, 6), 32, "PTX Table 49"),  # N/2 = 3
-        ("32x32b", (64, 512), 32, "PTX Table 49"),  # N/2 = 256
+        ("32x32b", (64, 6), 32, "PTX ISA 9.0 Table 49"),  # N/2 = 3
+        ("32x32b", (64, 512), 32, "PTX ISA 9.0 Table 49"),  # N/2 = 256
     ],
 )
 def test_atom_layout_errors(shape, rc, bits, match):

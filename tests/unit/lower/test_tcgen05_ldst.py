@@ -377,7 +377,7 @@ wg.copy_async f[0:64, :] <- acc
 tmem  acc: float32[64, 6] @ datapath(B)
 local f:   float32[64, 6] @ S[(64, 2, 3) : (1@tid_in_wg, 64@tid_in_wg, 1)]
 wg.copy_async f <- acc
-""", ["datapath B:", "rep=3", "not a legal .num", "PTX Table 49"]),
+""", ["datapath B:", "rep=3", "not a legal .num", "PTX ISA 9.0 Table 49"]),
     "F-with-128-row-atom": ("""
 tmem T: float32[128, 64]
 tmem F: float32[64, 64] @ datapath(F) at T
@@ -484,7 +484,7 @@ wg.copy_async g <- acc
     ("local f: float32[128, 256] @ frag(16x64b)", "needs 256 32-bit registers per thread; a thread has at most 255"),
     ("local f: float32[64, 63] @ frag(32x32b)", "expects even N"),
     ("tmem acc: float32[64, 63] @ datapath(B)", "expects even cols"),
-    ("local f: float32[64, 512] @ frag(16x256b)", "rep=64 (from cols=512) is not a legal .num; PTX Table 49"),
+    ("local f: float32[64, 512] @ frag(16x256b)", "rep=64 (from cols=512) is not a legal .num; PTX ISA 9.0 Table 49"),
     ("local f: float32[64, 6] @ frag(32x32b)", "rep=3 (from N/2=3) is not a legal .num"),
     ("local f: float16[64, 64] @ frag(32x32b)", "fp32-only"),
     ("local f: uint8[64, 64] @ frag(16x64b)", "supports 32/16-bit dtypes"),

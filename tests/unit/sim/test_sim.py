@@ -1,6 +1,6 @@
 """The CPU simulator: bit-exact round trips, TMEM contents against an independent decoder, TMEM rules.
 
-The decoder here is written from PTX ISA §9.7.16.2.3 (.32x32b: thread t of warp w owns
+The decoder here is written from PTX ISA 9.0 §9.7.16.2.3 (.32x32b: thread t of warp w owns
 lane 32*(w%4) + t, register r owns column r) and the dense 16-bit packing (element 2c
 in the low half of 32-bit column c), independently of tilemagic.layout.
 """

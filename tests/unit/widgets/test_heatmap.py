@@ -111,7 +111,7 @@ def test_occupancy_respects_thread_guards():
 
 
 def _ref_cell(shape, t, r):
-    """Independent decoder of the PTX §9.7.16.2.3 fragment figures (PTX ISA 9.0 §9.7.16.2.3)."""
+    """Independent decoder of the PTX ISA 9.0 §9.7.16.2.3 fragment figures (PTX ISA 9.0 §9.7.16.2.3)."""
     q, p = t >> 2, t & 3
     return {
         "32x32b": (t, r),

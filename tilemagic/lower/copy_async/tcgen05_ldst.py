@@ -52,7 +52,7 @@ from ..common import copy_predicates, linear_tid, validate_copy_op
 from ..dispatch import DispatchContext, EmitSummary, Emitted, Verdict, fail, register_dispatch
 from ..ops import CopyOp, RegionRef
 
-# PTX ISA Table 49: legal .num per shape (1..128 in powers of two, at most 128 registers)
+# PTX ISA 9.0 Table 49: legal .num per shape (1..128 in powers of two, at most 128 registers)
 _NUMS_32X32B = tc.LEGAL_NUMS["32x32b"]
 
 # The .16x*b shapes the atom matcher probes, in TVM's order (.32x32b is never matched:
@@ -228,7 +228,8 @@ def _emit_16xnb(op: CopyOp, ctx: DispatchContext, tmem: RegionRef, local: Region
     num_eff = w // unit
     if not tc.is_legal_num(shape, num_eff):
         fail(f"the column slice {c0}:{c0 + w} of {lbuf.name} gives .{shape}.x{num_eff}, not a legal num "
-             f"(PTX Table 49: {', '.join(map(str, tc.LEGAL_NUMS[shape]))}); slice a power-of-two number of atoms")
+             f"(PTX ISA 9.0 Table 49: {', '.join(map(str, tc.LEGAL_NUMS[shape]))}); "
+             "slice a power-of-two number of atoms")
     regs = tc.REGS_PER_NUM[shape] * num_eff
     reg_base = (c0 // unit) * tc.REGS_PER_NUM[shape]  # = c0 * regs_per_slab // width (TVM local_reg_base)
     col = tbuf.tmem_col + col_off // epc
