@@ -9,6 +9,7 @@ failed, 2 on a description/launch error (printed located, with a caret).
 from __future__ import annotations
 
 import argparse
+import os
 import html
 import sys
 from importlib import resources
@@ -72,8 +73,19 @@ def _report(sources: list[tuple], args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="tilemagic", description="TIRx-style tile-copy dispatch, lowering and launch.")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    """The ``tilemagic`` command; a closed pipe on stdout (``tilemagic run X | head``) ends it quietly."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 1
+
+
+def _main(argv: list[str] | None) -> int:
+    p = argparse.ArgumentParser(prog="tilemagic", description="TIRx-style tile-copy dispatch, lowering and launch.",
+                                epilog="exit status: 0 when every check passed, 1 when one failed, 2 on a "
+                                       "description, launch or usage error")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="{run,demo,status}")
 
     def common(sp):  # the %%tilecopy options of the shared table, and the command line's own
         add_arguments(sp, cli=True)

@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
+import numpy as np
+
 from .caches import register_cache
 
 LAUNCH_CHOICES = ("auto", "sim", "gpu", "off")
@@ -64,7 +66,16 @@ def check_timeout(timeout: object) -> float:
     return value
 
 
+def _check_bool(value: object) -> bool:
+    """A boolean option: ``True``/``False`` (a NumPy bool too), never a string such as ``"False"``."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise OptionError(f"takes True or False, got {value!r}")
+
+
 def _check_seed(seed: object) -> int:
+    if isinstance(seed, (bool, np.bool_)):  # True is an int to Python, not a seed
+        raise OptionError(f"--seed must be a non-negative integer, got {seed!r}")
     try:  # an int, a NumPy integer or (from the option line) its text; never a float
         value = int(seed) if isinstance(seed, str) else operator.index(seed)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -122,9 +133,9 @@ class Options:
     view: str = _opt("html", "html, text or widget.", choices=VIEW_CHOICES, config=True, cli=False)
     out: str | None = _opt(None, "Also store the TileCopyResult in this notebook variable.", check=_check_out,
                            metavar="VAR", cli=False)
-    strict: bool = _opt(False, "Flag TMEM addresses whose lane-quadrant bits differ from warp_id % 4.", check=bool,
-                        config=True)
-    bench: bool = _opt(False, "Time the GPU launch with CUDA events.", check=bool)
+    strict: bool = _opt(False, "Flag TMEM addresses whose lane-quadrant bits differ from warp_id % 4.",
+                        check=_check_bool, config=True)
+    bench: bool = _opt(False, "Time the GPU launch with CUDA events.", check=_check_bool)
     seed: int = _opt(0, "Seed of `random` initialisers.", check=_check_seed, metavar="N", config=True)
     timeout: float = _opt(DEFAULT_TIMEOUT_S, "Seconds a GPU kernel may run before its worker process is stopped "
                                              "(the next launch gets a fresh one).", check=check_timeout,
@@ -167,7 +178,12 @@ def check_value(f: dataclasses.Field, value: object) -> Any:
     OptionError
         Naming the option (a ValueError).
     """
-    return (_choice(f) if f.metadata["choices"] else f.metadata["check"])(value)
+    try:
+        return (_choice(f) if f.metadata["choices"] else f.metadata["check"])(value)
+    except OptionError as e:
+        if str(e).startswith(flag(f)):
+            raise
+        raise OptionError(f"{flag(f)}: {e}") from None
 
 
 def _argparse_type(f: dataclasses.Field) -> Callable[[str], Any]:

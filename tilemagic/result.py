@@ -196,7 +196,7 @@ class TileCopyResult:
 
         Parameters
         ----------
-        kind : {"tmem", "fragment", "data"}, default "tmem"
+        kind : {"tmem", "instr", "fragment", "data"}, default "tmem"
             ``tmem``: TMEM occupancy, 128 lanes × allocated 32-bit columns (without TMEM:
             the shared-memory tile by writing thread); ``fragment``: a register fragment,
             thread × register -> TMEM (lane, column); ``data``: the two sides of a
@@ -224,13 +224,13 @@ class TileCopyResult:
         """
         from .widgets import figures
 
-        if kind == "tmem":
-            return figures.heatmap_figure(self.kernel, color_by=color_by, instr=instr)
+        if kind in ("tmem", "instr"):  # "instr" is --heatmap's name for one panel per instruction
+            return figures.heatmap_figure(self.kernel, color_by=color_by, instr="each" if kind == "instr" else instr)
         if kind == "fragment":
             return figures.fragment_figure(self.kernel, local=buffer, instr=instr)
         if kind == "data":
             return figures.data_figure(self, check=check)
-        raise ValueError(f"kind must be one of {', '.join(figures.KINDS)}; got {kind!r}")
+        raise ValueError(f"kind must be one of tmem, instr, {', '.join(figures.KINDS[1:])}; got {kind!r}")
 
     def ptx(self):
         """PTX of the native CUDA for ``options.arch`` (nvcc or NVRTC; cached), with a line map.

@@ -136,3 +136,16 @@ def test_tilemagic_line_magic_takes_a_positional_choice(ip, capsys):
         ip.run_line_magic("tilemagic", "frobnicate")
     ip.run_line_magic("tilemagic", "")  # status is the default
     assert "defaults" in capsys.readouterr().out
+
+
+def test_boolean_and_seed_keywords_refuse_strings_and_bools():
+    import numpy as np
+
+    from tilemagic.cli import demo_source
+
+    src = demo_source("tmem_roundtrip")
+    for kw, msg in ((dict(strict="False"), "--strict: takes True or False"), (dict(bench=1), "--bench: takes True"),
+                    (dict(seed=True), "--seed must be a non-negative integer")):
+        with pytest.raises(ValueError, match=msg):
+            tilemagic.tilecopy(src, launch="off", **kw)
+    assert tilemagic.tilecopy(src, launch="off", strict=np.bool_(True)).options.strict is True

@@ -212,7 +212,8 @@ def test_result_heatmap_method_kinds():
     assert "register fragment a" in r.heatmap(kind="fragment").texts[0].get_text()
     assert "check B == A (L15): PASS" in r.heatmap(kind="data").texts[0].get_text()
     assert len(r.heatmap(instr="each").axes) == 2
-    with pytest.raises(ValueError, match="kind must be one of tmem, fragment, data"):
+    assert len(r.heatmap(kind="instr").axes) == 2  # --heatmap's name for one panel per instruction
+    with pytest.raises(ValueError, match="kind must be one of tmem, instr, fragment, data"):
         r.heatmap(kind="nope")
 
 
