@@ -7,14 +7,17 @@ Each notebook is written as MyST markdown in ``notebooks/src/NAME.md``: markdown
 code cells as ``{code-cell}`` blocks, tags (``raises-exception``, ``nbval-ignore-output``) in the
 cells' ``:tags:`` option. The build reads a source with jupytext, gives its cells stable ids
 (``NAME-000``, ...), executes it with nbclient in ``notebooks/`` without timing metadata, and writes
-``notebooks/NAME.ipynb``, so a rebuild changes only what the cells print. A cell that raises without
-the ``raises-exception`` tag stops the build (``nbclient.exceptions.CellExecutionError``) and
-nothing is written.
+``notebooks/NAME.ipynb`` with its ipywidgets models renumbered (``normalize_widget_ids``), so a
+rebuild changes only what the cells print. A cell that raises without the ``raises-exception`` tag
+stops the build (``nbclient.exceptions.CellExecutionError``) and nothing is written.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import sys
+import uuid
 from pathlib import Path
 
 import jupytext
@@ -25,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
 SOURCES = NOTEBOOKS / "src"
 NAMES = sorted(p.stem for p in SOURCES.glob("*.md"))
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 
 
 def read_source(name: str) -> nbformat.NotebookNode:
@@ -51,10 +55,42 @@ def execute(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     return nb
 
 
+def normalize_widget_ids(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """``nb`` with its widget models' random ids replaced by ids numbered in the order they are reached.
+
+    Walks the cells (outputs in order) and then, depth first, the references in each model's state
+    (sorted keys, list order); models no output reaches follow, by their state with the ids replaced.
+    """
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state")
+    if not state:
+        return nb
+    known, new = re.compile("|".join(map(re.escape, sorted(state)))), {}
+
+    def walk(obj):
+        if isinstance(obj, str):
+            for old in known.findall(obj):
+                if old not in new:
+                    new[old] = uuid.uuid5(uuid.NAMESPACE_URL, f"tilemagic/{name}/{len(new)}").hex
+                    walk(state[old])
+        elif isinstance(obj, (dict, list)):
+            for v in ([obj[k] for k in sorted(obj)] if isinstance(obj, dict) else obj):
+                walk(v)
+
+    def renamed(text):
+        return known.sub(lambda m: new.get(m[0], "?"), text)
+
+    walk(nb.cells)
+    walk(sorted(set(state) - set(new), key=lambda old: renamed(json.dumps(state[old], sort_keys=True))))
+    out = nbformat.from_dict(json.loads(renamed(json.dumps(nb))))
+    widgets = out.metadata.widgets[WIDGET_STATE]
+    widgets.state = {i: widgets.state[i] for i in new.values()}  # nbformat.write sorts keys again
+    return out
+
+
 def build(name: str) -> Path:
     """Execute ``notebooks/src/NAME.md`` and write ``notebooks/NAME.ipynb``."""
     out = NOTEBOOKS / f"{name}.ipynb"
-    nbformat.write(execute(read_source(name)), out)
+    nbformat.write(normalize_widget_ids(execute(read_source(name)), name), out)
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import uuid
 from pathlib import Path
 
 import nbformat
@@ -86,6 +87,30 @@ def test_build_stops_at_an_untagged_error_only():
         BUILDER.execute(nb)
     assert nb.cells[0].outputs[0].ename == "ZeroDivisionError"
     assert nb.cells[1].execution_count is not None and nb.cells[3].execution_count is None
+
+
+VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _widget_notebook():
+    """A notebook showing a widget (random id) whose state references a second model (random id)."""
+    html, layout = uuid.uuid4().hex, uuid.uuid4().hex
+    out = nbformat.v4.new_output("display_data", data={VIEW: {"model_id": html, "version_major": 2}})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("w", id="t-000", outputs=[out])])
+    nb.metadata.widgets = {BUILDER.WIDGET_STATE: {"version_major": 2, "version_minor": 0, "state": {
+        layout: {"model_name": "LayoutModel", "state": {"width": "1px"}},
+        html: {"model_name": "HTMLModel", "state": {"layout": f"IPY_MODEL_{layout}", "value": "hi"}}}}}
+    return nb
+
+
+def test_widget_ids_do_not_depend_on_the_kernels_random_ids():
+    first, second = (BUILDER.normalize_widget_ids(_widget_notebook(), "t") for _ in range(2))
+    assert nbformat.writes(first) == nbformat.writes(second)
+    state = first.metadata.widgets[BUILDER.WIDGET_STATE].state
+    html = first.cells[0].outputs[0].data[VIEW]["model_id"]
+    layout = state[html]["state"]["layout"].removeprefix("IPY_MODEL_")
+    assert list(state) == [html, layout]  # the displayed model first, then what it references
+    assert (state[html].model_name, state[layout].state) == ("HTMLModel", {"width": "1px"})
 
 
 # ----------------------------------------------------------------------------- literal programs
