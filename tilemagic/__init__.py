@@ -9,6 +9,7 @@ tilemagic imports neither CuPy, nor matplotlib's pyplot, nor ipywidgets.
 
 from .errors import (  # noqa: F401
     DispatchError,
+    InternalError,
     LaunchError,
     LoweringError,
     Span,

@@ -91,10 +91,10 @@ def _main(argv: list[str] | None) -> int:
         add_arguments(sp, cli=True)
         sp.add_argument("--html", default=None, metavar="OUT.html", help="also write an HTML report")
 
-    r = sub.add_parser("run", help="run a .tile description")
+    r = sub.add_parser("run", help="run a .tile description", allow_abbrev=False)
     r.add_argument("file")
     common(r)
-    d = sub.add_parser("demo", help="run the seed demos (tcgen05 round trip, fallback)")
+    d = sub.add_parser("demo", help="run the seed demos (tcgen05 round trip, fallback)", allow_abbrev=False)
     common(d)
     sub.add_parser("status", help="CuPy, driver, device, NVRTC/nvcc, and how launches would run")
     args = p.parse_args(argv)

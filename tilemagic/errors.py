@@ -125,8 +125,9 @@ class DispatchError(TileMagicError):
 
 
 class InternalError(TileMagicError):
-    """A bug in tilemagic met while lowering an op: a dispatch predicate raised (named in the message);
-    ``details`` holds the why-table, that row's verdict ``error``, instead of a later variant winning."""
+    """A bug in tilemagic itself, shown as one message instead of a traceback: a dispatch predicate that
+    raised (named in the message; ``details`` holds the why-table, that row's verdict ``error``, instead of a
+    later variant winning), or any other exception the magic met (``%config TileMagics.short_errors``)."""
 
 
 class LoweringError(TileMagicError):

@@ -16,7 +16,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_arguments, parse_argstring
 from traitlets import Bool, CaselessStrEnum, Float, Int, TraitError, TraitType, Unicode, validate
 
-from .errors import TileMagicError
+from .errors import InternalError, TileMagicError
 from .options import FIELDS, OptionError, add_arguments, check_value, flag
 from .pipeline import cell_options, tilecopy
 
@@ -40,10 +40,6 @@ def _trait(f: dataclasses.Field) -> TraitType:
 
 #: The options that are also traits (``%config``), in table order.
 CONFIG = tuple(f for f in FIELDS if f.metadata["config"])
-
-
-class InternalError(TileMagicError):
-    """A bug in tilemagic itself, shown as one message instead of a traceback."""
 
 
 @magics_class

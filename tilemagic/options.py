@@ -92,9 +92,16 @@ def heatmap_list(kinds: object) -> tuple[str, ...]:
             raise OptionError(f"--heatmap must be a comma-separated string or a sequence of strings, not {kinds!r}")
         kinds = ",".join(kinds)
     out = tuple(k.strip().lower() for k in kinds.split(",") if k.strip())
-    if not out or any(k not in HEATMAP_CHOICES for k in out):
-        raise OptionError(f"invalid --heatmap {kinds!r}: give a comma-separated list of {', '.join(HEATMAP_CHOICES)}")
+    if not out or any(k not in HEATMAP_CHOICES for k in out) or ("none" in out and len(out) > 1):
+        raise OptionError(f"invalid --heatmap {kinds!r}: give a comma-separated list of "
+                          f"{', '.join(HEATMAP_CHOICES[:-1])}, or none alone")
     return out
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str):
+        raise OptionError(f"NAME must be a str, got {name!r}")
+    return name
 
 
 def _check_out(name: object) -> str:
@@ -125,7 +132,8 @@ class Options:
     ``config``, a ``%config TileMagics.<name>`` trait.  Build one with :func:`resolve`.
     """
 
-    name: str | None = _opt(None, "Name of the cell/kernel (the `kernel` line's name wins).", check=str, cli=False)
+    name: str | None = _opt(None, "Name of the cell/kernel (the `kernel` line's name wins).", check=_check_name,
+                            cli=False)
     launch: str = _opt("auto", "auto: GPU through CuPy when found, else the CPU simulator; sim; gpu; off (no launch).",
                        choices=LAUNCH_CHOICES, config=True)
     arch: str = _opt("sm_100a", "Target of the shown CUDA (tcgen05 needs sm_100a, sm_100f, sm_103a, ...).",
@@ -150,6 +158,18 @@ class Options:
                                                "lane, column), data (round-trip values; added when a check fails), "
                                                "none.", check=heatmap_list, metavar="KINDS")
     color_by: str = _opt("warp", "Colour of a TMEM cell: warp, thread, reg or instr.", choices=COLOR_BY_CHOICES)
+
+    # read-only mapping access, as when ``result.options`` was a dict: ``options["launch"]``, ``dict(options)``
+    def __getitem__(self, key: str) -> Any:
+        if key not in self.keys():
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def keys(self) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(self))
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key) if key in self.keys() else default
 
 
 FIELDS: tuple[dataclasses.Field, ...] = dataclasses.fields(Options)
@@ -225,7 +245,7 @@ class _Parser(argparse.ArgumentParser):
 @functools.lru_cache(maxsize=1)
 def build_parser() -> argparse.ArgumentParser:
     """The ``%%tilecopy`` option-line parser (built once; ``parse_args`` leaves it unchanged)."""
-    return add_arguments(_Parser(prog="%%tilecopy", add_help=False, exit_on_error=False))
+    return add_arguments(_Parser(prog="%%tilecopy", add_help=False, exit_on_error=False, allow_abbrev=False))
 
 
 register_cache("options.parser", build_parser.cache_clear, "the %%tilecopy option-line parser (built once)")

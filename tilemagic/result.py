@@ -224,6 +224,7 @@ class TileCopyResult:
         """
         from .widgets import figures
 
+        kind, color_by = str(kind).lower(), str(color_by).lower()  # as the option line folds case
         if kind in ("tmem", "instr"):  # "instr" is --heatmap's name for one panel per instruction
             return figures.heatmap_figure(self.kernel, color_by=color_by, instr="each" if kind == "instr" else instr)
         if kind == "fragment":

@@ -149,3 +149,27 @@ def test_boolean_and_seed_keywords_refuse_strings_and_bools():
         with pytest.raises(ValueError, match=msg):
             tilemagic.tilecopy(src, launch="off", **kw)
     assert tilemagic.tilecopy(src, launch="off", strict=np.bool_(True)).options.strict is True
+
+
+def test_breaker_findings_on_options():
+    from tilemagic.cli import demo_source
+
+    src = demo_source("tmem_roundtrip")
+    r = tilemagic.tilecopy(src, launch="off")
+    assert r.options["launch"] == "off" and r.options.get("seed") == 0 and dict(r.options)["view"] == "html"
+    with pytest.raises(KeyError):
+        r.options["nope"]
+    for line in ("--lau sim", "--st", "--heatmap none,tmem"):  # no flag prefixes; none stands alone
+        with pytest.raises(TileSyntaxError):
+            tilemagic.tilecopy(f"%%tilecopy {line}\n{src}", launch="off")
+    with pytest.raises(ValueError, match="NAME must be a str"):
+        tilemagic.tilecopy(src, launch="off", name=3)
+    with pytest.raises(SystemExit):
+        main(["run", "x.tile", "--lau", "sim"])
+
+
+def test_one_internal_error_class():
+    import tilemagic.magics as magics
+    from tilemagic import errors
+
+    assert magics.InternalError is errors.InternalError is tilemagic.InternalError
