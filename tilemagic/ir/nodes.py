@@ -21,6 +21,7 @@ Index conventions
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -99,10 +100,7 @@ class Buffer:
 
     @property
     def numel(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     def dim_strides(self) -> tuple[tuple[int, ...], int]:
         """``(strides, offset)`` in elements with ``index = offset + Σ index_d * strides[d]`` (global/shared).

@@ -37,17 +37,10 @@ class CopyItem:
     op: CopyOp
 
 
-@dataclass(frozen=True)
-class WaitItem:
-    """``wait ld`` / ``wait st``: ``tcgen05.wait::ld|st`` (PTX ISA 9.0 §9.7.16.8.5)."""
-    kind: str
-    span: Span | None
-
-
-@dataclass(frozen=True)
-class SyncItem:
-    """``cta_sync``: a CTA barrier (fenced for tcgen05 traffic when the kernel uses TMEM)."""
-    span: Span | None
+#: ``wait ld`` / ``wait st`` (``tcgen05.wait::ld|st``, PTX ISA 9.0 §9.7.16.8.5) and ``cta_sync`` (a CTA barrier,
+#: fenced for tcgen05 traffic when the kernel uses TMEM) need no checking: the parsed statements serve as items.
+WaitItem = ast.WaitStmt
+SyncItem = ast.SyncStmt
 
 
 @dataclass(frozen=True)
@@ -394,9 +387,9 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
             items.append(CopyItem(op))
             scopes_used.append((item.scope, item.op_span))
         elif isinstance(item, ast.WaitStmt):
-            items.append(WaitItem(item.kind, item.span))
+            items.append(item)
         elif isinstance(item, ast.SyncStmt):
-            items.append(SyncItem(item.span))
+            items.append(item)
         elif isinstance(item, ast.CheckStmt):
             lhs, rhs = _region(item.lhs, bufs), _region(item.rhs, bufs)
             for r in (lhs, rhs):
