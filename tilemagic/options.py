@@ -176,6 +176,12 @@ FIELDS: tuple[dataclasses.Field, ...] = dataclasses.fields(Options)
 DEFAULTS = Options()
 
 
+def option_flags() -> list[str]:
+    """Every flag of the option line without its ``--`` (``launch``, ``strict``, ``no-strict``, ...)."""
+    return [n for f in FIELDS if f.name != "name" for n in (flag(f)[2:],) + (("no-" + flag(f)[2:],)
+            if isinstance(f.default, bool) else ())]
+
+
 def flag(f: dataclasses.Field) -> str:
     """The option-line flag of a field: ``--color-by`` for ``color_by`` (``name`` is positional)."""
     return "--" + f.name.replace("_", "-")

@@ -7,9 +7,11 @@ elsewhere) → checks → :class:`~tilemagic.result.TileCopyResult`.
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
+from difflib import get_close_matches
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -17,7 +19,7 @@ import numpy as np
 from .caches import register_cache
 from .errors import LaunchError, LoweringError, Span, TileMagicError, TileSyntaxError, TileTypeError
 from .ir import nodes as ir
-from .options import OptionError, Options, numpydoc, resolve, usage
+from .options import OptionError, Options, numpydoc, option_flags, resolve, usage
 from .options import parse as parse_options
 from .result import CheckResult, LaunchResult, ReportSection, TileCopyResult
 
@@ -252,9 +254,30 @@ def cell_options(source: str, overrides: Mapping[str, object] | None = None,
         parsed = parse_options(header[0]) if header is not None else None
     except OptionError as e:
         assert header is not None
-        raise TileSyntaxError(f"bad %%tilecopy option line: {e}", header[1], source=source,
-                              hint="options: " + usage()) from None
+        span, hint = _option_error_place(header[0], header[1], str(e))
+        raise TileSyntaxError(f"bad %%tilecopy option line: {e}", span, source=source,
+                              hint=hint + "options: " + usage()) from None
     return resolve(parsed, overrides, defaults)
+
+
+def _option_error_place(words: str, line: Span, message: str) -> tuple[Span, str]:
+    """Where on the option line ``message`` points (the flag and its value, an unknown word, an open
+    quote; else the whole line), and a "did you mean" for a misspelt flag."""
+    start = line.col + len("%%tilecopy")  # column of words[0]
+    bad = re.search(r"unrecognized arguments: (\S+)", message)
+    flag = re.search(r"(?<![\w-])--[a-z][\w-]*", message)
+    hint = ""
+    if bad:
+        at = re.search(rf"(?<!\S){re.escape(bad.group(1))}(?!\S)", words)
+        close = get_close_matches(bad.group(1), [f"--{o}" for o in option_flags()], n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+    elif flag:
+        at = re.search(rf"(?<!\S){re.escape(flag.group(0))}(=\S*|\s+(?!-)\S+)?", words)
+    else:
+        at = re.search(r"[\"'].*", words) if "quotation" in message else None
+    if at is None:
+        return line, hint
+    return Span(line.line, start + at.start(), line.line, start + at.end()), hint
 
 
 def tilecopy(

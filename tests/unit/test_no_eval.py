@@ -195,7 +195,7 @@ def test_magic_option_payloads(ip, marker):
                  "--seed '1; 2'", "--timeout '__import__(\"os\")'", f"$(touch {marker})", f"`touch {marker}`"):
         with pytest.raises(TileSyntaxError) as ei:
             ip.run_cell_magic("tilecopy", f"--launch off {line}", body)
-        assert (ei.value.line, ei.value.col) == (1, 1) and "bad %%tilecopy option line" in ei.value.message
+        assert ei.value.line == 1 and ei.value.col >= 12 and "bad %%tilecopy option line" in ei.value.message
     assert set(ip.user_ns) == ns_before  # --out stored nothing under a bad name
     assert ip.user_ns["__builtins__"] is not None
     ip.run_cell_magic("tilecopy", "--launch off --out good_name", body)

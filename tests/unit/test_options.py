@@ -81,15 +81,16 @@ def test_a_bad_option_is_the_same_error_in_every_entry_point(ip, tmp_path, capsy
         parse(line)
     with pytest.raises(TileSyntaxError, match=message) as ei:  # a notebook cell: located on line 1
         ip.run_cell_magic("tilecopy", line, CELL)
-    assert (ei.value.line, ei.value.col) == (1, 1) and "^" in ei.value.render()
+    # located at the bad word (the flag and its value), after "%%tilecopy " (column 12)
+    assert (ei.value.line, ei.value.col) == (1, 12) and "^" * len(line.split()[0]) in ei.value.render()
     with pytest.raises(TileSyntaxError, match=message) as ei:  # its line in tilecopy(source): located there
         tilemagic.tilecopy(f"\n%%tilecopy {line}\n" + CELL)
-    assert (ei.value.line, ei.value.col) == (2, 1)
+    assert (ei.value.line, ei.value.col) == (2, 12)
     f = tmp_path / "bad.tile"  # a .tile file: exit 2, the located message, no traceback
     f.write_text(f"%%tilecopy {line}\n" + CELL)
     assert main(["run", str(f)]) == 2
     err = capsys.readouterr().err
-    assert "tilecopy:1:1: TileSyntaxError: bad %%tilecopy option line" in err and "Traceback" not in err
+    assert "tilecopy:1:12: TileSyntaxError: bad %%tilecopy option line" in err and "Traceback" not in err
     key, _, value = line.removeprefix("--").partition(" ")
     if key != "bogus":  # a keyword argument: a ValueError naming the option
         with pytest.raises(ValueError, match=message):
@@ -173,3 +174,18 @@ def test_one_internal_error_class():
     from tilemagic import errors
 
     assert magics.InternalError is errors.InternalError is tilemagic.InternalError
+
+
+@pytest.mark.parametrize("line, col, width, hint", [
+    ("--lanch sim", 12, 7, "did you mean --launch?"),
+    ("--launch sim --seed nan", 25, 10, ""),
+    ("--seed=-3", 12, 9, ""),
+    ("--no-strict --strictt", 24, 9, "did you mean --strict?"),
+])
+def test_option_error_points_at_the_bad_word(line, col, width, hint):
+    from tilemagic.cli import demo_source
+
+    with pytest.raises(TileSyntaxError) as ei:
+        tilemagic.tilecopy(f"%%tilecopy {line}\n" + demo_source("tmem_roundtrip"))
+    assert (ei.value.line, ei.value.col, ei.value.span.end_col - ei.value.col) == (1, col, width)
+    assert ei.value.hint.startswith(hint + " " if hint else "options:")

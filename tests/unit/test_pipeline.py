@@ -204,8 +204,8 @@ def test_program_items_are_typed_dataclasses(demo):
     from tilemagic.lower.program import CheckItem, CopyItem, SyncItem, WaitItem
 
     tp = run(demo("tmem_roundtrip"), launch="off").typed
-    kinds = [type(it).__name__ for it in tp.items]
-    assert set(kinds) == {"CopyItem", "WaitItem", "SyncItem", "CheckItem"} and kinds[-1] == "CheckItem"
+    kinds = [next(k for k in (CopyItem, WaitItem, SyncItem, CheckItem) if isinstance(it, k)) for it in tp.items]
+    assert set(kinds) == {CopyItem, WaitItem, SyncItem, CheckItem} and kinds[-1] is CheckItem
     assert [it.op for it in tp.items if isinstance(it, CopyItem)] == tp.copy_ops and len(tp.copy_ops) == 4
     wait = next(it for it in tp.items if isinstance(it, WaitItem))
     assert wait.kind == "st" and wait.span.line == 10

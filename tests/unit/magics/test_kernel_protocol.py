@@ -67,7 +67,7 @@ def test_bad_option_line_is_an_error_too(kernel):
     execute(kernel, "%load_ext tilemagic")
     reply, iopub = execute(kernel, "%%tilecopy --timeout -1\nglobal A: float32[4]\n")
     assert reply["status"] == "error" and reply["ename"] == "TileSyntaxError"
-    assert reply["evalue"].startswith("tilecopy:1:1: TileSyntaxError: bad %%tilecopy option line: --timeout")
+    assert reply["evalue"].startswith("tilecopy:1:12: TileSyntaxError: bad %%tilecopy option line: --timeout")
     assert [c["ename"] for t, c in iopub if t == "error"] == ["TileSyntaxError"]
     reply, _ = execute(kernel, "1 + 1")
     assert reply["status"] == "ok"

@@ -57,7 +57,7 @@ def test_syntax_error_line_counts_the_magic_line(ip):
 def test_bad_flag_is_a_located_error_on_the_magic_line(ip):
     with pytest.raises(TileSyntaxError) as ei:
         ip.run_cell_magic("tilecopy", "--launch moon", "global A: float32[4]\n")
-    assert (ei.value.line, ei.value.col) == (1, 1) and "invalid choice: 'moon'" in ei.value.message
+    assert (ei.value.line, ei.value.col) == (1, 12) and "invalid choice: 'moon'" in ei.value.message
 
 
 def test_out_namespace_and_config(ip):
@@ -144,5 +144,6 @@ def test_unclosed_quote_on_the_magic_line_is_a_located_error(ip, line):
     with capture_output() as cap:
         r = ip.run_cell(f"%%tilecopy {line}\n" + body("fallback_demo"))
     assert isinstance(r.error_in_exec, TileSyntaxError)
-    assert (r.error_in_exec.line, r.error_in_exec.col) == (1, 1)
+    quote = min(i for i, c in enumerate(line) if c in "'\"")  # located at the open quote
+    assert (r.error_in_exec.line, r.error_in_exec.col) == (1, 12 + quote)
     assert "bad %%tilecopy option line: No closing quotation" in cap.stdout + cap.stderr
