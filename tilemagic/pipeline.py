@@ -399,11 +399,11 @@ def compare_source_with_tvm(source: str, name: str | None = None, *, arch: str =
     from .lang import parse
     from .lower.program import check
 
-    prog = parse(source)
-    tp = check(prog, name)
     try:
         result = tilecopy(source, name=name, launch="off", arch=arch, emit_warnings=False)
-    except TileMagicError as e:
+    except TileMagicError as e:  # parsed and checked again only here: a syntax or type error raises again
+        prog = parse(source)
+        tp = check(prog, name)
         return compare_with_tvm(program=prog, typed=tp, error=e, arch=arch, cuda=cuda, tmem_base=tmem_base,
                                 explain=explain)
     return compare_with_tvm(result, cuda=cuda, tmem_base=tmem_base, explain=explain)

@@ -23,6 +23,7 @@ views and ``T.ptx.*`` calls); nothing is evaluated by Python itself.
 from __future__ import annotations
 
 import ast as pyast
+import math
 from dataclasses import dataclass
 from collections.abc import Sequence
 
@@ -135,34 +136,23 @@ def ours_instructions(kernel: ir.Kernel) -> dict[int, list[Instr]]:
         Keyed by the source line of the op the statements were lowered from.
     """
     out: dict[int, list[Instr]] = {}
-
-    def emit(line, instrs, times):
-        out.setdefault(line, []).extend(list(instrs) * times)
-
-    def walk(stmt, times, guarded):
-        if isinstance(stmt, ir.Seq):
-            for s in stmt.body:
-                walk(s, times, guarded)
-        elif isinstance(stmt, ir.If):
-            walk(stmt.then, times, True)
-        elif isinstance(stmt, ir.Grid):
-            n = 1
-            for e in stmt.extents:
-                n *= e
-            walk(stmt.body, times * n, guarded)
-        elif stmt.span is None:
-            return
-        elif isinstance(stmt, ir.TcgenLdSt):
+    for stmt, scope in ir.walk_scoped(kernel.body):
+        if isinstance(stmt, (ir.Seq, ir.If, ir.Grid)) or stmt.span is None:
+            continue
+        guarded = any(isinstance(s, ir.If) for s in scope)
+        times = math.prod(e for s in scope if isinstance(s, ir.Grid) for e in s.extents)
+        if isinstance(stmt, ir.TcgenLdSt):
             regs = tuple((stmt.local.name, stmt.reg_base + i) for i in range(stmt.regs))
-            emit(stmt.span.line, [Instr(stmt.chain, stmt.row, stmt.col, regs, guarded)], times)
+            instrs = [Instr(stmt.chain, stmt.row, stmt.col, regs, guarded)]
         elif isinstance(stmt, ir.VecMove):
-            emit(stmt.span.line, _vec_instrs(stmt, guarded), times)
+            instrs = _vec_instrs(stmt, guarded)
         elif isinstance(stmt, ir.Store):
-            emit(stmt.span.line, [Instr("store", guarded=guarded)], times)
-        elif isinstance(getattr(stmt, "chain", None), str):  # any other instruction node
-            emit(stmt.span.line, [Instr(stmt.chain, guarded=guarded)], times)
-
-    walk(kernel.body, 1, False)
+            instrs = [Instr("store", guarded=guarded)]
+        elif isinstance(chain := getattr(stmt, "chain", None), str):  # any other instruction node
+            instrs = [Instr(chain, guarded=guarded)]
+        else:
+            continue
+        out.setdefault(stmt.span.line, []).extend(instrs * times)
     return out
 
 

@@ -499,16 +499,22 @@ def content_key(kernel: Kernel) -> str:
     return hashlib.sha256(pickle.dumps(kernel, protocol=pickle.HIGHEST_PROTOCOL)).hexdigest()
 
 
-def walk(stmt: Stmt) -> Iterator[Stmt]:
-    """Yield every statement of the tree, pre-order."""
-    yield stmt
+def walk_scoped(stmt: Stmt, scope: tuple[Stmt, ...] = ()) -> Iterator[tuple[Stmt, tuple[Stmt, ...]]]:
+    """Every statement of the tree, pre-order (program order), with its enclosing ``If``/``Grid``
+    nodes, outermost first: the one statement traversal (:func:`walk` drops the scope)."""
+    yield stmt, scope
     if isinstance(stmt, Seq):
         for s in stmt.body:
-            yield from walk(s)
+            yield from walk_scoped(s, scope)
     elif isinstance(stmt, If):
-        yield from walk(stmt.then)
+        yield from walk_scoped(stmt.then, scope + (stmt,))
     elif isinstance(stmt, Grid):
-        yield from walk(stmt.body)
+        yield from walk_scoped(stmt.body, scope + (stmt,))
+
+
+def walk(stmt: Stmt) -> Iterator[Stmt]:
+    """Yield every statement of the tree, pre-order."""
+    return (s for s, _ in walk_scoped(stmt))
 
 
 def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:

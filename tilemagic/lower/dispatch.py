@@ -228,7 +228,6 @@ class Predicate:
     kwargs: tuple[tuple[str, object], ...] = ()
 
 
-
 def predicate(name: str, fn: PredicateFn, **kwargs: object) -> Predicate:
     """Make a :class:`Predicate`; ``kwargs`` parameterise one function for several variants."""
     return Predicate(name, fn, tuple(sorted(kwargs.items())))

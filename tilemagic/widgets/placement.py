@@ -12,8 +12,8 @@ pictures (:mod:`~tilemagic.widgets.figures`) and the reports show what the IR, C
 * :func:`shared_writers` -- which thread writes each element of each shared buffer;
 * :func:`check_data` -- the two sides of a ``check A == B`` after the launch.
 
-The IR is read with one scoped walk (each statement with its enclosing ``If``/``Grid``
-nodes), the static evaluator :func:`tilemagic.ir.evaluate.eval_static` (loop variables
+The IR is read with :func:`tilemagic.ir.nodes.walk_scoped` (each statement with its enclosing
+``If``/``Grid`` nodes), the static evaluator :func:`tilemagic.ir.evaluate.eval_static` (loop variables
 keyed by their ``LoopVar``) and :meth:`tilemagic.ir.nodes.Buffer.index_expr`; the
 variant of an op comes from its marker's ``Comment.variant`` field.
 """
@@ -21,7 +21,6 @@ variant of an op comes from its marker's ``Comment.variant`` field.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -69,16 +68,6 @@ def num_warps(kernel: ir.Kernel) -> int:
     return max(1, -(-int(kernel.threads) // 32))
 
 
-def _scoped(stmt: ir.Stmt, scope: tuple[ir.Stmt, ...] = ()) -> Iterator[tuple[ir.Stmt, tuple[ir.Stmt, ...]]]:
-    """Every statement, pre-order (program order), with its enclosing ``If``/``Grid`` nodes (outermost first)."""
-    yield stmt, scope
-    if isinstance(stmt, ir.Seq):
-        for s in stmt.body:
-            yield from _scoped(s, scope)
-    elif isinstance(stmt, (ir.If, ir.Grid)):
-        yield from _scoped(stmt.then if isinstance(stmt, ir.If) else stmt.body, scope + (stmt,))
-
-
 def _guard_mask(scope: tuple[ir.Stmt, ...], tid: np.ndarray, env: dict | None, lenient: bool) -> np.ndarray:
     """AND of the ``If`` conditions of ``scope`` over ``tid`` (and the loop variables of ``env``).
 
@@ -117,7 +106,7 @@ def issuing_warps(kernel: ir.Kernel) -> list[tuple[ir.TcgenLdSt, np.ndarray]]:
     threads, nwarps = max(1, int(kernel.threads)), num_warps(kernel)
     tid = np.arange(threads, dtype=np.int64)
     out: list[tuple[ir.TcgenLdSt, np.ndarray]] = []
-    for stmt, scope in _scoped(kernel.body):
+    for stmt, scope in ir.walk_scoped(kernel.body):
         if isinstance(stmt, ir.TcgenLdSt):
             m = np.zeros(nwarps * 32, dtype=bool)
             m[:threads] = np.broadcast_to(_guard_mask(scope, tid, None, lenient=True), tid.shape)
@@ -487,7 +476,7 @@ def shared_writers(kernel: ir.Kernel) -> list[dict[str, Any]]:
             "logical": None} for b in bufs}
     tid = np.arange(max(1, int(kernel.threads)), dtype=np.int64)
     variant = None
-    for stmt, scope in _scoped(kernel.body):
+    for stmt, scope in ir.walk_scoped(kernel.body):
         if isinstance(stmt, ir.Comment):
             variant = f"{stmt.op}/{stmt.variant}" if stmt.variant else variant
             continue
