@@ -222,16 +222,9 @@ class TileCopyResult:
             Unknown ``kind`` / ``color_by``, or the picture does not apply (e.g. ``data``
             without a launch).
         """
-        from .widgets import figures
+        from .widgets.figures import picture_figure
 
-        kind, color_by = str(kind).lower(), str(color_by).lower()  # as the option line folds case
-        if kind in ("tmem", "instr"):  # "instr" is --heatmap's name for one panel per instruction
-            return figures.heatmap_figure(self.kernel, color_by=color_by, instr="each" if kind == "instr" else instr)
-        if kind == "fragment":
-            return figures.fragment_figure(self.kernel, local=buffer, instr=instr)
-        if kind == "data":
-            return figures.data_figure(self, check=check)
-        raise ValueError(f"kind must be one of tmem, instr, {', '.join(figures.KINDS[1:])}; got {kind!r}")
+        return picture_figure(self, kind, color_by=color_by, instr=instr, buffer=buffer, check=check)
 
     def ptx(self):
         """PTX of the native CUDA for ``options.arch`` (nvcc or NVRTC; cached), with a line map.

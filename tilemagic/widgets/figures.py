@@ -39,7 +39,7 @@ import numpy as np
 
 from ..caches import register_cache
 from ..ir import nodes as ir
-from ..options import COLOR_BY_CHOICES
+from ..options import COLOR_BY_CHOICES, HEATMAP_CHOICES
 from .format import format_value, instr_label, range_text, short_shape
 from .placement import check_data, fragment_map, instr_arrays, shared_writers, tmem_columns, tmem_occupancy
 
@@ -53,14 +53,15 @@ __all__ = [
     "figure_png",
     "fragment_figure",
     "heatmap_figure",
+    "picture_figure",
 ]
 
 #: Figure size in inches (fixed: nbval compares the figure's ``text/plain``).
 FIGSIZE: tuple[float, float] = (9.0, 4.8)
 #: Resolution of the PNG (pixels per inch); 9 × 4.8 in -> 900 × 480 px.
 DPI: int = 100
-#: The picture kinds (``result.heatmap(kind=...)``).
-KINDS: tuple[str, ...] = ("tmem", "fragment", "data")
+#: The picture kinds (``result.heatmap(kind=...)``): ``--heatmap``'s, but ``none``.
+KINDS: tuple[str, ...] = tuple(k for k in HEATMAP_CHOICES if k != "none")
 #: What a TMEM cell can be coloured by.
 COLOR_BY: tuple[str, ...] = COLOR_BY_CHOICES
 #: Most panels of ``instr="each"`` (later instructions are listed, not drawn).
@@ -533,6 +534,27 @@ def fragment_figure(kernel, local: str | ir.Buffer | None = None, instr: int | N
     y = _text_block(fig, 0.76, 0.86, "layout", lines, width=34, budget=4) if lines else 0.86
     _text_block(fig, 0.76, y, "instructions", [instr_label(i) for i in used], width=34, budget=12)
     return fig
+
+
+def picture_figure(result, kind: str = "tmem", color_by: str = "warp", instr: int | str | None = None,
+                   buffer: str | ir.Buffer | None = None, check: int | str | None = None):
+    """One picture of ``result`` by kind (:data:`KINDS`, case folded as on the option line): ``tmem``
+    (:func:`heatmap_figure`), ``instr`` (the same, one panel per instruction), ``fragment``
+    (:func:`fragment_figure` of ``buffer``), ``data`` (:func:`data_figure` of ``check``).
+
+    Raises
+    ------
+    ValueError
+        An unknown ``kind`` (the message lists :data:`KINDS`), or as the figure it names.
+    """
+    kind, color_by = str(kind).lower(), str(color_by).lower()
+    if kind in ("tmem", "instr"):
+        return heatmap_figure(result.kernel, color_by=color_by, instr="each" if kind == "instr" else instr)
+    if kind == "fragment":
+        return fragment_figure(result.kernel, local=buffer, instr=instr if not isinstance(instr, str) else None)
+    if kind == "data":
+        return data_figure(result, check=check)
+    raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
 
 
 def data_figure(result, check: int | str | None = None):

@@ -15,7 +15,6 @@ from collections.abc import Callable
 
 from ..caches import register_cache
 from ..ir import nodes as ir
-from ..options import HEATMAP_CHOICES
 from . import figures
 
 __all__ = ["PNG_CACHE_SIZE", "fragment_png", "heatmap_png", "picture_png"]
@@ -86,12 +85,8 @@ def picture_png(result, kind: str, color_by: str | None = None, instr: int | str
         or an unknown ``kind``.
     """
     color_by = color_by or result.options.color_by
-    if kind == "tmem":
-        return heatmap_png(result.kernel, color_by=color_by, instr=instr)
-    if kind == "instr":
-        return heatmap_png(result.kernel, color_by=color_by, instr="each")
-    if kind == "fragment":
-        return fragment_png(result.kernel, instr=instr if isinstance(instr, int) else None)
-    if kind == "data":
-        return figures.figure_png(figures.data_figure(result, check=check))
-    raise ValueError(f"unknown picture kind {kind!r}; expected one of {', '.join(HEATMAP_CHOICES[:-1])}")
+    if kind in ("tmem", "instr", "fragment"):  # pictures of the kernel alone: cached on its content
+        instr = "each" if kind == "instr" else instr if kind == "tmem" or isinstance(instr, int) else None
+        return _cached_png(result.kernel, (kind, color_by, instr),
+                           lambda: figures.picture_figure(result, kind, color_by=color_by, instr=instr))
+    return figures.figure_png(figures.picture_figure(result, kind, color_by=color_by, instr=instr, check=check))
