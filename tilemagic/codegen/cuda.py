@@ -21,7 +21,7 @@ from ..arch.ptx import VEC_FORMS, word_bytes
 from ..arch.threads import axis_def
 from ..ir import nodes as ir
 from ..ir.evaluate import warp_uniform
-from ..ir.printer import Lines, _src, scale_index, thread_vars_used
+from ..ir.printer import Lines, src_line, scale_index, thread_vars_used
 
 SHAPE_ID = {"32x32b": 0, "16x64b": 1, "16x128b": 2, "16x256b": 3, "16x32bx2": 4}
 TM_SCRATCH_WORDS = tc.TMEM_LANES * tc.TMEM_COLS + 4  # the TMEM cells, then TM_STATE_WORDS (4)
@@ -416,9 +416,9 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         for name, _, n in extra:
             L.add(f"{name} += (size_t)blockIdx.x * {n};")
     for b in kernel.shared:
-        L.add(f"__shared__ __align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];", _src(b))
+        L.add(f"__shared__ __align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];", src_line(b))
     for b in kernel.locals:
-        L.add(f"__align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.storage_elems}];", _src(b))
+        L.add(f"__align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.storage_elems}];", src_line(b))
     if emulated:
         L.add(f"const TmEmu tm = tm_emu_make(tm_scratch, tm_status, {1 if strict else 0});")
     _stmt(L, kernel.body, mode)

@@ -111,13 +111,13 @@ def print_ir(kernel: ir.Kernel, *, arch: str = "sm_100a"):
         L.add(f"{axis} = tx" + (f" // {div}" if div > 1 else "") + (f" % {mod}" if mod else ""))
     for b in kernel.shared:
         L.add(f'{b.name} = T.alloc_shared({tuple(b.shape)!r}, "{b.dtype}")'
-              + (_layout_note(b) if b.layout is not None and b.name != "tmem_addr" else ""), _src(b))
+              + (_layout_note(b) if b.layout is not None and b.name != "tmem_addr" else ""), src_line(b))
     views = _register_views(kernel)
     for b in kernel.locals:
-        L.add(f'{b.name} = T.alloc_local(({b.storage_elems},), "{b.dtype}"){_layout_note(b)}', _src(b))
+        L.add(f'{b.name} = T.alloc_local(({b.storage_elems},), "{b.dtype}"){_layout_note(b)}', src_line(b))
         for bits in sorted(views.get(b.name, ())):
             n = b.storage_elems * b.elem_bytes * 8 // bits
-            L.add(f'{b.name}_{bits}b = T.decl_buffer(({n},), "uint{bits}", data={b.name}.data)', _src(b))
+            L.add(f'{b.name}_{bits}b = T.decl_buffer(({n},), "uint{bits}", data={b.name}.data)', src_line(b))
     scratch: dict[str, tuple[int, int]] = {}
     for s in ir.walk(kernel.body):
         if isinstance(s, ir.VecMove) and "local" not in (s.src.scope, s.dst.scope):
@@ -132,7 +132,7 @@ def print_ir(kernel: ir.Kernel, *, arch: str = "sm_100a"):
         where = f"at {b.alias_of}, " if b.alias_of else ""
         L.add(f"# tmem {b.name}: {b.dtype}{list(b.shape)} @ {b.layout} · datapath {b.datapath or '?'} · "
               f"{where}32-bit columns [{b.tmem_col}, {b.tmem_col + b.tmem_ncols}) of {kernel.tmem_cols}",
-              _src(b))
+              src_line(b))
     _stmt(L, kernel.body)
     return L.text()
 
@@ -155,12 +155,12 @@ def tmem_addr_str(node, fmt_base="T.uint32(tmem_addr[0])"):
     return f"T.cuda.get_tmem_addr(tmem_addr[0], {node.row}, {node.col})"
 
 
-def _src(s: ir.Stmt | ir.Buffer) -> int | None:
+def src_line(s: ir.Stmt | ir.Buffer) -> int | None:
     return s.span.line if s.span else None
 
 
 def _stmt(L: Lines, s: ir.Stmt):
-    src = _src(s)
+    src = src_line(s)
     if isinstance(s, ir.Seq):
         for c in s.body:
             _stmt(L, c)

@@ -342,7 +342,6 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
         if not (name.isidentifier() and name.isascii()):
             raise TileTypeError(f"cell name '{name}' is not an identifier", name_span,
                                 hint="use letters, digits and _, not starting with a digit")
-        # check_identifier only passes the span on to TileTypeError (which takes None): its `Span` is too narrow
         check_identifier(name, name_span, "kernel")
     bufs: dict[str, ir.Buffer] = {}
     tmem_next = 0
@@ -386,9 +385,7 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
                         _stmt_text(prog.source, item.span), item.span, item.dispatch_span)
             items.append(CopyItem(op))
             scopes_used.append((item.scope, item.op_span))
-        elif isinstance(item, ast.WaitStmt):
-            items.append(item)
-        elif isinstance(item, ast.SyncStmt):
+        elif isinstance(item, (ast.WaitStmt, ast.SyncStmt)):
             items.append(item)
         elif isinstance(item, ast.CheckStmt):
             lhs, rhs = _region(item.lhs, bufs), _region(item.rhs, bufs)
