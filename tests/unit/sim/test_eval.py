@@ -36,6 +36,20 @@ def test_iter_exprs_reaches_every_statement_kind_and_nested_expression():
     assert list(ir.iter_exprs(load))[:2] == [load, load.indices[0]]  # pre-order, an expression as root
 
 
+def test_walk_scoped_gives_each_statement_its_enclosing_guards_and_loops():
+    a = ir.Buffer("a", "local", "int32", (4,), None, per_thread=4)
+    i = ir.LoopVar("i")
+    store = ir.Store(a, (i,), ir.Const(1))
+    grid = ir.Grid((i,), (2,), store)
+    guard = ir.If(ir.Bin("<", TX, ir.Const(8)), grid)
+    barrier = ir.Barrier()
+    body = ir.Seq((guard, barrier))
+    scoped = list(ir.walk_scoped(body))
+    assert [s for s, _ in scoped] == [body, guard, grid, store, barrier] == list(ir.walk(body))
+    assert dict((id(s), sc) for s, sc in scoped)[id(store)] == (guard, grid)  # outermost first
+    assert dict((id(s), sc) for s, sc in scoped)[id(barrier)] == ()
+
+
 def test_loop_variables_are_keyed_by_object_in_both_evaluators():
     i, j = ir.LoopVar("i"), ir.LoopVar("i")  # same name, different loops
     e = ir.Bin("+", ir.Bin("*", i, ir.Const(10)), j)
