@@ -58,6 +58,7 @@ __all__ = [
     "FIGSIZE",
     "KINDS",
     "MAX_DATA_CELLS",
+    "MAX_PNG_BYTES",
     "MAX_PANELS",
     "data_figure",
     "downsample_caption",
@@ -80,6 +81,8 @@ MAX_PANELS: int = 8
 #: Most rows and columns of a check's data one panel of the ``data`` picture draws (about its axes' pixels at
 #: :data:`FIGSIZE` and :data:`DPI`); larger data is downsampled by powers of two (the caption says by how much).
 MAX_DATA_CELLS: tuple[int, int] = (256, 192)
+#: Most bytes of one picture's PNG (:func:`figure_png` halves the resolution of a larger one).
+MAX_PNG_BYTES: int = 448 * 1024
 
 _UNTOUCHED = "#e6e6e6"
 _MISMATCH = "#d62728"
@@ -665,7 +668,29 @@ def data_figure(result, check: int | str | None = None):
 
 
 def figure_png(fig) -> bytes:
-    """PNG bytes of an Agg figure (fixed dpi, no ``Software`` metadata: reproducible)."""
+    """PNG bytes of an Agg figure (fixed dpi, no ``Software`` metadata: reproducible).
+
+    The PNG is ``FIGSIZE × DPI`` pixels (900 × 480).  Should it pass :data:`MAX_PNG_BYTES` (a picture
+    of noise compresses badly: the raw RGBA image is 1.7 MB), it is drawn again at half the
+    resolution, whose raw image (450 × 240 RGBA, 432 KB) fits the cap whatever the content.
+
+    Returns
+    -------
+    bytes
+        At most :data:`MAX_PNG_BYTES`.
+    """
+    png = _print_png(fig)
+    if len(png) > MAX_PNG_BYTES:
+        dpi = fig.dpi
+        fig.set_dpi(dpi / 2)
+        try:
+            png = _print_png(fig)
+        finally:
+            fig.set_dpi(dpi)
+    return png
+
+
+def _print_png(fig) -> bytes:
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 

@@ -151,3 +151,28 @@ def test_capped_list_counts_the_rest():
     assert F.capped_list(["a", "b", "c"], "warnings", limit=2) == ["a", "b", "… 1 more warnings"]
     assert F.capped_list(["a"], "ops", total=5000, limit=2) == ["a", "… 4,999 more ops"]
     assert F.capped_list(["a", "b"], "ops", limit=2) == ["a", "b"]
+
+
+def test_a_png_of_noise_keeps_to_its_byte_cap():
+    fig = figures._new_figure()
+    ax = fig.add_axes((0, 0, 1, 1))
+    ax.imshow(np.random.default_rng(0).random((480, 900, 3)), interpolation="nearest", aspect="auto")
+    png = figures.figure_png(fig)
+    assert png.startswith(b"\x89PNG") and len(png) <= figures.MAX_PNG_BYTES
+    width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+    assert (width, height) == (450, 240)  # drawn again at half the resolution
+    small = figures.figure_png(figures.data_figure(run(failing_global_cell(8, 8))))
+    assert int.from_bytes(small[16:20], "big") == 900  # an ordinary picture keeps its size
+
+
+def test_widget_view_panes_follow_the_same_caps(long_result):
+    pytest.importorskip("ipywidgets")
+    from tilemagic.widgets.view import WidgetView
+
+    v = WidgetView(long_result)
+    assert "lines not shown (full text: result.ir)" in v.panes["IR"].value
+    assert "lines not shown (full text: result.cuda)" in v.panes["CUDA"].value
+    assert "100 more ops" in v.panes["Dispatch"].value
+    line = long_result.ir_lines[0] or next(n for n in long_result.ir_lines if n is not None)
+    v.line_select.value = line  # re-rendered with the highlight: still collapsed, the mapping still there
+    assert "lines not shown" in v.panes["IR"].value and f'data-src-line="{line}" style=' in v.panes["IR"].value
