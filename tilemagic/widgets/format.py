@@ -16,8 +16,10 @@ __all__ = [
     "MAX_LINES",
     "MAX_LINE_CHARS",
     "MAX_LISTED",
+    "MAX_TEXT_CHARS",
     "TAIL_LINES",
     "array_summary",
+    "budgeted",
     "capped_list",
     "clip_line",
     "dispatch_overflow",
@@ -29,6 +31,7 @@ __all__ = [
     "mismatch_lines",
     "range_text",
     "shown_lines",
+    "within_budget",
     "short_shape",
     "split_lines",
 ]
@@ -42,8 +45,12 @@ MAX_LINES: int = 400
 HEAD_LINES: int = 300
 #: Lines shown after the elision of a collapsed pane.
 TAIL_LINES: int = 50
-#: Characters shown of one line (the rest is replaced by ``… (+N chars)``).
-MAX_LINE_CHARS: int = 400
+#: Characters shown of one line (the rest is replaced by ``… (+N chars)``): more than any generated line
+#: (a ``tcgen05.ld .x128`` with its 128 register operands is about 4,100 characters of CUDA).
+MAX_LINE_CHARS: int = 8000
+#: Most characters of one collapsed text (its first lines get 4/5 of it, its last lines 1/5), so that a
+#: pane of long lines shows fewer lines rather than more bytes.
+MAX_TEXT_CHARS: int = 256 * 1024
 #: Most entries of a list shown in a report (why-tables, warnings, mismatches); the rest are counted.
 MAX_LISTED: int = 20
 
@@ -153,15 +160,31 @@ def elided_text(text: str, where: str) -> str:
     -------
     str
         At most ``HEAD_LINES + 1 + TAIL_LINES`` lines (or the whole text when it has at most
-        :data:`MAX_LINES`), each at most ``MAX_LINE_CHARS`` characters plus the cut note.
+        :data:`MAX_LINES`), each at most ``MAX_LINE_CHARS`` characters plus the cut note, and
+        fewer lines when they would pass :data:`MAX_TEXT_CHARS` characters.
     """
     lines = split_lines(text)
     head, tail = shown_lines(len(lines))
-    out = [clip_line(x) for x in lines[:head]]
-    if tail:
-        out.append(elision_note(len(lines) - head - tail, where))
-        out += [clip_line(x) for x in lines[len(lines) - tail:]]
-    return "\n".join(out)
+    first, last = budgeted([clip_line(x) for x in lines[:head]], [clip_line(x) for x in lines[len(lines) - tail:]],
+                           MAX_TEXT_CHARS)
+    hidden = len(lines) - len(first) - len(last)
+    return "\n".join([*first, elision_note(hidden, where), *last] if hidden else first)
+
+
+def within_budget(items: Sequence[str], budget: int) -> list[str]:
+    """The longest prefix of ``items`` whose lengths (plus one per item) fit ``budget`` (at least one item)."""
+    total = 0
+    for i, x in enumerate(items):
+        total += len(x) + 1
+        if total > budget and i:
+            return list(items[:i])
+    return list(items)
+
+
+def budgeted(head: Sequence[str], tail: Sequence[str], budget: int) -> tuple[list[str], list[str]]:
+    """``head`` and ``tail`` lines cut to 4/5 and 1/5 of ``budget`` characters (:func:`within_budget`;
+    the tail keeps its last lines)."""
+    return (within_budget(head, budget - budget // 5), within_budget(tail[::-1], budget // 5)[::-1])
 
 
 def capped_list(items: Sequence[str], what: str, total: int | None = None, limit: int = MAX_LISTED) -> list[str]:

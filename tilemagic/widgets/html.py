@@ -43,6 +43,7 @@ from ..caches import register_cache
 from .format import (
     MAX_LISTED,
     array_summary,
+    budgeted,
     capped_list,
     clip_line,
     dispatch_overflow,
@@ -379,23 +380,12 @@ def _pane_lines(text: str, src_lines: Sequence[int | None] | None, language: str
     keep = list(range(head)) + list(range(len(lines) - tail, len(lines)))
     hl = highlight_lines("\n".join(clip_line(lines[i]) for i in keep), language)
     out = [_line_span(h, src[i] if i < len(src) else None, highlight) for i, h in zip(keep, hl)]
-    first = _within(out[:head], MAX_PANE_HTML - MAX_PANE_HTML // 5)  # highlighted lines can be long: a byte budget
-    last = _within(out[head:][::-1], MAX_PANE_HTML // 5)[::-1]
+    first, last = budgeted(out[:head], out[head:], MAX_PANE_HTML)  # highlighted lines can be long: a byte budget
     hidden = len(lines) - len(first) - len(last)
     if hidden:
         note = escape(elision_note(hidden, where))
         return [*first, f'<span class="tm-line tm-elided" style="{_ELIDED}">{note}</span>', *last]
     return out
-
-
-def _within(spans: list[str], budget: int) -> list[str]:
-    """The longest prefix of ``spans`` whose HTML fits ``budget`` characters (at least one span)."""
-    total = 0
-    for i, sp in enumerate(spans):
-        total += len(sp) + 1
-        if total > budget and i:
-            return spans[:i]
-    return spans
 
 
 def code_pane_html(title: str, text: str, src_lines: Sequence[int | None], language: str, *,

@@ -131,8 +131,18 @@ def test_a_pane_of_long_lines_keeps_to_its_byte_budget():
     text = "\n".join(f"x{i} = " + " + ".join(f"a[{k}]" for k in range(200)) for i in range(300))
     pane = H.code_pane_html("IR", text, list(range(1, 301)), "python", where="result.ir")
     assert len(pane) <= H.MAX_PANE_HTML + 2000
-    assert "lines not shown (full text: result.ir)" in pane and "chars)" in pane
-    assert F.clip_line("y" * (F.MAX_LINE_CHARS + 5)) == "y" * F.MAX_LINE_CHARS + " … (+5 chars)"
+    hidden = int(re.search(r"… ([\d,]+) lines not shown \(full text: result.ir\)", pane).group(1).replace(",", ""))
+    assert 0 < hidden < 300 and pane.count('class="tm-line') == 300 - hidden + 1
+    plain = F.elided_text("\n".join(["z" * 5000] * 300), "result.cuda")
+    assert len(plain) <= F.MAX_TEXT_CHARS + 100 and "lines not shown (full text: result.cuda)" in plain
+
+
+def test_an_overlong_line_is_cut_with_its_length():
+    long_line = "y" * (F.MAX_LINE_CHARS + 9)
+    assert F.clip_line(long_line) == "y" * F.MAX_LINE_CHARS + " … (+9 chars)"
+    pane = H.code_pane_html("CUDA", "int x;\n" + long_line, [None, 2], "cuda", where="result.cuda")
+    assert "… (+9 chars)" in re.sub(r"<[^>]+>", "", pane) and 'data-src-line="2"' in pane
+    assert F.clip_line("y" * 4200) == "y" * 4200  # a tcgen05.ld .x128 line of CUDA is shown whole
 
 
 def test_why_tables_past_the_cap_are_one_line_each(long_result):
