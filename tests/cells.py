@@ -580,3 +580,19 @@ wait ld
 wg.copy_async acc <- frag      # one tcgen05.st ... same image
 wait st
 """
+
+
+def many_ops_cell(reps: int, name: str = "many") -> str:
+    """``reps`` times global -> shared -> global (copy/gmem_smem, a ``cta_sync`` between) in one 32-thread
+    kernel: a long program (about 9 IR and 5 CUDA lines per repeat) for the bounded-output tests and benchmarks."""
+    lines = [f"kernel {name} threads=32", "global A: float32[32, 64]", "global B: float32[32, 64]",
+             "shared S: float32[32, 64]"]
+    lines += ["warp.copy S <- A", "cta_sync", "warp.copy B <- S"] * reps
+    return "\n".join(lines + ["check B == A"])
+
+
+def failing_global_cell(rows: int, cols: int, dtype: str = "float32", check: str = "B == A") -> str:
+    """Two global tiles and a check, no copy: ``A`` is ``arange``, ``B`` zeros, so every element but the
+    first differs (``check`` may name regions); the bounded-memory tests' and benchmarks' failing cell."""
+    return (f"kernel k threads=32\nglobal A: {dtype}[{rows}, {cols}] = arange\nglobal B: {dtype}[{rows}, {cols}]\n"
+            f"check {check}")

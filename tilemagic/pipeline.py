@@ -22,6 +22,8 @@ from .ir import nodes as ir
 from .options import OptionError, Options, numpydoc, option_flags, resolve, usage
 from .options import parse as parse_options
 from .result import CheckResult, LaunchResult, ReportSection, TileCopyResult
+from .widgets.format import MAX_LISTED
+from .widgets.placement import first_mismatches
 
 if TYPE_CHECKING:
     from .lower.program import TypedProgram
@@ -136,14 +138,20 @@ def make_inputs(tp: TypedProgram, seed: int = 0, namespace: dict | None = None) 
     return out
 
 
+def _check_side(outputs: Mapping[str, np.ndarray], side) -> np.ndarray:
+    """The region of one side of a check, unit dims dropped (a view of the output)."""
+    return outputs[side.buf.name][tuple(slice(b, b + e) for b, e in side.region)].reshape(side.nonunit)
+
+
 def run_checks(tp: TypedProgram, outputs: Mapping[str, np.ndarray]) -> list[CheckResult]:
     res = []
     for item in tp.checks:
-        lhs, rhs = item.lhs, item.rhs
-        a = ir.bits_view(outputs[lhs.buf.name])[tuple(slice(b, b + e) for b, e in lhs.region)].reshape(lhs.nonunit)
-        b = ir.bits_view(outputs[rhs.buf.name])[tuple(slice(b, b + e) for b, e in rhs.region)].reshape(rhs.nonunit)
-        bad = int(np.count_nonzero(a != b))
-        res.append(CheckResult(item.text.removeprefix("check").strip(), item.span.line, bad == 0, bad, int(a.size)))
+        got, exp = _check_side(outputs, item.lhs), _check_side(outputs, item.rhs)
+        mask = ir.bits_view(got) != ir.bits_view(exp)
+        bad = int(np.count_nonzero(mask))
+        first = first_mismatches(got, exp, mask, MAX_LISTED) if bad else ()  # capped list, never one per element
+        res.append(CheckResult(item.text.removeprefix("check").strip(), item.span.line, bad == 0, bad, int(got.size),
+                               first))
     return res
 
 

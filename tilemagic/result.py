@@ -25,13 +25,30 @@ if TYPE_CHECKING:
 # ----------------------------------------------------------------------------- launch
 @dataclass(frozen=True)
 class CheckResult:
-    """``check A == B`` after the launch: bitwise comparison of two global regions."""
+    """``check A == B`` after the launch: bitwise comparison of two global regions.
+
+    Attributes
+    ----------
+    text : str
+        ``A == B`` as written.
+    line : int
+        Description line of the check.
+    passed : bool
+    mismatches, total : int
+        Elements whose bits differ, and elements compared.
+    first : tuple of (tuple of int, numpy scalar, numpy scalar)
+        The first mismatching elements in row-major order, at most
+        :data:`tilemagic.widgets.format.MAX_LISTED` (20) however many differ: ``(index in the
+        region without unit dims, got, expected)``; the reports list them with the count
+        (``first 20 of 1,048,576 mismatches``).
+    """
 
     text: str
     line: int
     passed: bool
     mismatches: int
     total: int
+    first: tuple = ()
 
     @property
     def status(self) -> str:

@@ -41,15 +41,27 @@ from ..caches import register_cache
 from ..ir import nodes as ir
 from ..options import COLOR_BY_CHOICES, HEATMAP_CHOICES
 from .format import format_value, instr_label, range_text, short_shape
-from .placement import check_data, fragment_map, instr_arrays, shared_writers, tmem_columns, tmem_occupancy
+from .placement import (
+    check_data,
+    downsample_check,
+    first_mismatches,
+    fragment_map,
+    instr_arrays,
+    shared_writers,
+    tmem_columns,
+    tmem_occupancy,
+)
 
 __all__ = [
     "COLOR_BY",
     "DPI",
     "FIGSIZE",
     "KINDS",
+    "MAX_DATA_CELLS",
+    "MAX_PNG_BYTES",
     "MAX_PANELS",
     "data_figure",
+    "downsample_caption",
     "figure_png",
     "fragment_figure",
     "heatmap_figure",
@@ -66,6 +78,11 @@ KINDS: tuple[str, ...] = tuple(k for k in HEATMAP_CHOICES if k != "none")
 COLOR_BY: tuple[str, ...] = COLOR_BY_CHOICES
 #: Most panels of ``instr="each"`` (later instructions are listed, not drawn).
 MAX_PANELS: int = 8
+#: Most rows and columns of a check's data one panel of the ``data`` picture draws (about its axes' pixels at
+#: :data:`FIGSIZE` and :data:`DPI`); larger data is downsampled by powers of two (the caption says by how much).
+MAX_DATA_CELLS: tuple[int, int] = (256, 192)
+#: Most bytes of one picture's PNG (:func:`figure_png` halves the resolution of a larger one).
+MAX_PNG_BYTES: int = 448 * 1024
 
 _UNTOUCHED = "#e6e6e6"
 _MISMATCH = "#d62728"
@@ -372,25 +389,26 @@ def _draw_shared(fig, kernel):
     width = 0.78 / n  # the right 0.14 of the figure holds the legend
     all_threads = sorted({t for inf in infos if inf["determined"] for t in inf["threads"]})
     ncat = max(len(all_threads), 1)
-    cat = {t: i for i, t in enumerate(all_threads)}
     for k, inf in enumerate(infos):
         buf, w = inf["buffer"], inf["writer"]
         grid2 = np.asarray(w).reshape(-1, int(buf.shape[-1])) if w.ndim != 2 else np.asarray(w)
         ax = fig.add_axes((0.08 + k * width, 0.12, width - 0.07, 0.72))
         if inf["determined"]:
-            data = np.vectorize(lambda t: cat.get(int(t), -1), otypes=[np.int64])(grid2) if grid2.size else grid2
+            # category of each writer: its rank among all writers (a lookup, no Python call per element)
+            known = np.asarray(all_threads or [-1], dtype=np.int64)
+            pos = np.minimum(np.searchsorted(known, grid2), known.size - 1)
+            data = np.where((grid2 >= 0) & (known[pos] == grid2), pos, -1)
             cmap, norm = _cat_cmap(ncat)
             ax.imshow(data, cmap=cmap, norm=norm, interpolation="nearest", aspect="auto")
-            labels = np.where(grid2 >= 0, np.char.add("T", grid2.astype(str)), "-")
             who = _threads_phrase(inf["threads"])
         else:
             data = np.arange(grid2.size).reshape(grid2.shape)
             ax.imshow(data, cmap="viridis", interpolation="nearest", aspect="auto")
-            labels = data.astype(str)
             who = "writer not determined; coloured by element index"
         # per-cell labels only where they add something (text is the costly part of a draw)
         if grid2.size <= _MAX_CELL_LABELS and (len(inf["threads"]) > 1 or not inf["determined"]):
-            for (i, j), s in np.ndenumerate(labels):
+            for (i, j), t in np.ndenumerate(grid2 if inf["determined"] else data):
+                s = str(t) if not inf["determined"] else f"T{t}" if t >= 0 else "-"
                 ax.text(j, i, s, ha="center", va="center", fontsize=7, color="white" if s != "-" else "#666666")
         rows, cols = grid2.shape
         ax.set_xticks(np.arange(0, cols, min(_xtick_step(cols, 8), 32)))
@@ -415,20 +433,23 @@ def _draw_shared(fig, kernel):
 
 
 # ============================================================================ data figure helpers
-def _as_2d(a: np.ndarray) -> np.ndarray:
-    a = np.asarray(a)
-    if a.ndim == 0:
-        return a.reshape(1, 1)
-    if a.ndim == 1:
-        return a.reshape(1, -1)
-    return a.reshape(-1, a.shape[-1])
-
-
 def _float_view(a: np.ndarray) -> np.ndarray:
     try:
         return np.asarray(a).astype(np.float64)
     except (TypeError, ValueError):  # pragma: no cover - every tilemagic dtype converts
-        return ir.bits_view(np.ascontiguousarray(a)).astype(np.float64)
+        return ir.bits_view(np.asarray(a)).astype(np.float64)
+
+
+def downsample_caption(factors: tuple[int, int], shape: tuple[int, int]) -> str:
+    """``downsampled 32× in rows and 64× in columns (8192 × 8192 drawn as 256 × 128) ...`` or '' at ``(1, 1)``."""
+    fr, fc = factors
+    if fr == 1 and fc == 1:
+        return ""
+    parts = [f"{f}× in {what}" for f, what in ((fr, "rows"), (fc, "columns")) if f > 1]
+    rows, cols = shape
+    return (f"downsampled {' and '.join(parts)} ({rows:,} × {cols:,} drawn as {-(-rows // fr):,} × "
+            f"{-(-cols // fc):,}): a pixel is the first element of its {fr} × {fc} block, red where any "
+            "element of the block differs")
 
 
 # ============================================================================ public API
@@ -572,7 +593,13 @@ def data_figure(result, check: int | str | None = None):
         Panels "expected" (right side) and "got" (left side) as values (one colour scale,
         NaN white), the got panel with the mismatching elements painted red, and a third
         panel with the mismatch mask when the check failed; the title gives the count and
-        the first mismatches.
+        the first three mismatches (:func:`~tilemagic.widgets.placement.first_mismatches`).
+        Data of more than :data:`MAX_DATA_CELLS` rows × columns is downsampled by powers of
+        two (:func:`~tilemagic.widgets.placement.downsample_check`: sampled values, blocks
+        marked red when any element differs) and the caption says so
+        (:func:`downsample_caption`); the axes count elements of the full data.  Memory: the
+        check's boolean mismatch mask plus pictures of at most :data:`MAX_DATA_CELLS`, never a
+        float copy of the tile.
 
     Raises
     ------
@@ -581,17 +608,19 @@ def data_figure(result, check: int | str | None = None):
     """
     fig = _new_figure()
     d = check_data(result, check)
-    chk, got, exp, bad = d["check"], _as_2d(d["got"]), _as_2d(d["expected"]), _as_2d(d["mismatch"])
+    v = downsample_check(d, MAX_DATA_CELLS)
+    chk, bad = d["check"], v["mismatch"]
     import matplotlib
     from matplotlib.colors import ListedColormap
 
-    gf, ef = _float_view(got), _float_view(exp)
+    gf, ef = _float_view(v["got"]), _float_view(v["expected"])
     finite = np.concatenate([gf[np.isfinite(gf)], ef[np.isfinite(ef)]])
     vmin, vmax = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     if vmin == vmax:
         vmax = vmin + 1.0
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#ffffff")
-    nbad = int(np.count_nonzero(bad))
+    nbad = v["mismatches"]
+    fr, fc = v["factors"]
     panels: list[tuple[str, np.ndarray | None]] = [(f"expected: {d['rhs']}", ef), (f"got: {d['lhs']}", gf)]
     if nbad:
         panels.append(("mismatches (red)", None))
@@ -599,16 +628,17 @@ def data_figure(result, check: int | str | None = None):
     im = None
     for j, (title, data) in enumerate(panels):
         ax = fig.add_axes((0.07 + j * width, 0.12, width - 0.05, 0.66))
+        rows, cols = v["shape"]
+        extent = (-0.5, cols - 0.5, rows - 0.5, -0.5)  # axes in elements of the full data, whatever the sampling
         if data is None:
             ax.imshow(bad.astype(np.int8), cmap=ListedColormap([_UNTOUCHED, _MISMATCH]), vmin=0, vmax=1,
-                      interpolation="nearest", aspect="auto")
+                      interpolation="nearest", aspect="auto", extent=extent)
         else:
             im = ax.imshow(np.ma.masked_invalid(data), cmap=cmap, vmin=vmin, vmax=vmax, interpolation="nearest",
-                           aspect="auto")
+                           aspect="auto", extent=extent)
             if nbad and j == 1:  # the mismatching cells of the output, on top of its values
                 ax.imshow(np.ma.masked_equal(bad.astype(np.int8), 0), cmap=ListedColormap([_MISMATCH]),
-                          vmin=0, vmax=1, interpolation="nearest", aspect="auto")
-        rows, cols = bad.shape
+                          vmin=0, vmax=1, interpolation="nearest", aspect="auto", extent=extent)
         ax.set_xticks(np.arange(0, cols, _xtick_step(cols, 4)))
         ax.set_yticks(np.arange(0, rows, _xtick_step(rows, 8)))
         ax.tick_params(labelsize=7)
@@ -622,21 +652,45 @@ def data_figure(result, check: int | str | None = None):
     cb.set_label("value", fontsize=7)
     status = "FAIL" if nbad else "PASS"  # recomputed from the data shown (the same bitwise test as the check)
     head = f"check {chk.text} (L{chk.line}): {status} · {d['got'].dtype} {list(d['got'].shape)}"
+    total = int(d["mismatch"].size)
     if nbad:
-        idx = [tuple(int(x) for x in i) for i in np.argwhere(np.asarray(d["mismatch"]))[:3]]
-        first = "; ".join(
-            f"{list(i)}: got {format_value(d['got'][i])}, expected {format_value(d['expected'][i])}" for i in idx)
-        sub = f"{nbad} of {bad.size} elements differ (bitwise) · first: {first}"
+        first = "; ".join(f"{list(i)}: got {format_value(g)}, expected {format_value(e)}"
+                          for i, g, e in first_mismatches(d["got"], d["expected"], d["mismatch"], 3))
+        sub = f"{nbad} of {total} elements differ (bitwise) · first: {first}"
     else:
-        sub = f"all {bad.size} elements equal (bitwise) · launch: {result.launch.backend}"
+        sub = f"all {total} elements equal (bitwise) · launch: {result.launch.backend}"
+    note = downsample_caption((fr, fc), v["shape"])
+    lines = textwrap.wrap(sub, 140) + (textwrap.wrap(note, 140) if note else [])
     fig.text(0.012, 0.985, head, fontsize=9.5, fontweight="bold", va="top", ha="left",
              color=_MISMATCH if nbad else "black")
-    fig.text(0.012, 0.935, "\n".join(textwrap.wrap(sub, 140)), fontsize=8, va="top", ha="left")
+    fig.text(0.012, 0.935, "\n".join(lines), fontsize=8, va="top", ha="left")
     return fig
 
 
 def figure_png(fig) -> bytes:
-    """PNG bytes of an Agg figure (fixed dpi, no ``Software`` metadata: reproducible)."""
+    """PNG bytes of an Agg figure (fixed dpi, no ``Software`` metadata: reproducible).
+
+    The PNG is ``FIGSIZE × DPI`` pixels (900 × 480).  Should it pass :data:`MAX_PNG_BYTES` (a picture
+    of noise compresses badly: the raw RGBA image is 1.7 MB), it is drawn again at half the
+    resolution, whose raw image (450 × 240 RGBA, 432 KB) fits the cap whatever the content.
+
+    Returns
+    -------
+    bytes
+        At most :data:`MAX_PNG_BYTES`.
+    """
+    png = _print_png(fig)
+    if len(png) > MAX_PNG_BYTES:
+        dpi = fig.dpi
+        fig.set_dpi(dpi / 2)
+        try:
+            png = _print_png(fig)
+        finally:
+            fig.set_dpi(dpi)
+    return png
+
+
+def _print_png(fig) -> bytes:
     import matplotlib
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 

@@ -7,21 +7,52 @@ renderer imports them without importing each other.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 __all__ = [
+    "HEAD_LINES",
+    "MAX_LINES",
+    "MAX_LINE_CHARS",
+    "MAX_LISTED",
+    "MAX_TEXT_CHARS",
+    "TAIL_LINES",
     "array_summary",
+    "budgeted",
+    "capped_list",
+    "clip_line",
+    "dispatch_overflow",
+    "elided_text",
+    "elision_note",
     "format_value",
     "format_values",
     "instr_label",
+    "mismatch_lines",
     "range_text",
+    "shown_lines",
+    "within_budget",
     "short_shape",
     "split_lines",
 ]
 
 _PREVIEW = 6  # values shown per input/output array
+
+#: A text pane (description, IR, CUDA, PTX, an extra section) of more lines than this is shown collapsed:
+#: its first :data:`HEAD_LINES` and last :data:`TAIL_LINES` lines around one elision line.
+MAX_LINES: int = 400
+#: Lines shown before the elision of a collapsed pane.
+HEAD_LINES: int = 300
+#: Lines shown after the elision of a collapsed pane.
+TAIL_LINES: int = 50
+#: Characters shown of one line (the rest is replaced by ``… (+N chars)``): more than any generated line
+#: (a ``tcgen05.ld .x128`` with its 128 register operands is about 4,100 characters of CUDA).
+MAX_LINE_CHARS: int = 8000
+#: Most characters of one collapsed text (its first lines get 4/5 of it, its last lines 1/5), so that a
+#: pane of long lines shows fewer lines rather than more bytes.
+MAX_TEXT_CHARS: int = 256 * 1024
+#: Most entries of a list shown in a report (why-tables, warnings, mismatches); the rest are counted.
+MAX_LISTED: int = 20
 
 
 def _fmt_scalar(v, kind: str) -> str:
@@ -84,6 +115,141 @@ def split_lines(text: str) -> list[str]:
     if text.endswith("\n"):
         lines.pop()
     return lines
+
+
+def shown_lines(n: int) -> tuple[int, int]:
+    """How many of ``n`` pane lines are shown: ``(head, tail)``.
+
+    Parameters
+    ----------
+    n : int
+        Lines of the text.
+
+    Returns
+    -------
+    (head, tail) : tuple of int
+        ``(n, 0)`` for at most :data:`MAX_LINES` lines (shown in full), else
+        ``(HEAD_LINES, TAIL_LINES)``: lines ``[0, head)`` and ``[n - tail, n)`` are shown and the
+        ``n - head - tail`` lines between them are replaced by one :func:`elision_note`.
+    """
+    return (n, 0) if n <= MAX_LINES else (HEAD_LINES, TAIL_LINES)
+
+
+def elision_note(hidden: int, where: str) -> str:
+    """``… 12,345 lines not shown (full text: result.ir)`` -- the line standing for a collapsed part."""
+    return f"… {hidden:,} lines not shown (full text: {where})"
+
+
+def clip_line(line: str) -> str:
+    """``line`` cut to :data:`MAX_LINE_CHARS` characters, the cut said as ``… (+N chars)``."""
+    if len(line) <= MAX_LINE_CHARS:
+        return line
+    return line[:MAX_LINE_CHARS] + f" … (+{len(line) - MAX_LINE_CHARS:,} chars)"
+
+
+def elided_text(text: str, where: str) -> str:
+    """``text`` as a report shows it: collapsed by :func:`shown_lines`, every line cut by :func:`clip_line`.
+
+    Parameters
+    ----------
+    text : str
+    where : str
+        Where the full text is (``result.ir``), named in the elision line.
+
+    Returns
+    -------
+    str
+        At most ``HEAD_LINES + 1 + TAIL_LINES`` lines (or the whole text when it has at most
+        :data:`MAX_LINES`), each at most ``MAX_LINE_CHARS`` characters plus the cut note, and
+        fewer lines when they would pass :data:`MAX_TEXT_CHARS` characters.
+    """
+    lines = split_lines(text)
+    head, tail = shown_lines(len(lines))
+    first, last = budgeted([clip_line(x) for x in lines[:head]], [clip_line(x) for x in lines[len(lines) - tail:]],
+                           MAX_TEXT_CHARS)
+    hidden = len(lines) - len(first) - len(last)
+    return "\n".join([*first, elision_note(hidden, where), *last] if hidden else first)
+
+
+def within_budget(items: Sequence[str], budget: int) -> list[str]:
+    """The longest prefix of ``items`` whose lengths (plus one per item) fit ``budget`` (at least one item)."""
+    total = 0
+    for i, x in enumerate(items):
+        total += len(x) + 1
+        if total > budget and i:
+            return list(items[:i])
+    return list(items)
+
+
+def budgeted(head: Sequence[str], tail: Sequence[str], budget: int) -> tuple[list[str], list[str]]:
+    """``head`` and ``tail`` lines cut to 4/5 and 1/5 of ``budget`` characters (:func:`within_budget`;
+    the tail keeps its last lines)."""
+    return (within_budget(head, budget - budget // 5), within_budget(tail[::-1], budget // 5)[::-1])
+
+
+def capped_list(items: Sequence[str], what: str, total: int | None = None, limit: int = MAX_LISTED) -> list[str]:
+    """The first ``limit`` of ``items`` and, when some are left out, ``… 1,234 more WHAT`` (the count).
+
+    Parameters
+    ----------
+    items : sequence of str
+    what : str
+        The plural noun of the count line (``"ops"``, ``"warnings"``).
+    total : int, optional
+        How many there are when ``items`` holds only the first ones (default ``len(items)``).
+    limit : int, optional
+    """
+    total = len(items) if total is None else int(total)
+    shown = list(items[:limit])
+    if total > len(shown):
+        shown.append(f"… {total - len(shown):,} more {what}")
+    return shown
+
+
+def mismatch_lines(first: Sequence[tuple], mismatches: int) -> list[str]:
+    """A failing check's mismatch list: ``first 20 of 1,048,576 mismatches:`` and one line per mismatch.
+
+    Parameters
+    ----------
+    first : sequence of (index, got, expected)
+        The first mismatching elements in row-major order (``CheckResult.first``: at most
+        :data:`MAX_LISTED`), ``index`` a tuple of int in the compared region.
+    mismatches : int
+        How many elements differ in all.
+
+    Returns
+    -------
+    list of str
+        ``[]`` when ``first`` is empty, else the heading and ``[i, j]: got G, expected E`` lines.
+    """
+    if not first:
+        return []
+    head = (f"first {len(first)} of {mismatches:,} mismatches:" if mismatches > len(first)
+            else f"{mismatches:,} mismatch{'es' if mismatches != 1 else ''}:")
+    return [head] + [f"{list(idx)}: got {format_value(g)}, expected {format_value(e)}" for idx, g, e in first]
+
+
+def dispatch_overflow(records: Sequence) -> list[str]:
+    """The ops past the first :data:`MAX_LISTED` of a report's why-tables, one line each, capped.
+
+    Parameters
+    ----------
+    records : sequence of tilemagic.lower.dispatch.DispatchRecord
+        Every op's record, in source order.
+
+    Returns
+    -------
+    list of str
+        ``[]`` for at most :data:`MAX_LISTED` ops; else a heading, ``L12: warp.copy B <- S → copy/reg``
+        per further op (at most :data:`MAX_LINES`, then ``… N more ops``); the full records are
+        ``result.dispatch``.
+    """
+    rest = records[MAX_LISTED:]
+    if not rest:
+        return []
+    lines = [clip_line(f"L{r.line}: {r.text} → {r.op}/{r.chosen or 'none'}") for r in rest[:MAX_LINES]]
+    return ([f"{len(rest):,} more ops (their why-tables: result.dispatch[{MAX_LISTED}:]):"]
+            + capped_list(lines, "ops", total=len(rest), limit=MAX_LINES))
 
 
 def range_text(a: int, b: int) -> str:

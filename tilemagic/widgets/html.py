@@ -35,11 +35,24 @@ from __future__ import annotations
 
 import base64
 import functools
+import re
 from collections.abc import Sequence
 from html import escape
 
 from ..caches import register_cache
-from .format import array_summary, split_lines
+from .format import (
+    MAX_LISTED,
+    array_summary,
+    budgeted,
+    capped_list,
+    clip_line,
+    dispatch_overflow,
+    elided_text,
+    elision_note,
+    mismatch_lines,
+    shown_lines,
+    split_lines,
+)
 from .png import picture_png
 from .text import (
     cuda_title,
@@ -53,6 +66,8 @@ from .text import (
 __all__ = [
     "FONT",
     "HIGHLIGHT",
+    "MAX_PANE_HTML",
+    "MAX_SECTION_HTML",
     "PIN_SCRIPT",
     "banner_html",
     "code_grid_html",
@@ -72,6 +87,7 @@ __all__ = [
     "linked_lines",
     "mapped_lines",
     "render_html",
+    "shown_src_lines",
     "source_html",
     "tmem_html",
     "warnings_html",
@@ -97,6 +113,11 @@ _VERDICT = {
     "not tried": "background:#f6f8fa;color:#57606a;border:1px solid #d0d7de",
 }
 _BADGE = "display:inline-block;padding:0 6px;border-radius:10px;font-size:11px;font-weight:600"
+#: Most characters of HTML one code pane holds (its first lines get 4/5 of it, its last lines 1/5): a collapsed
+#: pane of long highlighted lines shows fewer lines rather than more bytes.
+MAX_PANE_HTML: int = 256 * 1024
+#: Largest ready-made HTML of an extra section (``--compare tvm``) shown as is; a larger one is shown as its text.
+MAX_SECTION_HTML: int = 256 * 1024
 
 
 # ----------------------------------------------------------------------------- highlighting
@@ -279,33 +300,44 @@ def banner_html(result) -> str:
 def source_html(result, highlight: int | None = None) -> str:
     """The description, numbered; each line ``<span class="tm-line tm-Ln" data-src-line="n">`` (1-based).
 
-    Lines that produced no IR/CUDA (declarations, comments) are numbered but unmapped.
+    Lines that produced no IR/CUDA (declarations, comments) are numbered but unmapped; a long
+    description is collapsed as the code panes are (:func:`code_pane_html`).
     """
     lines = split_lines(result.source or "")
     mapped = set(linked_lines(result))
     width = len(str(len(lines))) if lines else 1
-    body = "\n".join(
-        _line_span(f'<span style="color:#8c959f;user-select:none">{str(i).rjust(width)} </span>{escape(t)}',
-                   i if i in mapped else None, highlight)
-        for i, t in enumerate(lines, 1)
-    )
+    head, tail = shown_lines(len(lines))
+    spans = [
+        _line_span(f'<span style="color:#8c959f;user-select:none">{str(i).rjust(width)} </span>'
+                   f"{escape(clip_line(lines[i - 1]))}", i if i in mapped else None, highlight)
+        for i in [*range(1, head + 1), *range(len(lines) - tail + 1, len(lines) + 1)]
+    ]
+    if tail:
+        spans.insert(head, f'<span class="tm-line tm-elided" style="{_ELIDED}">'
+                           f"{escape(elision_note(len(lines) - head - tail, 'result.source'))}</span>")
+    body = "\n".join(spans)
     return (f'<div class="tm-pane" style="{_PANE}"><div style="{_PANE_HEAD}">Description</div>'
             f'<pre class="tm-code tm-src" style="{_PRE}">{body}</pre></div>')
 
 
 def _reasons_cell(rec, c) -> str:
     """The why-table lines of ``c`` (DispatchRecord.why); the predicates that held in grey."""
-    return "<br>".join(f'<span style="color:#8c959f;font-size:11px">{escape(w)}</span>' if w.startswith("ok: ")
-                       else escape(w) for w in rec.why(c))
+    return "<br>".join(f'<span style="color:#8c959f;font-size:11px">{escape(clip_line(w))}</span>'
+                       if w.startswith("ok: ") else escape(clip_line(w)) for w in rec.why(c)[:MAX_LISTED])
 
 
 def dispatch_html(result) -> str:
-    """One table per op: variant, priority, verdict (coloured), reasons; the op's line as heading."""
+    """One table per op: variant, priority, verdict (coloured), reasons; the op's line as heading.
+
+    Tables for the first :data:`~tilemagic.widgets.format.MAX_LISTED` ops, then one line per
+    further op (:func:`~tilemagic.widgets.format.dispatch_overflow`); reason lines are cut at
+    :data:`~tilemagic.widgets.format.MAX_LINE_CHARS` characters.
+    """
     if not result.dispatch:
         return f'<div style="{FONT};font-size:12px;color:#57606a">(no copy ops)</div>'
     out = []
-    for rec in result.dispatch:
-        head = f"L{rec.line}: {rec.text}"
+    for rec in result.dispatch[:MAX_LISTED]:
+        head = f"L{rec.line}: {clip_line(rec.text)}"
         tag = f"[{rec.op}" + (f", dispatch={rec.forced}]" if rec.forced else "]")
         rows = []
         for c in rec.candidates:
@@ -326,12 +358,46 @@ def dispatch_html(result) -> str:
             f'<th style="{_TH}">verdict</th><th style="{_TH}">reason</th></tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>'
         )
+    more = dispatch_overflow(result.dispatch)
+    if more:
+        out.append(f'<div class="tm-dispatch-more" style="{FONT};font-size:12px">{escape(more[0])}'
+                   f'<pre style="{_PRE}">{escape(chr(10).join(more[1:]))}</pre></div>')
     return "".join(out)
 
 
+_ELIDED = "color:#57606a;font-style:italic;background:#eef1f4"
+
+
+def _pane_lines(text: str, src_lines: Sequence[int | None] | None, language: str, highlight: int | None,
+                where: str) -> list[str]:
+    """The ``<span>`` lines of a pane: all of them, or a collapsed pane's first and last lines
+    (:func:`~tilemagic.widgets.format.shown_lines`) around an unmapped elision line; each
+    line cut by :func:`~tilemagic.widgets.format.clip_line`.  Only the shown lines are
+    highlighted, and line ``i`` keeps ``src_lines[i]``, so the mapping holds for every line shown."""
+    lines = split_lines(text or "")
+    src = list(src_lines or [])
+    head, tail = shown_lines(len(lines))
+    keep = list(range(head)) + list(range(len(lines) - tail, len(lines)))
+    hl = highlight_lines("\n".join(clip_line(lines[i]) for i in keep), language)
+    out = [_line_span(h, src[i] if i < len(src) else None, highlight) for i, h in zip(keep, hl)]
+    first, last = budgeted(out[:head], out[head:], MAX_PANE_HTML)  # highlighted lines can be long: a byte budget
+    hidden = len(lines) - len(first) - len(last)
+    if hidden:
+        note = escape(elision_note(hidden, where))
+        return [*first, f'<span class="tm-line tm-elided" style="{_ELIDED}">{note}</span>', *last]
+    return out
+
+
 def code_pane_html(title: str, text: str, src_lines: Sequence[int | None], language: str, *,
-                   role: str = "", highlight: int | None = None) -> str:
+                   role: str = "", highlight: int | None = None, where: str = "") -> str:
     """A scrollable (``max-height``) highlighted code pane with per-line ``data-src-line`` spans.
+
+    A text of more than :data:`~tilemagic.widgets.format.MAX_LINES` lines shows its first
+    :data:`~tilemagic.widgets.format.HEAD_LINES` and last :data:`~tilemagic.widgets.format.TAIL_LINES`
+    lines around one ``tm-elided`` line ``… N lines not shown (full text: WHERE)``; the shown
+    lines keep their ``data-src-line``, a line longer than
+    :data:`~tilemagic.widgets.format.MAX_LINE_CHARS` is cut, and fewer lines are shown when their
+    HTML would pass :data:`MAX_PANE_HTML` characters, so a pane's HTML is bounded.
 
     Parameters
     ----------
@@ -345,10 +411,10 @@ def code_pane_html(title: str, text: str, src_lines: Sequence[int | None], langu
         Extra class of the ``<pre>`` naming the stage (``tm-ir``, ``tm-cu``, ``tm-emu``, ``tm-ptx``).
     highlight : int, optional
         Description line whose lines get the highlight as an inline style (widget view).
+    where : str, optional
+        Where the full text is (``result.ir``), named by a collapsed pane's elision line.
     """
-    hl = highlight_lines(text or "", language)
-    src = list(src_lines or [])
-    body = "\n".join(_line_span(h, src[i] if i < len(src) else None, highlight) for i, h in enumerate(hl))
+    body = "\n".join(_pane_lines(text, src_lines, language, highlight, where or "the result"))
     cls = "tm-code" + (f" {role}" if role else "")
     return (f'<div class="tm-pane" style="{_PANE}"><div style="{_PANE_HEAD}">{escape(title)}</div>'
             f'<pre class="{cls}" data-lang="{escape(language)}" style="{_PRE}">{body}</pre></div>')
@@ -357,13 +423,13 @@ def code_pane_html(title: str, text: str, src_lines: Sequence[int | None], langu
 def ir_pane_html(result, highlight: int | None = None) -> str:
     """The IR pane (``tm-ir``)."""
     return code_pane_html("IR (TIR-like)", result.ir or "", result.ir_lines, "python", role="tm-ir",
-                          highlight=highlight)
+                          highlight=highlight, where="result.ir")
 
 
 def cuda_pane_html(result, highlight: int | None = None) -> str:
     """The native CUDA pane (``tm-cu``)."""
     return code_pane_html(cuda_title(result), result.cuda or "", result.cuda_lines, "cuda", role="tm-cu",
-                          highlight=highlight)
+                          highlight=highlight, where="result.cuda")
 
 
 def emulated_pane_html(result, highlight: int | None = None) -> str:
@@ -372,7 +438,7 @@ def emulated_pane_html(result, highlight: int | None = None) -> str:
         return ""
     return code_pane_html("CUDA (TMEM emulated in global memory, pre-Blackwell)", result.cuda_emulated,
                           getattr(result, "cuda_emulated_lines", None) or [], "cuda", role="tm-emu",
-                          highlight=highlight)
+                          highlight=highlight, where="result.cuda_emulated")
 
 
 def code_grid_html(result, highlight: int | None = None) -> str:
@@ -485,7 +551,8 @@ def _arrays_table(title: str, arrays: dict) -> str:
 
 
 def launch_html(result) -> str:
-    """Inputs / outputs (small tables), checks (PASS green, FAIL red), timings with ``--bench``."""
+    """Inputs / outputs (small tables), checks (PASS green, FAIL red; a failing check's first
+    mismatches, at most :data:`~tilemagic.widgets.format.MAX_LISTED`, with the count), timings with ``--bench``."""
     launch = result.launch
     if launch is None or launch.backend == "off":
         return f'<div style="{FONT};font-size:12px;color:#57606a">not launched</div>'
@@ -500,6 +567,10 @@ def launch_html(result) -> str:
         checks.append(f'<div class="tm-check{mark}"{_line_attr(c.line)} style="{FONT};font-size:12px;margin:2px 0">'
                       f'<span style="{_BADGE};{style}">{c.status}</span> '
                       f'<code style="{_MONO}">check {escape(c.text)}</code>{escape(extra)}</div>')
+        first = mismatch_lines(getattr(c, "first", ()), c.mismatches)
+        if first:
+            checks.append(f'<div class="tm-mismatches" style="{FONT};font-size:12px;margin:0 0 4px 12px">'
+                          f'{escape(first[0])}<pre style="{_PRE}">{escape(chr(10).join(first[1:]))}</pre></div>')
     parts.append("".join(checks) or f'<div style="{FONT};font-size:12px;color:#57606a">(no checks)</div>')
     if launch.timing:
         items = "".join(f"<li>{escape(str(k))}: {escape(str(launch.timing[k]))}</li>" for k in sorted(launch.timing))
@@ -508,19 +579,30 @@ def launch_html(result) -> str:
 
 
 def warnings_html(result) -> str:
-    """Warnings in a yellow box ('' when there are none)."""
+    """Warnings in a yellow box ('' when there are none): the first :data:`~tilemagic.widgets.format.MAX_LISTED`,
+    each collapsed like a pane, and the count of the rest."""
     if not result.warnings:
         return ""
-    items = "".join(f'<li style="white-space:pre-wrap">{escape(w)}</li>' for w in result.warnings)
+    shown = capped_list([elided_text(w, "result.warnings") for w in result.warnings[:MAX_LISTED]],
+                        "warnings (all: result.warnings)", total=len(result.warnings))
+    items = "".join(f'<li style="white-space:pre-wrap">{escape(w)}</li>' for w in shown)
     return (f'<div class="tm-warnings" style="{FONT};font-size:12px;background:#fff8c5;border:1px solid #d4a72c;'
             f'border-radius:6px;padding:6px 12px;margin:8px 0;color:#3b2300"><b>Warnings</b>'
             f'<ul style="margin:4px 0 0 0;padding-left:18px">{items}</ul></div>')
 
 
 def extra_sections(result) -> list[tuple[str, str]]:
-    """``(title, html)`` of the result's own sections (``result.sections``: ``--export``, ``--compare``)."""
-    return [(sec.title, sec.html or f'<pre style="overflow:auto;margin:0">{escape(sec.text)}</pre>')
-            for sec in getattr(result, "sections", ())]
+    """``(title, html)`` of the result's own sections (``result.sections``: ``--export``, ``--compare``).
+
+    A section's own HTML is used up to :data:`MAX_SECTION_HTML` characters; a larger one (or a
+    text section) is shown as its text, collapsed like a pane (:func:`~tilemagic.widgets.format.elided_text`).
+    """
+    out = []
+    for i, sec in enumerate(getattr(result, "sections", ())):
+        html = sec.html if sec.html is not None and len(sec.html) <= MAX_SECTION_HTML else None
+        out.append((sec.title, html or f'<pre style="overflow:auto;margin:0">'
+                                       f'{escape(elided_text(sec.text, f"result.sections[{i}].text"))}</pre>'))
+    return out
 
 
 def _section(title: str, body: str) -> str:
@@ -543,11 +625,13 @@ def render_html(result) -> str:
         ``tm-L{N}`` class and ``data-src-line`` per mapped line), emulated CUDA in
         ``<details>``, TMEM allocation and the pictures of :func:`heatmap_kinds`, launch
         (with the round-trip data picture when a check failed), and :data:`PIN_SCRIPT`.
-        Deterministic.
+        Deterministic.  Bounded whatever the cell: long panes collapse (:func:`code_pane_html`),
+        why-tables, warnings and mismatch lists are capped with a count, the line-mapping style
+        covers only the lines shown (:func:`shown_src_lines`), and each picture is a PNG of the
+        fixed figure size (:data:`~tilemagic.widgets.figures.FIGSIZE` at
+        :data:`~tilemagic.widgets.figures.DPI`) whose data is downsampled to the axes.
     """
-    style = line_map_style(linked_lines(result))
     body = [
-        style,
         banner_html(result),
         warnings_html(result),
         _section("Dispatch", dispatch_html(result)),
@@ -560,7 +644,16 @@ def render_html(result) -> str:
         *(_section(title, body) for title, body in extra_sections(result)),
         _section("TMEM" if uses_tmem(result) else "Shared memory", tmem_html(result) + heatmap_html(result)),
         _section("Launch", launch_html(result) + data_html(result)),
-        PIN_SCRIPT if style else "",
     ]
+    html = "".join(b for b in body if b)
+    style = line_map_style(shown_src_lines(html))  # rules only for the lines the (collapsed) panes show
     return (f'<div class="tm-report" style="{FONT};color:#1f2328;max-width:100%">'
-            + "".join(b for b in body if b) + "</div>")
+            + style + html + (PIN_SCRIPT if style else "") + "</div>")
+
+
+_MAPPED = re.compile(r'data-src-line="(\d+)"')
+
+
+def shown_src_lines(html: str) -> list[int]:
+    """The description lines some element of a rendered fragment maps to (its ``data-src-line`` values), sorted."""
+    return sorted({int(n) for n in _MAPPED.findall(html)})

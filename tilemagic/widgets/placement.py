@@ -10,7 +10,9 @@ pictures (:mod:`~tilemagic.widgets.figures`) and the reports show what the IR, C
   §9.7.16.2.3; warp ``w`` reaches lanes ``32*(w % 4) .. +31``, §9.7.16.8.1);
 * :func:`fragment_map` -- a register fragment: thread × 32-bit register -> TMEM cell;
 * :func:`shared_writers` -- which thread writes each element of each shared buffer;
-* :func:`check_data` -- the two sides of a ``check A == B`` after the launch.
+* :func:`check_data` -- the two sides of a ``check A == B`` after the launch, and
+  :func:`first_mismatches` / :func:`downsample_check` -- its first mismatching elements and a
+  bounded view of it for a picture (no array of the tile's size but the boolean mismatch mask).
 
 The IR is read with :func:`tilemagic.ir.nodes.walk_scoped` (each statement with its enclosing
 ``If``/``Grid`` nodes), the static evaluator :func:`tilemagic.ir.evaluate.eval_static` (loop variables
@@ -30,7 +32,11 @@ from ..ir.evaluate import Undetermined, eval_static
 from ..arch.tcgen05 import TMEM_LANES, tmem_cell
 
 __all__ = [
+    "block_factors",
     "check_data",
+    "downsample_check",
+    "first_mismatches",
+    "first_true",
     "fragment_map",
     "instr_arrays",
     "issuing_warps",
@@ -381,9 +387,136 @@ def check_data(result, check: int | str | None = None) -> dict[str, Any]:
     if expected.shape != got.shape or got.dtype.itemsize != expected.dtype.itemsize:
         raise ValueError(f"check {chk.text!r}: sides {got.dtype}{list(got.shape)} and "
                          f"{expected.dtype}{list(expected.shape)} do not compare element-wise")
-    mismatch = ir.bits_view(np.ascontiguousarray(got)) != ir.bits_view(np.ascontiguousarray(expected))
+    # same-width views compare the bits without a contiguous copy of either side
+    mismatch = ir.bits_view(got) != ir.bits_view(expected)
     return {"check": chk, "got": got, "expected": expected, "mismatch": np.asarray(mismatch),
             "lhs": names[0], "rhs": names[1]}
+
+
+_SCAN = 1 << 20  # mask elements scanned per step by first_true
+
+
+def first_true(mask: np.ndarray, limit: int) -> np.ndarray:
+    """Indices of the first ``limit`` true elements of ``mask`` in row-major order.
+
+    The mask is scanned in steps of 2**20 elements and the scan stops once ``limit`` are found, so
+    the cost is bounded by the position of the ``limit``-th hit, never by the number of hits
+    (``np.argwhere`` of a 64 Mi-element mask that is all true builds a 1 GiB index array).
+
+    Parameters
+    ----------
+    mask : numpy.ndarray of bool, any shape
+    limit : int
+        Most indices returned (>= 0).
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape ``(min(limit, count), mask.ndim)``
+        One row of indices per hit.
+    """
+    m = np.asarray(mask, dtype=bool)
+    flat = m.reshape(-1)
+    found: list[np.ndarray] = []
+    need = max(0, int(limit))
+    for start in range(0, flat.size if need else 0, _SCAN):
+        nz = np.flatnonzero(flat[start:start + _SCAN])[:need]
+        if nz.size:
+            found.append(nz + start)
+            need -= nz.size
+            if not need:
+                break
+    idx = np.concatenate(found) if found else np.empty(0, np.int64)
+    return np.stack(np.unravel_index(idx, m.shape), axis=-1).astype(np.int64).reshape(idx.size, m.ndim)
+
+
+def first_mismatches(got: np.ndarray, expected: np.ndarray, mismatch: np.ndarray, limit: int) -> tuple:
+    """The first ``limit`` mismatching elements of a check, in row-major order.
+
+    Parameters
+    ----------
+    got, expected : numpy.ndarray
+        The two sides, of one shape (the left side first, as in :func:`check_data`).
+    mismatch : numpy.ndarray of bool
+        Where their bits differ, of the same shape.
+    limit : int
+
+    Returns
+    -------
+    tuple of (tuple of int, numpy scalar, numpy scalar)
+        ``(index, got value, expected value)`` per mismatch, at most ``limit`` (:func:`first_true`).
+    """
+    return tuple((tuple(int(x) for x in i), got[tuple(i)], expected[tuple(i)])
+                 for i in first_true(mismatch, limit))
+
+
+def block_factors(shape: tuple[int, int], limit: tuple[int, int]) -> tuple[int, int]:
+    """Power-of-two downsampling factors ``(rows, cols)`` that bring a 2-D ``shape`` within ``limit``.
+
+    Parameters
+    ----------
+    shape : (int, int)
+        Rows and columns of the data.
+    limit : (int, int)
+        Most rows and columns a picture draws (>= 1).
+
+    Returns
+    -------
+    (fr, fc) : tuple of int
+        The smallest powers of two with ``ceil(rows / fr) <= limit[0]`` and ``ceil(cols / fc) <= limit[1]``
+        (``(1, 1)``: no downsampling).
+    """
+    out = []
+    for n, most in zip(shape, limit):
+        f = 1
+        while -(-int(n) // f) > max(1, int(most)):
+            f *= 2
+        out.append(f)
+    return out[0], out[1]
+
+
+def _as_2d(a: np.ndarray) -> np.ndarray:
+    """``a`` as rows × its last axis (a 0-d or 1-D array is one row)."""
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return a.reshape(1, 1)
+    if a.ndim == 1:
+        return a.reshape(1, -1)
+    return a.reshape(-1, a.shape[-1])
+
+
+def downsample_check(data: dict[str, Any], limit: tuple[int, int]) -> dict[str, Any]:
+    """A bounded 2-D view of :func:`check_data`'s arrays for a picture.
+
+    The sides are drawn as rows × last axis.  When that exceeds ``limit``, both are sampled
+    every ``fr``-th row and ``fc``-th column (:func:`block_factors`; each pixel is the first
+    element of its ``fr × fc`` block, a strided view, no copy) and the mismatch mask is reduced
+    by blocks with a logical OR (a block is marked when any of its elements differs), so a single
+    mismatching element still shows.
+
+    Parameters
+    ----------
+    data : dict
+        The result of :func:`check_data`.
+    limit : (int, int)
+        Most rows and columns drawn.
+
+    Returns
+    -------
+    dict
+        ``got``, ``expected`` (sampled 2-D views), ``mismatch`` (bool, one per block, same
+        shape), ``factors`` (``(fr, fc)``), ``shape`` (the full 2-D shape), ``mismatches``
+        (int: differing elements of the full data).
+    """
+    got, exp, bad = _as_2d(data["got"]), _as_2d(data["expected"]), _as_2d(data["mismatch"])
+    fr, fc = block_factors(bad.shape, limit)
+    small = bad
+    if fr > 1:
+        small = np.logical_or.reduceat(small, np.arange(0, small.shape[0], fr), axis=0)
+    if fc > 1:
+        small = np.logical_or.reduceat(small, np.arange(0, small.shape[1], fc), axis=1)
+    return {"got": got[::fr, ::fc], "expected": exp[::fr, ::fc], "mismatch": np.asarray(small, bool),
+            "factors": (fr, fc), "shape": tuple(int(x) for x in bad.shape),
+            "mismatches": int(np.count_nonzero(data["mismatch"]))}
 
 
 def _logical_of(buf: ir.Buffer) -> np.ndarray:

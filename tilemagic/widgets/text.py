@@ -13,7 +13,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .format import array_summary
+from .format import (
+    MAX_LISTED,
+    array_summary,
+    capped_list,
+    dispatch_overflow,
+    elided_text,
+    mismatch_lines,
+)
 from .placement import tmem_columns
 
 __all__ = [
@@ -141,7 +148,17 @@ def render_text(result) -> str:
     Sections, in order: header (kernel, threads, backend/mode/arch or "not launched",
     where TMEM ran), dispatch why-tables (``DispatchRecord.table()``), IR, CUDA (the
     native source; the emulated one is only mentioned), TMEM allocation, warnings,
-    launch (input/output summaries, ``check ...: PASS/FAIL``, timings with ``--bench``).
+    launch (input/output summaries, ``check ...: PASS/FAIL`` with the first mismatches,
+    timings with ``--bench``).
+
+    Bounded whatever the cell: a text of more than :data:`~tilemagic.widgets.format.MAX_LINES`
+    lines (IR, CUDA, a why-table, a warning, an extra section) shows its first and last lines
+    around ``… N lines not shown (full text: result.ir)`` and every line is cut at
+    :data:`~tilemagic.widgets.format.MAX_LINE_CHARS` characters
+    (:func:`~tilemagic.widgets.format.elided_text`); why-tables are shown for the first
+    :data:`~tilemagic.widgets.format.MAX_LISTED` ops, later ops one line each
+    (:func:`~tilemagic.widgets.format.dispatch_overflow`); warnings and a check's mismatches
+    are listed up to ``MAX_LISTED`` with the count of the rest.
 
     Parameters
     ----------
@@ -168,13 +185,14 @@ def render_text(result) -> str:
 
     # dispatch
     if result.dispatch:
-        body = "\n\n".join(rec.table() for rec in result.dispatch)
+        body = "\n\n".join([elided_text(rec.table(), "result.dispatch") for rec in result.dispatch[:MAX_LISTED]]
+                           + ["\n".join(dispatch_overflow(result.dispatch))])
     else:
         body = "(no copy ops)"
-    lines += _block("Dispatch", body)
+    lines += _block("Dispatch", body.rstrip("\n"))
 
-    lines += _block("IR", result.ir or "")
-    lines += _block(cuda_title(result), result.cuda or "")
+    lines += _block("IR", elided_text(result.ir or "", "result.ir"))
+    lines += _block(cuda_title(result), elided_text(result.cuda or "", "result.cuda"))
     if result.cuda_emulated:
         n = len(result.cuda_emulated.rstrip("\n").split("\n"))
         lines.insert(len(lines) - 1, f"(emulated-TMEM CUDA for pre-Blackwell GPUs: {n} lines, in result.cuda_emulated)")
@@ -186,7 +204,9 @@ def render_text(result) -> str:
         lines += _block("TMEM", "\n".join(tbody))
 
     if result.warnings:
-        lines += _block("Warnings", "\n".join(f"- {w}" for w in result.warnings))
+        shown = capped_list([f"- {elided_text(w, 'result.warnings')}" for w in result.warnings[:MAX_LISTED]],
+                            "warnings (all: result.warnings)", total=len(result.warnings))
+        lines += _block("Warnings", "\n".join(shown))
 
     # launch
     launch = result.launch
@@ -202,6 +222,7 @@ def render_text(result) -> str:
             body_l += _table([array_summary(n, a) for n, a in launch.outputs.items()], "  ")
         for c in launch.checks:
             body_l.append(str(c))
+            body_l += ["  " + x for x in mismatch_lines(getattr(c, "first", ()), c.mismatches)]
         if not launch.checks:
             body_l.append("(no checks)")
         if launch.timing:
@@ -209,8 +230,8 @@ def render_text(result) -> str:
             for key in sorted(launch.timing):
                 body_l.append(f"  {key}: {launch.timing[key]}")
         lines += _block("Launch", "\n".join(body_l))
-    for sec in getattr(result, "sections", ()):  # extra sections (--export, --compare)
-        lines += _block(sec.title, sec.text)
+    for i, sec in enumerate(getattr(result, "sections", ())):  # extra sections (--export, --compare)
+        lines += _block(sec.title, elided_text(sec.text, f"result.sections[{i}].text"))
     while lines and not lines[-1]:
         lines.pop()
     return "\n".join(line.rstrip() for line in lines)

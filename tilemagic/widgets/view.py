@@ -179,7 +179,8 @@ class WidgetView(W.VBox):
             return (f'<div style="{H.FONT};font-size:12px;color:#57606a">No PTX: '
                     f"{escape(res.log.splitlines()[0] if res.log else 'no compiler')}</div>")
         title = f"PTX ({res.arch}, {res.tool}, -lineinfo: each line mapped through its CUDA line)"
-        return H.code_pane_html(title, res.text, res.lines, "ptx", role="tm-ptx", highlight=highlight)
+        return H.code_pane_html(title, res.text, res.lines, "ptx", role="tm-ptx", highlight=highlight,
+                                where="result.ptx().text")
 
     def _on_line(self, change) -> None:
         for title in _HIGHLIGHTED:
