@@ -12,6 +12,8 @@ is chosen by the kernel's name, so whole cells can be sent through the pipeline:
 * ``trap*``: a located, non-sticky LaunchError (as an emulation trap);
 * ``bug*``: a ZeroDivisionError (a bug in the worker);
 * ``modules*``: returns which heavy modules the worker process has imported;
+* ``sleepy*``: compiles, then runs for :data:`SLEEPY_S` seconds before it copies as below (a slow
+  launch to interrupt);
 * anything else: a "launch" that copies ``A`` into ``B`` (the demos' ``check B == A`` passes),
   with the worker's pid in the mode.
 """
@@ -25,6 +27,7 @@ from tilemagic.errors import LaunchError, Span
 from tilemagic.runtime.device import DeviceStatus
 from tilemagic.runtime.launch import GpuRun, _cuda_error
 
+SLEEPY_S = 1.0
 HEAVY = ("IPython", "lark", "cupy", "matplotlib", "ipywidgets", "traitlets")
 
 
@@ -39,6 +42,8 @@ def handle_launch(request, started):
     started()
     if name.startswith("hang"):
         time.sleep(3600)
+    if name.startswith("sleepy"):
+        time.sleep(SLEEPY_S)
     if name.startswith("segv"):
         os.kill(os.getpid(), signal.SIGSEGV)
     if name.startswith("exit"):
