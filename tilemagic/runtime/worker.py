@@ -13,8 +13,8 @@ it warm between cells, and
 * sends each launch over a socket pair (pickled requests and replies,
   :class:`multiprocessing.connection.Connection`); every request carries an id
   (a counter of this :class:`LaunchWorker`) and every reply, the "compiled,
-  launching" message included, echoes it: a reply with another id is dropped
-  unread, so a cell can never take an earlier request's outputs as its own;
+  launching" message included, echoes it: a reply with another id is read and
+  dropped, so a cell can never take an earlier request's outputs as its own;
 * gives compiling a generous limit (:data:`COMPILE_TIMEOUT_S`) and the kernel run
   ``timeout`` seconds (``--timeout``, default :data:`DEFAULT_TIMEOUT_S`), counted
   from the worker's "compiled, launching" message;

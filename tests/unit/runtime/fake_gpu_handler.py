@@ -1,6 +1,7 @@
 """A launch-worker handler that pretends to be a GPU (tests of tilemagic.runtime.worker).
 
-The worker imports this module instead of the default handler.  What a launch does
+The worker imports this module instead of the default handler.  ``$FAKE_GPU_PROBE_S`` makes the
+probe take that many seconds.  What a launch does
 is chosen by the kernel's name, so whole cells can be sent through the pipeline:
 
 * ``hang*``: compiles, then never finishes (the --timeout kills the worker);
@@ -32,6 +33,7 @@ HEAVY = ("IPython", "lark", "cupy", "matplotlib", "ipywidgets", "traitlets")
 
 
 def handle_probe():
+    time.sleep(float(os.environ.get("FAKE_GPU_PROBE_S", "0")))  # a slow probe to interrupt
     return DeviceStatus(True, name="Fake GPU", cc=90, cupy_version="0.0-fake")
 
 

@@ -265,6 +265,7 @@ def test_real_sigint_during_a_launch_stops_it_and_the_next_launch_gets_its_own_r
 
 
 def test_sigint_through_the_pipeline_is_located_and_the_next_cell_passes(fake, sigint_raises):
+    ok_launch(fake)  # started and probed: the signal comes while the kernel runs
     timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
     timer.start()
     try:
@@ -278,6 +279,20 @@ def test_sigint_through_the_pipeline_is_located_and_the_next_cell_passes(fake, s
     time.sleep(fake_gpu_handler.SLEEPY_S + 0.5)
     res = cell("after_interrupt")
     assert res.launch.passed and res.launch.mode == f"fake GPU pid {fake.pid}"
+
+
+def test_sigint_during_the_probe_stops_the_cell_instead_of_falling_back_to_the_simulator(fake, sigint_raises,
+                                                                                       monkeypatch):
+    monkeypatch.setenv("FAKE_GPU_PROBE_S", "2")
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(LaunchInterrupted, match="while probing the GPU"):
+            cell("k", launch="auto")  # not "no GPU available, so the CPU simulator ran"
+    finally:
+        timer.cancel()
+    monkeypatch.delenv("FAKE_GPU_PROBE_S")
+    assert not fake.alive() and cell("after_probe").launch.backend == "cupy"
 
 
 def test_an_exception_during_the_wait_leaves_no_reply_behind(fake):
@@ -339,3 +354,23 @@ def test_serve_echoes_the_request_id():
     child.close()
     assert replies[:3] == [("ok", 41, "probed"), ("phase", 42, "launch"), ("ok", 42, 5)]
     assert replies[3] is not None and replies[3][:2] == ("bug", 43)
+
+
+def test_sigint_in_the_magic_is_one_located_message_and_the_kernel_stays_usable(fake, ip, sigint_raises):
+    from IPython.utils.capture import capture_output
+
+    ok_launch(fake)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with capture_output() as cap:
+            r = ip.run_cell("%%tilecopy --launch gpu --view text\n" + CELL.format(name="sleepy_magic"))
+    finally:
+        timer.cancel()
+    assert not r.success and isinstance(r.error_in_exec, LaunchInterrupted)
+    out = cap.stdout + cap.stderr
+    assert "tilecopy:2:1: LaunchInterrupted: launch interrupted while running 'sleepy_magic'" in out
+    assert "Traceback" not in out
+    time.sleep(fake_gpu_handler.SLEEPY_S + 0.5)
+    ok = ip.run_cell("%%tilecopy --launch gpu --view text\n" + CELL.format(name="after_magic_interrupt"))
+    assert ok.success and ok.result.launch.passed and ok.result.launch.mode == f"fake GPU pid {fake.pid}"
