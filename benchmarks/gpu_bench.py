@@ -85,7 +85,8 @@ def bench_rows(quick: bool):
     rows, raw = [], {}
     for name, src, nbytes, target in cells(quick):
         try:
-            res = _quiet(tilemagic.tilecopy, src, launch="gpu", bench=True, timeout=300, bench_bytes=nbytes)
+            res = _quiet(tilemagic.tilecopy, src, launch="gpu", bench=True, timeout=300, bench_bytes=nbytes,
+                         allow_fail=True)  # a failing check is a row of the table, not an error
         except TileMagicError as e:
             raw[name] = {"error": str(e)}
             rows.append(dict(section="bench", case=f"{name}: FAILED", tilemagic=e.message[:80], met=False))

@@ -8,9 +8,11 @@ tilemagic imports neither CuPy, nor matplotlib's pyplot, nor ipywidgets.
 """
 
 from .errors import (  # noqa: F401
+    CheckFailed,
     DispatchError,
     InternalError,
     LaunchError,
+    LaunchInterrupted,
     LoweringError,
     Span,
     TileMagicError,

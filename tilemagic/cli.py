@@ -3,7 +3,8 @@
 The same pipeline as the magic.  A ``.tile`` file holds a cell's description; an
 optional first line ``%%tilecopy NAME --launch sim ...`` gives its options (the
 command-line flags, the same table of options, win).  Exit status: 0 when every ``check`` passed, 1 when one
-failed, 2 on a description/launch error (printed located, with a caret).
+failed (the report, then the located ``CheckFailed`` on stderr; with ``--allow-fail`` the report alone, the
+status is still 1), 2 on a description/launch error (printed located, with a caret), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import html
 import sys
 from importlib import resources
 
-from .errors import TileMagicError
+from .errors import CheckFailed, TileMagicError
 from .options import FIELDS, add_arguments
 
 DEMOS = ("tmem_roundtrip", "fallback_demo")
@@ -47,6 +48,16 @@ def _report(sources: list[tuple], args) -> int:
     for label, src in sources:
         try:
             res = _run_one(src, args, label)
+        except KeyboardInterrupt:  # LaunchInterrupted too: Ctrl-C ends the run, not just this description
+            raise
+        except CheckFailed as e:  # the report, then the located failure: as the magic shows it
+            res = e.result
+            print(res.text())
+            print()
+            print(e.render(), file=sys.stderr)
+            results.append(res)
+            status = max(status, 1)
+            continue
         except TileMagicError as e:
             print(e.render(), file=sys.stderr)
             status = 2
@@ -76,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     """The ``tilemagic`` command; a closed pipe on stdout (``tilemagic run X | head``) ends it quietly."""
     try:
         return _main(argv)
+    except KeyboardInterrupt as e:  # a LaunchInterrupted says what it stopped
+        print(e.render() if isinstance(e, TileMagicError) else "tilemagic: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
         return 1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from collections.abc import Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -136,3 +137,38 @@ class LoweringError(TileMagicError):
 
 class LaunchError(TileMagicError):
     """Compiling or launching the kernel failed, or the TMEM emulation trapped."""
+
+
+class LaunchInterrupted(LaunchError, KeyboardInterrupt):
+    """``KeyboardInterrupt`` while a launch was waited for: the launch stopped, its worker was killed.
+
+    A kernel on the GPU cannot be cancelled, so the launch worker
+    (:mod:`tilemagic.runtime.worker`) is killed and the next launch starts a fresh one.  It is a
+    ``KeyboardInterrupt`` (``except KeyboardInterrupt`` sees it; a script still stops) and a
+    :class:`LaunchError` (IPython shows it as one located message; the notebook kernel stays usable).
+    """
+
+
+class CheckFailed(TileMagicError):
+    """A ``check`` of the cell failed after the launch (``--allow-fail`` shows the report instead).
+
+    Located at the first failing ``check`` line; the message names every failing check with its
+    line and how many elements differ.
+
+    Parameters
+    ----------
+    result : TileCopyResult
+        The whole result, kept as ``.result`` (its report shows what failed).
+    message, span, source, hint, details
+        As :class:`TileMagicError`.
+
+    Attributes
+    ----------
+    result : TileCopyResult
+        The result of the cell, with ``result.launch.checks``.
+    """
+
+    def __init__(self, message: str, span: Span | None = None, *, result: Any = None, **kw: str | None):
+        super().__init__(message, span, **kw)
+        self.result: Any = result  # a TileCopyResult (errors.py imports nothing of tilemagic)
+

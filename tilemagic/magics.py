@@ -2,7 +2,7 @@
 
 ``%load_ext tilemagic`` registers them.  Defaults come from traits generated from the option table
 (:class:`tilemagic.options.Options`, the fields marked ``config``), so
-``%config TileMagics.launch = "sim"`` (or ``arch``, ``view``, ``strict``, ``seed``, ``timeout``)
+``%config TileMagics.launch = "sim"`` (or ``arch``, ``view``, ``strict``, ``allow_fail``, ``seed``, ``timeout``)
 changes them for the rest of the session; ``--no-strict`` turns a configured boolean off per cell.
 """
 
@@ -16,7 +16,7 @@ from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_
 from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_arguments, parse_argstring
 from traitlets import Bool, CaselessStrEnum, Float, Int, TraitError, TraitType, Unicode, validate
 
-from .errors import InternalError, TileMagicError
+from .errors import CheckFailed, InternalError, TileMagicError
 from .options import FIELDS, OptionError, add_arguments, check_value, flag
 from .pipeline import cell_options, tilecopy
 
@@ -73,12 +73,19 @@ class TileMagics(Magics):
         ``TileCopyResult``: per op the dispatch why-table, the TIR-like IR and the
         CUDA side by side, a TMEM heatmap, and the round trip (which backend ran,
         each ``check`` PASS/FAIL).  Description errors and bad options are shown as one located
-        message with a caret (a TileMagicError, so that nbval and nbclient see an ``error``).
+        message with a caret (a TileMagicError, so that nbval and nbclient see an ``error``).  A failing
+        ``check`` shows the report, then fails the cell with a located ``CheckFailed`` (``--allow-fail``:
+        the report alone).
         """
         source = f"%%tilecopy {line}\n{cell}"
         try:
             opts = cell_options(source, defaults=self.defaults())  # the line, parsed once
             res = tilecopy(source, options=opts, namespace=self.shell.user_ns if self.shell is not None else None)
+        except CheckFailed as e:  # the report first (what failed), then the located error fails the cell
+            from IPython.display import display
+
+            display(e.result)
+            raise
         except (TileMagicError, Warning):  # ours, or a warning the user's filters turned into an error
             raise
         except Exception as e:  # a bug of ours: one message, never a dead kernel

@@ -144,6 +144,9 @@ class Options:
     strict: bool = _opt(False, "Flag TMEM addresses whose lane-quadrant bits differ from warp_id % 4.",
                         check=_check_bool, config=True)
     bench: bool = _opt(False, "Time the GPU launch with CUDA events.", check=_check_bool)
+    allow_fail: bool = _opt(False, "A failing check shows the report without raising CheckFailed (a cell that "
+                                   "fails on purpose); without it a failing check fails the cell.",
+                            check=_check_bool, config=True)
     seed: int = _opt(0, "Seed of `random` initialisers.", check=_check_seed, metavar="N", config=True)
     timeout: float = _opt(DEFAULT_TIMEOUT_S, "Seconds a GPU kernel may run before its worker process is stopped "
                                              "(the next launch gets a fresh one).", check=check_timeout,

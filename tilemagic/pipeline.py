@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .caches import register_cache
-from .errors import LaunchError, LoweringError, Span, TileMagicError, TileSyntaxError, TileTypeError
+from .errors import CheckFailed, LaunchError, LoweringError, Span, TileMagicError, TileSyntaxError, TileTypeError
 from .ir import nodes as ir
 from .options import OptionError, Options, numpydoc, option_flags, resolve, usage
 from .options import parse as parse_options
@@ -328,6 +328,9 @@ def tilecopy(
 
     Raises
     ------
+    CheckFailed
+        A ``check`` failed (unless ``allow_fail``): located at the first failing check, the
+        result as ``.result`` (stored in ``out`` first).
     TileMagicError
         A located description, option line, dispatch, lowering or launch error.
     ValueError
@@ -383,7 +386,24 @@ def tilecopy(
         result.sections.append(ReportSection("TVM comparison", cmp.text(), cmp.html() if cmp.available else None))
     if opts.out and namespace is not None:
         namespace[opts.out] = result
+    if lres is not None and not lres.passed and not opts.allow_fail:
+        raise check_failed(result, tp)
     return result
+
+
+def check_failed(result: TileCopyResult, tp: TypedProgram) -> CheckFailed:
+    """The :class:`~tilemagic.errors.CheckFailed` of a result whose checks did not all pass.
+
+    Located (with the cell's source) at the first failing ``check`` line; the message names every
+    failing check with its line and how many elements differ.
+    """
+    assert result.launch is not None
+    failed = [(c, item) for c, item in zip(result.launch.checks, tp.checks) if not c.passed]
+    parts = [f"{c.text} on line {c.line} ({c.mismatches} of {c.total} elements differ)" for c, _ in failed]
+    what = f"check {parts[0]}" if len(parts) == 1 else f"{len(parts)} checks: {'; '.join(parts)}"
+    return CheckFailed(f"FAIL: {what}", failed[0][1].span, result=result, source=result.source,
+                       hint="the report shows the data; --allow-fail (or `%config TileMagics.allow_fail = True`) "
+                            "shows the report without failing the cell")
 
 
 def compare_source_with_tvm(source: str, name: str | None = None, *, arch: str = "sm_100a", cuda: bool = True,

@@ -336,7 +336,7 @@ def outcome(src: str, *, must_pass: bool = False) -> str:
             res = tilemagic.tilecopy(src, launch="off", namespace=NAMESPACE, emit_warnings=False)
             if _global_bytes(res) > MAX_SIM_BYTES:
                 return "lowered"
-            res = tilemagic.tilecopy(src, launch="sim", namespace=NAMESPACE, emit_warnings=False)
+            res = tilemagic.tilecopy(src, launch="sim", namespace=NAMESPACE, emit_warnings=False, allow_fail=True)
         except TileMagicError as e:
             if e.line is None or e.col is None or e.line < 1 or e.col < 1 or not e.message:
                 raise Violation(f"unlocated {type(e).__name__}: {e.message!r}") from e

@@ -68,3 +68,20 @@ def test_unreadable_input_and_unwritable_report_exit_2_without_traceback(tmp_pat
     out = capsys.readouterr()
     assert f"cannot write the HTML report {missing}: No such file or directory" in out.err
     assert "good: sim (CPU simulator) — B == A: PASS" in out.out  # the text report still came out
+
+
+def test_an_interrupted_launch_ends_the_run_with_status_130(tmp_path, capsys, monkeypatch):
+    import tilemagic.pipeline
+    from tilemagic.errors import LaunchInterrupted, Span
+
+    calls = []
+
+    def interrupted(source, **kw):
+        calls.append(source)
+        raise LaunchInterrupted("launch interrupted while running 'k'; the launch worker was stopped",
+                                Span.point(1, 1), source=source)
+
+    monkeypatch.setattr(tilemagic.pipeline, "tilecopy", interrupted)
+    assert main(["demo", "--launch", "sim"]) == 130
+    assert len(calls) == 1  # the second demo is not run: Ctrl-C ends the command
+    assert "tilecopy:1:1: LaunchInterrupted: launch interrupted while running 'k'" in capsys.readouterr().err

@@ -11,14 +11,32 @@ re-import of the notebook's ``__main__``, no IPython needed in the worker), keep
 it warm between cells, and
 
 * sends each launch over a socket pair (pickled requests and replies,
-  :class:`multiprocessing.connection.Connection`);
+  :class:`multiprocessing.connection.Connection`); every request carries an id
+  (a counter of this :class:`LaunchWorker`) and every reply, the "compiled,
+  launching" message included, echoes it: a reply with another id is read and
+  dropped, so a cell can never take an earlier request's outputs as its own;
 * gives compiling a generous limit (:data:`COMPILE_TIMEOUT_S`) and the kernel run
   ``timeout`` seconds (``--timeout``, default :data:`DEFAULT_TIMEOUT_S`), counted
   from the worker's "compiled, launching" message;
 * kills the worker on a timeout, and treats a worker that died (a signal, a
   segfault in a driver) or that reported a sticky CUDA error as gone: each of
   these is a :class:`~tilemagic.errors.LaunchError`, and the next launch starts a
-  fresh worker with a fresh CUDA context, without restarting the notebook kernel.
+  fresh worker with a fresh CUDA context, without restarting the notebook kernel;
+* never leaves a reply behind: any exception while a request is being sent or
+  waited for (``KeyboardInterrupt``, a ``MemoryError``, a bug) kills the worker
+  before it propagates, so no reply of that request can reach a later one.
+
+Interrupting a launch
+---------------------
+A kernel cannot be cancelled once it runs on the GPU, and a CUDA call blocked on it
+cannot be interrupted either, so ``KeyboardInterrupt`` (Ctrl-C, a notebook's
+"interrupt kernel") while the parent waits kills the worker (as a timeout does) and
+raises :class:`~tilemagic.errors.LaunchInterrupted`: "launch interrupted while running
+'k'; the launch worker was stopped ...", located at the kernel line by the pipeline.  It
+is a ``KeyboardInterrupt`` (a script's Ctrl-C still ends the script, the command
+line exits with status 130) and a :class:`~tilemagic.errors.LaunchError` (IPython
+shows the one located message, the notebook kernel stays usable).  The next launch
+starts a fresh worker (its kernels come back from CuPy's disk cache).
 
 Only the worker imports CuPy.  :meth:`LaunchWorker.probe` answers "CuPy is not
 installed" without starting a process when no ``cupy`` module can be found, so a
@@ -40,6 +58,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import importlib.util
+import math
 import os
 import signal
 import socket
@@ -54,7 +73,7 @@ from multiprocessing.connection import Connection
 from typing import IO, TYPE_CHECKING
 
 from ..caches import register_cache
-from ..errors import LaunchError
+from ..errors import LaunchError, LaunchInterrupted
 from ..options import DEFAULT_TIMEOUT_S  # noqa: F401  (re-exported: the default of ``--timeout``)
 
 if TYPE_CHECKING:
@@ -68,6 +87,9 @@ COMPILE_TIMEOUT_S = 300.0
 DEFAULT_HANDLER = "tilemagic.runtime.worker"
 #: Characters of the worker's stderr shown when it dies.
 STDERR_TAIL = 2000
+#: Longest single wait on the socket, seconds (a longer limit is waited for in slices, so that no
+#: ``timeout`` value can overflow ``select``).
+POLL_SLICE_S = 60.0
 
 _RESTART_HINT = ("the launch worker restarts with a fresh CUDA context on the next launch; "
                  "the notebook kernel keeps running")
@@ -100,32 +122,33 @@ def _error_fields(exc: LaunchError) -> tuple:
 def serve(conn: Connection, handler) -> int:
     """Answer requests on ``conn`` until it closes (worker side).  Returns the exit status.
 
-    Replies are ``("ok", value)``, ``("phase", "launch")`` (kernel compiled, about to
-    run), ``("error", fields)`` for a :class:`LaunchError` (the worker exits after a
-    sticky CUDA error, whose context is unusable) and ``("bug", traceback)`` for any
-    other exception.
+    A request is ``(kind, id, payload)``.  Every reply is ``(tag, id, value)`` with the
+    request's ``id``: ``("ok", id, value)``, ``("phase", id, "launch")`` (kernel compiled,
+    about to run), ``("error", id, fields)`` for a :class:`LaunchError` (the worker exits
+    after a sticky CUDA error, whose context is unusable) and ``("bug", id, traceback)``
+    for any other exception.
     """
     while True:
         try:
-            kind, payload = conn.recv()
+            kind, rid, payload = conn.recv()
         except (EOFError, OSError):
             return 0
         try:
             if kind == "probe":
-                conn.send(("ok", handler.handle_probe()))
+                conn.send(("ok", rid, handler.handle_probe()))
             elif kind == "launch":
-                conn.send(("ok", handler.handle_launch(payload, lambda: conn.send(("phase", "launch")))))
+                conn.send(("ok", rid, handler.handle_launch(payload, lambda: conn.send(("phase", rid, "launch")))))
             elif kind == "exit":
                 return 0
             else:
-                conn.send(("bug", f"unknown request {kind!r}"))
+                conn.send(("bug", rid, f"unknown request {kind!r}"))
         except LaunchError as exc:
             fields = _error_fields(exc)
-            conn.send(("error", fields))
+            conn.send(("error", rid, fields))
             if fields[-1]:  # sticky CUDA error: this process's context is gone
                 return 3
         except BaseException:  # noqa: BLE001 - everything else is reported, the worker stays up
-            conn.send(("bug", traceback.format_exc(limit=20)))
+            conn.send(("bug", rid, traceback.format_exc(limit=20)))
 
 
 def main(argv: Iterable[str] | None = None) -> int:
@@ -176,6 +199,8 @@ class LaunchWorker:
     ----------
     starts : int
         How many worker processes were started (a restart adds one).
+    dropped : int
+        Replies read and dropped because they answered another request (their id).
     """
 
     def __init__(self, handler: str = DEFAULT_HANDLER, *, pythonpath: Iterable[str] = (),
@@ -187,6 +212,8 @@ class LaunchWorker:
         self.compile_timeout = float(compile_timeout)
         self.need_cupy = need_cupy
         self.starts = 0
+        self.dropped = 0
+        self._seq = 0
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
         self._log: IO[bytes] | None = None
@@ -239,7 +266,7 @@ class LaunchWorker:
             if conn is not None:
                 try:
                     if proc is not None and proc.poll() is None:
-                        conn.send(("exit", None))
+                        conn.send(("exit", 0, None))
                 except OSError:
                     pass
                 conn.close()
@@ -290,52 +317,83 @@ class LaunchWorker:
     # -- requests
     def _request(self, kind: str, payload, *, first_timeout: float, run_timeout: float | None = None,
                  what: str = "working"):
-        """Send one request; wait ``first_timeout`` s for a reply or the ``phase`` message, then
-        ``run_timeout`` s more after it.  The worker is killed when a limit passes."""
+        """Send one request; wait ``first_timeout`` s for its reply or its ``phase`` message, then
+        ``run_timeout`` s more after it.  The worker is killed when a limit passes, and when anything
+        (``KeyboardInterrupt`` included) interrupts the send or the wait: no reply is ever left behind."""
         with self._lock:
             self.start()
             assert self._conn is not None  # start() connected it
+            self._seq += 1
+            rid = self._seq
             try:
-                self._conn.send((kind, payload))
+                return self._exchange(self._conn, kind, rid, payload, first_timeout, run_timeout, what)
+            except KeyboardInterrupt:
+                self._kill()
+                self.stop()
+                raise LaunchInterrupted(f"launch interrupted while {what}; the launch worker was stopped (a kernel "
+                                        f"running on the GPU cannot be cancelled)", hint=_RESTART_HINT) from None
+            except LaunchError:
+                raise  # the worker was stopped where that was needed
+            except BaseException:
+                self._kill()
+                self.stop()
+                raise
+
+    def _exchange(self, conn: Connection, kind: str, rid: int, payload, first_timeout: float,
+                  run_timeout: float | None, what: str):
+        try:
+            conn.send((kind, rid, payload))
+        except OSError:
+            raise self._died(what) from None
+        limit, running = first_timeout, False
+        deadline = time.monotonic() + limit
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                ready = left > 0 and conn.poll(min(left, POLL_SLICE_S))
             except OSError:
                 raise self._died(what) from None
-            limit, running = first_timeout, False
-            deadline = time.monotonic() + limit
-            while True:
-                left = deadline - time.monotonic()
-                try:
-                    ready = left > 0 and self._conn.poll(left)
-                except OSError:
-                    raise self._died(what) from None
-                if not ready:
-                    self._kill()
-                    self.stop()
-                    raise _timeout_error(limit, what, running)
-                try:
-                    tag, value = self._conn.recv()
-                except (EOFError, OSError):
-                    raise self._died(what) from None
-                if tag == "phase":
-                    running = True
-                    limit = run_timeout if run_timeout is not None else first_timeout
-                    deadline = time.monotonic() + limit
+            if not ready:
+                if left > POLL_SLICE_S:
                     continue
-                if tag == "ok":
-                    return value
-                if tag == "error":
-                    message, span, hint, details, sticky = value
-                    from ..errors import Span
+                self._kill()
+                self.stop()
+                raise _timeout_error(limit, what, running)
+            try:
+                tag, reply_id, value = conn.recv()
+            except (EOFError, OSError):
+                raise self._died(what) from None
+            if reply_id != rid:  # the answer to an earlier request: never this one's
+                self.dropped += 1
+                continue
+            if tag == "phase":
+                running = True
+                limit = run_timeout if run_timeout is not None else first_timeout
+                deadline = time.monotonic() + limit
+                continue
+            if tag == "ok":
+                return value
+            if tag == "error":
+                message, span, hint, details, sticky = value
+                from ..errors import Span
 
-                    err = LaunchError(message, Span(*span) if span else None, hint=hint, details=details)
-                    if sticky:
-                        err.hint = f"{hint + '; ' if hint else ''}{_RESTART_HINT}"
-                        self.stop()
-                    raise err
-                raise LaunchError(f"internal error in the launch worker while {what}", hint=(
-                    "please report it with the cell"), details=str(value).rstrip())
+                err = LaunchError(message, Span(*span) if span else None, hint=hint, details=details)
+                if sticky:
+                    err.hint = f"{hint + '; ' if hint else ''}{_RESTART_HINT}"
+                    self.stop()
+                raise err
+            raise LaunchError(f"internal error in the launch worker while {what}", hint=(
+                "please report it with the cell"), details=str(value).rstrip())
 
     def probe(self, refresh: bool = False):
-        """The worker's :class:`~tilemagic.runtime.device.DeviceStatus` (cached; never raises)."""
+        """The worker's :class:`~tilemagic.runtime.device.DeviceStatus` (cached).
+
+        Raises
+        ------
+        LaunchInterrupted
+            Only this: ``KeyboardInterrupt`` while the worker starts or answers (it was killed);
+            every other failure is an unavailable status naming it.
+        """
         from .device import INSTALL_HINT, DeviceStatus
 
         if self._status is not None and not refresh:
@@ -346,6 +404,8 @@ class LaunchWorker:
         try:
             self._status = self._request("probe", None, first_timeout=self.start_timeout,
                                          what="probing the GPU")
+        except LaunchInterrupted:
+            raise
         except LaunchError as exc:
             return DeviceStatus(False, f"the launch worker failed: {exc.message}")
         return self._status
@@ -367,9 +427,14 @@ class LaunchWorker:
             Whatever ``run_on_gpu`` raises; a timeout (the worker is killed); the worker
             died (signal or exit status, with the tail of its output).  After a timeout,
             a death or a sticky CUDA error the next call starts a fresh worker.
+        LaunchInterrupted
+            ``KeyboardInterrupt`` while waiting: the worker was killed, the next call starts a
+            fresh one.  Any other exception while waiting propagates after the worker was killed.
+        ValueError
+            ``timeout`` is not a positive finite number.
         """
-        if not timeout or timeout <= 0:
-            raise ValueError("timeout must be a positive number of seconds")
+        if not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+            raise ValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
         name = getattr(native, "kernel_name", "kernel")
         req = {"native": native, "emulated": emulated, "inputs": dict(inputs), "bench": bool(bench),
                "bench_sources": bench_sources, "bench_bytes": bench_bytes}

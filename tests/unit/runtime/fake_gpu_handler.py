@@ -1,6 +1,7 @@
 """A launch-worker handler that pretends to be a GPU (tests of tilemagic.runtime.worker).
 
-The worker imports this module instead of the default handler.  What a launch does
+The worker imports this module instead of the default handler.  ``$FAKE_GPU_PROBE_S`` makes the
+probe take that many seconds.  What a launch does
 is chosen by the kernel's name, so whole cells can be sent through the pipeline:
 
 * ``hang*``: compiles, then never finishes (the --timeout kills the worker);
@@ -12,6 +13,8 @@ is chosen by the kernel's name, so whole cells can be sent through the pipeline:
 * ``trap*``: a located, non-sticky LaunchError (as an emulation trap);
 * ``bug*``: a ZeroDivisionError (a bug in the worker);
 * ``modules*``: returns which heavy modules the worker process has imported;
+* ``sleepy*``: compiles, then runs for :data:`SLEEPY_S` seconds before it copies as below (a slow
+  launch to interrupt);
 * anything else: a "launch" that copies ``A`` into ``B`` (the demos' ``check B == A`` passes),
   with the worker's pid in the mode.
 """
@@ -25,10 +28,12 @@ from tilemagic.errors import LaunchError, Span
 from tilemagic.runtime.device import DeviceStatus
 from tilemagic.runtime.launch import GpuRun, _cuda_error
 
+SLEEPY_S = 1.0
 HEAVY = ("IPython", "lark", "cupy", "matplotlib", "ipywidgets", "traitlets")
 
 
 def handle_probe():
+    time.sleep(float(os.environ.get("FAKE_GPU_PROBE_S", "0")))  # a slow probe to interrupt
     return DeviceStatus(True, name="Fake GPU", cc=90, cupy_version="0.0-fake")
 
 
@@ -39,6 +44,8 @@ def handle_launch(request, started):
     started()
     if name.startswith("hang"):
         time.sleep(3600)
+    if name.startswith("sleepy"):
+        time.sleep(SLEEPY_S)
     if name.startswith("segv"):
         os.kill(os.getpid(), signal.SIGSEGV)
     if name.startswith("exit"):

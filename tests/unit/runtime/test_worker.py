@@ -5,9 +5,14 @@ worker) must come back as a located LaunchError, and the next launch must work â
 ``LaunchWorker`` directly, through ``tilemagic.tilecopy`` and through the ``%%tilecopy`` magic.
 """
 
+import math
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -15,12 +20,14 @@ import pytest
 
 import tilemagic
 from tilemagic.codegen.cuda import CudaSource
-from tilemagic.errors import LaunchError
+from tilemagic.errors import LaunchError, LaunchInterrupted
 from tilemagic.ir.nodes import Buffer
 from tilemagic.runtime import worker as W
 from tilemagic.runtime.launch import GpuRun
 
 HERE = str(Path(__file__).resolve().parent)
+sys.path.insert(0, HERE)
+import fake_gpu_handler  # noqa: E402  (its SLEEPY_S)
 
 CELL = """kernel {name} threads=32
 global A: float32[4, 6]
@@ -218,3 +225,152 @@ def test_magic_timeout_and_next_cell(fake, ip):
     assert isinstance(r.error_in_exec, LaunchError) and "within 0.5 s" in r.error_in_exec.message
     with pytest.raises(tilemagic.TileSyntaxError, match="--timeout"):
         ip.run_cell_magic("tilecopy", "--timeout -3", CELL.format(name="k"))
+
+
+# ----------------------------------------------------------------------------- replies belong to their request
+def launch_with(w, name, a, **kw):
+    return w.launch(src(name), None, {"A": a, "B": np.zeros_like(a)}, **kw)
+
+
+@pytest.fixture
+def sigint_raises():
+    """SIGINT raises KeyboardInterrupt in the main thread (Python's default handler) during the test."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_real_sigint_during_a_launch_stops_it_and_the_next_launch_gets_its_own_reply(fake, sigint_raises):
+    ok_launch(fake)
+    first_pid = fake.pid
+    sevens = np.full((4, 6), 7.0, np.float32)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))  # a real signal while the parent waits
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt) as ei:
+            launch_with(fake, "sleepy_interrupted", sevens, timeout=30)
+    finally:
+        timer.cancel()
+    time.sleep(fake_gpu_handler.SLEEPY_S + 0.5)  # long enough for an abandoned reply to have arrived
+    run = ok_launch(fake)  # another kernel, other inputs: its own outputs (arange), not the sevens
+    assert run.mode == f"fake GPU pid {fake.pid}"
+    err = ei.value
+    assert isinstance(err, LaunchInterrupted) and isinstance(err, LaunchError)
+    assert err.message.startswith("launch interrupted while running 'sleepy_interrupted'; the launch worker was "
+                                  "stopped")
+    assert "fresh CUDA context" in err.hint
+    assert fake.starts == 2 and fake.pid != first_pid
+    with pytest.raises(ProcessLookupError):
+        os.kill(first_pid, 0)  # killed and reaped
+
+
+def test_sigint_through_the_pipeline_is_located_and_the_next_cell_passes(fake, sigint_raises):
+    ok_launch(fake)  # started and probed: the signal comes while the kernel runs
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(LaunchInterrupted) as ei:
+            cell("sleepy_cell")
+    finally:
+        timer.cancel()
+    text = ei.value.render()
+    assert text.startswith("tilecopy:1:1: LaunchInterrupted: launch interrupted while running 'sleepy_cell'")
+    assert "  1 | kernel sleepy_cell threads=32" in text
+    time.sleep(fake_gpu_handler.SLEEPY_S + 0.5)
+    res = cell("after_interrupt")
+    assert res.launch.passed and res.launch.mode == f"fake GPU pid {fake.pid}"
+
+
+def test_sigint_during_the_probe_stops_the_cell_instead_of_falling_back_to_the_simulator(fake, sigint_raises,
+                                                                                       monkeypatch):
+    monkeypatch.setenv("FAKE_GPU_PROBE_S", "2")
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(LaunchInterrupted, match="while probing the GPU"):
+            cell("k", launch="auto")  # not "no GPU available, so the CPU simulator ran"
+    finally:
+        timer.cancel()
+    monkeypatch.delenv("FAKE_GPU_PROBE_S")
+    assert not fake.alive() and cell("after_probe").launch.backend == "cupy"
+
+
+def test_an_exception_during_the_wait_leaves_no_reply_behind(fake):
+    ok_launch(fake)
+    conn, real_poll = fake._conn, fake._conn.poll
+    calls = []
+
+    def poll(timeout=0.0):  # the first wait of the next request fails (as a bug or a MemoryError would)
+        calls.append(timeout)
+        if len(calls) == 1:
+            raise RuntimeError("injected failure while waiting")
+        return real_poll(timeout)
+
+    conn.poll = poll
+    with pytest.raises(RuntimeError, match="injected"):
+        launch_with(fake, "sleepy_abandoned", np.full((4, 6), 3.0, np.float32), timeout=30)
+    time.sleep(fake_gpu_handler.SLEEPY_S + 0.5)
+    ok_launch(fake)  # arange, not the threes
+    assert fake.starts == 2
+
+
+def test_a_huge_timeout_waits_instead_of_overflowing(fake):
+    a = np.full((4, 6), 5.0, np.float32)
+    run = launch_with(fake, "sleepy_long_timeout", a, timeout=1e300)
+    np.testing.assert_array_equal(run.outputs["B"], a)
+    ok_launch(fake)
+    assert fake.starts == 1
+    for bad in (math.nan, math.inf, -1.0, "3"):
+        with pytest.raises(ValueError, match="timeout"):
+            launch_with(fake, "copy", a, timeout=bad)
+
+
+def test_a_reply_to_another_request_is_dropped(fake):
+    ok_launch(fake)
+    stale = {"native": src("sleepy_stale"), "emulated": None, "bench": False,
+             "inputs": {"A": np.full((4, 6), 9.0, np.float32), "B": np.zeros((4, 6), np.float32)}}
+    fake._conn.send(("launch", 10_000, stale))  # a request nobody waits for: its phase and reply come first
+    ok_launch(fake)  # gets its own outputs
+    assert fake.dropped == 2 and fake.starts == 1
+
+
+def test_serve_echoes_the_request_id():
+    import socket
+    from multiprocessing.connection import Connection
+
+    a, b = socket.socketpair()
+    parent, child = Connection(a.detach()), Connection(b.detach())
+    handler = types.SimpleNamespace(handle_probe=lambda: "probed",
+                                    handle_launch=lambda req, started: (started(), req["x"])[1])
+    t = threading.Thread(target=W.serve, args=(child, handler), daemon=True)
+    t.start()
+    parent.send(("probe", 41, None))
+    parent.send(("launch", 42, {"x": 5}))
+    parent.send(("what", 43, None))
+    replies = [parent.recv() if parent.poll(10) else None for _ in range(4)]
+    parent.send(("exit", 44, None))
+    t.join(10)
+    parent.close()
+    child.close()
+    assert replies[:3] == [("ok", 41, "probed"), ("phase", 42, "launch"), ("ok", 42, 5)]
+    assert replies[3] is not None and replies[3][:2] == ("bug", 43)
+
+
+def test_sigint_in_the_magic_is_one_located_message_and_the_kernel_stays_usable(fake, ip, sigint_raises):
+    from IPython.utils.capture import capture_output
+
+    ok_launch(fake)
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with capture_output() as cap:
+            r = ip.run_cell("%%tilecopy --launch gpu --view text\n" + CELL.format(name="sleepy_magic"))
+    finally:
+        timer.cancel()
+    assert not r.success and isinstance(r.error_in_exec, LaunchInterrupted)
+    out = cap.stdout + cap.stderr
+    assert "tilecopy:2:1: LaunchInterrupted: launch interrupted while running 'sleepy_magic'" in out
+    assert "Traceback" not in out
+    time.sleep(fake_gpu_handler.SLEEPY_S + 0.5)
+    ok = ip.run_cell("%%tilecopy --launch gpu --view text\n" + CELL.format(name="after_magic_interrupt"))
+    assert ok.success and ok.result.launch.passed and ok.result.launch.mode == f"fake GPU pid {fake.pid}"
