@@ -204,6 +204,8 @@ def render_text(result) -> str:
             body_l.append(str(c))
         if not launch.checks:
             body_l.append("(no checks)")
+        if launch.hb_summary():
+            body_l.append(launch.hb_summary())
         if launch.timing:
             body_l.append("timing:")
             for key in sorted(launch.timing):
