@@ -48,8 +48,7 @@ both threads); each call is one statement, so reports are found with NumPy over 
 never a Python loop per byte or per thread.
 
 Where the analysis cannot decide — an index or a condition computed from loaded data, whose
-value this run fixes but another input would not — the report is *incomplete*, never clean
-(as TIRx Harness Racecheck does, ``apache-tvm 0.27.0.post1``).
+value this run fixes but another input would not — the report is *incomplete*, never clean.
 """
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ Values move as raw bits (fp16 as uint16, ...), so round trips are bit-exact.
 Statements execute in program order for all threads (a legal schedule of a
 correctly synchronised kernel); tcgen05.ld/st complete at issue, so
 ``wait::ld``/``wait::st`` are no-ops, as in the emulation.  Because that schedule hides a
-missing barrier, the simulator records which thread last wrote each shared-memory byte
-and in which barrier interval (``cta_sync`` starts a new one): a thread that reads a byte
-another thread wrote in the same interval is a read-after-write race on a GPU, reported
-in :attr:`Simulator.hazards` (the pipeline shows them as ``hazard:`` warnings).
+missing barrier or wait, every access and synchronising event is reported to a
+:class:`~tilemagic.sim.hb.Tracker` (happens-before: races, in-flight tcgen05 registers,
+uninitialised data); shared memory, registers and TMEM start as :data:`~tilemagic.sim.hb.GARBAGE`.
+The hazards are in :attr:`Simulator.hazards` after :meth:`Simulator.run`.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ class Simulator:
     strict : bool
         Flag TMEM addresses whose quadrant bits are neither 0 nor warp_id % 4
         (:func:`tilemagic.arch.tcgen05.quadrant_mismatch`).
+    tracker : Tracker, optional
+        The happens-before tracker to report to (default: a new one, :attr:`hb`).
     """
 
     def __init__(self, kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False,
