@@ -79,7 +79,8 @@ def garbage(shape: int | tuple[int, ...]) -> np.ndarray:
     """A ``uint8`` array of ``shape`` filled with :data:`GARBAGE` (along the last axis)."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     n = shape[-1] if shape else 1
-    return np.broadcast_to(np.resize(GARBAGE, n), shape).copy()
+    row = np.tile(GARBAGE, -(-n // GARBAGE.size))[:n]
+    return np.broadcast_to(row, shape).copy()
 
 
 @dataclass(frozen=True)
