@@ -329,27 +329,41 @@ class Tracker:
         return bad
 
     # ------------------------------------------------------------------ accesses in one byte space
-    def _space_read(self, sp: _Space, off, tids, span, aid, verb="reads") -> np.ndarray:
+    def _check_writer(self, sp: _Space, off, tids, span, kind: str) -> None:
+        """Report the first byte whose last write is not ordered before this access (``raw``: a read, a
+        member of a writer set is fine; ``waw``: a write, the set's other members must be ordered)."""
+        prev = sp.wt[off]
+        cand = np.nonzero((prev != _NONE) & (prev != tids))[0]
+        if not cand.size:
+            return
+        bad = self._unordered(tids[cand], prev[cand], self._aid_stamp[sp.wa[off[cand]]], kind == "raw")
+        if bad.any():
+            i = cand[int(np.argmax(bad))]
+            w, wa = int(prev[i]), int(sp.wa[off[i]])
+            if w <= -2:  # name a writer of the set other than this thread
+                others = self._sets[-2 - w].copy()
+                others[int(tids[i])] = False
+                w = int(np.argmax(others))
+            self._race(kind, sp, int(off[i]), int(tids[i]), span, w, self._aid_span[wa])
+
+    def _reads_unordered(self, sp: _Space, off, tids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per byte: is its last read (one thread, or read-shared) NOT ordered before ``tids``' current point?
+        Also the reader states and stamps."""
+        r0 = sp.rt[off]
+        s0 = self._aid_stamp[sp.ra[off]]
+        bad = (r0 == _SHARED) & (self._frontier_of(tids) <= s0)
+        single = r0 >= 0
+        if single.any():
+            rr = np.where(single, r0, 0).astype(np.int64)
+            bad |= single & (r0 != tids) & (self.known[tids, rr] <= s0)
+        return bad, r0, s0
+
+    def _space_read(self, sp: _Space, off, tids, span, aid) -> np.ndarray:
         init = sp.init[off] if sp.has_init else np.ones(off.shape, bool)
         if sp.has_w and off.size:
-            prev = sp.wt[off]
-            cand = np.nonzero((prev != _NONE) & (prev != tids))[0]
-            if cand.size:
-                bad = self._unordered(tids[cand], prev[cand], self._aid_stamp[sp.wa[off[cand]]], True)
-                if bad.any():
-                    i = cand[int(np.argmax(bad))]
-                    w, wa = int(prev[i]), int(sp.wa[off[i]])
-                    if w <= -2:
-                        w = int(np.argmax(self._sets[-2 - w]))
-                    self._race("raw", sp, int(off[i]), int(tids[i]), span, w, self._aid_span[wa])
+            self._check_writer(sp, off, tids, span, "raw")
         if sp.has_r and off.size:
-            r0 = sp.rt[off]
-            s0 = self._aid_stamp[sp.ra[off]]
-            shared = (r0 == _SHARED) & (self._frontier_of(tids) <= s0)
-            single = r0 >= 0
-            if single.any():
-                r = np.where(single, r0, 0).astype(np.int64)
-                shared |= single & (r0 != tids) & (self.known[tids, r] <= s0)
+            shared, _, _ = self._reads_unordered(sp, off, tids)
             new = np.where(shared, _SHARED, tids).astype(sp.rt.dtype)
             sp.rt[off] = new
             sp.ra[off] = aid
@@ -362,26 +376,9 @@ class Tracker:
     def _space_write(self, sp: _Space, off, tids, span, aid, init, value) -> None:
         if not sp.has_w or not off.size:
             return
-        prev = sp.wt[off]
-        cand = np.nonzero((prev != _NONE) & (prev != tids))[0]
-        if cand.size:
-            bad = self._unordered(tids[cand], prev[cand], self._aid_stamp[sp.wa[off[cand]]], False)
-            if bad.any():
-                i = cand[int(np.argmax(bad))]
-                w, wa = int(prev[i]), int(sp.wa[off[i]])
-                if w <= -2:
-                    others = self._sets[-2 - w].copy()
-                    others[int(tids[i])] = False
-                    w = int(np.argmax(others))
-                self._race("waw", sp, int(off[i]), int(tids[i]), span, w, self._aid_span[wa])
+        self._check_writer(sp, off, tids, span, "waw")
         if sp.has_r:
-            r0 = sp.rt[off]
-            s0 = self._aid_stamp[sp.ra[off]]
-            bad = (r0 == _SHARED) & (self._frontier_of(tids) <= s0)
-            single = r0 >= 0
-            if single.any():
-                rr = np.where(single, r0, 0).astype(np.int64)
-                bad |= single & (r0 != tids) & (self.known[tids, rr] <= s0)
+            bad, r0, s0 = self._reads_unordered(sp, off, tids)
             if bad.any():
                 i = int(np.argmax(bad))
                 r = int(r0[i])

@@ -21,11 +21,11 @@ from tilemagic.sim import Tracker
 
 from helpers import run
 
-HEAD = """kernel k threads=128
-global A: float32[128, 8]
+ACB = """global A: float32[128, 8]
 global C: float32[128, 8] = arange
 global B: float32[128, 8] = zeros
-global Z: float32[128, 8] = zeros
+"""
+HEAD = "kernel k threads=128\n" + ACB + """global Z: float32[128, 8] = zeros
 local  a: float32[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]
 local  c: float32[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]
 local  t: float32[128, 8] @ S[(8, 128) : (1, 1@tid_in_wg)]
@@ -73,11 +73,7 @@ def test_global_read_after_write_across_warps():
     assert run(fixed).launch.hb.summary().startswith("happens-before: clean (")
 
 
-SHARED_WAR = """kernel k threads=128
-global A: float32[128, 8]
-global C: float32[128, 8] = arange
-global B: float32[128, 8] = zeros
-shared S: float32[128, 8]
+SHARED_WAR = "kernel k threads=128\n" + ACB + """shared S: float32[128, 8]
 local  a: float32[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]
 local  c: float32[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]
 local  t: float32[128, 8] @ S[(8, 128) : (1, 1@tid_in_wg)]
@@ -198,11 +194,7 @@ def test_tmem_race_between_warps_of_one_quadrant():
 
 
 # ----------------------------------------------------------------------------- in-flight tcgen05 registers
-ROUND = """kernel rt threads=128
-global A: float32[128, 8]
-global C: float32[128, 8] = arange
-global B: float32[128, 8] = zeros
-tmem   T: float32[128, 8]
+ROUND = "kernel rt threads=128\n" + ACB + """tmem   T: float32[128, 8]
 local  a: float32[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]
 local  b: float32[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]
 wg.copy a <- A
