@@ -142,7 +142,8 @@ class HBReport:
         Per global buffer the kernel writes: ``bool`` per byte, True where the final content is
         uninitialised (a store of poison).
     accesses : int
-        Memory accesses seen, counted per thread and byte.
+        Memory accesses seen, counted per thread and byte (accesses to buffers nothing can race on or leave
+        uninitialised — global inputs the kernel never writes — are not counted: :meth:`Tracker.tracks`).
     sync_events : int
         Synchronising events (``cta_sync`` and later pairwise edges).
     """
@@ -329,10 +330,10 @@ class Tracker:
         return bad
 
     # ------------------------------------------------------------------ accesses in one byte space
-    def _check_writer(self, sp: _Space, off, tids, span, kind: str) -> None:
+    def _check_writer(self, sp: _Space, off, ix, tids, span, kind: str) -> None:
         """Report the first byte whose last write is not ordered before this access (``raw``: a read, a
         member of a writer set is fine; ``waw``: a write, the set's other members must be ordered)."""
-        prev = sp.wt[off]
+        prev = sp.wt[ix]
         cand = np.nonzero((prev != _NONE) & (prev != tids))[0]
         if not cand.size:
             return
@@ -346,11 +347,11 @@ class Tracker:
                 w = int(np.argmax(others))
             self._race(kind, sp, int(off[i]), int(tids[i]), span, w, self._aid_span[wa])
 
-    def _reads_unordered(self, sp: _Space, off, tids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _reads_unordered(self, sp: _Space, ix, tids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per byte: is its last read (one thread, or read-shared) NOT ordered before ``tids``' current point?
         Also the reader states and stamps."""
-        r0 = sp.rt[off]
-        s0 = self._aid_stamp[sp.ra[off]]
+        r0 = sp.rt[ix]
+        s0 = self._aid_stamp[sp.ra[ix]]
         bad = (r0 == _SHARED) & (self._frontier_of(tids) <= s0)
         single = r0 >= 0
         if single.any():
@@ -359,15 +360,16 @@ class Tracker:
         return bad, r0, s0
 
     def _space_read(self, sp: _Space, off, tids, span, aid) -> np.ndarray:
-        init = sp.init[off] if sp.has_init else np.ones(off.shape, bool)
+        ix = _index(off)
+        init = np.array(sp.init[ix]) if sp.has_init else np.ones(off.shape, bool)  # (a copy, not a view)
         if sp.has_w and off.size:
-            self._check_writer(sp, off, tids, span, "raw")
+            self._check_writer(sp, off, ix, tids, span, "raw")
         if sp.has_r and off.size:
-            shared, _, _ = self._reads_unordered(sp, off, tids)
+            shared, _, _ = self._reads_unordered(sp, ix, tids)
             new = np.where(shared, _SHARED, tids).astype(sp.rt.dtype)
-            sp.rt[off] = new
-            sp.ra[off] = aid
-            dup = sp.rt[off] != new  # two threads read this byte in this call
+            sp.rt[ix] = new
+            sp.ra[ix] = aid
+            dup = sp.rt[ix] != new  # two threads read this byte in this call
             if dup.any():
                 sp.rt[off[dup]] = _SHARED
         self.report.accesses += int(off.size)
@@ -376,9 +378,10 @@ class Tracker:
     def _space_write(self, sp: _Space, off, tids, span, aid, init, value) -> None:
         if not sp.has_w or not off.size:
             return
-        self._check_writer(sp, off, tids, span, "waw")
+        ix = _index(off)
+        self._check_writer(sp, off, ix, tids, span, "waw")
         if sp.has_r:
-            bad, r0, s0 = self._reads_unordered(sp, off, tids)
+            bad, r0, s0 = self._reads_unordered(sp, ix, tids)
             if bad.any():
                 i = int(np.argmax(bad))
                 r = int(r0[i])
@@ -386,15 +389,15 @@ class Tracker:
                     r = int(np.argmax(self.known[int(tids[i])] <= s0[i]))
                     r = r if r != int(tids[i]) else (r + 1) % self.n
                 self._race("war", sp, int(off[i]), int(tids[i]), span, r, self._aid_span[int(sp.ra[off[i]])])
-            sp.rt[off] = _NONE  # reads before an ordered write are ordered before every later access after it
+            sp.rt[ix] = _NONE  # reads before an ordered write are ordered before every later access after it
         new = tids.astype(sp.wt.dtype)
-        sp.wt[off] = new
-        sp.wa[off] = aid
-        dup = np.nonzero(sp.wt[off] != new)[0]
+        sp.wt[ix] = new
+        sp.wa[ix] = aid
+        dup = np.nonzero(sp.wt[ix] != new)[0]
         if dup.size:
             self._same_statement_writes(sp, off, tids, span, aid, value, dup)
         if sp.has_init:
-            sp.init[off] = init
+            sp.init[ix] = init
         self.report.accesses += int(off.size)
 
     def _same_statement_writes(self, sp: _Space, off, tids, span, aid, value, dup) -> None:
@@ -408,7 +411,7 @@ class Tracker:
         if value is None:
             differ = same_byte & (t[1:] != t[:-1])
         else:
-            v = np.broadcast_to(value, off.shape)[sel][order]
+            v = np.asarray(value).reshape(-1)[sel][order]
             differ = same_byte & (t[1:] != t[:-1]) & (v[1:] != v[:-1])
         if differ.any():
             i = int(np.argmax(differ))
@@ -458,8 +461,10 @@ class Tracker:
     def _uninit(self, name, label, where, t, span, init) -> None:
         if init.all():
             return
-        msg = (f"hazard: uninitialised read: thread {t} reads {where} at {_line(span)}, which nothing wrote "
-               f"before ({label} starts as garbage, {GARBAGE.view(np.uint32)[0]:#x} here)")
+        verb = "start" if label == "registers" else "starts"
+        msg = (f"hazard: uninitialised read: thread {t} reads {where} at {_line(span)}, which nothing initialised "
+               f"(never written, or written from uninitialised data; {label} {verb} as garbage, "
+               f"{GARBAGE.view(np.uint32)[0]:#x} here)")
         self._hazard("uninit", ("uninit", name, span), msg, span, None, name, where, (t, t))
 
     # ------------------------------------------------------------------ registers
@@ -496,6 +501,11 @@ class Tracker:
         self.report.accesses += int(off.size)
 
     # ------------------------------------------------------------------ the interface
+    def tracks(self, buf: ir.Buffer | None) -> bool:
+        """Does an access to ``buf`` matter?  False for a global buffer the kernel never writes (and the TMEM
+        address slot): initialised and race-free, so a caller may skip computing its byte offsets."""
+        return buf is None or buf.scope == "local" or buf.name in self.spaces
+
     def read(self, buf: ir.Buffer | None, off: np.ndarray, tids: np.ndarray, span: Span | None) -> np.ndarray:
         """Bytes ``off`` of ``buf`` read by threads ``tids`` (``int64``, same shape).
 
@@ -509,8 +519,11 @@ class Tracker:
             Same shape as ``off``: is each byte initialised?
         """
         off = np.asarray(off, np.int64)
-        tids = np.broadcast_to(np.asarray(tids, np.int64), off.shape)
         shape = off.shape
+        if buf is not None and buf.scope != "local" and buf.name not in self.spaces:
+            # a buffer the kernel never writes (or the TMEM address slot): initialised, nothing to race with
+            return np.ones(shape, bool)
+        tids = np.broadcast_to(np.asarray(tids, np.int64), shape)
         off, tids = off.reshape(-1), tids.reshape(-1)
         aid = self._access_id(span)
         sp = self.tmem
@@ -518,11 +531,7 @@ class Tracker:
             init = self._reg_read(buf, off, tids, span, aid)
             where, label = f"register word {{}} of {buf.name}", "registers"
         else:
-            found = self.tmem if buf is None else self.spaces.get(buf.name)
-            if found is None:  # a global buffer the kernel never writes: initialised, nothing to race with
-                self.report.accesses += int(off.size)
-                return np.ones(shape, bool)
-            sp = found
+            sp = self.tmem if buf is None else self.spaces[buf.name]
             init = self._space_read(sp, off, tids, span, aid)
             where, label = "", {"TMEM": "TMEM"}.get(sp.name, "shared memory")
         if not init.all():
@@ -542,16 +551,20 @@ class Tracker:
         an in-flight ``tcgen05.ld``/``tcgen05.st`` uses.
         """
         off = np.asarray(off, np.int64)
-        tids = np.broadcast_to(np.asarray(tids, np.int64), off.shape).reshape(-1)
-        init_a = np.broadcast_to(np.asarray(init, bool), off.shape).reshape(-1)
-        val = None if value is None else np.broadcast_to(np.asarray(value), off.shape).reshape(-1)
+        local = buf is not None and buf.scope == "local"
+        sp = self.tmem if buf is None else None if local else self.spaces.get(buf.name)
+        if not local and sp is None:
+            return
+        shape = off.shape
+        tids = np.broadcast_to(np.asarray(tids, np.int64), shape).reshape(-1)
+        ini = np.asarray(init, bool)
+        init_a = True if ini.all() else np.broadcast_to(ini, shape).reshape(-1)  # (all initialised: one scalar)
+        val = None if value is None else np.broadcast_to(np.asarray(value), shape)  # (flattened only if needed)
         off = off.reshape(-1)
         aid = self._access_id(span)
-        if buf is not None and buf.scope == "local":
+        if buf is not None and local:
             self._reg_write(buf, off, tids, span, aid, init_a)
-            return
-        sp = self.tmem if buf is None else self.spaces.get(buf.name)
-        if sp is not None:
+        elif sp is not None:
             self._space_write(sp, off, tids, span, aid, init_a, val)
 
     def event(self, kind: str, tids: np.ndarray, span: Span | None, **info) -> None:
@@ -664,6 +677,27 @@ class Tracker:
             if sp.label == "global-memory" and sp.has_init:
                 self.report.poison[sp.name] = ~sp.init
         return self.report
+
+
+def _index(off: np.ndarray) -> np.ndarray | slice:
+    """``off`` (flat ``int64``) as a slice when it is one ascending run of bytes (the common case of a
+    contiguous copy: shadow updates then run at memcpy speed), else itself."""
+    n = off.size
+    if n <= 256 or off[-1] - off[0] != n - 1 or off[0] < 0:
+        return off
+    lo = int(off[0])
+    step = max(1, n // 64)  # a sample first: most non-contiguous accesses fail here
+    if not np.array_equal(off[::step] - lo, np.arange(0, n, step)):
+        return off
+    ramp = np.arange(min(n, _CHUNK), dtype=off.dtype)
+    for a in range(0, n, _CHUNK):
+        part = off[a:a + _CHUNK]
+        if not np.array_equal(part - (lo + a), ramp[:part.size]):
+            return off
+    return slice(lo, lo + n)
+
+
+_CHUNK = 1 << 16
 
 
 def _written_and_read(kernel: ir.Kernel) -> tuple[set[str], set[str]]:

@@ -106,6 +106,8 @@ class Simulator:
     def _track_load(self, buf, idx):
         """Loads of ``buf`` at element indices ``idx`` (..., threads) by the active threads: tell the tracker,
         and AND their init bits into ``_read_init`` (the init of the value being computed)."""
+        if not self.hb.tracks(buf):
+            return
         mask, span = self._read_ctx
         sel = np.broadcast_to(mask, idx.shape)
         eb = buf.elem_bytes
