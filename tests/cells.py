@@ -449,7 +449,13 @@ class Tcgen05Case:
         for k in range(0, self.tcols * epc, chunk):
             dump += [f"wg.copy_async d <- T[:, {k}:{k + chunk}]", "wait ld", f"wg.copy D[:, {k}:{k + chunk}] <- d"]
         if self.direction == "st":
-            lines += [f"global A: {dt}[{rows}, {cols}]",
+            # TMEM starts as garbage: zero it first, so the dump of the whole of T is defined and shows
+            # exactly the cells the st wrote
+            zero = []
+            for k in range(0, self.tcols * epc, chunk):
+                zero += [f"wg.copy d <- Z[:, {k}:{k + chunk}]", f"wg.copy_async T[:, {k}:{k + chunk}] <- d", "wait st"]
+            lines += [f"global A: {dt}[{rows}, {cols}]", f"global Z: {dt}[128, {self.tcols * epc}] = zeros", *zero,
+                      "cta_sync",
                       "wg.copy a <- A", f"wg.copy_async {region} <- a", "wait st", "cta_sync",
                       f"wg.copy_async a <- {region}", "wait ld", "wg.copy B <- a", *dump, "check B == A"]
         else:

@@ -135,6 +135,11 @@ class LoweringError(TileMagicError):
     """A program-level lowering rule failed (e.g. TMEM allocation larger than 512 columns)."""
 
 
+class HazardError(TileMagicError):
+    """A happens-before hazard under ``--strict`` (a race, an in-flight tcgen05 register or TMEM use, an
+    uninitialised read): located at the later access, the message names both lines."""
+
+
 class LaunchError(TileMagicError):
     """Compiling or launching the kernel failed, or the TMEM emulation trapped."""
 

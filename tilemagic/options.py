@@ -141,7 +141,8 @@ class Options:
     view: str = _opt("html", "html, text or widget.", choices=VIEW_CHOICES, config=True, cli=False)
     out: str | None = _opt(None, "Also store the TileCopyResult in this notebook variable.", check=_check_out,
                            metavar="VAR", cli=False)
-    strict: bool = _opt(False, "Flag TMEM addresses whose lane-quadrant bits differ from warp_id % 4.",
+    strict: bool = _opt(False, "Flag TMEM addresses whose lane-quadrant bits differ from warp_id % 4; "
+                               "happens-before hazards are errors (HazardError), not warnings.",
                         check=_check_bool, config=True)
     bench: bool = _opt(False, "Time the GPU launch with CUDA events.", check=_check_bool)
     allow_fail: bool = _opt(False, "A failing check shows the report without raising CheckFailed (a cell that "

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .caches import register_cache
-from .errors import CheckFailed, LaunchError, LoweringError, Span, TileMagicError, TileSyntaxError, TileTypeError
+from .errors import (CheckFailed, HazardError, LaunchError, LoweringError, Span, TileMagicError, TileSyntaxError,
+                     TileTypeError)
 from .ir import nodes as ir
 from .options import OptionError, Options, numpydoc, option_flags, resolve, usage
 from .options import parse as parse_options
@@ -143,16 +144,53 @@ def _check_side(outputs: Mapping[str, np.ndarray], side) -> np.ndarray:
     return outputs[side.buf.name][tuple(slice(b, b + e) for b, e in side.region)].reshape(side.nonunit)
 
 
-def run_checks(tp: TypedProgram, outputs: Mapping[str, np.ndarray]) -> list[CheckResult]:
+def run_checks(tp: TypedProgram, outputs: Mapping[str, np.ndarray],
+               poison: Mapping[str, np.ndarray] | None = None) -> list[CheckResult]:
+    """Compare the two sides of every ``check``, bit for bit.
+
+    ``poison`` (the simulator's :attr:`tilemagic.sim.hb.HBReport.poison`: per global buffer a ``bool``
+    per byte, True where the kernel stored uninitialised data) makes a check whose regions hold such
+    bytes FAIL as "uninitialised", whatever the bits say: the simulator's garbage could equal the
+    expected values by luck, a GPU's would not.  The first :data:`MAX_LISTED` mismatches are kept
+    (``CheckResult.first``), never one entry per element.
+    """
     res = []
     for item in tp.checks:
-        got, exp = _check_side(outputs, item.lhs), _check_side(outputs, item.rhs)
+        lhs, rhs = item.lhs, item.rhs
+        got, exp = _check_side(outputs, lhs), _check_side(outputs, rhs)
         mask = ir.bits_view(got) != ir.bits_view(exp)
         bad = int(np.count_nonzero(mask))
         first = first_mismatches(got, exp, mask, MAX_LISTED) if bad else ()  # capped list, never one per element
-        res.append(CheckResult(item.text.removeprefix("check").strip(), item.span.line, bad == 0, bad, int(got.size),
-                               first))
+        unin, first_unin = 0, None
+        for side in (lhs, rhs):
+            p = (poison or {}).get(side.buf.name)
+            if p is None or not p.any():
+                continue
+            region = tuple(slice(lo, lo + e) for lo, e in side.region)
+            pe = p.reshape(-1, side.buf.elem_bytes).any(1).reshape(side.buf.shape)[region]
+            n = int(np.count_nonzero(pe))
+            if n > unin:
+                at = np.unravel_index(int(np.argmax(pe)), pe.shape)
+                unin = n
+                first_unin = f"{side.buf.name}[{', '.join(str(lo + int(i)) for (lo, _), i in zip(side.region, at))}]"
+        res.append(CheckResult(item.text.removeprefix("check").strip(), item.span.line, bad == 0 and unin == 0, bad,
+                               int(got.size), first, uninitialised=unin, first_uninitialised=first_unin))
     return res
+
+
+def _strict_hazards(hazards: list, launch: LaunchResult | None) -> None:
+    """``--strict``: the first hazard is a located :class:`~tilemagic.errors.HazardError` (the rest in details)."""
+    if not hazards:
+        return
+    msg, span = hazards[0]
+    rest = [m for m, _ in hazards[1:]]
+    details = "\n".join(["other hazards:"] + [f"- {m}" for m in rest]) if rest else None
+    hint = "fix the synchronisation, or run without --strict to see the hazards as warnings"
+    if launch is not None and launch.hb is not None:
+        h = launch.hb.hazards[0]
+        if h.other_span is not None and h.other_span != h.span:
+            hint = f"the other access is at L{h.other_span.line}; " + hint
+    raise HazardError(msg.removeprefix("hazard: "), span, hint=hint, details=details)
 
 
 def _launch(kernel: ir.Kernel, native, emulated, inputs: dict[str, np.ndarray], opts: Options,
@@ -198,14 +236,16 @@ def _run_backend(kernel, native, emulated, inputs, opts: Options, bench_bytes=No
         reason = f"no CUDA device — {st.reason} — so the CPU simulator ran"
     else:
         reason = "--launch sim"
-    from .sim import simulate
+    from .sim import Tracker, simulate
 
-    hazards: list = []
-    outputs = simulate(kernel, inputs, strict=opts.strict, hazards=hazards)
+    tracker = Tracker(kernel, kernel.threads, opts.strict)  # the simulator reports every access to it
+    outputs = simulate(kernel, inputs, strict=opts.strict, tracker=tracker)
+    hb = tracker.finish()
     if opts.bench:
         reason += "; --bench ignored: it times GPU launches only"
     mode = "CPU simulator, TMEM modelled in NumPy" if kernel.tmem_cols > 0 else "CPU simulator"
-    return LaunchResult("sim", mode, None, reason, dict(inputs), outputs, hazards=hazards)
+    return LaunchResult("sim", mode, None, reason, dict(inputs), outputs,
+                        hazards=[(h.message, h.span) for h in hb.hazards], hb=hb)
 
 
 def run_kernel(kernel: ir.Kernel, inputs: dict[str, np.ndarray], *, span: Span | None = None,
@@ -354,7 +394,6 @@ def tilecopy(
         prog = parse(source)
         tp = check(prog, opts.name, name_span=header[1] if header else None, arch=arch)
         kernel, records, warns = lower(tp, TargetSpec("cuda", arch))
-        warns = warns + check_hazards(kernel)
         kernel = intern_kernel(kernel)
         _check_target(kernel, arch)
         ir_text, ir_lines = print_ir(kernel, arch=arch)
@@ -364,8 +403,13 @@ def tilecopy(
         if opts.launch != "off":  # inputs only when something runs on them
             inputs = make_inputs(tp, opts.seed, namespace)
             lres = _launch(kernel, native, emulated, inputs, opts, tp.kernel_span, bench_bytes)
-            lres.checks = run_checks(tp, lres.outputs)
-            warns = warns + lres.hazards  # shared-memory races the simulator saw
+            lres.checks = run_checks(tp, lres.outputs, lres.hb.poison if lres.hb is not None else None)
+        # the simulator's happens-before tracker is authoritative where it ran; elsewhere (GPU, --launch off)
+        # the static program-order pass checks the tcgen05 waits
+        hazards = lres.hazards if lres is not None and lres.hb is not None else check_hazards(kernel)
+        warns = warns + hazards
+        if strict:
+            _strict_hazards(hazards, lres)
     except TileMagicError as e:
         raise e.with_source(source)
     if emit_warnings:  # after everything else, so a later error is not preceded by them
@@ -395,11 +439,11 @@ def check_failed(result: TileCopyResult, tp: TypedProgram) -> CheckFailed:
     """The :class:`~tilemagic.errors.CheckFailed` of a result whose checks did not all pass.
 
     Located (with the cell's source) at the first failing ``check`` line; the message names every
-    failing check with its line and how many elements differ.
+    failing check with its line and how many elements differ or are uninitialised.
     """
     assert result.launch is not None
     failed = [(c, item) for c, item in zip(result.launch.checks, tp.checks) if not c.passed]
-    parts = [f"{c.text} on line {c.line} ({c.mismatches} of {c.total} elements differ)" for c, _ in failed]
+    parts = [f"{c.text} on line {c.line} ({c.detail})" for c, _ in failed]
     what = f"check {parts[0]}" if len(parts) == 1 else f"{len(parts)} checks: {'; '.join(parts)}"
     return CheckFailed(f"FAIL: {what}", failed[0][1].span, result=result, source=result.source,
                        hint="the report shows the data; --allow-fail (or `%config TileMagics.allow_fail = True`) "

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .ir.nodes import Kernel
     from .lang.ast import Program
     from .lower.program import TypedProgram
+    from .sim.hb import HBReport, SyncEvent
 
 
 # ----------------------------------------------------------------------------- launch
@@ -49,14 +50,27 @@ class CheckResult:
     mismatches: int
     total: int
     first: tuple = ()
+    #: Elements of either side the kernel stored uninitialised data to (simulator runs; the check
+    #: then FAILs whatever the bits say), and the first of them as ``"B[3, 4]"``.
+    uninitialised: int = 0
+    first_uninitialised: str | None = None
 
     @property
     def status(self) -> str:
         return "PASS" if self.passed else "FAIL"
 
+    @property
+    def detail(self) -> str:
+        """Why a check failed, e.g. ``"12 of 24 elements differ"`` ("" when it passed)."""
+        if self.passed:
+            return ""
+        if self.uninitialised:
+            return (f"{self.uninitialised} of {self.total} elements uninitialised, first {self.first_uninitialised}; "
+                    f"{self.mismatches} differ")
+        return f"{self.mismatches} of {self.total} elements differ"
+
     def __str__(self) -> str:
-        extra = "" if self.passed else f" ({self.mismatches} of {self.total} elements differ)"
-        return f"check {self.text}: {self.status}{extra}"
+        return f"check {self.text}: {self.status}" + (f" ({self.detail})" if self.detail else "")
 
 
 @dataclass
@@ -83,8 +97,12 @@ class LaunchResult:
         GPU launches: how the kernel was obtained (``cache``: ``"memory"`` or
         ``"compiled"``; ``ms``; ``note``).  Not shown in the reports (it varies between runs).
     hazards : list of (str, Span or None)
-        Simulator runs: the shared-memory races it saw (a thread reading what another thread
-        wrote with no ``cta_sync`` in between); the result shows them as ``hazard:`` warnings.
+        Simulator runs: the hazards its happens-before tracker found (races on global, shared and
+        TMEM, in-flight tcgen05 registers, uninitialised reads); the result shows them as
+        ``hazard:`` warnings.
+    hb : tilemagic.sim.hb.HBReport or None
+        Simulator runs: the whole happens-before report (hazards with both locations, "incomplete"
+        reasons, the timeline of synchronising events, per-buffer poison).  None on a GPU.
     """
 
     backend: str
@@ -98,10 +116,20 @@ class LaunchResult:
     timing: dict | None = None
     compile: dict | None = None
     hazards: list = field(default_factory=list)
+    hb: HBReport | None = None
 
     @property
     def passed(self) -> bool:
         return all(c.passed for c in self.checks)
+
+    @property
+    def timeline(self) -> list[SyncEvent]:
+        """The synchronising events of a simulator run in program order (kind, span, threads); [] elsewhere."""
+        return self.hb.timeline if self.hb is not None else []
+
+    def hb_summary(self) -> str | None:
+        """The one-line happens-before summary of a simulator run (``happens-before: clean (...)``), else None."""
+        return self.hb.summary() if self.hb is not None else None
 
     def summary(self) -> str:
         s = f"backend={self.backend} ({self.mode})"

@@ -7,6 +7,11 @@ As in TVM TIRx, waiting is the program's job (``wait ld`` / ``wait st``).  The C
 simulator and the GPU emulation complete every ld/st at issue, so a missing wait still
 gives the right numbers there — on Blackwell it would not.  This pass walks the kernel in
 program order and reports each such read, so a PASS is not mistaken for a correct kernel.
+
+It serves the runs without the simulator (a GPU launch, ``--launch off``); where the simulator ran,
+its happens-before tracker (:mod:`tilemagic.sim.hb`) is authoritative and reports the same cases
+per thread and register (and more: overwrites of in-flight registers, races, uninitialised data),
+so the pipeline uses one or the other, never both.
 """
 
 from __future__ import annotations

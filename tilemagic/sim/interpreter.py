@@ -9,10 +9,10 @@ Values move as raw bits (fp16 as uint16, ...), so round trips are bit-exact.
 Statements execute in program order for all threads (a legal schedule of a
 correctly synchronised kernel); tcgen05.ld/st complete at issue, so
 ``wait::ld``/``wait::st`` are no-ops, as in the emulation.  Because that schedule hides a
-missing barrier, the simulator records which thread last wrote each shared-memory byte
-and in which barrier interval (``cta_sync`` starts a new one): a thread that reads a byte
-another thread wrote in the same interval is a read-after-write race on a GPU, reported
-in :attr:`Simulator.hazards` (the pipeline shows them as ``hazard:`` warnings).
+missing barrier or wait, every access and synchronising event is reported to a
+:class:`~tilemagic.sim.hb.Tracker` (happens-before: races, in-flight tcgen05 registers,
+uninitialised data); shared memory, registers and TMEM start as :data:`~tilemagic.sim.hb.GARBAGE`.
+The hazards are in :attr:`Simulator.hazards` after :meth:`Simulator.run`.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from ..arch.ldmatrix import ROW_ELEMS, fragment_elements
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
+from .hb import Tracker, garbage
 from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
@@ -45,9 +46,12 @@ class Simulator:
     strict : bool
         Flag TMEM addresses whose quadrant bits are neither 0 nor warp_id % 4
         (:func:`tilemagic.arch.tcgen05.quadrant_mismatch`).
+    tracker : Tracker, optional
+        The happens-before tracker to report to (default: a new one, :attr:`hb`).
     """
 
-    def __init__(self, kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False):
+    def __init__(self, kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False,
+                 tracker: Tracker | None = None):
         self.k = kernel
         n = kernel.threads
         self.n = n
@@ -59,71 +63,15 @@ class Simulator:
                 raise LaunchError(f"input for {b.name} has {a.nbytes} bytes, expected {b.nbytes}")
             self.mem[b.name] = a.view(np.uint8).reshape(-1).copy()
         for b in kernel.shared:
-            self.mem[b.name] = np.zeros(b.nbytes, np.uint8)
-        self.local = {b.name: np.zeros((n, b.nbytes), np.uint8) for b in kernel.locals}
+            self.mem[b.name] = garbage(b.nbytes)  # uninitialised: garbage, and poison for the tracker
+        self.local = {b.name: garbage((n, b.nbytes)) for b in kernel.locals}
         self.tmem = TmemModel(strict)
-        # shared-memory race check: per byte, the last writing thread (-1 none; -2 - k: every thread of
-        # self._writer_sets[k] stored the same value), the barrier interval of that write and its source line
-        self.epoch = 0
-        self._writer_sets: list = []
-        self._writer = {b.name: (np.full(b.nbytes, -1, np.int64), np.full(b.nbytes, -1, np.int64),
-                                 np.zeros(b.nbytes, np.int64))
-                        for b in kernel.shared if b is not kernel.tmem_addr}
-        # (active mask, span) of the statement whose loads are being evaluated
+        self.tmem.cells.view(np.uint8).reshape(-1)[:] = garbage(self.tmem.cells.nbytes)
+        self.hb = tracker if tracker is not None else Tracker(kernel, n, strict)
+        # (active mask, span) of the statement whose loads are being evaluated, and their init bits
         self._read_ctx: tuple[np.ndarray, Span | None] | None = None
-        self.hazards: list = []  # (message, span) of shared-memory races, first per (buffer, write line, read line)
-
-    # ------------------------------------------------------------------ shared-memory races
-    def _note_write(self, buf, byte_off, tids, span):
-        """Record that threads ``tids`` wrote the shared bytes ``byte_off`` (same shapes)."""
-        rec = self._writer.get(buf.name)
-        if rec is None:
-            return
-        byte_off = np.asarray(byte_off, np.int64)
-        rec[0][byte_off.reshape(-1)] = np.broadcast_to(np.asarray(tids, np.int64), byte_off.shape).reshape(-1)
-        byte_off = byte_off.reshape(-1)
-        rec[1][byte_off] = self.epoch
-        rec[2][byte_off] = span.line if span else 0
-
-    def _check_read(self, buf, byte_off, tids, span):
-        """A read of shared bytes ``byte_off`` by threads ``tids`` (same shapes): report a byte another
-        thread wrote since the last ``cta_sync`` (PTX ISA 9.0 §9.7.13.1 bar.sync orders shared memory across
-        the CTA; without it the read may see the old value)."""
-        rec = self._writer.get(buf.name)
-        if rec is None or not np.size(byte_off):
-            return
-        byte_off = np.asarray(byte_off, np.int64).reshape(-1)
-        tids = np.asarray(tids, np.int64).reshape(-1)
-        wt = rec[0][byte_off]
-        bad = (rec[1][byte_off] == self.epoch) & (wt != -1) & (wt != tids)
-        for code in np.unique(wt[bad & (wt <= -2)]):  # written by a set of threads: a reader among them is fine
-            sel = bad & (wt == code)
-            bad[sel] = ~self._writer_sets[-2 - int(code)][tids[sel]]
-        if not bad.any():
-            return
-        i = int(np.argmax(bad))
-        if wt[i] <= -2:
-            wt = wt.copy()
-            wt[i] = int(np.argmax(self._writer_sets[-2 - int(wt[i])]))  # name the first of the writers
-        wline, rline = int(rec[2][byte_off[i]]), (span.line if span else 0)
-        key = (buf.name, wline, rline)
-        if any(k == key for k, _, _ in self.hazards):
-            return
-        elem = int(byte_off[i]) // buf.elem_bytes
-        at = f"L{wline}" if wline else "an earlier statement"
-        msg = (f"hazard: shared-memory race on {buf.name}: thread {int(tids[i])} reads element offset {elem} at "
-               f"L{rline} that thread {int(wt[i])} wrote at {at} with no `cta_sync` in between; the simulator runs "
-               f"ops in program order, a GPU does not — add `cta_sync` after {at}")
-        self.hazards.append((key, msg, span))
-
-    def _check_loads(self, buf, idx):
-        """Loads from shared ``buf`` at element indices ``idx`` (..., threads) by the active threads."""
-        if self._read_ctx is None or buf.name not in self._writer:
-            return
-        mask, span = self._read_ctx
-        tids = np.broadcast_to(np.arange(self.n), idx.shape)
-        sel = np.broadcast_to(mask, idx.shape)
-        self._check_read(buf, idx[sel] * buf.elem_bytes, tids[sel], span)
+        self._read_init: np.ndarray | None = None
+        self.hazards: list = []  # (message, span) of every hazard, after run()
 
     # ------------------------------------------------------------------ helpers
     def _flat(self, buf, indices, env, span=None):
@@ -148,12 +96,28 @@ class Simulator:
         idx = np.asarray(eval_static(e.buf.index_expr(e.indices), self.tid, env, self._load))
         idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, (self.n,)))  # (..., threads)
         self._bounds(e.buf, idx.reshape(-1), e.buf.elem_bytes, None)
-        if e.buf.scope == "shared":
-            self._check_loads(e.buf, idx)
+        if self._read_ctx is not None:
+            self._track_load(e.buf, idx)
         if e.buf.scope == "local":
             view = self.local[e.buf.name].view(_BITS[e.buf.elem_bytes])
             return view[np.broadcast_to(np.arange(self.n), idx.shape), idx]
         return self.mem[e.buf.name].view(_BITS[e.buf.elem_bytes])[idx]
+
+    def _track_load(self, buf, idx):
+        """Loads of ``buf`` at element indices ``idx`` (..., threads) by the active threads: tell the tracker,
+        and AND their init bits into ``_read_init`` (the init of the value being computed)."""
+        if not self.hb.tracks(buf):
+            return
+        mask, span = self._read_ctx
+        sel = np.broadcast_to(mask, idx.shape)
+        eb = buf.elem_bytes
+        tids = np.broadcast_to(self.tid, idx.shape)[sel]
+        ok = np.ones(idx.shape, bool)
+        ok[sel] = self.hb.read(buf, idx[sel][:, None] * eb + np.arange(eb), tids[:, None], span).all(1)
+        self._read_init = ok if self._read_init is None else self._read_init & ok
+
+    def _begin_reads(self, mask, span):
+        self._read_ctx, self._read_init = (mask, span), None
 
     def _bounds(self, buf, idx, nbytes, span, mask=None):
         lim = buf.nbytes // buf.elem_bytes
@@ -166,7 +130,7 @@ class Simulator:
         """Execute; return the global buffers as raw bytes (``name -> uint8 array``)."""
         self.run_stmt(self.k.body, np.ones(self.n, bool), {})
         self.tmem.exit_check()
-        self.hazards = [(msg, span) for _, msg, span in self.hazards]
+        self.hazards = [(h.message, h.span) for h in self.hb.report.hazards]
         return {b.name: self.mem[b.name] for b in self.k.params}
 
     def run_stmt(self, s, mask, env):
@@ -176,8 +140,10 @@ class Simulator:
             for c in s.body:
                 self.run_stmt(c, mask, env)
         elif isinstance(s, ir.Barrier):
-            self.epoch += 1
-        elif isinstance(s, ir.Comment) or isinstance(s, ir.TcgenFence) or isinstance(s, ir.TcgenWait):
+            self.hb.event("cta_sync", np.nonzero(mask)[0], s.span)
+        elif isinstance(s, ir.TcgenWait):
+            self.hb.event(f"wait_{s.kind}", np.nonzero(mask)[0], s.span)
+        elif isinstance(s, ir.Comment) or isinstance(s, ir.TcgenFence):
             return
         elif isinstance(s, ir.If):
             cond = np.broadcast_to(np.asarray(self.eval_expr(s.cond, env, s.span), bool), (self.n,))
@@ -192,7 +158,7 @@ class Simulator:
                     env2[v] = p
                 self.run_stmt(s.body, mask, env2)
         elif isinstance(s, ir.Store):
-            self._read_ctx = (mask, s.span)
+            self._begin_reads(mask, s.span)
             try:
                 val = np.broadcast_to(self.eval_expr(s.value, env, s.span), (self.n,))
             finally:
@@ -204,10 +170,8 @@ class Simulator:
                 self.local[s.buf.name].view(bits)[np.nonzero(mask)[0], idx[mask]] = val[mask]
             else:
                 self.mem[s.buf.name].view(bits)[idx[mask]] = val[mask]
-                if s.buf.name in self._writer:
-                    eb = s.buf.elem_bytes
-                    tids = np.nonzero(mask)[0]
-                    self._note_write(s.buf, idx[mask][:, None] * eb + np.arange(eb), tids[:, None], s.span)
+            self._track_store(s.buf, idx[mask], np.nonzero(mask)[0], val[mask], s.span,
+                              np.broadcast_to(True if self._read_init is None else self._read_init, (self.n,))[mask])
         elif isinstance(s, ir.VecMove):
             self._vecmove(s, mask, env)
         elif isinstance(s, ir.TcgenLdSt):
@@ -218,6 +182,13 @@ class Simulator:
             self._alloc_op(s, mask)
         else:
             raise TypeError(f"cannot simulate {type(s).__name__}")
+
+    def _track_store(self, buf, idx, tids, val, span, init):
+        """Element stores (``idx``, ``tids``, ``val``, ``init`` of one shape) for the tracker, byte by byte."""
+        eb = buf.elem_bytes
+        raw = np.ascontiguousarray(np.asarray(val).astype(_BITS[eb], copy=False)).view(np.uint8).reshape(-1, eb)
+        self.hb.write(buf, idx.reshape(-1, 1) * eb + np.arange(eb), tids.reshape(-1, 1), span,
+                      np.asarray(init).reshape(-1, 1), value=raw)
 
     def _grid_store(self, s: ir.Grid, mask, env, chunk: int = 1 << 15):
         """A serial loop of independent element stores, run in chunks of iterations at once.
@@ -233,22 +204,19 @@ class Simulator:
         bits = _BITS[st.buf.elem_bytes]
         active = np.nonzero(mask)[0]
         same = st.buf.scope != "local" and not _uses_threads(st)
+        every = active
         if same:
             active = active[:1]  # every thread stores the same value at the same place: do it once
-        writer = None
-        if same and np.count_nonzero(mask) > 1:  # every active thread stored the same values: remember them all
-            self._writer_sets.append(mask.copy())
-            writer = -1 - len(self._writer_sets)
-        eb = st.buf.elem_bytes
         for start in range(0, total, chunk):
             lin = np.arange(start, min(total, start + chunk), dtype=np.int64)
             coords = np.unravel_index(lin, s.extents)
             env2 = dict(env)
             for v, c in zip(s.vars, coords):
                 env2[v] = c[:, None]  # iterations × threads
-            self._read_ctx = (mask, st.span)
+            self._begin_reads(mask, st.span)
             try:
                 val = np.broadcast_to(self.eval_expr(st.value, env2, st.span), (lin.size, self.n))[:, active]
+                vinit = np.broadcast_to(True if self._read_init is None else self._read_init, (lin.size, self.n))
             finally:
                 self._read_ctx = None
             idx = np.broadcast_to(self._flat(st.buf, st.indices, env2, st.span), (lin.size, self.n))[:, active]
@@ -258,9 +226,10 @@ class Simulator:
                 self.local[st.buf.name].view(bits)[rows.reshape(-1), idx.reshape(-1)] = val.reshape(-1)
             else:
                 self.mem[st.buf.name].view(bits)[idx.reshape(-1)] = val.reshape(-1)
-                if st.buf.name in self._writer:
-                    who = np.full(idx.shape, writer) if writer is not None else np.broadcast_to(active, idx.shape)
-                    self._note_write(st.buf, idx.reshape(-1, 1) * eb + np.arange(eb), who.reshape(-1, 1), st.span)
+            sh = (lin.size, every.size)  # (a broadcast store: every active thread stored these same bytes)
+            self._track_store(st.buf, np.broadcast_to(idx[:, :1], sh) if same else idx, np.broadcast_to(every, sh),
+                              np.broadcast_to(val[:, :1], sh) if same else val, st.span,
+                              np.broadcast_to(vinit[:, every[:1]], sh) if same else vinit[:, every])
 
     def _byte_index(self, buf, idx, nbytes, mask, span):
         idx = np.broadcast_to(idx, (self.n,))
@@ -280,13 +249,13 @@ class Simulator:
         if s.src.scope == "local":
             data = self.local[s.src.name][rows[:, None], so]
         else:
-            self._check_read(s.src, so, np.broadcast_to(rows[:, None], so.shape), s.span)
             data = self.mem[s.src.name][so]
+        init = self.hb.read(s.src, so, np.broadcast_to(rows[:, None], so.shape), s.span)
         if s.dst.scope == "local":
             self.local[s.dst.name][rows[:, None], do] = data
         else:
             self.mem[s.dst.name][do] = data
-            self._note_write(s.dst, do, np.broadcast_to(rows[:, None], do.shape), s.span)
+        self.hb.write(s.dst, do, np.broadcast_to(rows[:, None], do.shape), s.span, init, value=data)
 
     def _warps(self, mask, span):
         """Active warps; a partially active warp is an error (.sync.aligned)."""
@@ -321,14 +290,19 @@ class Simulator:
                 raise LaunchError(f"{s.chain}: register word {int(w.max())} is outside {s.local.name}", s.span)
             half = np.stack([lo[:, i], hi[:, i]], -1)[..., None] * 2 + np.arange(2)  # bytes of the two halves
             who = np.broadcast_to(tids[..., None, None], half.shape)
+            rbytes = w[..., None] * 4 + np.arange(4)  # the register word's bytes (low half first)
+            rwho = np.broadcast_to(tids[..., None], rbytes.shape)
             if s.op == "ld":
-                self._check_read(s.smem, half, who, s.span)
+                init = self.hb.read(s.smem, half, who, s.span).reshape(rbytes.shape)
                 regs[tids, w] = smem[lo[:, i]].astype(np.uint32) | (smem[hi[:, i]].astype(np.uint32) << 16)
+                self.hb.write(s.local, rbytes, rwho, s.span, init)
             else:
+                init = self.hb.read(s.local, rbytes, rwho, s.span).reshape(half.shape)
                 val = regs[tids, w]
                 smem[lo[:, i]] = (val & 0xFFFF).astype(np.uint16)
                 smem[hi[:, i]] = (val >> 16).astype(np.uint16)
-                self._note_write(s.smem, half, who, s.span)
+                self.hb.write(s.smem, half, who, s.span, init,
+                              value=np.ascontiguousarray(val).view(np.uint8).reshape(half.shape))
 
     def _taddr(self, addr_buf):
         return int(self.mem[addr_buf.name].view(np.uint32)[0])
@@ -347,26 +321,36 @@ class Simulator:
         else:
             self.tmem.cells[lane, col] = regs[tids[:, None], ridx[None, :]]
             self.tmem.touched[lane, col] = True
+        four = np.arange(4)  # register word r of thread i <-> TMEM cell (lane, col)[i, r], byte by byte
+        self.hb.event(f"tcgen05.{s.op}", tids, s.span, local=s.local,
+                      values=np.ascontiguousarray(regs[tids[:, None], ridx[None, :]]).view(np.uint8),
+                      regs=np.broadcast_to((ridx[:, None] * 4 + four).reshape(-1), (tids.size, ridx.size * 4)),
+                      cells=(((lane * 512 + col) * 4)[..., None] + four).reshape(tids.size, -1))
 
     def _alloc_op(self, s, mask):
         for w in self._warps(mask, s.span):
+            warp = np.arange(32) + 32 * int(w)
             if isinstance(s, ir.TcgenAlloc):
                 addr = self.tmem.alloc(s.ncols, int(w), s.span)
                 self.mem[s.addr.name].view(np.uint32)[0] = addr
+                self.hb.event("alloc", warp, s.span, cols=(addr & 0xFFFF, s.ncols))
             elif isinstance(s, ir.TcgenRelinquish):
                 self.tmem.relinquish()
+                self.hb.event("relinquish", warp, s.span)
             else:
+                self.hb.event("dealloc", warp, s.span)
                 self.tmem.dealloc(self._taddr(s.addr), s.ncols, int(w), s.span)
 
 
 def simulate(kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False,
-             hazards: list | None = None) -> dict[str, np.ndarray]:
+             hazards: list | None = None, tracker: Tracker | None = None) -> dict[str, np.ndarray]:
     """Run ``kernel`` on the CPU; return every global buffer after the kernel, viewed like its input.
 
-    ``hazards``, when given, receives the ``(message, span)`` of each shared-memory race the run
-    saw (:attr:`Simulator.hazards`).
+    ``tracker``, when given, is the :class:`~tilemagic.sim.hb.Tracker` the run reports every access and
+    event to (``tracker.finish()`` then gives the happens-before report); ``hazards``, when given,
+    receives the ``(message, span)`` of each hazard it found (:attr:`Simulator.hazards`).
     """
-    sim = Simulator(kernel, inputs, strict)
+    sim = Simulator(kernel, inputs, strict, tracker)
     raw = sim.run()
     if hazards is not None:
         hazards.extend(sim.hazards)

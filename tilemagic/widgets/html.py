@@ -562,7 +562,7 @@ def launch_html(result) -> str:
     checks = []
     for c in launch.checks:
         style = _VERDICT["chosen"] if c.passed else _VERDICT["rejected"]
-        extra = "" if c.passed else f" ({c.mismatches} of {c.total} elements differ)"
+        extra = str(c)[len(f"check {c.text}: {c.status}"):]  # (the mismatch / uninitialised note)
         mark = f" tm-line tm-L{int(c.line)}" if c.line is not None else ""
         checks.append(f'<div class="tm-check{mark}"{_line_attr(c.line)} style="{FONT};font-size:12px;margin:2px 0">'
                       f'<span style="{_BADGE};{style}">{c.status}</span> '
@@ -572,6 +572,9 @@ def launch_html(result) -> str:
             checks.append(f'<div class="tm-mismatches" style="{FONT};font-size:12px;margin:0 0 4px 12px">'
                           f'{escape(first[0])}<pre style="{_PRE}">{escape(chr(10).join(first[1:]))}</pre></div>')
     parts.append("".join(checks) or f'<div style="{FONT};font-size:12px;color:#57606a">(no checks)</div>')
+    hb = launch.hb_summary()
+    if hb:
+        parts.append(f'<div class="tm-hb" style="{FONT};font-size:12px;margin:2px 0">{escape(hb)}</div>')
     if launch.timing:
         items = "".join(f"<li>{escape(str(k))}: {escape(str(launch.timing[k]))}</li>" for k in sorted(launch.timing))
         parts.append(f'<div style="{FONT};font-size:12px">timing:<ul style="margin:2px 0">{items}</ul></div>')

@@ -225,6 +225,8 @@ def render_text(result) -> str:
             body_l += ["  " + x for x in mismatch_lines(getattr(c, "first", ()), c.mismatches)]
         if not launch.checks:
             body_l.append("(no checks)")
+        if launch.hb_summary():
+            body_l.append(launch.hb_summary())
         if launch.timing:
             body_l.append("timing:")
             for key in sorted(launch.timing):

@@ -16,6 +16,7 @@ import pytest
 
 from tilemagic.errors import LaunchError
 from tilemagic.ir import nodes as ir
+from tilemagic.sim.hb import GARBAGE
 from tilemagic.sim import Simulator
 
 SMEM = 4096  # 16-bit elements
@@ -87,7 +88,7 @@ def test_ldmatrix_matches_the_ptx_decoder(num, trans, warps):
             for i in range(num):
                 assert got[32 * w + t, regs[i].value] == want[t][i], (w, t, i)
     untouched = [j for j in range(4) if j not in {r.value for r in regs}]
-    assert not got[:, untouched].any()
+    assert (got[:, untouched] == GARBAGE.view(np.uint32)[0]).all()  # registers start as garbage, untouched
 
 
 @pytest.mark.parametrize("trans", [False, True], ids=["row", "trans"])
@@ -99,9 +100,10 @@ def test_stmatrix_matches_the_ptx_decoder(num, trans):
     sim = Simulator(k, {"ADDR": rows.reshape(-1).astype(np.int32)})
     words = rng.integers(0, 1 << 32, (32, 4), dtype=np.uint32)
     sim.local["r"].view(np.uint32)[:] = words
+    before = sim.mem["S"].view(np.uint16).tolist()  # uninitialised shared memory: garbage
     sim.run_stmt(k.body, np.ones(32, bool), {})
     reg_vals = [[int(words[t, regs[i].value]) for i in range(num)] for t in range(32)]
-    want = decode_st([0] * SMEM, rows[0].tolist(), reg_vals, num, trans)
+    want = decode_st(before, rows[0].tolist(), reg_vals, num, trans)
     np.testing.assert_array_equal(sim.mem["S"].view(np.uint16), want)
 
 

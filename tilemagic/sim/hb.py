@@ -1,0 +1,738 @@
+"""Happens-before tracking for the CPU simulator: races, in-flight tcgen05 registers, uninitialised data.
+
+The simulator runs every statement for all active threads at once, in program order — one legal
+schedule of a correctly synchronised kernel.  A kernel that is *not* correctly synchronised still
+gives the right numbers under that schedule, so :class:`Tracker` models *when* data is visible,
+independently of the order the executor happened to pick:
+
+* **Vector clocks.**  ``known[t, w]`` is the index of the latest synchronising event of thread ``w``
+  that happens before thread ``t``'s current point (0: none).  Events get increasing indices
+  1, 2, …; an access is stamped with the index ``G`` of the last event so far, so an access of
+  ``w`` with stamp ``s`` is ordered before the current point of ``t`` iff ``w == t`` (program order)
+  or ``known[t, w] > s`` (some event of ``w`` after the access reached ``t``).  ``cta_sync``
+  (``bar.sync 0``, PTX ISA 9.0 §9.7.13.1; with TMEM the lowering fences it with
+  ``tcgen05.fence::before/after_thread_sync``, §9.7.16.9) joins the clocks of its threads.  A
+  pairwise edge (an mbarrier arrive → wait, a commit group) only has to call :meth:`Tracker._join`
+  with its two sides.
+* **Shadow memory, one entry per byte.**  For every byte of shared memory, of TMEM
+  (``(lane * 512 + col) * 4 + byte``) and of each global buffer the kernel writes: the last writer
+  (thread, access id) and the last reader (thread, access id); an access id names the statement
+  and the stamp.  A byte read by two threads that are not ordered goes to a *read-shared* state
+  that keeps the latest stamp; a write is ordered after it only when the writer knows every
+  thread's clock past that stamp (exact for ``cta_sync``; conservative for pairwise edges).
+  Global buffers the kernel never writes have no shadow (nothing can race on them and they are
+  initialised); a global buffer that is written but never read keeps no reader side.  Sizes:
+  shared/TMEM 13 bytes per byte, global 7 bytes (writer + init) or 13 (read and written).
+* **Registers** (per thread, so never raced): an init bit and an in-flight state per byte: the
+  destination of a ``tcgen05.ld`` until that thread's ``tcgen05.wait::ld``, the source of a
+  ``tcgen05.st`` until ``tcgen05.wait::st`` (PTX ISA 9.0 §9.7.16.6, §9.7.16.8.5).  TMEM cells a
+  ``tcgen05.st`` writes stay in flight for every reader until the issuing thread's ``wait::st``.
+* **Poison.**  Shared memory, registers and TMEM start uninitialised (the simulator fills them with
+  :data:`GARBAGE`, so a check against zeros cannot pass by luck); every byte carries an init bit,
+  a store copies the init bits of what it stored, a read of an uninitialised byte is a hazard,
+  and the global bytes left uninitialised at the end are :attr:`HBReport.poison`.
+
+Broadcast stores: when several threads execute the *same* store statement and write *identical*
+bytes to the same place (the elected lane of every warp storing one tile, as TVM's fallback does),
+the bytes are not reported.  In the PTX memory model (PTX ISA 9.0 §8.6) two conflicting writes
+not ordered by synchronisation are formally a data race even with equal values, but every
+outcome of that race is the same value, so no reader can observe it; such bytes remember the
+*set* of writers, and a reader outside the set still races with them.  Writes of different values,
+or by different statements, are reported (write after write).  When the co-writers differ from
+byte to byte within one statement, each byte keeps its own set (up to :data:`MAX_WRITER_SETS`
+distinct sets per statement; beyond that only the last writer is remembered, and a later reader
+among the others is reported: conservative, never silent).
+
+Races are reported per pair of statements (first occurrence, with the buffer, the element and
+both threads); each call is one statement, so reports are found with NumPy over the call's bytes,
+never a Python loop per byte or per thread.
+
+Where the analysis cannot decide — an index or a condition computed from loaded data, whose
+value this run fixes but another input would not — the report is *incomplete*, never clean.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..arch import tcgen05 as tc
+from ..errors import Span
+from ..ir import nodes as ir
+
+#: The byte pattern uninitialised shared memory, registers and TMEM start with (``0xDEADBEEF``, little
+#: endian per 32-bit word): never zero, never a small integer, recognisable in a dump.
+GARBAGE = np.frombuffer(np.uint32(0xDEADBEEF).tobytes(), np.uint8)
+
+TMEM_BYTES = tc.TMEM_LANES * tc.TMEM_COLS * 4
+
+_NONE, _SHARED = -1, -2  # reader states (>= 0: the one reader)
+_LD, _ST = 1, 2  # register in-flight states
+#: Distinct writer sets one broadcast store may create before the tracker keeps only the last writer.
+MAX_WRITER_SETS = 1024
+#: Timeline entries kept (a kernel with a barrier in a long loop keeps a count of the rest).
+TIMELINE_CAP = 4096
+
+
+def garbage(shape: int | tuple[int, ...]) -> np.ndarray:
+    """A ``uint8`` array of ``shape`` filled with :data:`GARBAGE` (along the last axis)."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    n = shape[-1] if shape else 1
+    row = np.tile(GARBAGE, -(-n // GARBAGE.size))[:n]
+    return np.broadcast_to(row, shape).copy()
+
+
+@dataclass(frozen=True)
+class Hazard:
+    """One reported hazard.
+
+    Attributes
+    ----------
+    kind : str
+        ``"raw"``, ``"war"``, ``"waw"`` (races between threads), ``"ld-read"``, ``"ld-overwrite"``
+        (registers of an in-flight ``tcgen05.ld``), ``"st-overwrite"`` (source registers of an
+        in-flight ``tcgen05.st``), ``"st-read"`` (TMEM an in-flight ``tcgen05.st`` writes),
+        ``"st-dealloc"``, ``"uninit"``.
+    message : str
+        The ``hazard: ...`` text (names both lines).
+    span, other_span : Span or None
+        The access that found the hazard, and the earlier one it conflicts with.
+    buffer : str
+        Buffer name (``"TMEM"`` for tensor memory).
+    element : int or tuple
+        Element offset in the buffer, (lane, column) in TMEM, or register word of a thread.
+    threads : tuple of int
+        The thread of ``span`` and the thread of ``other_span`` (the same for in-flight hazards).
+    """
+
+    kind: str
+    message: str
+    span: Span | None
+    other_span: Span | None
+    buffer: str
+    element: int | tuple
+    threads: tuple[int, int]
+
+
+@dataclass(frozen=True)
+class SyncEvent:
+    """A synchronising or asynchronous event in the timeline: ``kind`` (``cta_sync``, ``tcgen05.ld``,
+    ``tcgen05.st``, ``wait_ld``, ``wait_st``, ``alloc``, ``dealloc``, ...), where, and the threads
+    (CTA-linear ids, ``int32``) that took part."""
+
+    kind: str
+    index: int
+    span: Span | None
+    threads: np.ndarray = field(repr=False, compare=False)
+
+
+@dataclass
+class HBReport:
+    """What :meth:`Tracker.finish` found.
+
+    Attributes
+    ----------
+    hazards : list of Hazard
+    incomplete : list of (str, Span or None)
+        Why the analysis cannot call the run clean.
+    timeline : list of SyncEvent
+        Events in program order (at most :data:`TIMELINE_CAP`; ``timeline_dropped`` counts the rest).
+    poison : dict of str -> numpy.ndarray
+        Per global buffer the kernel writes: ``bool`` per byte, True where the final content is
+        uninitialised (a store of poison).
+    accesses : int
+        Memory accesses seen, counted per thread and byte (accesses to buffers nothing can race on or leave
+        uninitialised — global inputs the kernel never writes — are not counted: :meth:`Tracker.tracks`).
+    sync_events : int
+        Synchronising events (``cta_sync`` and later pairwise edges).
+    """
+
+    hazards: list[Hazard] = field(default_factory=list)
+    incomplete: list[tuple[str, Span | None]] = field(default_factory=list)
+    timeline: list[SyncEvent] = field(default_factory=list)
+    timeline_dropped: int = 0
+    poison: dict[str, np.ndarray] = field(default_factory=dict)
+    accesses: int = 0
+    sync_events: int = 0
+
+    @property
+    def clean(self) -> bool:
+        return not self.hazards and not self.incomplete
+
+    def summary(self) -> str:
+        """The one-line summary the reports show."""
+        if self.hazards:
+            n = len(self.hazards)
+            s = f"happens-before: {n} hazard{'s' if n != 1 else ''}"
+            return s + (f"; incomplete: {self.incomplete[0][0]}" if self.incomplete else "")
+        if self.incomplete:
+            return f"happens-before: incomplete: {self.incomplete[0][0]}"
+        ev = "sync event" if self.sync_events == 1 else "sync events"
+        return f"happens-before: clean ({self.accesses} accesses, {self.sync_events} {ev})"
+
+
+def _line(span: Span | None) -> str:
+    return f"L{span.line}" if span else "the kernel epilogue"
+
+
+class _Space:
+    """Shadow state of one flat byte space (a shared or global buffer, or TMEM)."""
+
+    def __init__(self, name: str, label: str, nbytes: int, elem_bytes: int, tdt, *, reads: bool, writes: bool,
+                 init: bool | None):
+        self.name, self.label, self.elem_bytes = name, label, elem_bytes
+        self.has_w, self.has_r, self.has_init = writes, reads and writes, init is not None
+        # (a side that is not tracked is an empty array)
+        self.wt: np.ndarray = np.full(nbytes if self.has_w else 0, _NONE, tdt)
+        self.wa: np.ndarray = np.zeros(nbytes if self.has_w else 0, np.int32)
+        self.rt: np.ndarray = np.full(nbytes if self.has_r else 0, _NONE, tdt)
+        self.ra: np.ndarray = np.zeros(nbytes if self.has_r else 0, np.int32)
+        self.init: np.ndarray = np.full(nbytes if self.has_init else 0, bool(init))
+
+    def element(self, byte: int) -> int | tuple:
+        if self.name == "TMEM":
+            cell = byte // 4
+            return (cell // tc.TMEM_COLS, cell % tc.TMEM_COLS)
+        return byte // self.elem_bytes
+
+    def where(self, byte: int) -> str:
+        e = self.element(byte)
+        if isinstance(e, tuple):
+            return f"TMEM lane {e[0]} column {e[1]}"
+        return f"{self.name} element {e}"
+
+
+class Tracker:
+    """Happens-before state of one simulated CTA; the simulator calls it at every access point.
+
+    Parameters
+    ----------
+    kernel : tilemagic.ir.nodes.Kernel
+        Sizes the shadow memory (shared, global written, local, TMEM) and is scanned once for
+        data-dependent indices and conditions (:meth:`incomplete`).
+    nthreads : int
+        Threads of the CTA.
+    strict : bool
+        Kept for the caller (``--strict`` turns hazards into errors; the tracker reports the same).
+
+    Notes
+    -----
+    Contract for callers: within one thread, calls come in program order; one call covers one
+    statement, or many loop iterations of one statement when batching does not reorder two
+    accesses of the same thread to the same byte (a statement's reads before its writes).  Arrays
+    ``off`` and ``tids`` are ``int64`` of the same shape.  Races between threads are found whatever
+    order the executor ran them in.
+    """
+
+    def __init__(self, kernel: ir.Kernel, nthreads: int, strict: bool = False):
+        self.kernel, self.n, self.strict = kernel, nthreads, strict
+        self._tdt = np.int16 if nthreads < 2 ** 15 - 8 else np.int32
+        self.known = np.zeros((nthreads, nthreads), np.int32)  # vector clocks: known[t, w]
+        self.G = 0  # index of the last synchronising event
+        self._frontier: np.ndarray | None = None
+        self._aid: dict[tuple[Span | None, int], int] = {}
+        self._aid_span: list[Span | None] = [None]
+        self._aid_stamp = np.zeros(64, np.int32)
+        self._sets: list[np.ndarray] = []  # writer sets (bool masks over threads)
+        self._set_ids: dict[bytes, int] = {}
+        self.report = HBReport()
+        self._seen: set = set()
+        written, read = _written_and_read(kernel)
+        self.spaces: dict[str, _Space] = {}
+        for b in kernel.params:
+            if b.name in written:
+                self.spaces[b.name] = _Space(b.name, "global-memory", b.nbytes, b.elem_bytes, self._tdt,
+                                             reads=b.name in read, writes=True, init=True)
+        for b in kernel.shared:
+            if b is not kernel.tmem_addr:  # written by the allocation (modelled by the alloc event)
+                self.spaces[b.name] = _Space(b.name, "shared-memory", b.nbytes, b.elem_bytes, self._tdt,
+                                             reads=True, writes=True, init=False)
+        self.tmem = _Space("TMEM", "TMEM", TMEM_BYTES, 4, self._tdt, reads=True, writes=True, init=False)
+        # registers: init bit, in-flight state and the access id that set it, per (thread, byte)
+        self.regs = {b.name: (np.zeros((nthreads, b.nbytes), bool), np.zeros((nthreads, b.nbytes), np.int8),
+                              np.zeros((nthreads, b.nbytes), np.int32)) for b in kernel.locals}
+        self.st_owner = np.full(TMEM_BYTES, _NONE, self._tdt)  # TMEM bytes an in-flight tcgen05.st writes
+        self.st_aid = np.zeros(TMEM_BYTES, np.int32)
+        for reason, span in _data_dependent(kernel):
+            self.incomplete(reason, span)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _access_id(self, span: Span | None) -> int:
+        key = (span, self.G)
+        a = self._aid.get(key)
+        if a is None:
+            a = len(self._aid_span)
+            self._aid[key] = a
+            self._aid_span.append(span)
+            if a >= self._aid_stamp.size:
+                self._aid_stamp = np.concatenate([self._aid_stamp, np.zeros_like(self._aid_stamp)])
+            self._aid_stamp[a] = self.G
+        return a
+
+    def _frontier_of(self, tids: np.ndarray) -> np.ndarray:
+        """For each thread, the oldest stamp it knows of every other thread (diagonal excluded)."""
+        if self._frontier is None:
+            k = self.known.copy()
+            np.fill_diagonal(k, np.iinfo(np.int32).max)
+            self._frontier = k.min(axis=1) if self.n > 1 else np.full(self.n, np.iinfo(np.int32).max, np.int32)
+        return self._frontier[tids]
+
+    def _join(self, tids: np.ndarray) -> None:
+        """A synchronising event among ``tids``: each learns what any of them knew, and the event itself."""
+        self.G += 1
+        self.report.sync_events += 1
+        if tids.size == self.n:
+            self.known[:] = self.G
+        else:
+            rows = self.known[tids].max(axis=0)
+            self.known[np.ix_(tids, np.arange(self.n))] = rows
+            self.known[np.ix_(tids, tids)] = self.G
+        self._frontier = None
+
+    def _set_id(self, tids: np.ndarray) -> int:
+        mask = np.zeros(self.n, bool)
+        mask[tids] = True
+        key = mask.tobytes()
+        k = self._set_ids.get(key)
+        if k is None:
+            k = self._set_ids[key] = len(self._sets)
+            self._sets.append(mask)
+        return -2 - k
+
+    def _hazard(self, kind, key, message, span, other_span, buffer, element, threads) -> None:
+        if key in self._seen:
+            return
+        self._seen.add(key)
+        self.report.hazards.append(Hazard(kind, message, span, other_span, buffer, element, threads))
+
+    def _unordered(self, tids: np.ndarray, prev: np.ndarray, stamp: np.ndarray, members_ok: bool) -> np.ndarray:
+        """Is each previous access (thread or writer-set code ``prev``, ``stamp``) NOT ordered before the
+        current point of ``tids``?  ``members_ok``: a thread of a writer set is ordered with the set."""
+        bad = np.zeros(tids.shape, bool)
+        single = prev >= 0
+        if single.any():
+            t, p = tids[single], prev[single].astype(np.int64)
+            bad[single] = (t != p) & (self.known[t, p] <= stamp[single])
+        sets = prev <= -2
+        if sets.any():
+            for code in np.unique(prev[sets]):
+                sel = prev == code
+                mask = self._sets[-2 - int(code)]
+                who = np.nonzero(mask)[0]
+                t = tids[sel]
+                km = self.known[np.ix_(t, who)]
+                km = np.where(t[:, None] == who[None, :], np.iinfo(np.int32).max, km)
+                b = km.min(axis=1) <= stamp[sel]
+                if members_ok:
+                    b &= ~mask[t]
+                bad[sel] = b
+        return bad
+
+    # ------------------------------------------------------------------ accesses in one byte space
+    def _check_writer(self, sp: _Space, off, ix, tids, span, kind: str) -> None:
+        """Report the first byte whose last write is not ordered before this access (``raw``: a read, a
+        member of a writer set is fine; ``waw``: a write, the set's other members must be ordered)."""
+        prev = sp.wt[ix]
+        cand = np.nonzero((prev != _NONE) & (prev != tids))[0]
+        if not cand.size:
+            return
+        bad = self._unordered(tids[cand], prev[cand], self._aid_stamp[sp.wa[off[cand]]], kind == "raw")
+        if bad.any():
+            i = cand[int(np.argmax(bad))]
+            w, wa = int(prev[i]), int(sp.wa[off[i]])
+            if w <= -2:  # name a writer of the set other than this thread
+                others = self._sets[-2 - w].copy()
+                others[int(tids[i])] = False
+                w = int(np.argmax(others))
+            self._race(kind, sp, int(off[i]), int(tids[i]), span, w, self._aid_span[wa])
+
+    def _reads_unordered(self, sp: _Space, ix, tids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per byte: is its last read (one thread, or read-shared) NOT ordered before ``tids``' current point?
+        Also the reader states and stamps."""
+        r0 = sp.rt[ix]
+        s0 = self._aid_stamp[sp.ra[ix]]
+        bad = (r0 == _SHARED) & (self._frontier_of(tids) <= s0)
+        single = r0 >= 0
+        if single.any():
+            rr = np.where(single, r0, 0).astype(np.int64)
+            bad |= single & (r0 != tids) & (self.known[tids, rr] <= s0)
+        return bad, r0, s0
+
+    def _space_read(self, sp: _Space, off, tids, span, aid) -> np.ndarray:
+        ix = _index(off)
+        init = np.array(sp.init[ix]) if sp.has_init else np.ones(off.shape, bool)  # (a copy, not a view)
+        if sp.has_w and off.size:
+            self._check_writer(sp, off, ix, tids, span, "raw")
+        if sp.has_r and off.size:
+            shared, _, _ = self._reads_unordered(sp, ix, tids)
+            new = np.where(shared, _SHARED, tids).astype(sp.rt.dtype)
+            sp.rt[ix] = new
+            sp.ra[ix] = aid
+            dup = sp.rt[ix] != new  # two threads read this byte in this call
+            if dup.any():
+                sp.rt[off[dup]] = _SHARED
+        self.report.accesses += int(off.size)
+        return init
+
+    def _space_write(self, sp: _Space, off, tids, span, aid, init, value) -> None:
+        if not sp.has_w or not off.size:
+            return
+        ix = _index(off)
+        self._check_writer(sp, off, ix, tids, span, "waw")
+        if sp.has_r:
+            bad, r0, s0 = self._reads_unordered(sp, ix, tids)
+            if bad.any():
+                i = int(np.argmax(bad))
+                r = int(r0[i])
+                if r == _SHARED:  # name a reader the writer is not ordered after: any other thread
+                    r = int(np.argmax(self.known[int(tids[i])] <= s0[i]))
+                    r = r if r != int(tids[i]) else (r + 1) % self.n
+                self._race("war", sp, int(off[i]), int(tids[i]), span, r, self._aid_span[int(sp.ra[off[i]])])
+            sp.rt[ix] = _NONE  # reads before an ordered write are ordered before every later access after it
+        new = tids.astype(sp.wt.dtype)
+        sp.wt[ix] = new
+        sp.wa[ix] = aid
+        dup = np.nonzero(sp.wt[ix] != new)[0]
+        if dup.size:
+            self._same_statement_writes(sp, off, tids, span, aid, value, dup)
+        if sp.has_init:
+            sp.init[ix] = init
+        self.report.accesses += int(off.size)
+
+    def _same_statement_writes(self, sp: _Space, off, tids, span, aid, value, dup) -> None:
+        """Bytes several threads wrote in one call: a broadcast of identical bytes, or a race."""
+        bytes_ = np.unique(off[dup])
+        sel = np.nonzero(np.isin(off, bytes_))[0]
+        o, t = off[sel], tids[sel]
+        order = np.lexsort((t, o))
+        o, t = o[order], t[order]
+        same_byte = o[1:] == o[:-1]
+        if value is None:
+            differ = same_byte & (t[1:] != t[:-1])
+        else:
+            v = np.asarray(value).reshape(-1)[sel][order]
+            differ = same_byte & (t[1:] != t[:-1]) & (v[1:] != v[:-1])
+        if differ.any():
+            i = int(np.argmax(differ))
+            self._race("waw", sp, int(o[i]), int(t[i + 1]), span, int(t[i]), span, same_call=True)
+            return
+        # identical bytes: remember each byte's set of writers (a bounded number of distinct sets)
+        pairs = np.unique(o * self.n + t)  # (byte, thread) once each, sorted by byte then thread
+        pb, pt = pairs // self.n, pairs % self.n
+        starts = np.searchsorted(pb, bytes_)
+        count = np.diff(np.append(starts, pb.size))
+        width = int(count.max())
+        if width > 64:
+            callers = np.unique(tids)
+            if np.all(count == callers.size) and len(self._sets) < np.iinfo(sp.wt.dtype).max - 8:
+                sp.wt[bytes_] = self._set_id(callers)
+            return
+        table = np.full((bytes_.size, width), -1, np.int64)
+        table[np.repeat(np.arange(bytes_.size), count), np.arange(pb.size) - np.repeat(starts, count)] = pt
+        sets, which = np.unique(table, axis=0, return_inverse=True)
+        if sets.shape[0] > MAX_WRITER_SETS or len(self._sets) + sets.shape[0] > np.iinfo(sp.wt.dtype).max - 8:
+            return  # (too many distinct co-writer sets: keep the last writer; conservative)
+        codes = np.array([self._set_id(row[row >= 0]) for row in sets], np.int64)
+        sp.wt[bytes_] = codes[which.reshape(-1)].astype(sp.wt.dtype)
+
+    def _race(self, kind, sp: _Space, byte, t, span, other, other_span, same_call=False) -> None:
+        a, b = _line(span), _line(other_span)
+        where = sp.where(byte)
+        if kind == "raw":
+            msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} reads {where} at {a} that thread {other} "
+                   f"wrote at {b} with no synchronisation in between (read after write)")
+        elif kind == "war":
+            msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} writes {where} at {a} that thread {other} "
+                   f"read at {b} with no synchronisation in between (write after read)")
+        elif same_call:
+            msg = (f"hazard: {sp.label} race on {sp.name}: threads {other} and {t} write different values to "
+                   f"{where} at {a} (write after write)")
+        else:
+            msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} writes {where} at {a} that thread {other} "
+                   f"also wrote at {b} with no synchronisation in between (write after write)")
+        if sp.name == "TMEM":
+            msg += " — on a GPU the two tcgen05 operations may run in either order"
+        else:
+            msg += f"; the simulator runs ops in program order, a GPU does not — add `cta_sync` after {b}"
+        key = (kind, sp.name, other_span, span)
+        self._hazard(kind, key, msg, span, other_span, sp.name, sp.element(byte), (t, other))
+
+    def _uninit(self, name, label, where, t, span, init) -> None:
+        if init.all():
+            return
+        verb = "start" if label == "registers" else "starts"
+        msg = (f"hazard: uninitialised read: thread {t} reads {where} at {_line(span)}, which nothing initialised "
+               f"(never written, or written from uninitialised data; {label} {verb} as garbage, "
+               f"{GARBAGE.view(np.uint32)[0]:#x} here)")
+        self._hazard("uninit", ("uninit", name, span), msg, span, None, name, where, (t, t))
+
+    # ------------------------------------------------------------------ registers
+    def _reg_read(self, buf: ir.Buffer, off, tids, span, aid, what="read") -> np.ndarray:
+        init, pend, paid = self.regs[buf.name]
+        p = pend[tids, off]
+        if (p == _LD).any():
+            i = int(np.argmax(p == _LD))
+            ld = self._aid_span[int(paid[tids[i], off[i]])]
+            t = int(tids[i])
+            msg = (f"hazard: registers of {buf.name} are {what} at {_line(span)} before `wait ld`; the tcgen05.ld at "
+                   f"{_line(ld)} that writes them is asynchronous (PTX ISA 9.0 §9.7.16.8.5) (thread {t}, "
+                   f"register {int(off[i]) // 4})")
+            self._hazard("ld-read", ("ld-read", buf.name, ld, span), msg, span, ld, buf.name, int(off[i]) // 4, (t, t))
+        self.report.accesses += int(off.size)
+        return init[tids, off]
+
+    def _reg_write(self, buf: ir.Buffer, off, tids, span, aid, init) -> None:
+        ini, pend, paid = self.regs[buf.name]
+        p = pend[tids, off]
+        for state, kind, wait, verb in ((_LD, "ld-overwrite", "ld", "writes them"),
+                                        (_ST, "st-overwrite", "st", "reads them")):
+            hit = p == state
+            if hit.any():
+                i = int(np.argmax(hit))
+                other = self._aid_span[int(paid[tids[i], off[i]])]
+                t = int(tids[i])
+                msg = (f"hazard: registers of {buf.name} are overwritten at {_line(span)} before `wait {wait}`; the "
+                       f"tcgen05.{wait} at {_line(other)} {verb} asynchronously (PTX ISA 9.0 §9.7.16.8.5) "
+                       f"(thread {t}, register {int(off[i]) // 4})")
+                self._hazard(kind, (kind, buf.name, other, span), msg, span, other, buf.name, int(off[i]) // 4,
+                             (t, t))
+        ini[tids, off] = init
+        self.report.accesses += int(off.size)
+
+    # ------------------------------------------------------------------ the interface
+    def tracks(self, buf: ir.Buffer | None) -> bool:
+        """Does an access to ``buf`` matter?  False for a global buffer the kernel never writes (and the TMEM
+        address slot): initialised and race-free, so a caller may skip computing its byte offsets."""
+        return buf is None or buf.scope == "local" or buf.name in self.spaces
+
+    def read(self, buf: ir.Buffer | None, off: np.ndarray, tids: np.ndarray, span: Span | None) -> np.ndarray:
+        """Bytes ``off`` of ``buf`` read by threads ``tids`` (``int64``, same shape).
+
+        ``buf`` None is TMEM (``off = (lane * 512 + col) * 4 + byte``); for a local buffer ``off`` is the
+        byte offset in thread ``tids[i]``'s part of it.  Reports read-after-write races, reads of
+        registers an in-flight ``tcgen05.ld`` writes, and reads of uninitialised bytes.
+
+        Returns
+        -------
+        numpy.ndarray of bool
+            Same shape as ``off``: is each byte initialised?
+        """
+        off = np.asarray(off, np.int64)
+        shape = off.shape
+        if buf is not None and buf.scope != "local" and buf.name not in self.spaces:
+            # a buffer the kernel never writes (or the TMEM address slot): initialised, nothing to race with
+            return np.ones(shape, bool)
+        tids = np.broadcast_to(np.asarray(tids, np.int64), shape)
+        off, tids = off.reshape(-1), tids.reshape(-1)
+        aid = self._access_id(span)
+        sp = self.tmem
+        if buf is not None and buf.scope == "local":
+            init = self._reg_read(buf, off, tids, span, aid)
+            where, label = f"register word {{}} of {buf.name}", "registers"
+        else:
+            sp = self.tmem if buf is None else self.spaces[buf.name]
+            init = self._space_read(sp, off, tids, span, aid)
+            where, label = "", {"TMEM": "TMEM"}.get(sp.name, "shared memory")
+        if not init.all():
+            i = int(np.argmin(init))
+            w = where.format(int(off[i]) // 4) if where else sp.where(int(off[i]))
+            self._uninit(buf.name if buf is not None else "TMEM", label, w, int(tids[i]), span, init)
+        return init.reshape(shape)
+
+    def write(self, buf: ir.Buffer | None, off: np.ndarray, tids: np.ndarray, span: Span | None,
+              init: np.ndarray | bool = True, *, value: np.ndarray | None = None) -> None:
+        """Bytes ``off`` of ``buf`` written by threads ``tids`` (as :meth:`read`).
+
+        ``init`` says whether each stored byte was initialised (poison propagates).  ``value``, the
+        stored bytes (``uint8``, same shape), lets identical broadcast stores of one statement go
+        unreported (module docstring); without it, two threads writing one byte in the same call
+        race.  Reports write-after-write and write-after-read races and overwrites of registers
+        an in-flight ``tcgen05.ld``/``tcgen05.st`` uses.
+        """
+        off = np.asarray(off, np.int64)
+        local = buf is not None and buf.scope == "local"
+        sp = self.tmem if buf is None else None if local else self.spaces.get(buf.name)
+        if not local and sp is None:
+            return
+        shape = off.shape
+        tids = np.broadcast_to(np.asarray(tids, np.int64), shape).reshape(-1)
+        ini = np.asarray(init, bool)
+        init_a = True if ini.all() else np.broadcast_to(ini, shape).reshape(-1)  # (all initialised: one scalar)
+        val = None if value is None else np.broadcast_to(np.asarray(value), shape)  # (flattened only if needed)
+        off = off.reshape(-1)
+        aid = self._access_id(span)
+        if buf is not None and local:
+            self._reg_write(buf, off, tids, span, aid, init_a)
+        elif sp is not None:
+            self._space_write(sp, off, tids, span, aid, init_a, val)
+
+    def event(self, kind: str, tids: np.ndarray, span: Span | None, **info) -> None:
+        """A synchronising or asynchronous event of threads ``tids``, in program order.
+
+        Kinds
+        -----
+        ``cta_sync``
+            ``bar.sync`` of the active threads (PTX ISA 9.0 §9.7.13.1): joins their clocks.
+        ``tcgen05.ld``, ``tcgen05.st``
+            Issue of ``tcgen05.ld``/``.st`` by the warps of ``tids`` (PTX ISA 9.0 §9.7.16.8.3-4); info
+            ``local`` (the register buffer), ``regs`` (register byte offsets, ``(len(tids), k)``) and
+            ``cells`` (TMEM byte offsets, ``(len(tids), k)``, thread ``tids[i]``'s row), for a st optionally
+            ``values`` (the stored bytes, ``uint8``, same shape; as :meth:`write`'s ``value``).  The tracker does
+            the accesses itself: ld reads the cells and leaves the registers in flight until
+            ``wait_ld``; st reads the registers (in flight until ``wait_st``) and writes the cells.
+        ``wait_ld``, ``wait_st``
+            ``tcgen05.wait::ld`` / ``::st`` of ``tids`` (PTX ISA 9.0 §9.7.16.6).
+        ``alloc``, ``dealloc``, ``relinquish``
+            TMEM allocation events of the issuing warp (PTX ISA 9.0 §9.7.16.7.1): allocated cells start
+            uninitialised; a dealloc with a ``tcgen05.st`` in flight is a hazard.
+        """
+        tids = np.unique(np.asarray(tids, np.int64).reshape(-1))
+        ev = SyncEvent(kind, self.G, span, tids.astype(np.int32))
+        if len(self.report.timeline) < TIMELINE_CAP:
+            self.report.timeline.append(ev)
+        else:
+            self.report.timeline_dropped += 1
+        if kind == "cta_sync":
+            self._join(tids)
+        elif kind in ("tcgen05.ld", "tcgen05.st"):
+            self._tcgen(kind, span, info["local"], np.asarray(info["regs"], np.int64),
+                        np.asarray(info["cells"], np.int64), np.asarray(info.get("threads", tids), np.int64),
+                        info.get("values"))
+        elif kind == "wait_ld":
+            pend = [p for _, p, _ in self.regs.values()]
+            for p in pend:
+                rows = p[tids]
+                rows[rows == _LD] = 0
+                p[tids] = rows
+        elif kind == "wait_st":
+            for _, p, _ in self.regs.values():
+                rows = p[tids]
+                rows[rows == _ST] = 0
+                p[tids] = rows
+            mine = np.isin(self.st_owner, tids)
+            self.st_owner[mine] = _NONE
+        elif kind == "dealloc":
+            left = self.st_owner != _NONE
+            if left.any():
+                st = self._aid_span[int(self.st_aid[int(np.argmax(left))])]
+                msg = (f"hazard: TMEM is freed at {_line(span)} while the tcgen05.st at {_line(st)} has not been "
+                       f"waited for (`wait st`)")
+                self._hazard("st-dealloc", ("st-dealloc", st), msg, span, st, "TMEM", 0, (-1, -1))
+        elif kind == "alloc":
+            cols = info.get("cols")
+            if cols is not None:
+                c0, nc = cols
+                lanes = np.arange(tc.TMEM_LANES)[:, None] * tc.TMEM_COLS
+                cell = (lanes + np.arange(c0, c0 + nc)[None, :]).reshape(-1)
+                b = (cell[:, None] * 4 + np.arange(4)).reshape(-1)
+                self.tmem.init[b] = False
+
+    def _tcgen(self, kind, span, local: ir.Buffer, regs, cells, tids, values=None) -> None:
+        """tcgen05.ld / tcgen05.st issue: regs, cells are byte offsets ``(len(tids), k)`` (thread ``tids[i]``'s
+        row), ``values`` the bytes a st stores (same shape; identical broadcast stores go unreported)."""
+        aid = self._access_id(span)
+        t_r = np.broadcast_to(tids[:, None], regs.shape).reshape(-1)
+        t_c = np.broadcast_to(tids[:, None], cells.shape).reshape(-1)
+        r, c = regs.reshape(-1), cells.reshape(-1)
+        _, pend, paid = self.regs[local.name]
+        if kind == "tcgen05.ld":
+            busy = self.st_owner[c] != _NONE
+            if busy.any():
+                i = int(np.argmax(busy))
+                st = self._aid_span[int(self.st_aid[c[i]])]
+                lane, col = divmod(int(c[i]) // 4, tc.TMEM_COLS)
+                msg = (f"hazard: the tcgen05.ld at {_line(span)} reads TMEM columns the tcgen05.st at {_line(st)} "
+                       f"writes, before `wait st` (PTX ISA 9.0 §9.7.16.8.5) (thread {int(t_c[i])}, lane {lane}, "
+                       f"column {col})")
+                self._hazard("st-read", ("st-read", st, span), msg, span, st, "TMEM", (lane, col),
+                             (int(t_c[i]), int(self.st_owner[c[i]])))
+            init = self.read(None, c, t_c, span)
+            # the registers are written at issue and in flight until wait::ld
+            if init.size == r.size:
+                ini = init
+            else:  # (cells and registers pair up per thread; any other pairing: all-or-nothing per thread)
+                ini = np.repeat(init.reshape(tids.size, -1).all(1), regs.shape[1])
+            self.write(local, r, t_r, span, ini)
+            pend[t_r, r] = _LD
+            paid[t_r, r] = aid
+        else:
+            init = self.read(local, r, t_r, span)
+            ini = init if init.size == c.size else np.repeat(init.reshape(tids.size, -1).all(1), cells.shape[1])
+            self.write(None, c, t_c, span, ini, value=None if values is None else np.asarray(values).reshape(-1))
+            pend[t_r, r] = np.where(pend[t_r, r] == _LD, _LD, _ST)  # (a read of in-flight ld registers: reported)
+            paid[t_r, r] = aid
+            self.st_owner[c] = t_c.astype(self.st_owner.dtype)
+            self.st_aid[c] = aid
+
+    def incomplete(self, reason: str, span: Span | None) -> None:
+        """The analysis cannot decide something at ``span``: the report says "incomplete", never "clean"."""
+        text = f"{reason} at {_line(span)}" if span else reason
+        if all(r != text for r, _ in self.report.incomplete):
+            self.report.incomplete.append((text, span))
+
+    def finish(self) -> HBReport:
+        """The report: hazards, incomplete reasons, the timeline, per-buffer poison of global buffers."""
+        for sp in self.spaces.values():
+            if sp.label == "global-memory" and sp.has_init:
+                self.report.poison[sp.name] = ~sp.init
+        return self.report
+
+
+def _index(off: np.ndarray) -> np.ndarray | slice:
+    """``off`` (flat ``int64``) as a slice when it is one ascending run of bytes (the common case of a
+    contiguous copy: shadow updates then run at memcpy speed), else itself."""
+    n = off.size
+    if n <= 256 or off[-1] - off[0] != n - 1 or off[0] < 0:
+        return off
+    lo = int(off[0])
+    step = max(1, n // 64)  # a sample first: most non-contiguous accesses fail here
+    if not np.array_equal(off[::step] - lo, np.arange(0, n, step)):
+        return off
+    ramp = np.arange(min(n, _CHUNK), dtype=off.dtype)
+    for a in range(0, n, _CHUNK):
+        part = off[a:a + _CHUNK]
+        if not np.array_equal(part - (lo + a), ramp[:part.size]):
+            return off
+    return slice(lo, lo + n)
+
+
+_CHUNK = 1 << 16
+
+
+def _written_and_read(kernel: ir.Kernel) -> tuple[set[str], set[str]]:
+    """Names of the buffers some statement writes, and of those some statement reads."""
+    written: set[str] = set()
+    read: set[str] = {ld.buf.name for ld in ir.loads(kernel.body)}
+    for s in ir.walk(kernel.body):
+        if isinstance(s, ir.Store):
+            written.add(s.buf.name)
+        elif isinstance(s, ir.VecMove):
+            written.add(s.dst.name)
+            read.add(s.src.name)
+        elif isinstance(s, ir.LdStMatrix):
+            (written if s.op == "st" else read).add(s.smem.name)
+            (read if s.op == "st" else written).add(s.local.name)
+    return written, read
+
+
+def _data_dependent(kernel: ir.Kernel) -> list[tuple[str, Span | None]]:
+    """Indices and conditions computed from loaded data (this run's data decides them)."""
+    out: list[tuple[str, Span | None]] = []
+    for s in ir.walk(kernel.body):
+        if isinstance(s, ir.If):
+            idx: tuple[ir.Expr, ...] = (s.cond,)
+        elif isinstance(s, ir.Store):
+            idx = s.indices
+        elif isinstance(s, ir.VecMove):
+            idx = (s.dst_index, s.src_index)
+        elif isinstance(s, ir.LdStMatrix):
+            idx = (s.addr, *s.regs)
+        else:
+            continue
+        if any(True for e in idx for _ in ir.loads(e)):
+            what = "a condition" if isinstance(s, ir.If) else "an index or address"
+            out.append((f"{what} computed from loaded data", s.span))
+        elif any(True for e in ir.stmt_exprs(s) for ld in ir.loads(e) for i in ld.indices for _ in ir.loads(i)):
+            out.append(("an index computed from loaded data", s.span))
+    return out
