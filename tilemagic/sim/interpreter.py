@@ -1,37 +1,104 @@
 """NumPy SIMT interpreter of the IR: the CPU backend (``--launch sim``).
 
-The threads of the CTA are a NumPy vector; every statement runs for all active
-threads at once, ``If`` narrows an activity mask, ``Grid`` loops run serially.
-Memory is bytes: global and shared buffers are flat ``uint8`` arrays, each local
-buffer a ``(threads, bytes)`` array, TMEM a :class:`~tilemagic.sim.tmem.TmemModel`.
-Values move as raw bits (fp16 as uint16, ...), so round trips are bit-exact.
+The threads of the CTA are a NumPy vector: a statement is evaluated for the *active* threads only
+(an ``If`` narrows the array of active thread ids, so the fallback's elected thread costs one
+thread, not the CTA).  A ``Grid`` loop runs many iterations at once, in chunks of a bounded number
+of (iteration, thread) lanes, whenever that gives the serial loop's result (see :meth:`Simulator._grid`):
+the simulator's cost grows with the elements moved, and it never allocates elements × threads arrays.
+Memory is bytes: global and shared buffers are flat ``uint8`` arrays, each local buffer a
+``(threads, bytes)`` array, TMEM a :class:`~tilemagic.sim.tmem.TmemModel`.  Values move as raw bits
+(fp16 as uint16, ...), so round trips are bit-exact.
 
-Statements execute in program order for all threads (a legal schedule of a
-correctly synchronised kernel); tcgen05.ld/st complete at issue, so
-``wait::ld``/``wait::st`` are no-ops, as in the emulation.  Because that schedule hides a
-missing barrier, the simulator records which thread last wrote each shared-memory byte
-and in which barrier interval (``cta_sync`` starts a new one): a thread that reads a byte
-another thread wrote in the same interval is a read-after-write race on a GPU, reported
-in :attr:`Simulator.hazards` (the pipeline shows them as ``hazard:`` warnings).
+Statements execute in program order for all threads (a legal schedule of a correctly synchronised
+kernel); tcgen05.ld/st complete at issue, as in the emulation.  Because that schedule hides a missing
+barrier, every memory access and synchronising event is reported to a :class:`~tilemagic.sim.hb.Tracker`
+(per-byte arrays, in each thread's program order), whose hazards the run keeps in :attr:`Simulator.hazards`
+(the pipeline shows them as ``hazard:`` warnings).  A ``deadline`` bounds the run (``--timeout``), and a run
+longer than two seconds shows a progress bar (``tqdm.auto``).
 """
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Callable
+
 import numpy as np
 
 from ..arch.ldmatrix import ROW_ELEMS, fragment_elements
+from ..arch import tcgen05 as tc
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
+from .hb import Tracker
 from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
+#: (iteration, thread) lanes one batched chunk of a ``Grid`` evaluates at most (bounds the temporaries).
+CHUNK_LANES = 1 << 18
+#: Seconds after which a run shows progress.
+PROGRESS_AFTER_S = 2.0
 
 
-def _uses_threads(st: ir.Store) -> bool:
+def _vec_dtype(nbytes: int) -> np.dtype:
+    """The NumPy type of one ``nbytes`` vector (an unsigned integer up to 8 bytes, else raw bytes)."""
+    return np.dtype(_BITS[nbytes]) if nbytes in _BITS else np.dtype((np.void, nbytes))
+
+
+def _vectors(a: np.ndarray, nb: int) -> np.ndarray:
+    """``a`` (bytes on its last axis) viewed as ``nb``-byte vectors (a trailing partial vector left out)."""
+    return a[..., : a.shape[-1] // nb * nb].view(_vec_dtype(nb))
+
+
+def _uses_threads(st: ir.Stmt) -> bool:
     """Does a Store depend on the thread id (a thread variable, or registers on either side)?"""
-    return st.buf.scope == "local" or any(
+    return not isinstance(st, ir.Store) or st.buf.scope == "local" or any(
         isinstance(e, ir.ThreadVar) or (isinstance(e, ir.Load) and e.buf.scope == "local") for e in ir.iter_exprs(st))
+
+
+def _stmt_work(s: ir.Stmt) -> int:
+    """Statement executions of ``s`` (loop trip counts multiplied; every branch counted): the progress total."""
+    if isinstance(s, ir.Seq):
+        return sum(_stmt_work(c) for c in s.body)
+    if isinstance(s, ir.If):
+        return _stmt_work(s.then)
+    if isinstance(s, ir.Grid):
+        return int(np.prod(s.extents, dtype=np.int64)) * _stmt_work(s.body)
+    return 1
+
+
+class _Progress:
+    """Progress of a run, shown once it has taken :data:`PROGRESS_AFTER_S` (``tqdm.auto``: a widget in a
+    notebook, one updating line on a terminal; a plain ``\\r`` line on stderr without tqdm)."""
+
+    def __init__(self, total: int, label: str):
+        self.total, self.label, self.done = max(total, 1), label, 0
+        self.t0 = time.monotonic()
+        self.bar = None
+        self.plain = False
+
+    def update(self, k: int) -> None:
+        self.done += k
+        if self.bar is not None:
+            self.bar.update(k)
+            return
+        if self.plain:
+            sys.stderr.write(f"\r{self.label}: {100 * self.done // self.total}%")
+            return
+        if time.monotonic() - self.t0 < PROGRESS_AFTER_S:
+            return
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            self.plain = True
+            return
+        self.bar = tqdm(total=self.total, initial=self.done, desc=self.label, unit="stmt", leave=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif self.plain:
+            sys.stderr.write("\r" + " " * (len(self.label) + 8) + "\r")
 
 
 class Simulator:
@@ -45,9 +112,23 @@ class Simulator:
     strict : bool
         Flag TMEM addresses whose quadrant bits are neither 0 nor warp_id % 4
         (:func:`tilemagic.arch.tcgen05.quadrant_mismatch`).
+    timeout : float, optional
+        Seconds the run may take (``--timeout``); past it a LaunchError located at the statement
+        running then ("the simulator ran past --timeout 10 s at L7").
+    progress : bool
+        Show progress once the run has taken two seconds.
+
+    Attributes
+    ----------
+    hazards : list of (str, Span)
+        After :meth:`run`: the tracker's hazards (:meth:`tilemagic.sim.hb.Tracker.finish`).
+    lanes : int
+        (iteration, thread) lanes evaluated so far: the work the run did (the fallback's single
+        elected thread copying E elements costs E lanes whatever the CTA size).
     """
 
-    def __init__(self, kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False):
+    def __init__(self, kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False,
+                 timeout: float | None = None, progress: bool = False):
         self.k = kernel
         n = kernel.threads
         self.n = n
@@ -62,249 +143,402 @@ class Simulator:
             self.mem[b.name] = np.zeros(b.nbytes, np.uint8)
         self.local = {b.name: np.zeros((n, b.nbytes), np.uint8) for b in kernel.locals}
         self.tmem = TmemModel(strict)
-        # shared-memory race check: per byte, the last writing thread (-1 none; -2 - k: every thread of
-        # self._writer_sets[k] stored the same value), the barrier interval of that write and its source line
-        self.epoch = 0
-        self._writer_sets: list = []
-        self._writer = {b.name: (np.full(b.nbytes, -1, np.int64), np.full(b.nbytes, -1, np.int64),
-                                 np.zeros(b.nbytes, np.int64))
-                        for b in kernel.shared if b is not kernel.tmem_addr}
-        # (active mask, span) of the statement whose loads are being evaluated
-        self._read_ctx: tuple[np.ndarray, Span | None] | None = None
-        self.hazards: list = []  # (message, span) of shared-memory races, first per (buffer, write line, read line)
+        self.hb = Tracker(kernel, n, strict)
+        self.timeout = timeout
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._progress = _Progress(_stmt_work(kernel.body), f"simulating {kernel.name}") if progress else None
+        self.lanes = 0
+        # the statement being evaluated: its loads' AND of init; every active thread of a uniform Store
+        # (evaluated for the first of them only: the loads are reported for all)
+        self._init: np.ndarray | bool = True
+        self._uniform: np.ndarray | None = None
+        # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
+        self._private: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.hazards: list = []
 
-    # ------------------------------------------------------------------ shared-memory races
-    def _note_write(self, buf, byte_off, tids, span):
-        """Record that threads ``tids`` wrote the shared bytes ``byte_off`` (same shapes)."""
-        rec = self._writer.get(buf.name)
-        if rec is None:
-            return
-        byte_off = np.asarray(byte_off, np.int64)
-        rec[0][byte_off.reshape(-1)] = np.broadcast_to(np.asarray(tids, np.int64), byte_off.shape).reshape(-1)
-        byte_off = byte_off.reshape(-1)
-        rec[1][byte_off] = self.epoch
-        rec[2][byte_off] = span.line if span else 0
+    # ------------------------------------------------------------------ time and progress
+    def _tick(self, span: Span | None, work: int = 1) -> None:
+        """Between statements and chunks: past the deadline a located LaunchError; progress."""
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            at = f" at L{span.line}" if span else ""
+            raise LaunchError(f"the simulator ran past --timeout {self.timeout:g} s{at}", span,
+                              hint="raise --timeout, or simulate a smaller tile")
+        if self._progress is not None:
+            self._progress.update(work)
 
-    def _check_read(self, buf, byte_off, tids, span):
-        """A read of shared bytes ``byte_off`` by threads ``tids`` (same shapes): report a byte another
-        thread wrote since the last ``cta_sync`` (PTX ISA 9.0 §9.7.13.1 bar.sync orders shared memory across
-        the CTA; without it the read may see the old value)."""
-        rec = self._writer.get(buf.name)
-        if rec is None or not np.size(byte_off):
-            return
-        byte_off = np.asarray(byte_off, np.int64).reshape(-1)
-        tids = np.asarray(tids, np.int64).reshape(-1)
-        wt = rec[0][byte_off]
-        bad = (rec[1][byte_off] == self.epoch) & (wt != -1) & (wt != tids)
-        for code in np.unique(wt[bad & (wt <= -2)]):  # written by a set of threads: a reader among them is fine
-            sel = bad & (wt == code)
-            bad[sel] = ~self._writer_sets[-2 - int(code)][tids[sel]]
-        if not bad.any():
-            return
-        i = int(np.argmax(bad))
-        if wt[i] <= -2:
-            wt = wt.copy()
-            wt[i] = int(np.argmax(self._writer_sets[-2 - int(wt[i])]))  # name the first of the writers
-        wline, rline = int(rec[2][byte_off[i]]), (span.line if span else 0)
-        key = (buf.name, wline, rline)
-        if any(k == key for k, _, _ in self.hazards):
-            return
-        elem = int(byte_off[i]) // buf.elem_bytes
-        at = f"L{wline}" if wline else "an earlier statement"
-        msg = (f"hazard: shared-memory race on {buf.name}: thread {int(tids[i])} reads element offset {elem} at "
-               f"L{rline} that thread {int(wt[i])} wrote at {at} with no `cta_sync` in between; the simulator runs "
-               f"ops in program order, a GPU does not — add `cta_sync` after {at}")
-        self.hazards.append((key, msg, span))
+    # ------------------------------------------------------------------ expressions
+    def eval_expr(self, e: ir.Expr, env: dict, span: Span | None = None, tids: np.ndarray | None = None):
+        """Value of ``e`` for the threads ``tids`` (default every thread of the CTA):
+        :func:`~tilemagic.ir.evaluate.eval_static` with loads from memory.
 
-    def _check_loads(self, buf, idx):
-        """Loads from shared ``buf`` at element indices ``idx`` (..., threads) by the active threads."""
-        if self._read_ctx is None or buf.name not in self._writer:
-            return
-        mask, span = self._read_ctx
-        tids = np.broadcast_to(np.arange(self.n), idx.shape)
-        sel = np.broadcast_to(mask, idx.shape)
-        self._check_read(buf, idx[sel] * buf.elem_bytes, tids[sel], span)
-
-    # ------------------------------------------------------------------ helpers
-    def _flat(self, buf, indices, env, span=None):
-        return self.eval_expr(buf.index_expr(indices), env, span)
-
-    def eval_expr(self, e: ir.Expr, env: dict, span: Span | None = None):
-        """Value of ``e`` for every thread (:func:`~tilemagic.ir.evaluate.eval_static` with loads from memory).
-
-        ``env`` maps the ``ir.LoopVar`` objects of the enclosing loops to their values.
+        ``env`` maps the ``ir.LoopVar`` objects of the enclosing loops to their values (ints, or
+        ``(iterations, 1)`` arrays in a batched loop: the values then have shape ``(iterations, threads)``).
 
         Raises
         ------
         LaunchError
             Located at ``span``: a division by zero, a free loop variable, an out-of-bounds load.
         """
+        tids = self.tid if tids is None else tids
         try:
-            return eval_static(e, self.tid, env, self._load)
+            return eval_static(e, tids, env, self._loader(tids, span))
         except Undetermined as err:
             raise LaunchError(f"cannot evaluate an index or value: {err}", span) from None
 
-    def _load(self, e: ir.Load, env):
-        idx = np.asarray(eval_static(e.buf.index_expr(e.indices), self.tid, env, self._load))
-        idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, (self.n,)))  # (..., threads)
-        self._bounds(e.buf, idx.reshape(-1), e.buf.elem_bytes, None)
-        if e.buf.scope == "shared":
-            self._check_loads(e.buf, idx)
-        if e.buf.scope == "local":
-            view = self.local[e.buf.name].view(_BITS[e.buf.elem_bytes])
-            return view[np.broadcast_to(np.arange(self.n), idx.shape), idx]
-        return self.mem[e.buf.name].view(_BITS[e.buf.elem_bytes])[idx]
+    def _loader(self, tids: np.ndarray, span: Span | None) -> Callable:
+        def load(e: ir.Load, env):
+            return self._load(e, env, tids, span)
+        return load
 
-    def _bounds(self, buf, idx, nbytes, span, mask=None):
+    def _load(self, e: ir.Load, env, tids: np.ndarray, span: Span | None):
+        buf, eb = e.buf, e.buf.elem_bytes
+        idx = np.asarray(eval_static(buf.index_expr(e.indices), tids, env, self._loader(tids, span)), np.int64)
+        idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, tids.shape))  # (..., threads)
+        self._bounds(buf, idx, eb, span)
+        who = np.broadcast_to(tids, idx.shape)
+        off = idx[..., None] * eb + np.arange(eb)
+        rep_off, rep_who = off, np.broadcast_to(who[..., None], off.shape)
+        if self._uniform is not None and tids.size == 1:  # every active thread of a uniform Store loads the same
+            rep_off = np.broadcast_to(off, off.shape[:-2] + (self._uniform.size, eb))
+            rep_who = np.broadcast_to(self._uniform[:, None], rep_off.shape)
+        priv = self._private.get(buf.name)
+        if priv is not None:  # a register this iteration wrote earlier in the batched body
+            base, data, init = priv
+            rel = off - base[..., None]
+            val = np.take_along_axis(data, rel, -1)
+            ini = np.take_along_axis(init, rel, -1)
+            self.hb.read(buf, rep_off, rep_who, span)
+            self._and_init(ini.all(-1))
+            return val.view(_BITS[eb])[..., 0]
+        ini = np.asarray(self.hb.read(buf, rep_off, rep_who, span))
+        self._and_init(ini.all(-1) if rep_off is off else ini.all(-1).all(-1, keepdims=True))
+        if buf.scope == "local":
+            return self.local[buf.name].view(_BITS[eb])[who, idx]
+        return self.mem[buf.name].view(_BITS[eb])[idx]
+
+    def _and_init(self, ini) -> None:
+        if self._init is True and bool(np.all(ini)):
+            return
+        self._init = np.logical_and(self._init, ini)
+
+    def _bounds(self, buf, idx, nbytes, span):
         lim = buf.nbytes // buf.elem_bytes
-        i = idx if mask is None else idx[mask]
-        if i.size and (i.min() < 0 or i.max() * buf.elem_bytes + nbytes > lim * buf.elem_bytes):
-            raise LaunchError(f"out-of-bounds access to {buf.name} (element {int(i.max())} of {lim})", span)
+        if idx.size and (idx.min() < 0 or idx.max() * buf.elem_bytes + nbytes > lim * buf.elem_bytes):
+            raise LaunchError(f"out-of-bounds access to {buf.name} (element {int(idx.max())} of {lim})", span)
 
     # ------------------------------------------------------------------ run
     def run(self) -> dict[str, np.ndarray]:
         """Execute; return the global buffers as raw bytes (``name -> uint8 array``)."""
-        self.run_stmt(self.k.body, np.ones(self.n, bool), {})
+        try:
+            self.run_stmt(self.k.body, self.tid, {})
+        finally:
+            if self._progress is not None:
+                self._progress.close()
         self.tmem.exit_check()
-        self.hazards = [(msg, span) for _, msg, span in self.hazards]
+        self.hazards = list(self.hb.finish().hazards)
         return {b.name: self.mem[b.name] for b in self.k.params}
 
-    def run_stmt(self, s, mask, env):
-        if not mask.any():
+    def run_stmt(self, s: ir.Stmt, tids: np.ndarray, env: dict) -> None:
+        """Run ``s`` for the active threads ``tids`` (sorted CTA-linear ids, int64)."""
+        if not tids.size:
             return
         if isinstance(s, ir.Seq):
             for c in s.body:
-                self.run_stmt(c, mask, env)
-        elif isinstance(s, ir.Barrier):
-            self.epoch += 1
-        elif isinstance(s, ir.Comment) or isinstance(s, ir.TcgenFence) or isinstance(s, ir.TcgenWait):
+                self.run_stmt(c, tids, env)
+            return
+        if isinstance(s, ir.Grid):
+            self._grid(s, tids, env)
+            return
+        self._tick(s.span)
+        if isinstance(s, ir.Barrier):
+            self.hb.event("cta_sync", tids, s.span)
+        elif isinstance(s, ir.TcgenWait):
+            self.hb.event(f"wait_{s.kind}", tids, s.span)
+        elif isinstance(s, (ir.Comment, ir.TcgenFence)):
             return
         elif isinstance(s, ir.If):
-            cond = np.broadcast_to(np.asarray(self.eval_expr(s.cond, env, s.span), bool), (self.n,))
-            self.run_stmt(s.then, mask & cond, env)
-        elif isinstance(s, ir.Grid):
-            if isinstance(s.body, ir.Store) and all(ld.buf is not s.body.buf for ld in ir.loads(s.body.value)):
-                self._grid_store(s, mask, env)
-                return
-            for point in np.ndindex(*s.extents):
-                env2 = dict(env)
-                for v, p in zip(s.vars, point):
-                    env2[v] = p
-                self.run_stmt(s.body, mask, env2)
-        elif isinstance(s, ir.Store):
-            self._read_ctx = (mask, s.span)
-            try:
-                val = np.broadcast_to(self.eval_expr(s.value, env, s.span), (self.n,))
-            finally:
-                self._read_ctx = None
-            idx = np.broadcast_to(self._flat(s.buf, s.indices, env, s.span), (self.n,))
-            self._bounds(s.buf, idx, s.buf.elem_bytes, s.span, mask)
-            bits = _BITS[s.buf.elem_bytes]
-            if s.buf.scope == "local":
-                self.local[s.buf.name].view(bits)[np.nonzero(mask)[0], idx[mask]] = val[mask]
-            else:
-                self.mem[s.buf.name].view(bits)[idx[mask]] = val[mask]
-                if s.buf.name in self._writer:
-                    eb = s.buf.elem_bytes
-                    tids = np.nonzero(mask)[0]
-                    self._note_write(s.buf, idx[mask][:, None] * eb + np.arange(eb), tids[:, None], s.span)
-        elif isinstance(s, ir.VecMove):
-            self._vecmove(s, mask, env)
+            self._init = True
+            cond = np.broadcast_to(np.asarray(self.eval_expr(s.cond, env, s.span, tids), bool), tids.shape)
+            self.run_stmt(s.then, tids[cond], env)
+        elif isinstance(s, (ir.Store, ir.VecMove)):
+            self._exec(s, tids, env, 1)
         elif isinstance(s, ir.TcgenLdSt):
-            self._ldst(s, mask)
+            self._ldst(s, tids)
         elif isinstance(s, ir.LdStMatrix):
-            self._ldstmatrix(s, mask, env)
+            self._ldstmatrix(s, tids, env)
         elif isinstance(s, (ir.TcgenAlloc, ir.TcgenRelinquish, ir.TcgenDealloc)):
-            self._alloc_op(s, mask)
+            self._alloc_op(s, tids)
         else:
             raise TypeError(f"cannot simulate {type(s).__name__}")
 
-    def _grid_store(self, s: ir.Grid, mask, env, chunk: int = 1 << 15):
-        """A serial loop of independent element stores, run in chunks of iterations at once.
+    # ------------------------------------------------------------------ element and vector moves
+    def _exec(self, s: ir.Store | ir.VecMove, tids: np.ndarray, env: dict, iters: int,
+              private: frozenset = frozenset()) -> None:
+        """One Store or VecMove for the threads ``tids`` over ``iters`` loop iterations at once (``env``'s loop
+        variables are ``(iters, 1)`` arrays, or ints when ``iters == 1``), in serial order: iteration-major, the
+        reads before the writes.  A write to a buffer named in ``private`` is also kept per iteration for the
+        body's later statements (:attr:`_private`)."""
+        if isinstance(s, ir.Store):
+            self._store(s, tids, env, iters, private)
+        else:
+            self._vecmove(s, tids, env, iters, private)
 
-        Only used when the stored buffer is not read by the loop (no loop-carried dependence),
-        so the result equals the serial loop's; later iterations still win on repeated indices.
-        """
-        total = 1
-        for e in s.extents:
-            total *= e
-        st = s.body
-        assert isinstance(st, ir.Store)
-        bits = _BITS[st.buf.elem_bytes]
-        active = np.nonzero(mask)[0]
-        same = st.buf.scope != "local" and not _uses_threads(st)
-        if same:
-            active = active[:1]  # every thread stores the same value at the same place: do it once
-        writer = None
-        if same and np.count_nonzero(mask) > 1:  # every active thread stored the same values: remember them all
-            self._writer_sets.append(mask.copy())
-            writer = -1 - len(self._writer_sets)
-        eb = st.buf.elem_bytes
-        for start in range(0, total, chunk):
-            lin = np.arange(start, min(total, start + chunk), dtype=np.int64)
-            coords = np.unravel_index(lin, s.extents)
-            env2 = dict(env)
-            for v, c in zip(s.vars, coords):
-                env2[v] = c[:, None]  # iterations × threads
-            self._read_ctx = (mask, st.span)
-            try:
-                val = np.broadcast_to(self.eval_expr(st.value, env2, st.span), (lin.size, self.n))[:, active]
-            finally:
-                self._read_ctx = None
-            idx = np.broadcast_to(self._flat(st.buf, st.indices, env2, st.span), (lin.size, self.n))[:, active]
-            self._bounds(st.buf, idx.reshape(-1), st.buf.elem_bytes, st.span)
-            if st.buf.scope == "local":
-                rows = np.broadcast_to(active[None, :], idx.shape)
-                self.local[st.buf.name].view(bits)[rows.reshape(-1), idx.reshape(-1)] = val.reshape(-1)
-            else:
-                self.mem[st.buf.name].view(bits)[idx.reshape(-1)] = val.reshape(-1)
-                if st.buf.name in self._writer:
-                    who = np.full(idx.shape, writer) if writer is not None else np.broadcast_to(active, idx.shape)
-                    self._note_write(st.buf, idx.reshape(-1, 1) * eb + np.arange(eb), who.reshape(-1, 1), st.span)
+    def _store(self, s: ir.Store, tids, env, iters, private):
+        buf, eb = s.buf, s.buf.elem_bytes
+        uniform = buf.scope != "local" and not _uses_threads(s) and tids.size > 1
+        ev = tids[:1] if uniform else tids  # every thread stores the same value at the same place: evaluate once
+        shape = (iters, ev.size)
+        self._init, self._uniform = True, tids if uniform else None
+        try:
+            val = np.broadcast_to(self.eval_expr(s.value, env, s.span, ev), shape)
+        finally:
+            self._uniform = None
+        ini = np.broadcast_to(self._init, shape)
+        idx = np.broadcast_to(np.asarray(self.eval_expr(buf.index_expr(s.indices), env, s.span, ev), np.int64),
+                              shape)
+        self._bounds(buf, idx, eb, s.span)
+        self.lanes += val.size
+        off = idx[..., None] * eb + np.arange(eb)
+        if buf.scope == "local":
+            self.local[buf.name].view(_BITS[eb])[np.broadcast_to(tids, shape), idx] = val
+        else:
+            self.mem[buf.name].view(_BITS[eb])[idx.reshape(-1)] = val.reshape(-1)
+        if uniform:  # the tracker sees every active thread store the same bytes (broadcast views, no copies)
+            offs = np.broadcast_to(off[..., None], off.shape + (tids.size,))
+            self.hb.write(buf, offs, np.broadcast_to(tids, offs.shape), s.span,
+                          np.broadcast_to(ini[..., None, None], offs.shape))
+        else:
+            self.hb.write(buf, off, np.broadcast_to(tids[:, None], off.shape), s.span,
+                          np.broadcast_to(ini[..., None], off.shape))
+        if buf.name in private:
+            self._private[buf.name] = (off[..., 0], self._bytes_of(val, eb), np.broadcast_to(ini[..., None], off.shape))
 
-    def _byte_index(self, buf, idx, nbytes, mask, span):
-        idx = np.broadcast_to(idx, (self.n,))
+    @staticmethod
+    def _bytes_of(val: np.ndarray, eb: int) -> np.ndarray:
+        return np.ascontiguousarray(val.astype(_BITS[eb], copy=False))[..., None].view(np.uint8)
+
+    def _vec_offsets(self, buf, e, tids, env, nb, span, shape):
+        """Byte offsets ``(..., threads)`` of the ``nb``-byte vectors at element index ``e`` (checked: aligned, in bounds)."""
+        idx = np.broadcast_to(np.asarray(self.eval_expr(e, env, span, tids), np.int64), shape)
         off = idx * buf.elem_bytes
-        if np.any(off[mask] % nbytes):
-            t = int(np.nonzero(mask & (off % nbytes != 0))[0][0])
-            raise LaunchError(
-                f"misaligned {nbytes}-byte access to {buf.name} at byte {int(off[t])} by thread {t}", span)
-        self._bounds(buf, idx, nbytes, span, mask)
-        return off[:, None] + np.arange(nbytes)[None, :]
+        bad = off % nb != 0
+        if bad.any():
+            i = np.unravel_index(int(np.argmax(bad)), shape)
+            raise LaunchError(f"misaligned {nb}-byte access to {buf.name} at byte {int(off[i])} by thread "
+                              f"{int(tids[i[-1]])}", span)
+        self._bounds(buf, idx, nb, span)
+        return off
 
-    def _vecmove(self, s: ir.VecMove, mask, env):
-        nb = s.nbytes
-        rows = np.nonzero(mask)[0]
-        so = self._byte_index(s.src, self.eval_expr(s.src_index, env, s.span), nb, mask, s.span)[rows]
-        do = self._byte_index(s.dst, self.eval_expr(s.dst_index, env, s.span), nb, mask, s.span)[rows]
-        if s.src.scope == "local":
-            data = self.local[s.src.name][rows[:, None], so]
+    def _vecmove(self, s: ir.VecMove, tids, env, iters, private):
+        nb, vt = s.nbytes, _vec_dtype(s.nbytes)
+        shape = (iters, tids.size)
+        self._init = True
+        so = self._vec_offsets(s.src, s.src_index, tids, env, nb, s.span, shape)
+        do = self._vec_offsets(s.dst, s.dst_index, tids, env, nb, s.span, shape)
+        ar = np.arange(nb)
+        sb, db = so[..., None] + ar, do[..., None] + ar
+        who = np.broadcast_to(tids[:, None], sb.shape)
+        self.lanes += so.size
+        priv = self._private.get(s.src.name)
+        if priv is not None:
+            base, data, init = priv
+            rel = sb - base[..., None]
+            vals = np.take_along_axis(data, rel, -1)
+            ini = np.take_along_axis(init, rel, -1)
+            self.hb.read(s.src, sb, who, s.span)
         else:
-            self._check_read(s.src, so, np.broadcast_to(rows[:, None], so.shape), s.span)
-            data = self.mem[s.src.name][so]
+            ini = np.asarray(self.hb.read(s.src, sb, who, s.span))
+            if s.src.scope == "local":
+                vals = _vectors(self.local[s.src.name], nb)[np.broadcast_to(tids, shape), so // nb]
+            else:
+                vals = _vectors(self.mem[s.src.name], nb)[so // nb]
+        vals = np.asarray(vals)
+        if vals.dtype != vt:  # private bytes -> vectors
+            vals = np.ascontiguousarray(vals).view(vt)[..., 0]
         if s.dst.scope == "local":
-            self.local[s.dst.name][rows[:, None], do] = data
+            _vectors(self.local[s.dst.name], nb)[np.broadcast_to(tids, shape), do // nb] = vals
         else:
-            self.mem[s.dst.name][do] = data
-            self._note_write(s.dst, do, np.broadcast_to(rows[:, None], do.shape), s.span)
+            _vectors(self.mem[s.dst.name], nb)[(do // nb).reshape(-1)] = vals.reshape(-1)
+        self.hb.write(s.dst, db, who, s.span, np.broadcast_to(ini, db.shape))
+        if s.dst.name in private:
+            self._private[s.dst.name] = (do, np.ascontiguousarray(vals)[..., None].view(np.uint8),
+                                         np.broadcast_to(ini, db.shape))
 
-    def _warps(self, mask, span):
-        """Active warps; a partially active warp is an error (.sync.aligned)."""
-        m = np.zeros(-(-self.n // 32) * 32, bool)
-        m[: self.n] = mask
-        per = m.reshape(-1, 32)
-        part = per.any(1) & ~per.all(1)
+    # ------------------------------------------------------------------ loops
+    def _grid(self, s: ir.Grid, tids: np.ndarray, env: dict) -> None:
+        """A serial loop nest, run in chunks of iterations at once where the result equals the serial loop's.
+
+        The body must be Store/VecMove statements (a ``Seq`` of them: ld -> register -> st chains).  Per chunk,
+        every buffer the body writes and also reads, or writes from two statements, is checked on the chunk's
+        indices (:meth:`_interferes`): an element touched by two iterations, one of them writing, where a read or
+        a second writing statement is involved, would see another order in the batch — such a chunk is split
+        down to serial iterations.  A register a statement writes and later statements of the same iteration
+        read back (the scratch of ``gmem_smem``) is kept per iteration (privatised).  Anything else in the body
+        (barriers, branches, tcgen05, ldmatrix, nested loops) runs iteration by iteration.
+        """
+        total = int(np.prod(s.extents, dtype=np.int64))
+        body = self._flat_body(s.body)
+        if body is None:
+            for point in np.ndindex(*s.extents):
+                env2 = dict(env)
+                env2.update(zip(s.vars, (int(p) for p in point)))
+                self.run_stmt(s.body, tids, env2)
+            return
+        body = [b for b in body if not isinstance(b, ir.Comment)]
+        if not body:
+            return
+        check, private = self._needs_check(body)
+        per = sum(st.nbytes if isinstance(st, ir.VecMove) else st.buf.elem_bytes for st in body)
+        chunk = max(1, CHUNK_LANES // max(1, tids.size * max(1, per // 4)))
+        for start in range(0, total, chunk):
+            self._tick(body[0].span, len(body) * min(chunk, total - start))
+            self._grid_chunk(s, body, tids, env, start, min(total, start + chunk), check, private)
+
+    def _grid_chunk(self, s, body, tids, env, start, stop, check, private):
+        if stop - start > 1 and check and self._interferes(s, body, tids, env, start, stop, check, private):
+            mid = (start + stop) // 2
+            self._grid_chunk(s, body, tids, env, start, mid, check, private)
+            self._grid_chunk(s, body, tids, env, mid, stop, check, private)
+            return
+        env2 = self._env(s, env, start, stop)
+        try:
+            for st in body:
+                self._exec(st, tids, env2, stop - start, private)
+        finally:
+            self._private = {}
+
+    @staticmethod
+    def _env(s: ir.Grid, env: dict, start: int, stop: int) -> dict:
+        lin = np.arange(start, stop, dtype=np.int64)
+        env2 = dict(env)
+        for v, c in zip(s.vars, np.unravel_index(lin, s.extents)):
+            env2[v] = c[:, None]  # iterations × threads
+        return env2
+
+    @staticmethod
+    def _flat_body(b: ir.Stmt) -> list | None:
+        """The body as a list of Store/VecMove/Comment statements, or None."""
+        if isinstance(b, ir.Seq):
+            out: list = []
+            for c in b.body:
+                sub = Simulator._flat_body(c)
+                if sub is None:
+                    return None
+                out += sub
+            return out
+        return [b] if isinstance(b, (ir.Store, ir.VecMove, ir.Comment)) else None
+
+    @staticmethod
+    def _accesses(st) -> tuple[list, list]:
+        """(buffers read, buffers written) by one body statement, loads in indices included."""
+        reads = [ld.buf for ld in ir.loads(st)]
+        if isinstance(st, ir.VecMove):
+            return reads + [st.src], [st.dst]
+        return reads, [st.buf]
+
+    def _needs_check(self, body) -> tuple[frozenset, frozenset]:
+        """Buffers whose accesses a chunk must check (:meth:`_interferes`), and the registers privatised."""
+        writers: dict[str, list[int]] = {}
+        readers: dict[str, list[int]] = {}
+        for k, st in enumerate(body):
+            r, w = self._accesses(st)
+            for b in r:
+                readers.setdefault(b.name, []).append(k)
+            for b in w:
+                writers.setdefault(b.name, []).append(k)
+        check = {name for name, ws in writers.items() if name in readers or len(set(ws)) > 1}
+        private = set()
+        for name in check:
+            ws, rs = writers[name], readers.get(name, [])
+            buf = next(b for st in body for b in self._accesses(st)[1] if b.name == name)
+            if buf.scope == "local" and len(set(ws)) == 1 and all(r > ws[0] for r in rs):
+                private.add(name)  # written once, read back later in the iteration: checked to be the same bytes
+        return frozenset(check), frozenset(private)
+
+    def _interferes(self, s, body, tids, env, start, stop, check, private) -> bool:
+        """Would the batch of iterations ``[start, stop)`` differ from the serial loop (vectorised index analysis)?
+
+        Locations are (thread, byte) for registers, bytes otherwise; an access is (location, iteration, statement,
+        read or write).  A location touched by two iterations, one of them writing, interferes when a read or a
+        second writing statement is among its accesses.  A privatised register instead needs every read to fall
+        within the bytes the writing statement stored in the same iteration and thread.
+        """
+        env2 = self._env(s, env, start, stop)
+        iters = stop - start
+        acc: dict[str, list] = {name: [] for name in check}
+        shape = (iters, tids.size)
+        it = np.broadcast_to(np.arange(iters)[:, None], shape)
+        try:
+            for k, st in enumerate(body):
+                for ld in ir.loads(st):
+                    if ld.buf.name in check:
+                        idx = eval_static(ld.buf.index_expr(ld.indices), tids, env2)
+                        acc[ld.buf.name].append((ld.buf, np.broadcast_to(idx, shape) * ld.buf.elem_bytes,
+                                                 ld.buf.elem_bytes, k, False))
+                if isinstance(st, ir.VecMove):
+                    for buf, e, w in ((st.src, st.src_index, False), (st.dst, st.dst_index, True)):
+                        if buf.name in check:
+                            idx = eval_static(e, tids, env2)
+                            acc[buf.name].append((buf, np.broadcast_to(idx, shape) * buf.elem_bytes, st.nbytes, k, w))
+                elif st.buf.name in check:
+                    idx = eval_static(st.buf.index_expr(st.indices), tids, env2)
+                    acc[st.buf.name].append((st.buf, np.broadcast_to(idx, shape) * st.buf.elem_bytes,
+                                             st.buf.elem_bytes, k, True))
+        except Undetermined:  # an index that loads from memory: serial
+            return True
+        for name, lst in acc.items():
+            if name in private:
+                (wbuf, woff, wn, wk, _), = [a for a in lst if a[4]]
+                for _, roff, rn, rk, w in lst:
+                    if not w and (np.any(roff < woff) or np.any(roff + rn > woff + wn)):
+                        return True
+                continue
+            locs, its, kinds = [], [], []
+            for buf, off, nb, k, w in lst:
+                b = (off[..., None] + np.arange(nb)).astype(np.int64)
+                if buf.scope == "local":
+                    b = b + (tids[:, None] * buf.nbytes)
+                locs.append(b.reshape(-1))
+                its.append(np.broadcast_to(it[..., None], b.shape).reshape(-1))
+                kinds.append(np.full(b.size, 2 * k + int(w), np.int64))
+            loc, itr, kind = np.concatenate(locs), np.concatenate(its), np.concatenate(kinds)
+            order = np.lexsort((itr, loc))
+            loc, itr, kind = loc[order], itr[order], kind[order]
+            starts = np.flatnonzero(np.r_[True, loc[1:] != loc[:-1]])
+            multi = np.minimum.reduceat(itr, starts) != np.maximum.reduceat(itr, starts)
+            is_w = (kind & 1) == 1
+            big = np.int64(1 << 40)
+            wmin = np.minimum.reduceat(np.where(is_w, kind, big), starts)
+            wmax = np.maximum.reduceat(np.where(is_w, kind, -1), starts)
+            any_r = np.logical_or.reduceat(~is_w, starts)
+            if np.any(multi & (wmax >= 0) & (any_r | (wmin != wmax))):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ warp collectives
+    def _warps(self, tids: np.ndarray, span) -> np.ndarray:
+        """Active warps (every lane active); a partially active warp is an error (.sync.aligned)."""
+        nw = -(-self.n // 32)
+        count = np.bincount(tids // 32, minlength=nw)
+        part = (count > 0) & (count < 32)
         if part.any():
             w = int(np.argmax(part))
-            raise emu_error(8, int(w * 32 + np.argmin(per[w])), span=span)
-        return np.nonzero(per.all(1))[0]
+            lanes = np.zeros(32, bool)
+            lanes[tids[tids // 32 == w] % 32] = True
+            raise emu_error(8, int(w * 32 + np.argmin(lanes)), span=span)
+        return np.flatnonzero(count == 32)
 
-    def _ldstmatrix(self, s: ir.LdStMatrix, mask, env):
+    def _ldstmatrix(self, s: ir.LdStMatrix, active: np.ndarray, env):
         """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.arch.ldmatrix.fragment_elements`)."""
-        warps = self._warps(mask, s.span)
+        warps = self._warps(active, s.span)
+        if not warps.size:
+            return
         tids = warps[:, None] * 32 + np.arange(32)[None, :]
-        addr = np.broadcast_to(np.asarray(self.eval_expr(s.addr, env, s.span), np.int64), (self.n,))
-        rows = addr[tids[:, : 8 * s.num]]  # only threads 0 .. 8*num-1 supply addresses
+        flat = tids.reshape(-1)
+        self._init = True
+        addr = np.broadcast_to(np.asarray(self.eval_expr(s.addr, env, s.span, flat), np.int64),
+                               flat.shape).reshape(tids.shape)
+        rows = addr[:, : 8 * s.num]  # only threads 0 .. 8*num-1 supply addresses
         if np.any(rows % ROW_ELEMS):
             w, t = (int(x[0]) for x in np.nonzero(rows % ROW_ELEMS))
             raise LaunchError(f"{s.chain}: thread {int(tids[w, t])} supplies row address element "
@@ -316,57 +550,98 @@ class Simulator:
         smem = self.mem[s.smem.name].view(np.uint16)
         regs = self.local[s.local.name].view(np.uint32)
         for i, r in enumerate(s.regs):
-            w = np.broadcast_to(np.asarray(self.eval_expr(r, env, s.span), np.int64), (self.n,))[tids]
+            w = np.broadcast_to(np.asarray(self.eval_expr(r, env, s.span, flat), np.int64),
+                                flat.shape).reshape(tids.shape)
             if w.min() < 0 or w.max() >= regs.shape[1]:
                 raise LaunchError(f"{s.chain}: register word {int(w.max())} is outside {s.local.name}", s.span)
             half = np.stack([lo[:, i], hi[:, i]], -1)[..., None] * 2 + np.arange(2)  # bytes of the two halves
-            who = np.broadcast_to(tids[..., None, None], half.shape)
+            half = half.reshape(tids.shape + (4,))
+            who = np.broadcast_to(tids[..., None], half.shape)
+            rb = w[..., None] * 4 + np.arange(4)  # register bytes, little-endian: lo half first
+            self.lanes += tids.size
             if s.op == "ld":
-                self._check_read(s.smem, half, who, s.span)
+                ini = self.hb.read(s.smem, half, who, s.span)
                 regs[tids, w] = smem[lo[:, i]].astype(np.uint32) | (smem[hi[:, i]].astype(np.uint32) << 16)
+                self.hb.write(s.local, rb, who, s.span, ini)
             else:
+                ini = self.hb.read(s.local, rb, who, s.span)
                 val = regs[tids, w]
                 smem[lo[:, i]] = (val & 0xFFFF).astype(np.uint16)
                 smem[hi[:, i]] = (val >> 16).astype(np.uint16)
-                self._note_write(s.smem, half, who, s.span)
+                self.hb.write(s.smem, half, who, s.span, ini)
 
-    def _taddr(self, addr_buf):
+    def _taddr(self, addr_buf, tids, span):
+        """The TMEM address in ``addr_buf[0]``, read by threads ``tids``."""
+        off = np.broadcast_to(np.arange(4), (tids.size, 4))
+        self.hb.read(addr_buf, off, np.broadcast_to(tids[:, None], off.shape), span)
         return int(self.mem[addr_buf.name].view(np.uint32)[0])
 
-    def _ldst(self, s: ir.TcgenLdSt, mask):
-        warps = self._warps(mask, s.span)
+    def _ldst(self, s: ir.TcgenLdSt, active):
+        warps = self._warps(active, s.span)
+        if not warps.size:
+            return
         tids = (warps[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
-        lane, col = self.tmem.cells_of(s.shape, s.num, tids, self._taddr(s.addr), s.row, s.col, s.span)
+        lane, col = self.tmem.cells_of(s.shape, s.num, tids, self._taddr(s.addr, tids, s.span), s.row, s.col,
+                                       s.span)
         regs = self.local[s.local.name].view(np.uint32)
         ridx = s.reg_base + np.arange(s.regs)
         if regs.shape[1] < ridx[-1] + 1:
             raise LaunchError(f"{s.local.name} has {regs.shape[1]} 32-bit registers; {s.chain} needs {ridx[-1] + 1}",
                               s.span)
+        ar = np.arange(4)
+        rb = (np.broadcast_to(ridx, lane.shape)[..., None] * 4 + ar).reshape(tids.size, -1)  # threads x bytes
+        cb = ((lane * tc.TMEM_COLS + col)[..., None] * 4 + ar).reshape(tids.size, -1)
+        who = np.broadcast_to(tids[:, None], rb.shape)
+        self.lanes += lane.size
         if s.op == "ld":
+            ini = self.hb.read(None, cb, who, s.span)
             regs[tids[:, None], ridx[None, :]] = self.tmem.cells[lane, col]
+            self.hb.write(s.local, rb, who, s.span, ini)
         else:
+            ini = self.hb.read(s.local, rb, who, s.span)
             self.tmem.cells[lane, col] = regs[tids[:, None], ridx[None, :]]
             self.tmem.touched[lane, col] = True
+            self.hb.write(None, cb, who, s.span, ini)
+        self.hb.event(f"tcgen05.{s.op}", tids, s.span, local=s.local, regs=rb, cells=cb)
 
-    def _alloc_op(self, s, mask):
-        for w in self._warps(mask, s.span):
+    def _alloc_op(self, s, active):
+        for w in self._warps(active, s.span):
+            tids = int(w) * 32 + np.arange(32, dtype=np.int64)
             if isinstance(s, ir.TcgenAlloc):
                 addr = self.tmem.alloc(s.ncols, int(w), s.span)
                 self.mem[s.addr.name].view(np.uint32)[0] = addr
+                off = np.arange(4, dtype=np.int64)
+                self.hb.write(s.addr, off, np.full(4, tids[0]), s.span)  # the warp's one store of the address
+                self.hb.event("alloc", tids, s.span, cells=self._cols_bytes(addr, s.ncols))
             elif isinstance(s, ir.TcgenRelinquish):
                 self.tmem.relinquish()
             else:
-                self.tmem.dealloc(self._taddr(s.addr), s.ncols, int(w), s.span)
+                taddr = self._taddr(s.addr, tids, s.span)
+                self.tmem.dealloc(taddr, s.ncols, int(w), s.span)
+                self.hb.event("dealloc", tids, s.span, cells=self._cols_bytes(taddr, s.ncols))
+
+    @staticmethod
+    def _cols_bytes(taddr: int, ncols: int) -> np.ndarray:
+        """TMEM byte offsets ``(lane * 512 + col) * 4 + byte`` of columns ``[taddr & 0xFFFF, + ncols)``, all lanes."""
+        col = (taddr & 0xFFFF) + np.arange(ncols)
+        cells = np.arange(tc.TMEM_LANES)[:, None] * tc.TMEM_COLS + col[None, :]
+        return (cells[..., None] * 4 + np.arange(4)).reshape(-1)
 
 
 def simulate(kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False,
-             hazards: list | None = None) -> dict[str, np.ndarray]:
+             hazards: list | None = None, timeout: float | None = None,
+             progress: bool = False) -> dict[str, np.ndarray]:
     """Run ``kernel`` on the CPU; return every global buffer after the kernel, viewed like its input.
 
-    ``hazards``, when given, receives the ``(message, span)`` of each shared-memory race the run
-    saw (:attr:`Simulator.hazards`).
+    ``hazards``, when given, receives the ``(message, span)`` of each hazard the run's tracker saw
+    (:attr:`Simulator.hazards`); ``timeout`` and ``progress`` as for :class:`Simulator`.
+
+    Raises
+    ------
+    LaunchError
+        A fault of the kernel (located), or the run took longer than ``timeout`` seconds.
     """
-    sim = Simulator(kernel, inputs, strict)
+    sim = Simulator(kernel, inputs, strict, timeout=timeout, progress=progress)
     raw = sim.run()
     if hazards is not None:
         hazards.extend(sim.hazards)
