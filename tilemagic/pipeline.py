@@ -193,7 +193,7 @@ def _run_backend(kernel, native, emulated, inputs, opts: Options, bench_bytes=No
     from .sim import simulate
 
     hazards: list = []
-    outputs = simulate(kernel, inputs, strict=opts.strict, hazards=hazards)
+    outputs = simulate(kernel, inputs, strict=opts.strict, hazards=hazards, timeout=opts.timeout, progress=True)
     if opts.bench:
         reason += "; --bench ignored: it times GPU launches only"
     mode = "CPU simulator, TMEM modelled in NumPy" if kernel.tmem_cols > 0 else "CPU simulator"

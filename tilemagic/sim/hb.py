@@ -25,7 +25,7 @@ from ..ir import nodes as ir
 
 @dataclass
 class HBReport:
-    """What a run's tracker saw: ``hazards``, a list of ``(message, span)`` (first per buffer, write line, read line)."""
+    """What a run's tracker saw: ``hazards``, a list of ``(message, span)``."""
 
     hazards: list[tuple[str, Span | None]] = field(default_factory=list)
 

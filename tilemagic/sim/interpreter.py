@@ -35,7 +35,7 @@ from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
 #: (iteration, thread) lanes one batched chunk of a ``Grid`` evaluates at most (bounds the temporaries).
-CHUNK_LANES = 1 << 18
+CHUNK_LANES = 1 << 16
 #: Seconds after which a run shows progress.
 PROGRESS_AFTER_S = 2.0
 
@@ -318,7 +318,7 @@ class Simulator:
         return np.ascontiguousarray(val.astype(_BITS[eb], copy=False))[..., None].view(np.uint8)
 
     def _vec_offsets(self, buf, e, tids, env, nb, span, shape):
-        """Byte offsets ``(..., threads)`` of the ``nb``-byte vectors at element index ``e`` (checked: aligned, in bounds)."""
+        """Byte offsets ``(..., threads)`` of the ``nb``-byte vectors at element index ``e`` (aligned, in bounds)."""
         idx = np.broadcast_to(np.asarray(self.eval_expr(e, env, span, tids), np.int64), shape)
         off = idx * buf.elem_bytes
         bad = off % nb != 0
@@ -550,22 +550,22 @@ class Simulator:
         smem = self.mem[s.smem.name].view(np.uint16)
         regs = self.local[s.local.name].view(np.uint32)
         for i, r in enumerate(s.regs):
-            w = np.broadcast_to(np.asarray(self.eval_expr(r, env, s.span, flat), np.int64),
-                                flat.shape).reshape(tids.shape)
-            if w.min() < 0 or w.max() >= regs.shape[1]:
-                raise LaunchError(f"{s.chain}: register word {int(w.max())} is outside {s.local.name}", s.span)
+            word = np.broadcast_to(np.asarray(self.eval_expr(r, env, s.span, flat), np.int64),
+                                   flat.shape).reshape(tids.shape)
+            if word.min() < 0 or word.max() >= regs.shape[1]:
+                raise LaunchError(f"{s.chain}: register word {int(word.max())} is outside {s.local.name}", s.span)
             half = np.stack([lo[:, i], hi[:, i]], -1)[..., None] * 2 + np.arange(2)  # bytes of the two halves
             half = half.reshape(tids.shape + (4,))
             who = np.broadcast_to(tids[..., None], half.shape)
-            rb = w[..., None] * 4 + np.arange(4)  # register bytes, little-endian: lo half first
+            rb = word[..., None] * 4 + np.arange(4)  # register bytes, little-endian: lo half first
             self.lanes += tids.size
             if s.op == "ld":
                 ini = self.hb.read(s.smem, half, who, s.span)
-                regs[tids, w] = smem[lo[:, i]].astype(np.uint32) | (smem[hi[:, i]].astype(np.uint32) << 16)
+                regs[tids, word] = smem[lo[:, i]].astype(np.uint32) | (smem[hi[:, i]].astype(np.uint32) << 16)
                 self.hb.write(s.local, rb, who, s.span, ini)
             else:
                 ini = self.hb.read(s.local, rb, who, s.span)
-                val = regs[tids, w]
+                val = regs[tids, word]
                 smem[lo[:, i]] = (val & 0xFFFF).astype(np.uint16)
                 smem[hi[:, i]] = (val >> 16).astype(np.uint16)
                 self.hb.write(s.smem, half, who, s.span, ini)
