@@ -50,6 +50,33 @@ def _vectors(a: np.ndarray, nb: int) -> np.ndarray:
     return a[..., : a.shape[-1] // nb * nb].view(_vec_dtype(nb))
 
 
+def _run_start(idx: np.ndarray) -> int | None:
+    """The first index when ``idx`` (row-major) is one ascending run ``first, first + 1, ...``, else None."""
+    flat = idx.reshape(-1)
+    n = flat.size
+    if not n:
+        return None
+    first = int(flat[0])
+    if int(flat[-1]) - first != n - 1 or (n > 1 and not bool(np.all(flat[1:] - flat[:-1] == 1))):
+        return None
+    return first
+
+
+def _byte_offsets(idx: np.ndarray, unit: int, first: int | None) -> np.ndarray:
+    """Byte offsets ``(*idx.shape, unit)`` of the ``unit``-byte items at indices ``idx`` (``first``: a run's start)."""
+    if first is not None:
+        return np.arange(first * unit, (first + idx.size) * unit, dtype=np.int64).reshape(idx.shape + (unit,))
+    return idx[..., None] * unit + np.arange(unit, dtype=np.int64)
+
+
+def _all(a) -> bool:
+    """``np.all(a)``, in O(1) for a broadcast scalar (what a tracker answers for memory with no poison)."""
+    a = np.asarray(a)
+    if a.size and not any(a.strides):
+        return bool(a.flat[0])
+    return bool(np.all(a))
+
+
 def _uses_threads(st: ir.Stmt) -> bool:
     """Does a Store depend on the thread id (a thread variable, or registers on either side)?"""
     return not isinstance(st, ir.Store) or st.buf.scope == "local" or any(
@@ -194,9 +221,9 @@ class Simulator:
         buf, eb = e.buf, e.buf.elem_bytes
         idx = np.asarray(eval_static(buf.index_expr(e.indices), tids, env, self._loader(tids, span)), np.int64)
         idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, tids.shape))  # (..., threads)
-        self._bounds(buf, idx, eb, span)
+        first = self._bounds(buf, idx, eb, span)
         who = np.broadcast_to(tids, idx.shape)
-        off = idx[..., None] * eb + np.arange(eb)
+        off = _byte_offsets(idx, eb, first)
         rep_off, rep_who = off, np.broadcast_to(who[..., None], off.shape)
         if self._uniform is not None and tids.size == 1:  # every active thread of a uniform Store loads the same
             rep_off = np.broadcast_to(off, off.shape[:-2] + (self._uniform.size, eb))
@@ -211,20 +238,33 @@ class Simulator:
             self._and_init(ini.all(-1))
             return val.view(_BITS[eb])[..., 0]
         ini = np.asarray(self.hb.read(buf, rep_off, rep_who, span))
-        self._and_init(ini.all(-1) if rep_off is off else ini.all(-1).all(-1, keepdims=True))
+        if not _all(ini):
+            self._and_init(ini.all(-1) if rep_off is off else ini.all(-1).all(-1, keepdims=True))
         if buf.scope == "local":
             return self.local[buf.name].view(_BITS[eb])[who, idx]
-        return self.mem[buf.name].view(_BITS[eb])[idx]
+        view = self.mem[buf.name].view(_BITS[eb])
+        if first is not None:
+            return view[first:first + idx.size].reshape(idx.shape)
+        return view[idx]
 
     def _and_init(self, ini) -> None:
-        if self._init is True and bool(np.all(ini)):
+        if self._init is True and _all(ini):
             return
         self._init = np.logical_and(self._init, ini)
 
-    def _bounds(self, buf, idx, nbytes, span):
-        lim = buf.nbytes // buf.elem_bytes
-        if idx.size and (idx.min() < 0 or idx.max() * buf.elem_bytes + nbytes > lim * buf.elem_bytes):
-            raise LaunchError(f"out-of-bounds access to {buf.name} (element {int(idx.max())} of {lim})", span)
+    def _bounds(self, buf, idx, nbytes, span, unit: int | None = None) -> int | None:
+        """Check that the ``nbytes`` accesses at indices ``idx`` (in ``unit``-byte items, default elements) stay
+        inside ``buf``; return the start of ``idx`` when it is one ascending run (:func:`_run_start`)."""
+        unit = unit or buf.elem_bytes
+        first = _run_start(idx)
+        if not idx.size:
+            return first
+        lo, hi = (first, first + idx.size - 1) if first is not None else (int(idx.min()), int(idx.max()))
+        if lo < 0 or hi * unit + nbytes > buf.nbytes // buf.elem_bytes * buf.elem_bytes:
+            lim = buf.nbytes // buf.elem_bytes
+            raise LaunchError(f"out-of-bounds access to {buf.name} (element {hi * unit // buf.elem_bytes} of {lim})",
+                              span)
+        return first
 
     # ------------------------------------------------------------------ run
     def run(self) -> dict[str, np.ndarray]:
@@ -296,11 +336,13 @@ class Simulator:
         ini = np.broadcast_to(self._init, shape)
         idx = np.broadcast_to(np.asarray(self.eval_expr(buf.index_expr(s.indices), env, s.span, ev), np.int64),
                               shape)
-        self._bounds(buf, idx, eb, s.span)
+        first = self._bounds(buf, idx, eb, s.span)
         self.lanes += val.size
-        off = idx[..., None] * eb + np.arange(eb)
+        off = _byte_offsets(idx, eb, first)
         if buf.scope == "local":
             self.local[buf.name].view(_BITS[eb])[np.broadcast_to(tids, shape), idx] = val
+        elif first is not None:
+            self.mem[buf.name].view(_BITS[eb])[first:first + idx.size] = val.reshape(-1)
         else:
             self.mem[buf.name].view(_BITS[eb])[idx.reshape(-1)] = val.reshape(-1)
         if uniform:  # the tracker sees every active thread store the same bytes (broadcast views, no copies)
@@ -315,10 +357,11 @@ class Simulator:
 
     @staticmethod
     def _bytes_of(val: np.ndarray, eb: int) -> np.ndarray:
-        return np.ascontiguousarray(val.astype(_BITS[eb], copy=False))[..., None].view(np.uint8)
+        return np.array(val, dtype=_BITS[eb], order="C", copy=True)[..., None].view(np.uint8)  # not a view
 
     def _vec_offsets(self, buf, e, tids, env, nb, span, shape):
-        """Byte offsets ``(..., threads)`` of the ``nb``-byte vectors at element index ``e`` (aligned, in bounds)."""
+        """Vector indices ``(..., threads)`` (in ``nb``-byte vectors) of the vectors at element index ``e``
+        (aligned, in bounds), and the first of them when they are one ascending run."""
         idx = np.broadcast_to(np.asarray(self.eval_expr(e, env, span, tids), np.int64), shape)
         off = idx * buf.elem_bytes
         bad = off % nb != 0
@@ -326,19 +369,18 @@ class Simulator:
             i = np.unravel_index(int(np.argmax(bad)), shape)
             raise LaunchError(f"misaligned {nb}-byte access to {buf.name} at byte {int(off[i])} by thread "
                               f"{int(tids[i[-1]])}", span)
-        self._bounds(buf, idx, nb, span)
-        return off
+        vec = off // nb
+        return vec, self._bounds(buf, vec, nb, span, unit=nb)
 
     def _vecmove(self, s: ir.VecMove, tids, env, iters, private):
         nb, vt = s.nbytes, _vec_dtype(s.nbytes)
         shape = (iters, tids.size)
         self._init = True
-        so = self._vec_offsets(s.src, s.src_index, tids, env, nb, s.span, shape)
-        do = self._vec_offsets(s.dst, s.dst_index, tids, env, nb, s.span, shape)
-        ar = np.arange(nb)
-        sb, db = so[..., None] + ar, do[..., None] + ar
+        sv, sfirst = self._vec_offsets(s.src, s.src_index, tids, env, nb, s.span, shape)
+        dv, dfirst = self._vec_offsets(s.dst, s.dst_index, tids, env, nb, s.span, shape)
+        sb, db = _byte_offsets(sv, nb, sfirst), _byte_offsets(dv, nb, dfirst)
         who = np.broadcast_to(tids[:, None], sb.shape)
-        self.lanes += so.size
+        self.lanes += sv.size
         priv = self._private.get(s.src.name)
         if priv is not None:
             base, data, init = priv
@@ -346,22 +388,24 @@ class Simulator:
             vals = np.take_along_axis(data, rel, -1)
             ini = np.take_along_axis(init, rel, -1)
             self.hb.read(s.src, sb, who, s.span)
+            vals = np.ascontiguousarray(vals).view(vt)[..., 0]  # private bytes -> vectors
         else:
             ini = np.asarray(self.hb.read(s.src, sb, who, s.span))
             if s.src.scope == "local":
-                vals = _vectors(self.local[s.src.name], nb)[np.broadcast_to(tids, shape), so // nb]
+                vals = _vectors(self.local[s.src.name], nb)[np.broadcast_to(tids, shape), sv]
+            elif sfirst is not None:
+                vals = _vectors(self.mem[s.src.name], nb)[sfirst:sfirst + sv.size].reshape(shape)
             else:
-                vals = _vectors(self.mem[s.src.name], nb)[so // nb]
-        vals = np.asarray(vals)
-        if vals.dtype != vt:  # private bytes -> vectors
-            vals = np.ascontiguousarray(vals).view(vt)[..., 0]
+                vals = _vectors(self.mem[s.src.name], nb)[sv]
         if s.dst.scope == "local":
-            _vectors(self.local[s.dst.name], nb)[np.broadcast_to(tids, shape), do // nb] = vals
+            _vectors(self.local[s.dst.name], nb)[np.broadcast_to(tids, shape), dv] = vals
+        elif dfirst is not None:
+            _vectors(self.mem[s.dst.name], nb)[dfirst:dfirst + dv.size] = vals.reshape(-1)
         else:
-            _vectors(self.mem[s.dst.name], nb)[(do // nb).reshape(-1)] = vals.reshape(-1)
+            _vectors(self.mem[s.dst.name], nb)[dv.reshape(-1)] = vals.reshape(-1)
         self.hb.write(s.dst, db, who, s.span, np.broadcast_to(ini, db.shape))
         if s.dst.name in private:
-            self._private[s.dst.name] = (do, np.ascontiguousarray(vals)[..., None].view(np.uint8),
+            self._private[s.dst.name] = (dv * nb, np.array(vals, order="C", copy=True)[..., None].view(np.uint8),
                                          np.broadcast_to(ini, db.shape))
 
     # ------------------------------------------------------------------ loops
@@ -546,29 +590,30 @@ class Simulator:
         lim = s.smem.nbytes // 2
         if rows.min() < 0 or rows.max() + ROW_ELEMS > lim:
             raise LaunchError(f"{s.chain}: a row address leaves {s.smem.name} ({lim} elements)", s.span)
-        lo, hi = fragment_elements(rows, s.num, s.trans)
+        lo, hi = fragment_elements(rows, s.num, s.trans)  # (warps, num, 32)
+        lo, hi = lo.transpose(0, 2, 1), hi.transpose(0, 2, 1)  # (warps, 32 threads, num registers)
         smem = self.mem[s.smem.name].view(np.uint16)
         regs = self.local[s.local.name].view(np.uint32)
-        for i, r in enumerate(s.regs):
-            word = np.broadcast_to(np.asarray(self.eval_expr(r, env, s.span, flat), np.int64),
-                                   flat.shape).reshape(tids.shape)
-            if word.min() < 0 or word.max() >= regs.shape[1]:
-                raise LaunchError(f"{s.chain}: register word {int(word.max())} is outside {s.local.name}", s.span)
-            half = np.stack([lo[:, i], hi[:, i]], -1)[..., None] * 2 + np.arange(2)  # bytes of the two halves
-            half = half.reshape(tids.shape + (4,))
-            who = np.broadcast_to(tids[..., None], half.shape)
-            rb = word[..., None] * 4 + np.arange(4)  # register bytes, little-endian: lo half first
-            self.lanes += tids.size
-            if s.op == "ld":
-                ini = self.hb.read(s.smem, half, who, s.span)
-                regs[tids, word] = smem[lo[:, i]].astype(np.uint32) | (smem[hi[:, i]].astype(np.uint32) << 16)
-                self.hb.write(s.local, rb, who, s.span, ini)
-            else:
-                ini = self.hb.read(s.local, rb, who, s.span)
-                val = regs[tids, word]
-                smem[lo[:, i]] = (val & 0xFFFF).astype(np.uint16)
-                smem[hi[:, i]] = (val >> 16).astype(np.uint16)
-                self.hb.write(s.smem, half, who, s.span, ini)
+        word = np.stack([np.broadcast_to(np.asarray(self.eval_expr(r, env, s.span, flat), np.int64), flat.shape)
+                         for r in s.regs], -1).reshape(tids.shape + (len(s.regs),))
+        if word.min() < 0 or word.max() >= regs.shape[1]:
+            raise LaunchError(f"{s.chain}: register word {int(word.max())} is outside {s.local.name}", s.span)
+        # bytes of each register, little-endian: the low half's two bytes, then the high half's
+        half = (np.stack([lo, hi], -1)[..., None] * 2 + np.arange(2)).reshape(tids.shape + (-1,))
+        rb = (word[..., None] * 4 + np.arange(4)).reshape(tids.shape + (-1,))
+        who = np.broadcast_to(tids[..., None], half.shape)
+        t3 = np.broadcast_to(tids[..., None], word.shape)
+        self.lanes += word.size
+        if s.op == "ld":
+            ini = self.hb.read(s.smem, half, who, s.span)
+            regs[t3, word] = smem[lo].astype(np.uint32) | (smem[hi].astype(np.uint32) << 16)
+            self.hb.write(s.local, rb, who, s.span, ini)
+        else:
+            ini = self.hb.read(s.local, rb, who, s.span)
+            val = regs[t3, word]
+            smem[lo] = (val & 0xFFFF).astype(np.uint16)
+            smem[hi] = (val >> 16).astype(np.uint16)
+            self.hb.write(s.smem, half, who, s.span, ini)
 
     def _taddr(self, addr_buf, tids, span):
         """The TMEM address in ``addr_buf[0]``, read by threads ``tids``."""
