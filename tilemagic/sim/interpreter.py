@@ -66,7 +66,8 @@ def _byte_offsets(idx: np.ndarray, unit: int, first: int | None) -> np.ndarray:
     """Byte offsets ``(*idx.shape, unit)`` of the ``unit``-byte items at indices ``idx`` (``first``: a run's start)."""
     if first is not None:
         return np.arange(first * unit, (first + idx.size) * unit, dtype=np.int64).reshape(idx.shape + (unit,))
-    return idx[..., None] * unit + np.arange(unit, dtype=np.int64)
+    # built byte-major, then viewed with the byte axis last: NumPy's inner loop runs over the items, not the bytes
+    return np.moveaxis(np.add.outer(np.arange(unit, dtype=np.int64), idx * unit), 0, -1)
 
 
 def _all(a) -> bool:
@@ -179,6 +180,8 @@ class Simulator:
         # (evaluated for the first of them only: the loads are reported for all)
         self._init: np.ndarray | bool = True
         self._uniform: np.ndarray | None = None
+        # the iteration shape of the batched loop chunk being run (one axis per loop variable it spans; () outside)
+        self._gshape: tuple[int, ...] = ()
         # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
         self._private: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.hazards: list = []
@@ -220,7 +223,15 @@ class Simulator:
     def _load(self, e: ir.Load, env, tids: np.ndarray, span: Span | None):
         buf, eb = e.buf, e.buf.elem_bytes
         idx = np.asarray(eval_static(buf.index_expr(e.indices), tids, env, self._loader(tids, span)), np.int64)
-        idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, tids.shape))  # (..., threads)
+        if self._gshape:  # a batched chunk: (iterations, threads); the value goes back in the loop's shape
+            full = self._gshape + tids.shape
+            idx = self._lanes(idx, tids.size)
+        else:
+            idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, tids.shape))  # (..., threads)
+            full = idx.shape
+        return self._load_at(buf, eb, idx, tids, span).reshape(full)
+
+    def _load_at(self, buf, eb, idx, tids, span):
         first = self._bounds(buf, idx, eb, span)
         who = np.broadcast_to(tids, idx.shape)
         off = _byte_offsets(idx, eb, first)
@@ -246,6 +257,10 @@ class Simulator:
         if first is not None:
             return view[first:first + idx.size].reshape(idx.shape)
         return view[idx]
+
+    def _lanes(self, x, n: int) -> np.ndarray:
+        """``x`` (a value over the chunk's iterations and ``n`` threads) as a ``(iterations, n)`` array."""
+        return np.broadcast_to(x, self._gshape + (n,)).reshape(-1, n)
 
     def _and_init(self, ini) -> None:
         if self._init is True and _all(ini):
@@ -330,12 +345,11 @@ class Simulator:
         shape = (iters, ev.size)
         self._init, self._uniform = True, tids if uniform else None
         try:
-            val = np.broadcast_to(self.eval_expr(s.value, env, s.span, ev), shape)
+            val = self._lanes(self.eval_expr(s.value, env, s.span, ev), ev.size)
         finally:
             self._uniform = None
-        ini = np.broadcast_to(self._init, shape)
-        idx = np.broadcast_to(np.asarray(self.eval_expr(buf.index_expr(s.indices), env, s.span, ev), np.int64),
-                              shape)
+        ini = np.broadcast_to(self._init, shape)  # the loads AND their init in (iterations, threads) form
+        idx = self._lanes(np.asarray(self.eval_expr(buf.index_expr(s.indices), env, s.span, ev), np.int64), ev.size)
         first = self._bounds(buf, idx, eb, s.span)
         self.lanes += val.size
         off = _byte_offsets(idx, eb, first)
@@ -362,7 +376,7 @@ class Simulator:
     def _vec_offsets(self, buf, e, tids, env, nb, span, shape):
         """Vector indices ``(..., threads)`` (in ``nb``-byte vectors) of the vectors at element index ``e``
         (aligned, in bounds), and the first of them when they are one ascending run."""
-        idx = np.broadcast_to(np.asarray(self.eval_expr(e, env, span, tids), np.int64), shape)
+        idx = self._lanes(np.asarray(self.eval_expr(e, env, span, tids), np.int64), tids.size)
         off = idx * buf.elem_bytes
         bad = off % nb != 0
         if bad.any():
@@ -420,7 +434,6 @@ class Simulator:
         read back (the scratch of ``gmem_smem``) is kept per iteration (privatised).  Anything else in the body
         (barriers, branches, tcgen05, ldmatrix, nested loops) runs iteration by iteration.
         """
-        total = int(np.prod(s.extents, dtype=np.int64))
         body = self._flat_body(s.body)
         if body is None:
             for point in np.ndindex(*s.extents):
@@ -434,9 +447,27 @@ class Simulator:
         check, private = self._needs_check(body)
         per = sum(st.nbytes if isinstance(st, ir.VecMove) else st.buf.elem_bytes for st in body)
         chunk = max(1, CHUNK_LANES // max(1, tids.size * max(1, per // 4)))
-        for start in range(0, total, chunk):
-            self._tick(body[0].span, len(body) * min(chunk, total - start))
-            self._grid_chunk(s, body, tids, env, start, min(total, start + chunk), check, private)
+        for start, stop in self._ranges(s.extents, chunk):
+            self._tick(body[0].span, len(body) * (stop - start))
+            self._grid_chunk(s, body, tids, env, start, stop, check, private)
+
+    @staticmethod
+    def _ranges(extents: tuple[int, ...], chunk: int):
+        """Consecutive ranges of linear iterations, each at most ``chunk`` long (when the innermost extent is)
+        and, where possible, whole blocks of the inner loops (:meth:`_env` then keeps one axis per variable)."""
+        total = int(np.prod(extents, dtype=np.int64))
+        inner, m = 1, len(extents)
+        while m > 0 and inner * extents[m - 1] <= chunk:
+            m -= 1
+            inner *= extents[m]
+        if m == 0:
+            yield 0, total
+            return
+        step = max(1, chunk // inner) * inner  # whole blocks of the inner loops, within one value of the outer ones
+        block = extents[m - 1] * inner
+        for base in range(0, total, block):
+            for start in range(base, base + block, step):
+                yield start, min(start + step, base + block)
 
     def _grid_chunk(self, s, body, tids, env, start, stop, check, private):
         if stop - start > 1 and check and self._interferes(s, body, tids, env, start, stop, check, private):
@@ -444,20 +475,51 @@ class Simulator:
             self._grid_chunk(s, body, tids, env, start, mid, check, private)
             self._grid_chunk(s, body, tids, env, mid, stop, check, private)
             return
-        env2 = self._env(s, env, start, stop)
+        env2, self._gshape = self._env(s, env, start, stop)
         try:
             for st in body:
                 self._exec(st, tids, env2, stop - start, private)
         finally:
-            self._private = {}
+            self._private, self._gshape = {}, ()
 
     @staticmethod
-    def _env(s: ir.Grid, env: dict, start: int, stop: int) -> dict:
-        lin = np.arange(start, stop, dtype=np.int64)
+    def _env(s: ir.Grid, env: dict, start: int, stop: int) -> tuple[dict, tuple[int, ...]]:
+        """The loop variables over the iterations ``[start, stop)``, and the shape of those iterations.
+
+        A range made of whole blocks of the inner loops (under one value of the outer ones) gives each variable
+        its own axis (``(r, e_m, ..., e_k, 1)`` arrays, threads last): no per-iteration coordinate arrays.  Any
+        other range gives ``(iterations, 1)`` arrays (``np.unravel_index``).
+        """
         env2 = dict(env)
-        for v, c in zip(s.vars, np.unravel_index(lin, s.extents)):
+        ext = s.extents
+        inner, m = 1, len(ext)
+        while m > 0 and start % (inner * ext[m - 1]) == 0 and (stop - start) % (inner * ext[m - 1]) == 0 \
+                and stop - start >= inner * ext[m - 1]:
+            m -= 1
+            inner *= ext[m]
+        if m == 0 or (start // inner) // ext[m - 1] == (stop - 1) // inner // ext[m - 1]:
+            outer = np.unravel_index(start // inner, ext[:m]) if m else ()
+            nk = len(ext) - m + (1 if m else 0)  # axes: the range of var m-1 (if any), then vars m..k-1
+            for d, v in enumerate(s.vars[:m - 1] if m else ()):
+                env2[v] = int(outer[d])
+            axes: list[int] = []
+            if m:
+                lo = int(outer[m - 1])
+                shp = [1] * (nk + 1)
+                axes.append((stop - start) // inner)
+                shp[0] = axes[-1]
+                env2[s.vars[m - 1]] = np.arange(lo, lo + axes[-1], dtype=np.int64).reshape(shp)
+            for j, v in enumerate(s.vars[m:]):
+                shp = [1] * (nk + 1)
+                a = j + (1 if m else 0)
+                shp[a] = ext[m + j]
+                axes.append(ext[m + j])
+                env2[v] = np.arange(ext[m + j], dtype=np.int64).reshape(shp)
+            return env2, tuple(axes)
+        lin = np.arange(start, stop, dtype=np.int64)
+        for v, c in zip(s.vars, np.unravel_index(lin, ext)):
             env2[v] = c[:, None]  # iterations × threads
-        return env2
+        return env2, (stop - start,)
 
     @staticmethod
     def _flat_body(b: ir.Stmt) -> list | None:
@@ -507,26 +569,34 @@ class Simulator:
         second writing statement is among its accesses.  A privatised register instead needs every read to fall
         within the bytes the writing statement stored in the same iteration and thread.
         """
-        env2 = self._env(s, env, start, stop)
+        env2, gshape = self._env(s, env, start, stop)
         iters = stop - start
         acc: dict[str, list] = {name: [] for name in check}
         shape = (iters, tids.size)
         it = np.broadcast_to(np.arange(iters)[:, None], shape)
         try:
+            return self._interferes_at(env2, gshape, body, tids, shape, it, acc, check, private)
+        finally:
+            self._gshape = ()
+
+    def _interferes_at(self, env2, gshape, body, tids, shape, it, acc, check, private) -> bool:
+        self._gshape = gshape
+        try:
             for k, st in enumerate(body):
                 for ld in ir.loads(st):
                     if ld.buf.name in check:
                         idx = eval_static(ld.buf.index_expr(ld.indices), tids, env2)
-                        acc[ld.buf.name].append((ld.buf, np.broadcast_to(idx, shape) * ld.buf.elem_bytes,
+                        acc[ld.buf.name].append((ld.buf, self._lanes(idx, tids.size) * ld.buf.elem_bytes,
                                                  ld.buf.elem_bytes, k, False))
                 if isinstance(st, ir.VecMove):
                     for buf, e, w in ((st.src, st.src_index, False), (st.dst, st.dst_index, True)):
                         if buf.name in check:
                             idx = eval_static(e, tids, env2)
-                            acc[buf.name].append((buf, np.broadcast_to(idx, shape) * buf.elem_bytes, st.nbytes, k, w))
+                            acc[buf.name].append((buf, self._lanes(idx, tids.size) * buf.elem_bytes, st.nbytes, k,
+                                                  w))
                 elif st.buf.name in check:
                     idx = eval_static(st.buf.index_expr(st.indices), tids, env2)
-                    acc[st.buf.name].append((st.buf, np.broadcast_to(idx, shape) * st.buf.elem_bytes,
+                    acc[st.buf.name].append((st.buf, self._lanes(idx, tids.size) * st.buf.elem_bytes,
                                              st.buf.elem_bytes, k, True))
         except Undetermined:  # an index that loads from memory: serial
             return True
