@@ -47,7 +47,7 @@ use_checkout()
 
 TARGET = 0.05
 VARIANTS = ("fallback", "gmem_smem", "reg", "ldstmatrix", "tmem<->local")
-COLUMNS = ("variant", "MiB", "ops", "lower_s", "sim_ms", "copyto_ms", "ratio", "target", "met")
+COLUMNS = ("variant", "MiB", "ops", "lower_s", "sim_ms", "copyto_ms", "ratio %", "target", "met")
 MiB = 1 << 20
 
 
@@ -190,6 +190,7 @@ def measure_variant(variant: str, mib: float, repeats: int) -> dict:
     target = TARGET if moved >= 64 * MiB else None
     return {"variant": variant, "MiB": round(moved / MiB, 2), "ops": ops, "lower_s": round(lower_s, 2),
             "sim_ms": round(sim_ms, 1), "copyto_ms": round(copy_ms, 2), "ratio": round(ratio, 4),
+            "ratio %": round(100 * ratio, 2),
             "target": "≥ 5 %" if target else "-", "met": (ratio >= target) if target else "-", "round_trip": ok}
 
 

@@ -182,6 +182,7 @@ class Simulator:
         self._uniform: np.ndarray | None = None
         # the iteration shape of the batched loop chunk being run (one axis per loop variable it spans; () outside)
         self._gshape: tuple[int, ...] = ()
+        self._plans: dict[int, tuple] = {}  # id(Grid) -> (its body as a statement list or None, check, private)
         # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
         self._private: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.hazards: list = []
@@ -434,17 +435,20 @@ class Simulator:
         read back (the scratch of ``gmem_smem``) is kept per iteration (privatised).  Anything else in the body
         (barriers, branches, tcgen05, ldmatrix, nested loops) runs iteration by iteration.
         """
-        body = self._flat_body(s.body)
+        plan = self._plans.get(id(s))
+        if plan is None:  # the body's statements and which buffers a chunk must check: once per loop node
+            flat = self._flat_body(s.body)
+            flat = None if flat is None else [b for b in flat if not isinstance(b, ir.Comment)]
+            plan = self._plans[id(s)] = (flat, *self._needs_check(flat)) if flat else (flat, frozenset(), frozenset())
+        body, check, private = plan
         if body is None:
             for point in np.ndindex(*s.extents):
                 env2 = dict(env)
                 env2.update(zip(s.vars, (int(p) for p in point)))
                 self.run_stmt(s.body, tids, env2)
             return
-        body = [b for b in body if not isinstance(b, ir.Comment)]
         if not body:
             return
-        check, private = self._needs_check(body)
         per = sum(st.nbytes if isinstance(st, ir.VecMove) else st.buf.elem_bytes for st in body)
         chunk = max(1, CHUNK_LANES // max(1, tids.size * max(1, per // 4)))
         for start, stop in self._ranges(s.extents, chunk):
