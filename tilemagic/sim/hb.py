@@ -47,10 +47,10 @@ class Tracker:
         self.strict = strict
         self.epoch = 0  # barrier interval: cta_sync starts a new one
         # per shared byte: the last writing thread (-1 none; -2 - k: every thread of self._writer_sets[k]
-        # stored it in one call), the barrier interval of that write and its source line
+        # stored it in one call), and the barrier interval of that write and its source line as one stamp
+        # (interval << 32 | line; -1 never written)
         self._writer_sets: list[np.ndarray] = []
-        self._writer = {b.name: (np.full(b.nbytes, -1, np.int64), np.full(b.nbytes, -1, np.int64),
-                                 np.zeros(b.nbytes, np.int64))
+        self._writer = {b.name: (np.full(b.nbytes, -1, np.int64), np.full(b.nbytes, -1, np.int64))
                         for b in kernel.shared if b is not kernel.tmem_addr}
         self._hazards: list[tuple[tuple, str, Span | None]] = []
 
@@ -83,11 +83,10 @@ class Tracker:
             off = off[..., 0].reshape(-1)
             who = np.full(off.size, -1 - len(self._writer_sets), np.int64)
         else:
-            who = np.broadcast_to(np.asarray(tids, np.int64), off.shape).reshape(-1)
-            off = off.astype(np.int64, copy=False).reshape(-1)
+            who = np.broadcast_to(np.asarray(tids, np.int64), off.shape)  # scattered as is: no flat copies
+            off = off.astype(np.int64, copy=False)
         rec[0][off] = who
-        rec[1][off] = self.epoch
-        rec[2][off] = span.line if span else 0
+        rec[1][off] = (self.epoch << 32) | (span.line if span else 0)
 
     def event(self, kind: str, tids: np.ndarray, span: Span | None, **info) -> None:
         """A synchronising event of threads ``tids``: ``cta_sync`` starts a new barrier interval; the others
@@ -105,7 +104,8 @@ class Tracker:
     def _check_read(self, buf, byte_off, tids, span):
         rec = self._writer[buf.name]
         wt = rec[0][byte_off]
-        bad = (rec[1][byte_off] == self.epoch) & (wt != -1) & (wt != tids)
+        stamp = rec[1][byte_off]
+        bad = (stamp >> 32 == self.epoch) & (stamp >= 0) & (wt != -1) & (wt != tids)
         for code in np.unique(wt[bad & (wt <= -2)]):  # written by a set of threads: a reader among them is fine
             sel = bad & (wt == code)
             bad[sel] = ~self._writer_sets[-2 - int(code)][tids[sel]]
@@ -115,7 +115,7 @@ class Tracker:
         writer = int(wt[i])
         if writer <= -2:
             writer = int(np.argmax(self._writer_sets[-2 - writer]))  # name the first of the writers
-        wline, rline = int(rec[2][byte_off[i]]), (span.line if span else 0)
+        wline, rline = int(stamp[i]) & 0xFFFFFFFF, (span.line if span else 0)
         key = (buf.name, wline, rline)
         if any(k == key for k, _, _ in self._hazards):
             return

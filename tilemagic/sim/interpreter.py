@@ -475,6 +475,7 @@ class Simulator:
 
     def _grid_chunk(self, s, body, tids, env, start, stop, check, private):
         if stop - start > 1 and check and self._interferes(s, body, tids, env, start, stop, check, private):
+            self._tick(body[0].span, 0)  # the deadline holds in a chunk split down to serial iterations too
             mid = (start + stop) // 2
             self._grid_chunk(s, body, tids, env, start, mid, check, private)
             self._grid_chunk(s, body, tids, env, mid, stop, check, private)
