@@ -150,7 +150,8 @@ class Options:
                             check=_check_bool, config=True)
     seed: int = _opt(0, "Seed of `random` initialisers.", check=_check_seed, metavar="N", config=True)
     timeout: float = _opt(DEFAULT_TIMEOUT_S, "Seconds a GPU kernel may run before its worker process is stopped "
-                                             "(the next launch gets a fresh one).", check=check_timeout,
+                                             "(the next launch gets a fresh one), and the CPU simulator "
+                                             "before it stops.", check=check_timeout,
                           metavar="SECONDS", config=True)
     export: str | None = _opt(None, "tvmscript: also show the equivalent TVM TIRx program (TVMScript text).",
                               choices=EXPORT_CHOICES)

@@ -239,7 +239,7 @@ def _run_backend(kernel, native, emulated, inputs, opts: Options, bench_bytes=No
     from .sim import Tracker, simulate
 
     tracker = Tracker(kernel, kernel.threads, opts.strict)  # the simulator reports every access to it
-    outputs = simulate(kernel, inputs, strict=opts.strict, tracker=tracker)
+    outputs = simulate(kernel, inputs, strict=opts.strict, tracker=tracker, timeout=opts.timeout, progress=True)
     hb = tracker.finish()
     if opts.bench:
         reason += "; --bench ignored: it times GPU launches only"

@@ -356,6 +356,8 @@ class TileLayout:
         n = len(self.shard)
         for k in range(n - 1, -1, -1):
             it = self.shard[k]
+            if k and it.extent == 1:  # its digit is 0: a long layout of unit iters costs nothing per element
+                continue
             if k == 0:
                 digit = rem
             else:

@@ -1,25 +1,33 @@
 """NumPy SIMT interpreter of the IR: the CPU backend (``--launch sim``).
 
-The threads of the CTA are a NumPy vector; every statement runs for all active
-threads at once, ``If`` narrows an activity mask, ``Grid`` loops run serially.
-Memory is bytes: global and shared buffers are flat ``uint8`` arrays, each local
-buffer a ``(threads, bytes)`` array, TMEM a :class:`~tilemagic.sim.tmem.TmemModel`.
-Values move as raw bits (fp16 as uint16, ...), so round trips are bit-exact.
+The threads of the CTA are a NumPy vector: a statement is evaluated for the *active* threads only
+(an ``If`` narrows the array of active thread ids, so the fallback's elected thread costs one
+thread, not the CTA).  A ``Grid`` loop runs many iterations at once, in chunks of a bounded number
+of (iteration, thread) lanes, whenever that gives the serial loop's result (see :meth:`Simulator._grid`):
+the simulator's cost grows with the elements moved, and it never allocates elements × threads arrays.
+Memory is bytes: global and shared buffers are flat ``uint8`` arrays, each local buffer a
+``(threads, bytes)`` array, TMEM a :class:`~tilemagic.sim.tmem.TmemModel`.  Values move as raw bits
+(fp16 as uint16, ...), so round trips are bit-exact.
 
-Statements execute in program order for all threads (a legal schedule of a
-correctly synchronised kernel); tcgen05.ld/st complete at issue, so
-``wait::ld``/``wait::st`` are no-ops, as in the emulation.  Because that schedule hides a
-missing barrier or wait, every access and synchronising event is reported to a
-:class:`~tilemagic.sim.hb.Tracker` (happens-before: races, in-flight tcgen05 registers,
-uninitialised data); shared memory, registers and TMEM start as :data:`~tilemagic.sim.hb.GARBAGE`.
-The hazards are in :attr:`Simulator.hazards` after :meth:`Simulator.run`.
+Statements execute in program order for all threads (a legal schedule of a correctly synchronised
+kernel); tcgen05.ld/st complete at issue, as in the emulation.  Because that schedule hides a missing
+barrier, every memory access and synchronising event is reported to a :class:`~tilemagic.sim.hb.Tracker`
+(per-byte arrays, in each thread's program order: races, in-flight tcgen05 registers, uninitialised
+data), whose hazards the run keeps in :attr:`Simulator.hazards` (the pipeline shows them as ``hazard:``
+warnings).  Shared memory, registers and TMEM start as :data:`~tilemagic.sim.hb.GARBAGE`, never zeros.  A ``deadline`` bounds the run (``--timeout``), and a run
+longer than two seconds shows a progress bar (``tqdm.auto``).
 """
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Callable
+
 import numpy as np
 
 from ..arch.ldmatrix import ROW_ELEMS, fragment_elements
+from ..arch import tcgen05 as tc
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
@@ -27,12 +35,99 @@ from .hb import Tracker, garbage
 from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
+#: (iteration, thread) lanes one batched chunk of a ``Grid`` evaluates at most (bounds the temporaries).
+CHUNK_LANES = 1 << 16
+#: Seconds after which a run shows progress.
+PROGRESS_AFTER_S = 2.0
 
 
-def _uses_threads(st: ir.Store) -> bool:
+def _vec_dtype(nbytes: int) -> np.dtype:
+    """The NumPy type of one ``nbytes`` vector (an unsigned integer up to 8 bytes, else raw bytes)."""
+    return np.dtype(_BITS[nbytes]) if nbytes in _BITS else np.dtype((np.void, nbytes))
+
+
+def _vectors(a: np.ndarray, nb: int) -> np.ndarray:
+    """``a`` (bytes on its last axis) viewed as ``nb``-byte vectors (a trailing partial vector left out)."""
+    return a[..., : a.shape[-1] // nb * nb].view(_vec_dtype(nb))
+
+
+def _run_start(idx: np.ndarray) -> int | None:
+    """The first index when ``idx`` (row-major) is one ascending run ``first, first + 1, ...``, else None."""
+    flat = idx.reshape(-1)
+    n = flat.size
+    if not n:
+        return None
+    first = int(flat[0])
+    if int(flat[-1]) - first != n - 1 or (n > 1 and not bool(np.all(flat[1:] - flat[:-1] == 1))):
+        return None
+    return first
+
+
+def _byte_offsets(idx: np.ndarray, unit: int, first: int | None) -> np.ndarray:
+    """Byte offsets ``(*idx.shape, unit)`` of the ``unit``-byte items at indices ``idx`` (``first``: a run's start)."""
+    if first is not None:
+        return np.arange(first * unit, (first + idx.size) * unit, dtype=np.int64).reshape(idx.shape + (unit,))
+    # built byte-major, then viewed with the byte axis last: NumPy's inner loop runs over the items, not the bytes
+    return np.moveaxis(np.add.outer(np.arange(unit, dtype=np.int64), idx * unit), 0, -1)
+
+
+def _all(a) -> bool:
+    """``np.all(a)``, in O(1) for a broadcast scalar (what a tracker answers for memory with no poison)."""
+    a = np.asarray(a)
+    if a.size and not any(a.strides):
+        return bool(a.flat[0])
+    return bool(np.all(a))
+
+
+def _uses_threads(st: ir.Stmt) -> bool:
     """Does a Store depend on the thread id (a thread variable, or registers on either side)?"""
-    return st.buf.scope == "local" or any(
+    return not isinstance(st, ir.Store) or st.buf.scope == "local" or any(
         isinstance(e, ir.ThreadVar) or (isinstance(e, ir.Load) and e.buf.scope == "local") for e in ir.iter_exprs(st))
+
+
+def _stmt_work(s: ir.Stmt) -> int:
+    """Statement executions of ``s`` (loop trip counts multiplied; every branch counted): the progress total."""
+    if isinstance(s, ir.Seq):
+        return sum(_stmt_work(c) for c in s.body)
+    if isinstance(s, ir.If):
+        return _stmt_work(s.then)
+    if isinstance(s, ir.Grid):
+        return int(np.prod(s.extents, dtype=np.int64)) * _stmt_work(s.body)
+    return 1
+
+
+class _Progress:
+    """Progress of a run, shown once it has taken :data:`PROGRESS_AFTER_S` (``tqdm.auto``: a widget in a
+    notebook, one updating line on a terminal; a plain ``\\r`` line on stderr without tqdm)."""
+
+    def __init__(self, total: int, label: str):
+        self.total, self.label, self.done = max(total, 1), label, 0
+        self.t0 = time.monotonic()
+        self.bar = None
+        self.plain = False
+
+    def update(self, k: int) -> None:
+        self.done += k
+        if self.bar is not None:
+            self.bar.update(k)
+            return
+        if self.plain:
+            sys.stderr.write(f"\r{self.label}: {100 * self.done // self.total}%")
+            return
+        if time.monotonic() - self.t0 < PROGRESS_AFTER_S:
+            return
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            self.plain = True
+            return
+        self.bar = tqdm(total=self.total, initial=self.done, desc=self.label, unit="stmt", leave=False)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif self.plain:
+            sys.stderr.write("\r" + " " * (len(self.label) + 8) + "\r")
 
 
 class Simulator:
@@ -46,12 +141,23 @@ class Simulator:
     strict : bool
         Flag TMEM addresses whose quadrant bits are neither 0 nor warp_id % 4
         (:func:`tilemagic.arch.tcgen05.quadrant_mismatch`).
-    tracker : Tracker, optional
-        The happens-before tracker to report to (default: a new one, :attr:`hb`).
+    timeout : float, optional
+        Seconds the run may take (``--timeout``); past it a LaunchError located at the statement
+        running then ("the simulator ran past --timeout 10 s at L7").
+    progress : bool
+        Show progress once the run has taken two seconds.
+
+    Attributes
+    ----------
+    hazards : list of (str, Span)
+        After :meth:`run`: the tracker's hazards (:meth:`tilemagic.sim.hb.Tracker.finish`).
+    lanes : int
+        (iteration, thread) lanes evaluated so far: the work the run did (the fallback's single
+        elected thread copying E elements costs E lanes whatever the CTA size).
     """
 
     def __init__(self, kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False,
-                 tracker: Tracker | None = None):
+                 tracker: Tracker | None = None, timeout: float | None = None, progress: bool = False):
         self.k = kernel
         n = kernel.threads
         self.n = n
@@ -68,212 +174,496 @@ class Simulator:
         self.tmem = TmemModel(strict)
         self.tmem.cells.view(np.uint8).reshape(-1)[:] = garbage(self.tmem.cells.nbytes)
         self.hb = tracker if tracker is not None else Tracker(kernel, n, strict)
-        # (active mask, span) of the statement whose loads are being evaluated, and their init bits
-        self._read_ctx: tuple[np.ndarray, Span | None] | None = None
-        self._read_init: np.ndarray | None = None
-        self.hazards: list = []  # (message, span) of every hazard, after run()
+        self.timeout = timeout
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._progress = _Progress(_stmt_work(kernel.body), f"simulating {kernel.name}") if progress else None
+        self.lanes = 0
+        # the statement being evaluated: its loads' AND of init; every active thread of a uniform Store
+        # (evaluated for the first of them only: the loads are reported for all)
+        self._init: np.ndarray | bool = True
+        self._uniform: np.ndarray | None = None
+        # the iteration shape of the batched loop chunk being run (one axis per loop variable it spans; () outside)
+        self._gshape: tuple[int, ...] = ()
+        self._plans: dict[int, tuple] = {}  # id(Grid) -> (its body as a statement list or None, check, private)
+        # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
+        self._private: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.hazards: list = []
 
-    # ------------------------------------------------------------------ helpers
-    def _flat(self, buf, indices, env, span=None):
-        return self.eval_expr(buf.index_expr(indices), env, span)
+    # ------------------------------------------------------------------ time and progress
+    def _tick(self, span: Span | None, work: int = 1) -> None:
+        """Between statements and chunks: past the deadline a located LaunchError; progress."""
+        if self._deadline is not None and time.monotonic() > self._deadline:
+            at = f" at L{span.line}" if span else ""
+            raise LaunchError(f"the simulator ran past --timeout {self.timeout:g} s{at}", span,
+                              hint="raise --timeout, or simulate a smaller tile")
+        if self._progress is not None:
+            self._progress.update(work)
 
-    def eval_expr(self, e: ir.Expr, env: dict, span: Span | None = None):
-        """Value of ``e`` for every thread (:func:`~tilemagic.ir.evaluate.eval_static` with loads from memory).
+    # ------------------------------------------------------------------ expressions
+    def eval_expr(self, e: ir.Expr, env: dict, span: Span | None = None, tids: np.ndarray | None = None):
+        """Value of ``e`` for the threads ``tids`` (default every thread of the CTA):
+        :func:`~tilemagic.ir.evaluate.eval_static` with loads from memory.
 
-        ``env`` maps the ``ir.LoopVar`` objects of the enclosing loops to their values.
+        ``env`` maps the ``ir.LoopVar`` objects of the enclosing loops to their values (ints, or
+        ``(iterations, 1)`` arrays in a batched loop: the values then have shape ``(iterations, threads)``).
 
         Raises
         ------
         LaunchError
             Located at ``span``: a division by zero, a free loop variable, an out-of-bounds load.
         """
+        tids = self.tid if tids is None else tids
         try:
-            return eval_static(e, self.tid, env, self._load)
+            return eval_static(e, tids, env, self._loader(tids, span))
         except Undetermined as err:
             raise LaunchError(f"cannot evaluate an index or value: {err}", span) from None
 
-    def _load(self, e: ir.Load, env):
-        idx = np.asarray(eval_static(e.buf.index_expr(e.indices), self.tid, env, self._load))
-        idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, (self.n,)))  # (..., threads)
-        self._bounds(e.buf, idx.reshape(-1), e.buf.elem_bytes, None)
-        if self._read_ctx is not None:
-            self._track_load(e.buf, idx)
-        if e.buf.scope == "local":
-            view = self.local[e.buf.name].view(_BITS[e.buf.elem_bytes])
-            return view[np.broadcast_to(np.arange(self.n), idx.shape), idx]
-        return self.mem[e.buf.name].view(_BITS[e.buf.elem_bytes])[idx]
+    def _loader(self, tids: np.ndarray, span: Span | None) -> Callable:
+        def load(e: ir.Load, env):
+            return self._load(e, env, tids, span)
+        return load
 
-    def _track_load(self, buf, idx):
-        """Loads of ``buf`` at element indices ``idx`` (..., threads) by the active threads: tell the tracker,
-        and AND their init bits into ``_read_init`` (the init of the value being computed)."""
-        if not self.hb.tracks(buf):
+    def _load(self, e: ir.Load, env, tids: np.ndarray, span: Span | None):
+        buf, eb = e.buf, e.buf.elem_bytes
+        idx = np.asarray(eval_static(buf.index_expr(e.indices), tids, env, self._loader(tids, span)), np.int64)
+        if self._gshape:  # a batched chunk: (iterations, threads); the value goes back in the loop's shape
+            full = self._gshape + tids.shape
+            idx = self._lanes(idx, tids.size)
+        else:
+            idx = np.broadcast_to(idx, np.broadcast_shapes(idx.shape, tids.shape))  # (..., threads)
+            full = idx.shape
+        return self._load_at(buf, eb, idx, tids, span).reshape(full)
+
+    def _load_at(self, buf, eb, idx, tids, span):
+        first = self._bounds(buf, idx, eb, span)
+        who = np.broadcast_to(tids, idx.shape)
+        off = _byte_offsets(idx, eb, first)
+        rep_off, rep_who = off, np.broadcast_to(who[..., None], off.shape)
+        if self._uniform is not None and tids.size == 1:  # every active thread of a uniform Store loads the same
+            rep_off = np.broadcast_to(off, off.shape[:-2] + (self._uniform.size, eb))
+            rep_who = np.broadcast_to(self._uniform[:, None], rep_off.shape)
+        priv = self._private.get(buf.name)
+        if priv is not None:  # a register this iteration wrote earlier in the batched body
+            base, data, init = priv
+            rel = off - base[..., None]
+            val = np.take_along_axis(data, rel, -1)
+            ini = np.take_along_axis(init, rel, -1)
+            self.hb.read(buf, rep_off, rep_who, span)
+            self._and_init(ini.all(-1))
+            return val.view(_BITS[eb])[..., 0]
+        ini = np.asarray(self.hb.read(buf, rep_off, rep_who, span))
+        if not _all(ini):
+            self._and_init(ini.all(-1) if rep_off is off else ini.all(-1).all(-1, keepdims=True))
+        if buf.scope == "local":
+            return self.local[buf.name].view(_BITS[eb])[who, idx]
+        view = self.mem[buf.name].view(_BITS[eb])
+        if first is not None:
+            return view[first:first + idx.size].reshape(idx.shape)
+        return view[idx]
+
+    def _lanes(self, x, n: int) -> np.ndarray:
+        """``x`` (a value over the chunk's iterations and ``n`` threads) as a ``(iterations, n)`` array."""
+        return np.broadcast_to(x, self._gshape + (n,)).reshape(-1, n)
+
+    def _and_init(self, ini) -> None:
+        if self._init is True and _all(ini):
             return
-        mask, span = self._read_ctx
-        sel = np.broadcast_to(mask, idx.shape)
-        eb = buf.elem_bytes
-        tids = np.broadcast_to(self.tid, idx.shape)[sel]
-        ok = np.ones(idx.shape, bool)
-        ok[sel] = self.hb.read(buf, idx[sel][:, None] * eb + np.arange(eb), tids[:, None], span).all(1)
-        self._read_init = ok if self._read_init is None else self._read_init & ok
+        self._init = np.logical_and(self._init, ini)
 
-    def _begin_reads(self, mask, span):
-        self._read_ctx, self._read_init = (mask, span), None
-
-    def _bounds(self, buf, idx, nbytes, span, mask=None):
-        lim = buf.nbytes // buf.elem_bytes
-        i = idx if mask is None else idx[mask]
-        if i.size and (i.min() < 0 or i.max() * buf.elem_bytes + nbytes > lim * buf.elem_bytes):
-            raise LaunchError(f"out-of-bounds access to {buf.name} (element {int(i.max())} of {lim})", span)
+    def _bounds(self, buf, idx, nbytes, span, unit: int | None = None) -> int | None:
+        """Check that the ``nbytes`` accesses at indices ``idx`` (in ``unit``-byte items, default elements) stay
+        inside ``buf``; return the start of ``idx`` when it is one ascending run (:func:`_run_start`)."""
+        unit = unit or buf.elem_bytes
+        first = _run_start(idx)
+        if not idx.size:
+            return first
+        lo, hi = (first, first + idx.size - 1) if first is not None else (int(idx.min()), int(idx.max()))
+        if lo < 0 or hi * unit + nbytes > buf.nbytes // buf.elem_bytes * buf.elem_bytes:
+            lim = buf.nbytes // buf.elem_bytes
+            raise LaunchError(f"out-of-bounds access to {buf.name} (element {hi * unit // buf.elem_bytes} of {lim})",
+                              span)
+        return first
 
     # ------------------------------------------------------------------ run
     def run(self) -> dict[str, np.ndarray]:
         """Execute; return the global buffers as raw bytes (``name -> uint8 array``)."""
-        self.run_stmt(self.k.body, np.ones(self.n, bool), {})
+        try:
+            self.run_stmt(self.k.body, self.tid, {})
+        finally:
+            if self._progress is not None:
+                self._progress.close()
         self.tmem.exit_check()
-        self.hazards = [(h.message, h.span) for h in self.hb.report.hazards]
+        self.hazards = [(h.message, h.span) for h in self.hb.finish().hazards]
         return {b.name: self.mem[b.name] for b in self.k.params}
 
-    def run_stmt(self, s, mask, env):
-        if not mask.any():
+    def run_stmt(self, s: ir.Stmt, tids: np.ndarray, env: dict) -> None:
+        """Run ``s`` for the active threads ``tids`` (sorted CTA-linear ids, int64)."""
+        if not tids.size:
             return
         if isinstance(s, ir.Seq):
             for c in s.body:
-                self.run_stmt(c, mask, env)
-        elif isinstance(s, ir.Barrier):
-            self.hb.event("cta_sync", np.nonzero(mask)[0], s.span)
+                self.run_stmt(c, tids, env)
+            return
+        if isinstance(s, ir.Grid):
+            self._grid(s, tids, env)
+            return
+        self._tick(s.span)
+        if isinstance(s, ir.Barrier):
+            self.hb.event("cta_sync", tids, s.span)
         elif isinstance(s, ir.TcgenWait):
-            self.hb.event(f"wait_{s.kind}", np.nonzero(mask)[0], s.span)
-        elif isinstance(s, ir.Comment) or isinstance(s, ir.TcgenFence):
+            self.hb.event(f"wait_{s.kind}", tids, s.span)
+        elif isinstance(s, (ir.Comment, ir.TcgenFence)):
             return
         elif isinstance(s, ir.If):
-            cond = np.broadcast_to(np.asarray(self.eval_expr(s.cond, env, s.span), bool), (self.n,))
-            self.run_stmt(s.then, mask & cond, env)
-        elif isinstance(s, ir.Grid):
-            if isinstance(s.body, ir.Store) and all(ld.buf is not s.body.buf for ld in ir.loads(s.body.value)):
-                self._grid_store(s, mask, env)
-                return
-            for point in np.ndindex(*s.extents):
-                env2 = dict(env)
-                for v, p in zip(s.vars, point):
-                    env2[v] = p
-                self.run_stmt(s.body, mask, env2)
-        elif isinstance(s, ir.Store):
-            self._begin_reads(mask, s.span)
-            try:
-                val = np.broadcast_to(self.eval_expr(s.value, env, s.span), (self.n,))
-            finally:
-                self._read_ctx = None
-            idx = np.broadcast_to(self._flat(s.buf, s.indices, env, s.span), (self.n,))
-            self._bounds(s.buf, idx, s.buf.elem_bytes, s.span, mask)
-            bits = _BITS[s.buf.elem_bytes]
-            if s.buf.scope == "local":
-                self.local[s.buf.name].view(bits)[np.nonzero(mask)[0], idx[mask]] = val[mask]
-            else:
-                self.mem[s.buf.name].view(bits)[idx[mask]] = val[mask]
-            self._track_store(s.buf, idx[mask], np.nonzero(mask)[0], val[mask], s.span,
-                              np.broadcast_to(True if self._read_init is None else self._read_init, (self.n,))[mask])
-        elif isinstance(s, ir.VecMove):
-            self._vecmove(s, mask, env)
+            self._init = True
+            cond = np.broadcast_to(np.asarray(self.eval_expr(s.cond, env, s.span, tids), bool), tids.shape)
+            self.run_stmt(s.then, tids[cond], env)
+        elif isinstance(s, (ir.Store, ir.VecMove)):
+            self._exec(s, tids, env, 1)
         elif isinstance(s, ir.TcgenLdSt):
-            self._ldst(s, mask)
+            self._ldst(s, tids)
         elif isinstance(s, ir.LdStMatrix):
-            self._ldstmatrix(s, mask, env)
+            self._ldstmatrix(s, tids, env)
         elif isinstance(s, (ir.TcgenAlloc, ir.TcgenRelinquish, ir.TcgenDealloc)):
-            self._alloc_op(s, mask)
+            self._alloc_op(s, tids)
         else:
             raise TypeError(f"cannot simulate {type(s).__name__}")
 
-    def _track_store(self, buf, idx, tids, val, span, init):
-        """Element stores (``idx``, ``tids``, ``val``, ``init`` of one shape) for the tracker, byte by byte."""
-        eb = buf.elem_bytes
-        raw = np.ascontiguousarray(np.asarray(val).astype(_BITS[eb], copy=False)).view(np.uint8).reshape(-1, eb)
-        self.hb.write(buf, idx.reshape(-1, 1) * eb + np.arange(eb), tids.reshape(-1, 1), span,
-                      np.asarray(init).reshape(-1, 1), value=raw)
+    # ------------------------------------------------------------------ element and vector moves
+    def _exec(self, s: ir.Store | ir.VecMove, tids: np.ndarray, env: dict, iters: int,
+              private: frozenset = frozenset()) -> None:
+        """One Store or VecMove for the threads ``tids`` over ``iters`` loop iterations at once (``env``'s loop
+        variables are ``(iters, 1)`` arrays, or ints when ``iters == 1``), in serial order: iteration-major, the
+        reads before the writes.  A write to a buffer named in ``private`` is also kept per iteration for the
+        body's later statements (:attr:`_private`)."""
+        if isinstance(s, ir.Store):
+            self._store(s, tids, env, iters, private)
+        else:
+            self._vecmove(s, tids, env, iters, private)
 
-    def _grid_store(self, s: ir.Grid, mask, env, chunk: int = 1 << 15):
-        """A serial loop of independent element stores, run in chunks of iterations at once.
+    def _store(self, s: ir.Store, tids, env, iters, private):
+        buf, eb = s.buf, s.buf.elem_bytes
+        uniform = buf.scope != "local" and not _uses_threads(s) and tids.size > 1
+        ev = tids[:1] if uniform else tids  # every thread stores the same value at the same place: evaluate once
+        shape = (iters, ev.size)
+        self._init, self._uniform = True, tids if uniform else None
+        try:
+            val = self._lanes(self.eval_expr(s.value, env, s.span, ev), ev.size)
+        finally:
+            self._uniform = None
+        ini = np.broadcast_to(self._init, shape)  # the loads AND their init in (iterations, threads) form
+        idx = self._lanes(np.asarray(self.eval_expr(buf.index_expr(s.indices), env, s.span, ev), np.int64), ev.size)
+        first = self._bounds(buf, idx, eb, s.span)
+        self.lanes += val.size
+        off = _byte_offsets(idx, eb, first)
+        if buf.scope == "local":
+            self.local[buf.name].view(_BITS[eb])[np.broadcast_to(tids, shape), idx] = val
+        elif first is not None:
+            self.mem[buf.name].view(_BITS[eb])[first:first + idx.size] = val.reshape(-1)
+        else:
+            self.mem[buf.name].view(_BITS[eb])[idx.reshape(-1)] = val.reshape(-1)
+        if not self.hb.tracks(buf):
+            pass
+        elif uniform:  # the tracker sees every active thread store the same bytes (broadcast views, no copies)
+            offs = np.broadcast_to(off[..., None], off.shape + (tids.size,))
+            self.hb.write(buf, offs, np.broadcast_to(tids, offs.shape), s.span,
+                          np.broadcast_to(ini[..., None, None], offs.shape),
+                          value=np.broadcast_to(self._bytes_of(val, eb)[..., None], offs.shape))
+        else:
+            self.hb.write(buf, off, np.broadcast_to(tids[:, None], off.shape), s.span,
+                          np.broadcast_to(ini[..., None], off.shape), value=self._bytes_of(val, eb))
+        if buf.name in private:
+            self._private[buf.name] = (off[..., 0], self._bytes_of(val, eb), np.broadcast_to(ini[..., None], off.shape))
 
-        Only used when the stored buffer is not read by the loop (no loop-carried dependence),
-        so the result equals the serial loop's; later iterations still win on repeated indices.
-        """
-        total = 1
-        for e in s.extents:
-            total *= e
-        st = s.body
-        assert isinstance(st, ir.Store)
-        bits = _BITS[st.buf.elem_bytes]
-        active = np.nonzero(mask)[0]
-        same = st.buf.scope != "local" and not _uses_threads(st)
-        every = active
-        if same:
-            active = active[:1]  # every thread stores the same value at the same place: do it once
-        for start in range(0, total, chunk):
-            lin = np.arange(start, min(total, start + chunk), dtype=np.int64)
-            coords = np.unravel_index(lin, s.extents)
-            env2 = dict(env)
-            for v, c in zip(s.vars, coords):
-                env2[v] = c[:, None]  # iterations × threads
-            self._begin_reads(mask, st.span)
-            try:
-                val = np.broadcast_to(self.eval_expr(st.value, env2, st.span), (lin.size, self.n))[:, active]
-                vinit = np.broadcast_to(True if self._read_init is None else self._read_init, (lin.size, self.n))
-            finally:
-                self._read_ctx = None
-            idx = np.broadcast_to(self._flat(st.buf, st.indices, env2, st.span), (lin.size, self.n))[:, active]
-            self._bounds(st.buf, idx.reshape(-1), st.buf.elem_bytes, st.span)
-            if st.buf.scope == "local":
-                rows = np.broadcast_to(active[None, :], idx.shape)
-                self.local[st.buf.name].view(bits)[rows.reshape(-1), idx.reshape(-1)] = val.reshape(-1)
-            else:
-                self.mem[st.buf.name].view(bits)[idx.reshape(-1)] = val.reshape(-1)
-            sh = (lin.size, every.size)  # (a broadcast store: every active thread stored these same bytes)
-            self._track_store(st.buf, np.broadcast_to(idx[:, :1], sh) if same else idx, np.broadcast_to(every, sh),
-                              np.broadcast_to(val[:, :1], sh) if same else val, st.span,
-                              np.broadcast_to(vinit[:, every[:1]], sh) if same else vinit[:, every])
+    @staticmethod
+    def _bytes_of(val: np.ndarray, eb: int) -> np.ndarray:
+        return np.array(val, dtype=_BITS[eb], order="C", copy=True)[..., None].view(np.uint8)  # not a view
 
-    def _byte_index(self, buf, idx, nbytes, mask, span):
-        idx = np.broadcast_to(idx, (self.n,))
+    def _vec_offsets(self, buf, e, tids, env, nb, span, shape):
+        """Vector indices ``(..., threads)`` (in ``nb``-byte vectors) of the vectors at element index ``e``
+        (aligned, in bounds), and the first of them when they are one ascending run."""
+        idx = self._lanes(np.asarray(self.eval_expr(e, env, span, tids), np.int64), tids.size)
         off = idx * buf.elem_bytes
-        if np.any(off[mask] % nbytes):
-            t = int(np.nonzero(mask & (off % nbytes != 0))[0][0])
-            raise LaunchError(
-                f"misaligned {nbytes}-byte access to {buf.name} at byte {int(off[t])} by thread {t}", span)
-        self._bounds(buf, idx, nbytes, span, mask)
-        return off[:, None] + np.arange(nbytes)[None, :]
+        bad = off % nb != 0
+        if bad.any():
+            i = np.unravel_index(int(np.argmax(bad)), shape)
+            raise LaunchError(f"misaligned {nb}-byte access to {buf.name} at byte {int(off[i])} by thread "
+                              f"{int(tids[i[-1]])}", span)
+        vec = off // nb
+        return vec, self._bounds(buf, vec, nb, span, unit=nb)
 
-    def _vecmove(self, s: ir.VecMove, mask, env):
-        nb = s.nbytes
-        rows = np.nonzero(mask)[0]
-        so = self._byte_index(s.src, self.eval_expr(s.src_index, env, s.span), nb, mask, s.span)[rows]
-        do = self._byte_index(s.dst, self.eval_expr(s.dst_index, env, s.span), nb, mask, s.span)[rows]
-        if s.src.scope == "local":
-            data = self.local[s.src.name][rows[:, None], so]
+    def _vecmove(self, s: ir.VecMove, tids, env, iters, private):
+        nb, vt = s.nbytes, _vec_dtype(s.nbytes)
+        shape = (iters, tids.size)
+        self._init = True
+        sv, sfirst = self._vec_offsets(s.src, s.src_index, tids, env, nb, s.span, shape)
+        dv, dfirst = self._vec_offsets(s.dst, s.dst_index, tids, env, nb, s.span, shape)
+        sb, db = _byte_offsets(sv, nb, sfirst), _byte_offsets(dv, nb, dfirst)
+        who = np.broadcast_to(tids[:, None], sb.shape)
+        self.lanes += sv.size
+        priv = self._private.get(s.src.name)
+        if priv is not None:
+            base, data, init = priv
+            rel = sb - base[..., None]
+            vals = np.take_along_axis(data, rel, -1)
+            ini = np.take_along_axis(init, rel, -1)
+            self.hb.read(s.src, sb, who, s.span)
+            vals = np.ascontiguousarray(vals).view(vt)[..., 0]  # private bytes -> vectors
         else:
-            data = self.mem[s.src.name][so]
-        init = self.hb.read(s.src, so, np.broadcast_to(rows[:, None], so.shape), s.span)
+            ini = np.asarray(self.hb.read(s.src, sb, who, s.span))
+            if s.src.scope == "local":
+                vals = _vectors(self.local[s.src.name], nb)[np.broadcast_to(tids, shape), sv]
+            elif sfirst is not None:
+                vals = _vectors(self.mem[s.src.name], nb)[sfirst:sfirst + sv.size].reshape(shape)
+            else:
+                vals = _vectors(self.mem[s.src.name], nb)[sv]
         if s.dst.scope == "local":
-            self.local[s.dst.name][rows[:, None], do] = data
+            _vectors(self.local[s.dst.name], nb)[np.broadcast_to(tids, shape), dv] = vals
+        elif dfirst is not None:
+            _vectors(self.mem[s.dst.name], nb)[dfirst:dfirst + dv.size] = vals.reshape(-1)
         else:
-            self.mem[s.dst.name][do] = data
-        self.hb.write(s.dst, do, np.broadcast_to(rows[:, None], do.shape), s.span, init, value=data)
+            _vectors(self.mem[s.dst.name], nb)[dv.reshape(-1)] = vals.reshape(-1)
+        self.hb.write(s.dst, db, who, s.span, np.broadcast_to(ini, db.shape),
+                      value=np.ascontiguousarray(vals).view(np.uint8).reshape(db.shape))
+        if s.dst.name in private:
+            self._private[s.dst.name] = (dv * nb, np.array(vals, order="C", copy=True)[..., None].view(np.uint8),
+                                         np.broadcast_to(ini, db.shape))
 
-    def _warps(self, mask, span):
-        """Active warps; a partially active warp is an error (.sync.aligned)."""
-        m = np.zeros(-(-self.n // 32) * 32, bool)
-        m[: self.n] = mask
-        per = m.reshape(-1, 32)
-        part = per.any(1) & ~per.all(1)
+    # ------------------------------------------------------------------ loops
+    def _grid(self, s: ir.Grid, tids: np.ndarray, env: dict) -> None:
+        """A serial loop nest, run in chunks of iterations at once where the result equals the serial loop's.
+
+        The body must be Store/VecMove statements (a ``Seq`` of them: ld -> register -> st chains).  Per chunk,
+        every buffer the body writes and also reads, or writes from two statements, is checked on the chunk's
+        indices (:meth:`_interferes`): an element touched by two iterations, one of them writing, where a read or
+        a second writing statement is involved, would see another order in the batch — such a chunk is split
+        down to serial iterations.  A register a statement writes and later statements of the same iteration
+        read back (the scratch of ``gmem_smem``) is kept per iteration (privatised).  Anything else in the body
+        (barriers, branches, tcgen05, ldmatrix, nested loops) runs iteration by iteration.
+        """
+        plan = self._plans.get(id(s))
+        if plan is None:  # the body's statements and which buffers a chunk must check: once per loop node
+            flat = self._flat_body(s.body)
+            flat = None if flat is None else [b for b in flat if not isinstance(b, ir.Comment)]
+            plan = self._plans[id(s)] = (flat, *self._needs_check(flat)) if flat else (flat, frozenset(), frozenset())
+        body, check, private = plan
+        if body is None:
+            for point in np.ndindex(*s.extents):
+                env2 = dict(env)
+                env2.update(zip(s.vars, (int(p) for p in point)))
+                self.run_stmt(s.body, tids, env2)
+            return
+        if not body:
+            return
+        per = sum(st.nbytes if isinstance(st, ir.VecMove) else st.buf.elem_bytes for st in body)
+        chunk = max(1, CHUNK_LANES // max(1, tids.size * max(1, per // 4)))
+        for start, stop in self._ranges(s.extents, chunk):
+            self._tick(body[0].span, len(body) * (stop - start))
+            self._grid_chunk(s, body, tids, env, start, stop, check, private)
+
+    @staticmethod
+    def _ranges(extents: tuple[int, ...], chunk: int):
+        """Consecutive ranges of linear iterations, each at most ``chunk`` long (when the innermost extent is)
+        and, where possible, whole blocks of the inner loops (:meth:`_env` then keeps one axis per variable)."""
+        total = int(np.prod(extents, dtype=np.int64))
+        inner, m = 1, len(extents)
+        while m > 0 and inner * extents[m - 1] <= chunk:
+            m -= 1
+            inner *= extents[m]
+        if m == 0:
+            yield 0, total
+            return
+        step = max(1, chunk // inner) * inner  # whole blocks of the inner loops, within one value of the outer ones
+        block = extents[m - 1] * inner
+        for base in range(0, total, block):
+            for start in range(base, base + block, step):
+                yield start, min(start + step, base + block)
+
+    def _grid_chunk(self, s, body, tids, env, start, stop, check, private):
+        if stop - start > 1 and check and self._interferes(s, body, tids, env, start, stop, check, private):
+            self._tick(body[0].span, 0)  # the deadline holds in a chunk split down to serial iterations too
+            mid = (start + stop) // 2
+            self._grid_chunk(s, body, tids, env, start, mid, check, private)
+            self._grid_chunk(s, body, tids, env, mid, stop, check, private)
+            return
+        env2, self._gshape = self._env(s, env, start, stop)
+        try:
+            for st in body:
+                self._exec(st, tids, env2, stop - start, private)
+        finally:
+            self._private, self._gshape = {}, ()
+
+    @staticmethod
+    def _env(s: ir.Grid, env: dict, start: int, stop: int) -> tuple[dict, tuple[int, ...]]:
+        """The loop variables over the iterations ``[start, stop)``, and the shape of those iterations.
+
+        A range made of whole blocks of the inner loops (under one value of the outer ones) gives each variable
+        its own axis (``(r, e_m, ..., e_k, 1)`` arrays, threads last): no per-iteration coordinate arrays.  Any
+        other range gives ``(iterations, 1)`` arrays (``np.unravel_index``).
+        """
+        env2 = dict(env)
+        ext = s.extents
+        inner, m = 1, len(ext)
+        while m > 0 and start % (inner * ext[m - 1]) == 0 and (stop - start) % (inner * ext[m - 1]) == 0 \
+                and stop - start >= inner * ext[m - 1]:
+            m -= 1
+            inner *= ext[m]
+        if m == 0 or (start // inner) // ext[m - 1] == (stop - 1) // inner // ext[m - 1]:
+            outer = np.unravel_index(start // inner, ext[:m]) if m else ()
+            nk = len(ext) - m + (1 if m else 0)  # axes: the range of var m-1 (if any), then vars m..k-1
+            for d, v in enumerate(s.vars[:m - 1] if m else ()):
+                env2[v] = int(outer[d])
+            axes: list[int] = []
+            if m:
+                lo = int(outer[m - 1])
+                shp = [1] * (nk + 1)
+                axes.append((stop - start) // inner)
+                shp[0] = axes[-1]
+                env2[s.vars[m - 1]] = np.arange(lo, lo + axes[-1], dtype=np.int64).reshape(shp)
+            for j, v in enumerate(s.vars[m:]):
+                shp = [1] * (nk + 1)
+                a = j + (1 if m else 0)
+                shp[a] = ext[m + j]
+                axes.append(ext[m + j])
+                env2[v] = np.arange(ext[m + j], dtype=np.int64).reshape(shp)
+            return env2, tuple(axes)
+        lin = np.arange(start, stop, dtype=np.int64)
+        for v, c in zip(s.vars, np.unravel_index(lin, ext)):
+            env2[v] = c[:, None]  # iterations × threads
+        return env2, (stop - start,)
+
+    @staticmethod
+    def _flat_body(b: ir.Stmt) -> list | None:
+        """The body as a list of Store/VecMove/Comment statements, or None."""
+        if isinstance(b, ir.Seq):
+            out: list = []
+            for c in b.body:
+                sub = Simulator._flat_body(c)
+                if sub is None:
+                    return None
+                out += sub
+            return out
+        return [b] if isinstance(b, (ir.Store, ir.VecMove, ir.Comment)) else None
+
+    @staticmethod
+    def _accesses(st) -> tuple[list, list]:
+        """(buffers read, buffers written) by one body statement, loads in indices included."""
+        reads = [ld.buf for ld in ir.loads(st)]
+        if isinstance(st, ir.VecMove):
+            return reads + [st.src], [st.dst]
+        return reads, [st.buf]
+
+    def _needs_check(self, body) -> tuple[frozenset, frozenset]:
+        """Buffers whose accesses a chunk must check (:meth:`_interferes`), and the registers privatised."""
+        writers: dict[str, list[int]] = {}
+        readers: dict[str, list[int]] = {}
+        for k, st in enumerate(body):
+            r, w = self._accesses(st)
+            for b in r:
+                readers.setdefault(b.name, []).append(k)
+            for b in w:
+                writers.setdefault(b.name, []).append(k)
+        check = {name for name, ws in writers.items() if name in readers or len(set(ws)) > 1}
+        private = set()
+        for name in check:
+            ws, rs = writers[name], readers.get(name, [])
+            buf = next(b for st in body for b in self._accesses(st)[1] if b.name == name)
+            if buf.scope == "local" and len(set(ws)) == 1 and all(r > ws[0] for r in rs):
+                private.add(name)  # written once, read back later in the iteration: checked to be the same bytes
+        return frozenset(check), frozenset(private)
+
+    def _interferes(self, s, body, tids, env, start, stop, check, private) -> bool:
+        """Would the batch of iterations ``[start, stop)`` differ from the serial loop (vectorised index analysis)?
+
+        Locations are (thread, byte) for registers, bytes otherwise; an access is (location, iteration, statement,
+        read or write).  A location touched by two iterations, one of them writing, interferes when a read or a
+        second writing statement is among its accesses.  A privatised register instead needs every read to fall
+        within the bytes the writing statement stored in the same iteration and thread.
+        """
+        env2, gshape = self._env(s, env, start, stop)
+        iters = stop - start
+        acc: dict[str, list] = {name: [] for name in check}
+        shape = (iters, tids.size)
+        it = np.broadcast_to(np.arange(iters)[:, None], shape)
+        try:
+            return self._interferes_at(env2, gshape, body, tids, shape, it, acc, check, private)
+        finally:
+            self._gshape = ()
+
+    def _interferes_at(self, env2, gshape, body, tids, shape, it, acc, check, private) -> bool:
+        self._gshape = gshape
+        try:
+            for k, st in enumerate(body):
+                for ld in ir.loads(st):
+                    if ld.buf.name in check:
+                        idx = eval_static(ld.buf.index_expr(ld.indices), tids, env2)
+                        acc[ld.buf.name].append((ld.buf, self._lanes(idx, tids.size) * ld.buf.elem_bytes,
+                                                 ld.buf.elem_bytes, k, False))
+                if isinstance(st, ir.VecMove):
+                    for buf, e, w in ((st.src, st.src_index, False), (st.dst, st.dst_index, True)):
+                        if buf.name in check:
+                            idx = eval_static(e, tids, env2)
+                            acc[buf.name].append((buf, self._lanes(idx, tids.size) * buf.elem_bytes, st.nbytes, k,
+                                                  w))
+                elif st.buf.name in check:
+                    idx = eval_static(st.buf.index_expr(st.indices), tids, env2)
+                    acc[st.buf.name].append((st.buf, self._lanes(idx, tids.size) * st.buf.elem_bytes,
+                                             st.buf.elem_bytes, k, True))
+        except Undetermined:  # an index that loads from memory: serial
+            return True
+        for name, lst in acc.items():
+            if name in private:
+                (wbuf, woff, wn, wk, _), = [a for a in lst if a[4]]
+                for _, roff, rn, rk, w in lst:
+                    if not w and (np.any(roff < woff) or np.any(roff + rn > woff + wn)):
+                        return True
+                continue
+            locs, its, kinds = [], [], []
+            for buf, off, nb, k, w in lst:
+                b = (off[..., None] + np.arange(nb)).astype(np.int64)
+                if buf.scope == "local":
+                    b = b + (tids[:, None] * buf.nbytes)
+                locs.append(b.reshape(-1))
+                its.append(np.broadcast_to(it[..., None], b.shape).reshape(-1))
+                kinds.append(np.full(b.size, 2 * k + int(w), np.int64))
+            loc, itr, kind = np.concatenate(locs), np.concatenate(its), np.concatenate(kinds)
+            order = np.lexsort((itr, loc))
+            loc, itr, kind = loc[order], itr[order], kind[order]
+            starts = np.flatnonzero(np.r_[True, loc[1:] != loc[:-1]])
+            multi = np.minimum.reduceat(itr, starts) != np.maximum.reduceat(itr, starts)
+            is_w = (kind & 1) == 1
+            big = np.int64(1 << 40)
+            wmin = np.minimum.reduceat(np.where(is_w, kind, big), starts)
+            wmax = np.maximum.reduceat(np.where(is_w, kind, -1), starts)
+            any_r = np.logical_or.reduceat(~is_w, starts)
+            if np.any(multi & (wmax >= 0) & (any_r | (wmin != wmax))):
+                return True
+        return False
+
+    # ------------------------------------------------------------------ warp collectives
+    def _warps(self, tids: np.ndarray, span) -> np.ndarray:
+        """Active warps (every lane active); a partially active warp is an error (.sync.aligned)."""
+        nw = -(-self.n // 32)
+        count = np.bincount(tids // 32, minlength=nw)
+        part = (count > 0) & (count < 32)
         if part.any():
             w = int(np.argmax(part))
-            raise emu_error(8, int(w * 32 + np.argmin(per[w])), span=span)
-        return np.nonzero(per.all(1))[0]
+            lanes = np.zeros(32, bool)
+            lanes[tids[tids // 32 == w] % 32] = True
+            raise emu_error(8, int(w * 32 + np.argmin(lanes)), span=span)
+        return np.flatnonzero(count == 32)
 
-    def _ldstmatrix(self, s: ir.LdStMatrix, mask, env):
+    def _ldstmatrix(self, s: ir.LdStMatrix, active: np.ndarray, env):
         """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.arch.ldmatrix.fragment_elements`)."""
-        warps = self._warps(mask, s.span)
+        warps = self._warps(active, s.span)
+        if not warps.size:
+            return
         tids = warps[:, None] * 32 + np.arange(32)[None, :]
-        addr = np.broadcast_to(np.asarray(self.eval_expr(s.addr, env, s.span), np.int64), (self.n,))
-        rows = addr[tids[:, : 8 * s.num]]  # only threads 0 .. 8*num-1 supply addresses
+        flat = tids.reshape(-1)
+        self._init = True
+        addr = np.broadcast_to(np.asarray(self.eval_expr(s.addr, env, s.span, flat), np.int64),
+                               flat.shape).reshape(tids.shape)
+        rows = addr[:, : 8 * s.num]  # only threads 0 .. 8*num-1 supply addresses
         if np.any(rows % ROW_ELEMS):
             w, t = (int(x[0]) for x in np.nonzero(rows % ROW_ELEMS))
             raise LaunchError(f"{s.chain}: thread {int(tids[w, t])} supplies row address element "
@@ -281,76 +671,98 @@ class Simulator:
         lim = s.smem.nbytes // 2
         if rows.min() < 0 or rows.max() + ROW_ELEMS > lim:
             raise LaunchError(f"{s.chain}: a row address leaves {s.smem.name} ({lim} elements)", s.span)
-        lo, hi = fragment_elements(rows, s.num, s.trans)
+        lo, hi = fragment_elements(rows, s.num, s.trans)  # (warps, num, 32)
+        lo, hi = lo.transpose(0, 2, 1), hi.transpose(0, 2, 1)  # (warps, 32 threads, num registers)
         smem = self.mem[s.smem.name].view(np.uint16)
         regs = self.local[s.local.name].view(np.uint32)
-        for i, r in enumerate(s.regs):
-            w = np.broadcast_to(np.asarray(self.eval_expr(r, env, s.span), np.int64), (self.n,))[tids]
-            if w.min() < 0 or w.max() >= regs.shape[1]:
-                raise LaunchError(f"{s.chain}: register word {int(w.max())} is outside {s.local.name}", s.span)
-            half = np.stack([lo[:, i], hi[:, i]], -1)[..., None] * 2 + np.arange(2)  # bytes of the two halves
-            who = np.broadcast_to(tids[..., None, None], half.shape)
-            rbytes = w[..., None] * 4 + np.arange(4)  # the register word's bytes (low half first)
-            rwho = np.broadcast_to(tids[..., None], rbytes.shape)
-            if s.op == "ld":
-                init = self.hb.read(s.smem, half, who, s.span).reshape(rbytes.shape)
-                regs[tids, w] = smem[lo[:, i]].astype(np.uint32) | (smem[hi[:, i]].astype(np.uint32) << 16)
-                self.hb.write(s.local, rbytes, rwho, s.span, init)
-            else:
-                init = self.hb.read(s.local, rbytes, rwho, s.span).reshape(half.shape)
-                val = regs[tids, w]
-                smem[lo[:, i]] = (val & 0xFFFF).astype(np.uint16)
-                smem[hi[:, i]] = (val >> 16).astype(np.uint16)
-                self.hb.write(s.smem, half, who, s.span, init,
-                              value=np.ascontiguousarray(val).view(np.uint8).reshape(half.shape))
+        word = np.stack([np.broadcast_to(np.asarray(self.eval_expr(r, env, s.span, flat), np.int64), flat.shape)
+                         for r in s.regs], -1).reshape(tids.shape + (len(s.regs),))
+        if word.min() < 0 or word.max() >= regs.shape[1]:
+            raise LaunchError(f"{s.chain}: register word {int(word.max())} is outside {s.local.name}", s.span)
+        # bytes of each register, little-endian: the low half's two bytes, then the high half's
+        half = (np.stack([lo, hi], -1)[..., None] * 2 + np.arange(2)).reshape(tids.shape + (-1,))
+        rb = (word[..., None] * 4 + np.arange(4)).reshape(tids.shape + (-1,))
+        who = np.broadcast_to(tids[..., None], half.shape)
+        t3 = np.broadcast_to(tids[..., None], word.shape)
+        self.lanes += word.size
+        if s.op == "ld":
+            ini = self.hb.read(s.smem, half, who, s.span)
+            regs[t3, word] = smem[lo].astype(np.uint32) | (smem[hi].astype(np.uint32) << 16)
+            self.hb.write(s.local, rb, who, s.span, ini)
+        else:
+            ini = self.hb.read(s.local, rb, who, s.span)
+            val = regs[t3, word]
+            smem[lo] = (val & 0xFFFF).astype(np.uint16)
+            smem[hi] = (val >> 16).astype(np.uint16)
+            self.hb.write(s.smem, half, who, s.span, ini, value=np.ascontiguousarray(val).view(np.uint8).reshape(half.shape))
 
-    def _taddr(self, addr_buf):
+    def _taddr(self, addr_buf, tids, span):
+        """The TMEM address in ``addr_buf[0]``, read by threads ``tids``."""
+        off = np.broadcast_to(np.arange(4), (tids.size, 4))
+        self.hb.read(addr_buf, off, np.broadcast_to(tids[:, None], off.shape), span)
         return int(self.mem[addr_buf.name].view(np.uint32)[0])
 
-    def _ldst(self, s: ir.TcgenLdSt, mask):
-        warps = self._warps(mask, s.span)
+    def _ldst(self, s: ir.TcgenLdSt, active):
+        warps = self._warps(active, s.span)
+        if not warps.size:
+            return
         tids = (warps[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
-        lane, col = self.tmem.cells_of(s.shape, s.num, tids, self._taddr(s.addr), s.row, s.col, s.span)
+        lane, col = self.tmem.cells_of(s.shape, s.num, tids, self._taddr(s.addr, tids, s.span), s.row, s.col,
+                                       s.span)
         regs = self.local[s.local.name].view(np.uint32)
         ridx = s.reg_base + np.arange(s.regs)
         if regs.shape[1] < ridx[-1] + 1:
             raise LaunchError(f"{s.local.name} has {regs.shape[1]} 32-bit registers; {s.chain} needs {ridx[-1] + 1}",
                               s.span)
+        ar = np.arange(4)
+        rb = (np.broadcast_to(ridx, lane.shape)[..., None] * 4 + ar).reshape(tids.size, -1)  # threads x bytes
+        cb = ((lane * tc.TMEM_COLS + col)[..., None] * 4 + ar).reshape(tids.size, -1)
+        who = np.broadcast_to(tids[:, None], rb.shape)
+        self.lanes += lane.size
+        values = None
         if s.op == "ld":
             regs[tids[:, None], ridx[None, :]] = self.tmem.cells[lane, col]
         else:
             self.tmem.cells[lane, col] = regs[tids[:, None], ridx[None, :]]
             self.tmem.touched[lane, col] = True
-        four = np.arange(4)  # register word r of thread i <-> TMEM cell (lane, col)[i, r], byte by byte
-        self.hb.event(f"tcgen05.{s.op}", tids, s.span, local=s.local,
-                      values=np.ascontiguousarray(regs[tids[:, None], ridx[None, :]]).view(np.uint8),
-                      regs=np.broadcast_to((ridx[:, None] * 4 + four).reshape(-1), (tids.size, ridx.size * 4)),
-                      cells=(((lane * 512 + col) * 4)[..., None] + four).reshape(tids.size, -1))
+            values = np.ascontiguousarray(regs[tids[:, None], ridx[None, :]]).view(np.uint8).reshape(rb.shape)
+        # the tracker does the accesses: ld reads the cells, leaves the registers in flight until wait::ld;
+        # st reads the registers (in flight until wait::st) and writes the cells
+        self.hb.event(f"tcgen05.{s.op}", tids, s.span, local=s.local, regs=rb, cells=cb, values=values)
 
-    def _alloc_op(self, s, mask):
-        for w in self._warps(mask, s.span):
-            warp = np.arange(32) + 32 * int(w)
+    def _alloc_op(self, s, active):
+        for w in self._warps(active, s.span):
+            tids = int(w) * 32 + np.arange(32, dtype=np.int64)
             if isinstance(s, ir.TcgenAlloc):
                 addr = self.tmem.alloc(s.ncols, int(w), s.span)
                 self.mem[s.addr.name].view(np.uint32)[0] = addr
-                self.hb.event("alloc", warp, s.span, cols=(addr & 0xFFFF, s.ncols))
+                off = np.arange(4, dtype=np.int64)
+                self.hb.write(s.addr, off, np.full(4, tids[0]), s.span)  # the warp's one store of the address
+                self.hb.event("alloc", tids, s.span, cols=(addr & 0xFFFF, s.ncols))
             elif isinstance(s, ir.TcgenRelinquish):
                 self.tmem.relinquish()
-                self.hb.event("relinquish", warp, s.span)
+                self.hb.event("relinquish", tids, s.span)
             else:
-                self.hb.event("dealloc", warp, s.span)
-                self.tmem.dealloc(self._taddr(s.addr), s.ncols, int(w), s.span)
+                taddr = self._taddr(s.addr, tids, s.span)
+                self.hb.event("dealloc", tids, s.span, cols=(taddr & 0xFFFF, s.ncols))
+                self.tmem.dealloc(taddr, s.ncols, int(w), s.span)
 
 
 def simulate(kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False,
-             hazards: list | None = None, tracker: Tracker | None = None) -> dict[str, np.ndarray]:
+             hazards: list | None = None, tracker: Tracker | None = None, timeout: float | None = None,
+             progress: bool = False) -> dict[str, np.ndarray]:
     """Run ``kernel`` on the CPU; return every global buffer after the kernel, viewed like its input.
 
     ``tracker``, when given, is the :class:`~tilemagic.sim.hb.Tracker` the run reports every access and
-    event to (``tracker.finish()`` then gives the happens-before report); ``hazards``, when given,
-    receives the ``(message, span)`` of each hazard it found (:attr:`Simulator.hazards`).
+    event to (``tracker.finish()`` then gives the happens-before report); ``hazards``, when given, receives the ``(message, span)`` of each hazard the run's tracker saw
+    (:attr:`Simulator.hazards`); ``timeout`` and ``progress`` as for :class:`Simulator`.
+
+    Raises
+    ------
+    LaunchError
+        A fault of the kernel (located), or the run took longer than ``timeout`` seconds.
     """
-    sim = Simulator(kernel, inputs, strict, tracker)
+    sim = Simulator(kernel, inputs, strict, tracker, timeout=timeout, progress=progress)
     raw = sim.run()
     if hazards is not None:
         hazards.extend(sim.hazards)

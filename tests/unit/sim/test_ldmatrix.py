@@ -80,7 +80,7 @@ def test_ldmatrix_matches_the_ptx_decoder(num, trans, warps):
     sim = Simulator(k, {"ADDR": rows.reshape(-1).astype(np.int32)})
     smem = rng.integers(0, 1 << 16, SMEM, dtype=np.uint16)
     sim.mem["S"].view(np.uint16)[:] = smem
-    sim.run_stmt(k.body, np.ones(k.threads, bool), {})
+    sim.run_stmt(k.body, np.arange(k.threads), {})
     got = sim.local["r"].view(np.uint32)
     for w in range(warps):
         want = decode_ld(smem.tolist(), rows[w].tolist(), num, trans)
@@ -101,7 +101,7 @@ def test_stmatrix_matches_the_ptx_decoder(num, trans):
     words = rng.integers(0, 1 << 32, (32, 4), dtype=np.uint32)
     sim.local["r"].view(np.uint32)[:] = words
     before = sim.mem["S"].view(np.uint16).tolist()  # uninitialised shared memory: garbage
-    sim.run_stmt(k.body, np.ones(32, bool), {})
+    sim.run_stmt(k.body, np.arange(32), {})
     reg_vals = [[int(words[t, regs[i].value]) for i in range(num)] for t in range(32)]
     want = decode_st(before, rows[0].tolist(), reg_vals, num, trans)
     np.testing.assert_array_equal(sim.mem["S"].view(np.uint16), want)
@@ -117,7 +117,7 @@ def test_misaligned_row_and_partial_warp_are_errors():
     mask = np.ones(32, bool)
     mask[7] = False
     with pytest.raises(LaunchError, match="partial warp"):
-        sim.run_stmt(k.body, mask, {})
+        sim.run_stmt(k.body, np.flatnonzero(mask), {})
     rows = np.arange(32, dtype=np.int32) * 8
     rows[0] = SMEM
     with pytest.raises(LaunchError, match="leaves S"):

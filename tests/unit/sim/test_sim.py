@@ -45,7 +45,7 @@ wait st
     # run the body up to the wait (before the epilogue frees TMEM)
     body = res.kernel.body.body
     cut = max(i for i, s in enumerate(body) if isinstance(s, ir.TcgenWait)) + 1
-    sim.run_stmt(ir.Seq(body[:cut]), np.ones(128, bool), {})
+    sim.run_stmt(ir.Seq(body[:cut]), np.arange(128), {})
     cells = sim.tmem.cells
     words = inp.view(np.uint32).reshape(128, width // epc)  # row t = thread t's registers
     for w in range(4):
@@ -107,7 +107,7 @@ def test_partial_warp_tcgen05_is_an_error(demo):
     mask[5] = False
     sim.tmem.alloc(32, 0)
     with pytest.raises(LaunchError, match="partial warp"):
-        sim.run_stmt(st, mask, {})
+        sim.run_stmt(st, np.flatnonzero(mask), {})
 
 
 def test_misaligned_vector_access_is_caught():
