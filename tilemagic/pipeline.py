@@ -185,11 +185,14 @@ def _strict_hazards(hazards: list, launch: LaunchResult | None) -> None:
     msg, span = hazards[0]
     rest = [m for m, _ in hazards[1:]]
     details = "\n".join(["other hazards:"] + [f"- {m}" for m in rest]) if rest else None
-    hint = "fix the synchronisation, or run without --strict to see the hazards as warnings"
-    if launch is not None and launch.hb is not None:
+    fix = "fix the synchronisation"
+    if launch is not None and launch.hb is not None and launch.hb.hazards:
         h = launch.hb.hazards[0]
-        if h.other_span is not None and h.other_span != h.span:
-            hint = f"the other access is at L{h.other_span.line}; " + hint
+        if h.kind == "uninit":
+            fix = "initialise the data before it is read (store to it first, or copy into it)"
+        elif h.other_span is not None and h.other_span != h.span:
+            fix = f"the other access is at L{h.other_span.line}; {fix}"
+    hint = f"{fix}, or run without --strict to see the hazards as warnings"
     raise HazardError(msg.removeprefix("hazard: "), span, hint=hint, details=details)
 
 
@@ -444,7 +447,8 @@ def check_failed(result: TileCopyResult, tp: TypedProgram) -> CheckFailed:
     assert result.launch is not None
     failed = [(c, item) for c, item in zip(result.launch.checks, tp.checks) if not c.passed]
     parts = [f"{c.text} on line {c.line} ({c.detail})" for c, _ in failed]
-    what = f"check {parts[0]}" if len(parts) == 1 else f"{len(parts)} checks: {'; '.join(parts)}"
+    shown = "; ".join(parts[:MAX_LISTED]) + (f"; … {len(parts) - MAX_LISTED:,} more" if len(parts) > MAX_LISTED else "")
+    what = f"check {parts[0]}" if len(parts) == 1 else f"{len(parts)} checks: {shown}"
     return CheckFailed(f"FAIL: {what}", failed[0][1].span, result=result, source=result.source,
                        hint="the report shows the data; --allow-fail (or `%config TileMagics.allow_fail = True`) "
                             "shows the report without failing the cell")

@@ -21,6 +21,7 @@ __all__ = [
     "array_summary",
     "budgeted",
     "capped_list",
+    "check_overflow",
     "clip_line",
     "dispatch_overflow",
     "elided_text",
@@ -250,6 +251,30 @@ def dispatch_overflow(records: Sequence) -> list[str]:
     lines = [clip_line(f"L{r.line}: {r.text} → {r.op}/{r.chosen or 'none'}") for r in rest[:MAX_LINES]]
     return ([f"{len(rest):,} more ops (their why-tables: result.dispatch[{MAX_LISTED}:]):"]
             + capped_list(lines, "ops", total=len(rest), limit=MAX_LINES))
+
+
+def check_overflow(checks: Sequence) -> list[str]:
+    """The checks past the first :data:`MAX_LISTED` of a report, one line each (no mismatch lists), capped.
+
+    Parameters
+    ----------
+    checks : sequence of tilemagic.result.CheckResult
+        Every check of the launch, in source order.
+
+    Returns
+    -------
+    list of str
+        ``[]`` for at most :data:`MAX_LISTED` checks; else a heading with how many of them FAIL, then
+        ``L12: check B == A: FAIL (...)`` per further check (at most :data:`MAX_LINES`, then ``… N more
+        checks``); every check is in ``result.launch.checks``.
+    """
+    rest = checks[MAX_LISTED:]
+    if not rest:
+        return []
+    failed = sum(1 for c in rest if not c.passed)
+    lines = [clip_line(f"L{c.line}: {c}") for c in rest[:MAX_LINES]]
+    return ([f"{len(rest):,} more checks, {failed:,} of them FAIL (all: result.launch.checks[{MAX_LISTED}:]):"]
+            + capped_list(lines, "checks", total=len(rest), limit=MAX_LINES))
 
 
 def range_text(a: int, b: int) -> str:

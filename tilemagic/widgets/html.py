@@ -45,6 +45,7 @@ from .format import (
     array_summary,
     budgeted,
     capped_list,
+    check_overflow,
     clip_line,
     dispatch_overflow,
     elided_text,
@@ -560,7 +561,7 @@ def launch_html(result) -> str:
     parts.append(_arrays_table("inputs", launch.inputs))
     parts.append(_arrays_table("outputs", launch.outputs))
     checks = []
-    for c in launch.checks:
+    for c in launch.checks[:MAX_LISTED]:
         style = _VERDICT["chosen"] if c.passed else _VERDICT["rejected"]
         extra = str(c)[len(f"check {c.text}: {c.status}"):]  # (the mismatch / uninitialised note)
         mark = f" tm-line tm-L{int(c.line)}" if c.line is not None else ""
@@ -571,6 +572,10 @@ def launch_html(result) -> str:
         if first:
             checks.append(f'<div class="tm-mismatches" style="{FONT};font-size:12px;margin:0 0 4px 12px">'
                           f'{escape(first[0])}<pre style="{_PRE}">{escape(chr(10).join(first[1:]))}</pre></div>')
+    more = check_overflow(launch.checks)
+    if more:
+        checks.append(f'<div class="tm-checks-more" style="{FONT};font-size:12px;margin:2px 0">{escape(more[0])}'
+                      f'<pre style="{_PRE}">{escape(chr(10).join(more[1:]))}</pre></div>')
     parts.append("".join(checks) or f'<div style="{FONT};font-size:12px;color:#57606a">(no checks)</div>')
     hb = launch.hb_summary()
     if hb:

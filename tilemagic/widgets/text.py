@@ -17,6 +17,7 @@ from .format import (
     MAX_LISTED,
     array_summary,
     capped_list,
+    check_overflow,
     dispatch_overflow,
     elided_text,
     mismatch_lines,
@@ -220,9 +221,10 @@ def render_text(result) -> str:
         if launch.outputs:
             body_l.append("outputs:")
             body_l += _table([array_summary(n, a) for n, a in launch.outputs.items()], "  ")
-        for c in launch.checks:
+        for c in launch.checks[:MAX_LISTED]:
             body_l.append(str(c))
             body_l += ["  " + x for x in mismatch_lines(getattr(c, "first", ()), c.mismatches)]
+        body_l += check_overflow(launch.checks)
         if not launch.checks:
             body_l.append("(no checks)")
         if launch.hb_summary():

@@ -394,3 +394,10 @@ def test_stored_notebooks_show_no_hazard_and_a_clean_summary():
         assert "happens-before: incomplete" not in text, nb.name
         clean += text.count("happens-before: clean (")
     assert clean > 10
+
+
+def test_strict_uninitialised_read_hints_at_initialising_not_synchronising():
+    src = _cell("wg.copy B <- a", "check B == Z")
+    with pytest.raises(HazardError) as ei:
+        run(src, strict=True)
+    assert "initialise the data" in ei.value.hint and "synchronisation" not in ei.value.hint.split(",")[0]

@@ -186,3 +186,15 @@ def test_widget_view_panes_follow_the_same_caps(long_result):
     line = long_result.ir_lines[0] or next(n for n in long_result.ir_lines if n is not None)
     v.line_select.value = line  # re-rendered with the highlight: still collapsed, the mapping still there
     assert "lines not shown" in v.panes["IR"].value and f'data-src-line="{line}" style=' in v.panes["IR"].value
+
+
+def test_many_checks_list_the_first_20_in_full_and_the_rest_one_line_each():
+    src = "\n".join(["kernel manyc threads=32", "global A: float32[4, 8]", "global B: float32[4, 8] = zeros",
+                     "warp.copy B <- A"] + ["check B == A"] * 60 + ["check B[0:1, :] == A[1:2, :]"] * 5)
+    r = run(src, allow_fail=True)
+    text = r.text()
+    assert text.count("check B == A: PASS") == 20 + 40  # 20 in full, 40 as one-liners
+    assert "45 more checks, 5 of them FAIL (all: result.launch.checks[20:]):" in text
+    assert text.count("first ") == 0  # the failing checks past the 20th list no mismatches
+    html = r.html()
+    assert "45 more checks, 5 of them FAIL" in html and html.count("tm-mismatches") == 0
