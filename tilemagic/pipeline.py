@@ -241,8 +241,13 @@ def _run_backend(kernel, native, emulated, inputs, opts: Options, bench_bytes=No
         reason = "--launch sim"
     from .sim import Tracker, simulate
 
-    tracker = Tracker(kernel, kernel.threads, opts.strict)  # the simulator reports every access to it
-    outputs = simulate(kernel, inputs, strict=opts.strict, tracker=tracker, timeout=opts.timeout, progress=True)
+    try:
+        tracker = Tracker(kernel, kernel.threads, opts.strict)  # the simulator reports every access to it
+        outputs = simulate(kernel, inputs, strict=opts.strict, tracker=tracker, timeout=opts.timeout, progress=True)
+    except MemoryError:  # (located at the kernel by _launch)
+        raise LaunchError("the simulator ran out of memory",
+                          hint="simulate smaller global buffers (the simulator keeps them, a copy, and its "
+                               "happens-before shadow in host memory), or use --launch off") from None
     hb = tracker.finish()
     if opts.bench:
         reason += "; --bench ignored: it times GPU launches only"

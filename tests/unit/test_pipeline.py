@@ -228,3 +228,16 @@ def test_export_never_runs_the_pipeline():
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 assert "pipeline" not in (node.module or ""), f"{path.name}:{node.lineno} imports the pipeline"
+
+
+def test_the_simulator_running_out_of_memory_is_a_located_error(monkeypatch):
+    import tilemagic.sim as sim_pkg
+
+    def no_memory(*a, **kw):
+        raise MemoryError
+
+    monkeypatch.setattr(sim_pkg, "simulate", no_memory)
+    src = "kernel oom threads=32\nglobal A: float32[32]\nglobal B: float32[32]\nwarp.copy B <- A\ncheck B == A"
+    with pytest.raises(tilemagic.LaunchError) as ei:
+        tilemagic.tilecopy(src, launch="sim")
+    assert "ran out of memory" in str(ei.value) and ei.value.line == 1
