@@ -435,8 +435,18 @@ def _shell():
 
         _SHELL = InteractiveShell.instance()
         _SHELL.extension_manager.load_extension("tilemagic")
-        _SHELL.run_line_magic("config", "TileMagics.view = 'text'")
     return _SHELL
+
+
+def close_shell() -> None:
+    """Unload the extension and drop the shell :func:`entry_outcome` made (tests share IPython's singleton)."""
+    global _SHELL
+    if _SHELL is not None:
+        from IPython.core.interactiveshell import InteractiveShell
+
+        _SHELL.extension_manager.unload_extension("tilemagic")
+        InteractiveShell.clear_instance()
+        _SHELL = None
 
 
 def entry_outcome(entry: str, line: str, body: str, tmpdir: str) -> str:

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cellgen import SEEDS, Violation, entry_cells, entry_outcome, mutated_cells, outcome, valid_cells
+from cellgen import SEEDS, Violation, close_shell, entry_cells, entry_outcome, mutated_cells, outcome, valid_cells
 
 
 def fast(n):
@@ -45,9 +45,15 @@ def test_outcome_flags_violations():
         outcome(bad, must_pass=True)
 
 
+@pytest.fixture(scope="module")
+def shell_closed():
+    yield
+    close_shell()
+
+
 @fast(120)
 @given(entry_cells())
-def test_every_entry_point_ends_in_a_result_or_a_located_error(tmp_path_factory, case):
+def test_every_entry_point_ends_in_a_result_or_a_located_error(tmp_path_factory, shell_closed, case):
     entry, line, body = case
     entry_outcome(entry, line, body, str(tmp_path_factory.getbasetemp()))
 
