@@ -44,8 +44,9 @@ def _write_html(results, path: str):
 
 
 def _report(sources: list[tuple], args) -> int:
+    """Run ``(label, text, filename)`` descriptions; an error names ``filename`` (``f.tile:4:11: ...``)."""
     results, status = [], 0
-    for label, src in sources:
+    for label, src, filename in sources:
         try:
             res = _run_one(src, args, label)
         except KeyboardInterrupt:  # LaunchInterrupted too: Ctrl-C ends the run, not just this description
@@ -59,6 +60,7 @@ def _report(sources: list[tuple], args) -> int:
             status = max(status, 1)
             continue
         except TileMagicError as e:
+            e.filename = filename
             print(e.render(), file=sys.stderr)
             status = 2
             continue
@@ -119,7 +121,7 @@ def _main(argv: list[str] | None) -> int:
         print(status_report())
         return 0
     if args.cmd == "demo":
-        return _report([(n, demo_source(n)) for n in DEMOS], args)
+        return _report([(n, demo_source(n), f"{n}.tile") for n in DEMOS], args)
     try:
         with open(args.file, encoding="utf-8") as f:
             src = f.read()
@@ -131,7 +133,7 @@ def _main(argv: list[str] | None) -> int:
               f"{e.start}); a .tile file is a cell's text", file=sys.stderr)
         return 2
     label = args.file.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    return _report([(label if label.isidentifier() else None, src)], args)
+    return _report([(label if label.isidentifier() and label.isascii() else None, src, args.file)], args)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -16,9 +16,54 @@ text (no Python traceback from tilemagic's internals) while still sending a real
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from dataclasses import dataclass
 from collections.abc import Sequence
 from typing import Any
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+#: Characters that Python's ``str.splitlines`` takes for line breaks but an editor (and tilemagic) does not:
+#: inside a line they are ordinary characters, an error outside a comment (:func:`odd_break`).
+ODD_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a cell as an editor shows them: split at ``\\n``, ``\\r\\n`` and ``\\r`` only.
+
+    Every stage that numbers lines (the parser, the option line, the caret of an error, the source panes of
+    the HTML and widget views, the CLI) splits with this one function, so line ``N`` is the same line
+    everywhere.  Unlike ``str.splitlines``, U+2028, U+2029, U+0085, ``\\x0b``, ``\\x0c`` and ``\\x1c``-``\\x1e``
+    (:data:`ODD_BREAKS`) stay inside their line.  A final line break adds no empty line; ``""`` has no lines.
+
+    Parameters
+    ----------
+    text : str
+
+    Returns
+    -------
+    list of str
+        The lines without their terminators.
+    """
+    if not text:
+        return []
+    lines = _LINE_BREAK.split(text)
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def odd_break(text: str) -> int | None:
+    """0-based index of the first :data:`ODD_BREAKS` character in ``text``, or None."""
+    for i, ch in enumerate(text):
+        if ch in ODD_BREAKS:
+            return i
+    return None
+
+
+def char_name(ch: str) -> str:
+    """``U+2028 (LINE SEPARATOR)``: a character named for an error message."""
+    return f"U+{ord(ch):04X} ({unicodedata.name(ch, 'control character')})"
 
 
 @dataclass(frozen=True)
@@ -53,6 +98,9 @@ class TileMagicError(Exception):
         How to fix it.
     details : str, optional
         Extra block printed after the hint (e.g. a dispatch why-table).
+    filename : str, optional
+        Where the source came from, shown in front of ``line:col`` (the CLI sets the ``.tile`` file's
+        path); ``tilecopy`` when None (a notebook cell, the API).
     """
 
     def __init__(
@@ -63,7 +111,9 @@ class TileMagicError(Exception):
         source: str | None = None,
         hint: str | None = None,
         details: str | None = None,
+        filename: str | None = None,
     ):
+        self.filename = filename
         self.message = message
         self.span = span
         self.source = source
@@ -88,9 +138,9 @@ class TileMagicError(Exception):
     def render(self) -> str:
         """The located message: header, source line, caret, hint, details."""
         loc = f"{self.span.line}:{self.span.col}:" if self.span else ""
-        out = [f"tilecopy:{loc} {type(self).__name__}: {self.message}"]
+        out = [f"{self.filename or 'tilecopy'}:{loc} {type(self).__name__}: {self.message}"]
         if self.span and self.source is not None:
-            lines = self.source.splitlines()
+            lines = split_lines(self.source)
             if 1 <= self.span.line <= len(lines):
                 text = lines[self.span.line - 1]
                 num = str(self.span.line)
@@ -110,7 +160,7 @@ class TileMagicError(Exception):
         return self.render()
 
     def _render_traceback_(self) -> Sequence[str]:  # IPython hook
-        return self.render().splitlines()
+        return split_lines(self.render())
 
 
 class TileSyntaxError(TileMagicError):

@@ -14,7 +14,6 @@ import argparse
 import dataclasses
 import functools
 import keyword
-import math
 import operator
 import re
 import shlex
@@ -39,8 +38,25 @@ HEATMAP_CHOICES = ("tmem", "instr", "fragment", "data", "none")
 #: Default of ``--timeout``: seconds a launched kernel may run before the launch worker is killed
 #: (:mod:`tilemagic.runtime.worker`).  Defined here so that importing tilemagic loads no runtime module.
 DEFAULT_TIMEOUT_S = 10.0
+#: Largest ``--timeout``: one day.  A kernel of a description runs for micro- to milliseconds; a larger value
+#: (or ``inf``) would only make a hung launch hang the cell, and overflows the worker's time arithmetic.
+MAX_TIMEOUT_S = 86400.0
 
-_ARCH_RE = re.compile(r"^sm_\d{2,3}[af]?$")
+_ARCH_RE = re.compile(r"sm_[0-9]{2,3}[af]?", re.ASCII)
+#: Names of IPython's own namespace that ``--out`` must not overwrite (IPython's ``displayhook`` and
+#: ``history`` keep ``_``, ``__``, ``___``, ``_i``, ``_ii``, ``_iii``, ``_oh``, ``_ih``, ``_dh``, ``_iN``,
+#: ``_N``; the shell puts ``In``, ``Out``, ``get_ipython``, ``exit``, ``quit`` there).  Every name with a leading
+#: underscore is refused as well.
+IPYTHON_NAMES = frozenset({"In", "Out", "get_ipython", "exit", "quit"})
+
+
+def _plain_text(value: str, what: str) -> str:
+    """``value`` when it is ASCII without whitespace or control characters; OptionError otherwise."""
+    bad = next((c for c in value if not (c.isascii() and c.isprintable()) or c.isspace()), None)
+    if bad is not None:
+        raise OptionError(f"{what} {value!r}: only ASCII letters, digits and punctuation, no whitespace "
+                          f"(found U+{ord(bad):04X})")
+    return value
 
 
 class OptionError(ValueError):
@@ -49,20 +65,28 @@ class OptionError(ValueError):
 
 
 def check_arch(arch: object) -> str:
-    """Validate an ``--arch`` value (``sm_100a``, ``sm_90``, ...); raise OptionError otherwise."""
-    if not isinstance(arch, str) or not _ARCH_RE.match(arch):
+    """Validate an ``--arch`` value (``sm_100a``, ``sm_90``, ...: ASCII, the whole value); raise OptionError
+    otherwise."""
+    if not isinstance(arch, str) or not _ARCH_RE.fullmatch(arch):
         raise OptionError(f"--arch {arch!r} is not a CUDA target; expected e.g. sm_100a")
     return arch
 
 
 def check_timeout(timeout: object) -> float:
-    """Validate a ``--timeout`` value (seconds, a positive finite number); raise OptionError otherwise."""
+    """Validate a ``--timeout`` value: seconds, ``0 < t <= MAX_TIMEOUT_S`` (one day), finite; a string only
+    in ASCII decimal notation (``"2.5"``, ``"1e3"``; not ``"nan"``, ``"inf"``, ``"1_0"`` or other scripts'
+    digits); never a bool.  Raise OptionError otherwise."""
+    if isinstance(timeout, (bool, np.bool_)):
+        raise OptionError(f"--timeout {timeout!r} is not a number of seconds")
+    if isinstance(timeout, str) and not re.fullmatch(r"[+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", timeout):
+        raise OptionError(f"--timeout {timeout!r} is not a number of seconds")
     try:
         value = float(timeout)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise OptionError(f"--timeout {timeout!r} is not a number of seconds") from None
-    if not (0 < value < math.inf):
-        raise OptionError(f"--timeout must be a positive number of seconds, got {timeout!r}")
+    if not (0 < value <= MAX_TIMEOUT_S):
+        raise OptionError(f"--timeout must be a positive number of seconds, at most {MAX_TIMEOUT_S:g} (one day), "
+                          f"got {timeout!r}")
     return value
 
 
@@ -76,8 +100,9 @@ def _check_bool(value: object) -> bool:
 def _check_seed(seed: object) -> int:
     if isinstance(seed, (bool, np.bool_)):  # True is an int to Python, not a seed
         raise OptionError(f"--seed must be a non-negative integer, got {seed!r}")
-    try:  # an int, a NumPy integer or (from the option line) its text; never a float
-        value = int(seed) if isinstance(seed, str) else operator.index(seed)  # type: ignore[arg-type]
+    try:  # an int, a NumPy integer or (from the option line) its ASCII digits; never a float
+        value = (int(seed) if re.fullmatch(r"[0-9]{1,40}", seed) else -1) if isinstance(seed, str) else \
+            operator.index(seed)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         value = -1
     if value < 0:
@@ -91,6 +116,7 @@ def heatmap_list(kinds: object) -> tuple[str, ...]:
         if not isinstance(kinds, (list, tuple)) or not all(isinstance(k, str) for k in kinds):
             raise OptionError(f"--heatmap must be a comma-separated string or a sequence of strings, not {kinds!r}")
         kinds = ",".join(kinds)
+    _plain_text(kinds.replace(" ", ""), "--heatmap")
     out = tuple(k.strip().lower() for k in kinds.split(",") if k.strip())
     if not out or any(k not in HEATMAP_CHOICES for k in out) or ("none" in out and len(out) > 1):
         raise OptionError(f"invalid --heatmap {kinds!r}: give a comma-separated list of "
@@ -105,11 +131,13 @@ def _check_name(name: object) -> str:
 
 
 def _check_out(name: object) -> str:
-    """``--out`` names a plain notebook variable: an identifier, no keyword, no ``__dunder__``."""
-    if not (isinstance(name, str) and name.isidentifier() and not keyword.iskeyword(name)
-            and not (name.startswith("__") and name.endswith("__"))):
-        raise OptionError(f"--out {name!r} is not a notebook variable name (an identifier, not a keyword nor a "
-                          f"__dunder__ name)")
+    """``--out`` names a plain notebook variable: an ASCII identifier, no Python keyword (soft keywords too),
+    no leading underscore (IPython's ``_``, ``_oh``, ``_i3`` ... and private names), none of
+    :data:`IPYTHON_NAMES` (``In``, ``Out``, ``get_ipython``, ``exit``, ``quit``)."""
+    if not (isinstance(name, str) and name.isascii() and name.isidentifier() and not keyword.iskeyword(name)
+            and not keyword.issoftkeyword(name) and not name.startswith("_") and name not in IPYTHON_NAMES):
+        raise OptionError(f"--out {name!r} is not a notebook variable name of yours (an ASCII identifier, not a "
+                          f"keyword, no leading underscore, none of IPython's {', '.join(sorted(IPYTHON_NAMES))})")
     return name
 
 
@@ -193,8 +221,8 @@ def flag(f: dataclasses.Field) -> str:
 
 
 def _choice(f: dataclasses.Field) -> Callable[[object], str]:
-    def check(value: object) -> str:  # case-insensitive, as %config's CaselessStrEnum
-        v = value.lower() if isinstance(value, str) else value
+    def check(value: object) -> str:  # case-insensitive, as %config's CaselessStrEnum; ASCII only ("\u212a" is no k)
+        v = value.lower() if isinstance(value, str) and value.isascii() else value
         if v not in f.metadata["choices"]:
             raise OptionError(f"{flag(f)}: invalid choice: {value!r} (choose from {', '.join(f.metadata['choices'])})")
         return v  # type: ignore[return-value]

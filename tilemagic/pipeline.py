@@ -18,7 +18,7 @@ import numpy as np
 
 from .caches import register_cache
 from .errors import (CheckFailed, HazardError, LaunchError, LoweringError, Span, TileMagicError, TileSyntaxError,
-                     TileTypeError)
+                     TileTypeError, split_lines)
 from .ir import nodes as ir
 from .options import OptionError, Options, numpydoc, option_flags, resolve, usage
 from .options import parse as parse_options
@@ -71,6 +71,7 @@ def _check_target(kernel, arch):
         return
     span = next((s.span for s in ir.walk(kernel.body) if isinstance(s, ir.TcgenLdSt) and s.span), None)
     span = span or next((b.span for b in kernel.tmem if b.span), None)
+    span = span or next((s.span for s in ir.walk(kernel.body) if isinstance(s, ir.TcgenWait) and s.span), None)
     raise LoweringError(
         f"this kernel uses tcgen05 (tensor memory) but --arch {arch} has no TMEM; ptxas accepts tcgen05 only for "
         f"{', '.join(TCGEN05_ARCHS)}", span,
@@ -280,7 +281,7 @@ def run_kernel(kernel: ir.Kernel, inputs: dict[str, np.ndarray], *, span: Span |
 
 def _header_line(source: str) -> tuple[str, Span] | None:
     """(the words after ``%%tilecopy``, the line's span) of a first line ``%%tilecopy ...``, or None."""
-    for no, line in enumerate(source.splitlines(), 1):
+    for no, line in enumerate(split_lines(source), 1):
         if not line.strip():
             continue
         if not line.lstrip().startswith("%%tilecopy"):
@@ -430,12 +431,21 @@ def tilecopy(
         ir_lines=ir_lines, cuda_lines=native.lines, typed=tp,
         cuda_emulated_lines=list(emulated.lines) if emulated else [],
     )
-    if opts.export == "tvmscript":
-        result.export_text = result.tvmscript()
-        result.sections.append(ReportSection("TVMScript (TVM TIRx equivalent)", result.export_text))
-    if opts.compare == "tvm":
-        result.tvm_comparison = cmp = result.compare_tvm()
-        result.sections.append(ReportSection("TVM comparison", cmp.text(), cmp.html() if cmp.available else None))
+    try:  # an export that fails keeps the launched result: its located error becomes a section and a warning
+        if opts.export == "tvmscript":
+            result.export_text = result.tvmscript()
+            result.sections.append(ReportSection("TVMScript (TVM TIRx equivalent)", result.export_text))
+        if opts.compare == "tvm":
+            result.tvm_comparison = cmp = result.compare_tvm()
+            result.sections.append(ReportSection("TVM comparison", cmp.text(), cmp.html() if cmp.available else None))
+    except TileMagicError as e:
+        e.with_source(source)
+        what = "--export tvmscript" if opts.export == "tvmscript" and result.export_text is None else "--compare tvm"
+        result.sections.append(ReportSection(f"{what} failed", e.render()))
+        result.warnings.append(f"{what} failed: {e.message}")
+        if emit_warnings:
+            warnings.warn_explicit(f"{what} failed (the cell's result is kept): {e.render()}", UserWarning,
+                                   "tilecopy", e.line or 0)
     if opts.out and namespace is not None:
         namespace[opts.out] = result
     if lres is not None and not lres.passed and not opts.allow_fail:

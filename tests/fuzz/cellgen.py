@@ -338,18 +338,172 @@ def outcome(src: str, *, must_pass: bool = False) -> str:
                 return "lowered"
             res = tilemagic.tilecopy(src, launch="sim", namespace=NAMESPACE, emit_warnings=False, allow_fail=True)
         except TileMagicError as e:
-            if e.line is None or e.col is None or e.line < 1 or e.col < 1 or not e.message:
-                raise Violation(f"unlocated {type(e).__name__}: {e.message!r}") from e
-            try:
-                text = e.render()
-            except Exception as exc:
-                raise Violation(f"render() of {type(e).__name__} raised {type(exc).__name__}: {exc}") from exc
-            if not text.startswith(f"tilecopy:{e.line}:{e.col}:"):
-                raise Violation(f"render() does not start with the location: {text[:80]!r}")
-            return type(e).__name__
+            return _check_located(e)
         except Exception as e:
             raise Violation(f"{type(e).__name__}: {e}") from e
     status = "PASS" if res.launch.passed else "FAIL"
     if must_pass and status != "PASS":
         raise Violation(f"a valid cell lowered but did not round-trip: {[str(c) for c in res.launch.checks]}")
     return status
+
+
+# ----------------------------------------------------------------------------- the option line and entry points
+#: Values an option of the ``%%tilecopy`` line may be given: valid ones, junk, unicode, odd whitespace, quotes.
+OPTION_VALUES = {
+    "launch": ["sim", "SIM", "off", "auto", "gpu", "moon", "ｓｉｍ", "s\u0131m", '"sim"', "'off'", "sim\u2028"],
+    "arch": ["sm_100a", "sm_90a", "sm_90", "sm_80", "sm_1000a", "sm_１００a", "volta", "'sm_100a '", "sm_100a\x0c",
+             "", '""', "sm_100a\u00a0"],
+    "timeout": ["5", "0", "-1", "1e-9", "86400", "86401", "1e400", "inf", "nan", "1_0", "１０", "0x10", "", "1e5"],
+    "seed": ["0", "7", "-1", "1.5", "99999999999999999999999", "１", "1_000", "x"],
+    "out": ["res", "r2", "_", "_oh", "__", "_i3", "In", "Out", "get_ipython", "exit", "class", "match", "résumé",
+            "9x", "a-b", "__dunder__"],
+    "heatmap": ["tmem", "data", "tmem,data", "none", "none,tmem", "pie", "TMEM", "ｔmem", ",", "tmem,,data"],
+    "color-by": ["warp", "thread", "reg", "instr", "WARP", "lane", "wärp"],
+    "export": ["tvmscript", "TVMScript", "tvm"],
+    "compare": ["tvm", "TVM", "torch"],
+    "view": ["html", "text", "widget", "pdf"],
+}
+_SPACES = [" ", " ", " ", "  ", "\t", " \t ", "\u00a0", "\u2003", "\x0b", "\x0c"]
+
+
+@st.composite
+def option_lines(draw, compare: bool = False) -> str:
+    """The words after ``%%tilecopy``: flags from the option table (their ``--no-`` forms, misspellings), values
+    from :data:`OPTION_VALUES`, NAME words, quotes, unicode and odd whitespace.  ``--compare`` only when
+    ``compare`` (TVM is slow), and never ``--launch gpu`` with ``--bench`` timing (no GPU here anyway)."""
+    from tilemagic.options import option_flags
+
+    flags = [f for f in option_flags() if compare or "compare" not in f]
+    words = []
+    if draw(st.booleans()):
+        words.append(draw(st.sampled_from(["cellname", "k2", "erf", "hypot", "M_PI", "9bad", "név", "a.b", "main"])))
+    for _ in range(draw(st.integers(0, 3))):
+        f = draw(st.sampled_from(flags * 3 + ["bogus", "launc", "-launch", "timeout=3", "--"]))
+        word = ("" if f.startswith("-") else "--") + f
+        key = f.removeprefix("no-")
+        if key in OPTION_VALUES and not f.startswith("no-"):
+            tame = draw(st.booleans())  # half of the values are good ones, after a plain space
+            value = draw(st.sampled_from(OPTION_VALUES[key][:2] if tame else OPTION_VALUES[key]))
+            word += ("=" if draw(st.integers(0, 3)) == 0 else " " if tame else draw(st.sampled_from(_SPACES))) + value
+        words.append(word)
+    if draw(st.integers(0, 6)) == 0:
+        words.insert(draw(st.integers(0, len(words))), draw(st.sampled_from(['"', "'", "\\", "#", "ä", "\u2028",
+                                                                              "--launch", "%%tilecopy"])))
+    sep = draw(st.sampled_from(_SPACES))
+    return sep + sep.join(words) + draw(st.sampled_from(["", " ", "\t", "\u00a0"]))
+
+
+#: The entry points a fuzzed cell goes through (``export``: the API with ``--export tvmscript`` on the line;
+#: ``compare``: with ``--compare tvm``, a small share, only when apache-tvm is installed).
+ENTRIES = ("api", "magic", "cli", "export", "compare")
+
+
+@st.composite
+def entry_cells(draw, compare: bool = False):
+    """``(entry, option line, cell body)``: a valid or mutated cell behind a fuzzed ``%%tilecopy`` line, through
+    one of the entry points but ``compare`` (only ``compare`` when ``compare``)."""
+    body = draw(valid_cells()) if draw(st.booleans()) else draw(mutated_cells())
+    body = "\n".join(ln for ln in body.split("\n") if not ln.lstrip().startswith("%%tilecopy"))
+    entry = "compare" if compare else draw(st.sampled_from([e for e in ENTRIES if e != "compare"]))
+    line = draw(option_lines(compare=entry == "compare"))
+    if entry == "export":
+        line += " --export tvmscript"
+    elif entry == "compare":
+        line += " --compare tvm"
+    return entry, line, body
+
+
+def _check_located(e: TileMagicError, prefix: str = "tilecopy") -> str:
+    if e.line is None or e.col is None or e.line < 1 or e.col < 1 or not e.message:
+        raise Violation(f"unlocated {type(e).__name__}: {e.message!r}") from e
+    try:
+        text = e.render()
+    except Exception as exc:
+        raise Violation(f"render() of {type(e).__name__} raised {type(exc).__name__}: {exc}") from exc
+    if not text.startswith(f"{prefix}:{e.line}:{e.col}:") or "^" not in text:
+        raise Violation(f"render() does not start with the location or has no caret: {text[:120]!r}")
+    return type(e).__name__
+
+
+_SHELL = None
+
+
+def _shell():
+    global _SHELL
+    if _SHELL is None:
+        from IPython.core.interactiveshell import InteractiveShell
+
+        _SHELL = InteractiveShell.instance()
+        _SHELL.extension_manager.load_extension("tilemagic")
+    return _SHELL
+
+
+def close_shell() -> None:
+    """Unload the extension and drop the shell :func:`entry_outcome` made (tests share IPython's singleton)."""
+    global _SHELL
+    if _SHELL is not None:
+        from IPython.core.interactiveshell import InteractiveShell
+
+        _SHELL.extension_manager.unload_extension("tilemagic")
+        InteractiveShell.clear_instance()
+        _SHELL = None
+
+
+def entry_outcome(entry: str, line: str, body: str, tmpdir: str) -> str:
+    """Run one cell through ``entry`` (see :data:`ENTRIES`) and name the outcome (as :func:`outcome`).
+
+    Raises
+    ------
+    Violation
+        Anything but a result or a located TileMagicError (from a file: located ``FILE:line:col``, with a
+        caret); a cell whose global buffers exceed :data:`MAX_SIM_BYTES` is only lowered.
+    """
+    import contextlib
+    import io
+    import os
+
+    from tilemagic.cli import main as cli_main
+
+    src = f"%%tilecopy{line}\n{body}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:  # the cell's size first (lowered only): the entry then runs it for real when it is small
+            res = tilemagic.tilecopy(src, launch="off", export=None, compare=None, namespace=NAMESPACE,
+                                     emit_warnings=False)
+            launch = None if _global_bytes(res) <= MAX_SIM_BYTES else "off"
+        except TileMagicError as e:  # the entry must report the same error, located its own way
+            _check_located(e)
+            launch = "off"
+        except Exception as e:
+            raise Violation(f"{type(e).__name__}: {e}") from e
+        try:
+            if entry == "cli":
+                path = os.path.join(tmpdir, "fuzz.tile")
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(src)
+                err = io.StringIO()
+                argv = ["run", path] + (["--launch", "off"] if launch else [])
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+                    rc = cli_main(argv)
+                first = (err.getvalue().splitlines() or [""])[0]
+                if rc == 2 and not re.match(rf"{re.escape(path)}:\d+:\d+: \w+: ", first):
+                    raise Violation(f"the CLI's error does not name the file with line:col: {first[:160]!r}")
+                if rc not in (0, 1, 2):
+                    raise Violation(f"the CLI exited {rc}")
+                return {0: "PASS", 1: "FAIL", 2: "cli-error"}[rc]
+            if entry == "magic":
+                ip = _shell()
+                ip.user_ns.update(NAMESPACE)
+                with contextlib.redirect_stdout(io.StringIO()):
+                    res = ip.run_cell_magic("tilecopy", line + (" --launch off" if launch else ""), body)
+            else:
+                res = tilemagic.tilecopy(src, launch=launch, namespace=NAMESPACE, emit_warnings=False)
+        except TileMagicError as e:
+            return _check_located(e)
+        except Violation:
+            raise
+        except Exception as e:
+            raise Violation(f"{entry}: {type(e).__name__}: {e}") from e
+    if res is None or res.launch is None:
+        return "lowered"
+    return "PASS" if res.launch.passed else "FAIL"

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from cellgen import SEEDS, Violation, mutated_cells, outcome, valid_cells
+from cellgen import SEEDS, Violation, close_shell, entry_cells, entry_outcome, mutated_cells, outcome, valid_cells
 
 
 def fast(n):
@@ -43,3 +43,26 @@ def test_outcome_flags_violations():
     assert outcome(bad) == "FAIL"
     with pytest.raises(Violation, match="did not round-trip"):
         outcome(bad, must_pass=True)
+
+
+@pytest.fixture(scope="module")
+def shell_closed():
+    yield
+    close_shell()
+
+
+@fast(120)
+@given(entry_cells())
+def test_every_entry_point_ends_in_a_result_or_a_located_error(tmp_path_factory, shell_closed, case):
+    entry, line, body = case
+    entry_outcome(entry, line, body, str(tmp_path_factory.getbasetemp()))
+
+
+def test_entry_outcome_flags_an_unlocated_cli_error(tmp_path, monkeypatch):
+    """The harness: a CLI error that does not name the file (as on main) is a violation."""
+    import tilemagic.errors as errors
+
+    monkeypatch.setattr(errors.TileMagicError, "filename", property(lambda self: None, lambda self, v: None),
+                        raising=False)
+    with pytest.raises(Violation, match="does not name the file"):
+        entry_outcome("cli", " --launch sim", "global A: float32[4]\nglobal A: float32[4]\n", str(tmp_path))

@@ -38,7 +38,7 @@ def test_run_error_exits_2_with_caret(tmp_path, capsys):
     f.write_text("global A: float32[4]\nwarp.copy A -> B\n")
     assert main(["run", str(f)]) == 2
     err = capsys.readouterr().err
-    assert "tilecopy:2:" in err and "^" in err and "Traceback" not in err
+    assert f"{f}:2:" in err and "tilecopy:" not in err and "^" in err and "Traceback" not in err
     assert main(["run", str(tmp_path / "missing.tile")]) == 2
 
 

@@ -90,7 +90,7 @@ def test_a_bad_option_is_the_same_error_in_every_entry_point(ip, tmp_path, capsy
     f.write_text(f"%%tilecopy {line}\n" + CELL)
     assert main(["run", str(f)]) == 2
     err = capsys.readouterr().err
-    assert "tilecopy:1:12: TileSyntaxError: bad %%tilecopy option line" in err and "Traceback" not in err
+    assert f"{f}:1:12: TileSyntaxError: bad %%tilecopy option line" in err and "Traceback" not in err
     key, _, value = line.removeprefix("--").partition(" ")
     if key != "bogus":  # a keyword argument: a ValueError naming the option
         with pytest.raises(ValueError, match=message):

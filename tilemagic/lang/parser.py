@@ -30,7 +30,7 @@ from lark.exceptions import (
 )
 
 from ..caches import register_cache
-from ..errors import Span, TileSyntaxError
+from ..errors import Span, TileSyntaxError, char_name, odd_break, split_lines
 from . import ast as A
 
 __all__ = ["parse", "STATEMENTS"]
@@ -645,7 +645,13 @@ def parse(source: str, *, line_offset: int = 0) -> A.Program:
     stmts: list[A.Stmt] = []
     items: list = []
     seen_nonblank = False
-    for idx, text in enumerate(source.splitlines()):
+    for idx, text in enumerate(split_lines(source)):
+        bad = odd_break(text.split("#", 1)[0])
+        if bad is not None:
+            _Line(text, idx + 1 + line_offset, err_source, "").error(
+                f"character {char_name(text[bad])} outside a comment: lines end only at \\n, \\r\\n or \\r, "
+                "and this character is no separator in a statement", Span.point(idx + 1 + line_offset, bad + 1),
+                hint="delete it (an editor may show it as a line break or not at all)")
         stripped = text.strip()
         if not stripped:
             continue

@@ -6,6 +6,14 @@ CUDA headers define, nor with the names tilemagic's own generated code uses.  Th
 parser already limits names to ASCII identifiers; this module rejects the rest with
 a located error (the injection guard of the pipeline: nothing else in a cell reaches
 the CUDA text as an identifier).
+
+Two sources: rules (C/C++ and Python keywords, the implementation-reserved ``__x`` and
+``_X`` forms, CUDA's macro prefixes, ``limits.h``-style macros, tilemagic's own names)
+and :data:`~tilemagic.lower.cuda_reserved.CUDA_RESERVED`, the names of the headers the
+generated code includes (``erf``, ``hypot``, ``M_PI``, ``EXIT_SUCCESS``, ``printf`` ...)
+that nvcc fails to compile as a buffer or kernel name: derived by compiling probes
+(``tools/cuda_names.py``), never listed by hand; ``tests/unit/lang/test_identifiers.py``
+derives it again with the nvcc on PATH.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import re
 
 from ..arch.threads import THREAD_AXES
 from ..errors import Span, TileTypeError
+from .cuda_reserved import CUDA_RESERVED
 
 # C and C++ keywords, including the alternative operator tokens (and, xor, ...) and C11/C++20 additions
 _CXX_KEYWORDS = set("""
@@ -27,22 +36,9 @@ thread_local throw true try typedef typeid typename union unsigned using virtual
 xor_eq _Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn _Pragma _Static_assert _Thread_local
 """.split())
 
-# CUDA built-in variables, types and common functions/macros of the CUDA and C headers
-_CUDA_NAMES = set("""
-threadIdx blockIdx blockDim gridDim warpSize dim3 half half2 nv_bfloat16 nv_bfloat162 bfloat16 uint ushort ulong
-uchar longlong ulonglong size_t ptrdiff_t intptr_t uintptr_t int8_t uint8_t int16_t uint16_t int32_t uint32_t
-int64_t uint64_t std cuda main printf malloc free memcpy memset memmove assert abort exit min max abs labs llabs
-fabs fabsf sqrt sqrtf rsqrt rsqrtf exp expf exp2 exp2f log logf log2 log2f log10 pow powf sin sinf cos cosf tan
-tanf tanh tanhf floor floorf ceil ceilf round roundf trunc truncf fmin fminf fmax fmaxf fma fmaf signbit isnan
-isinf isfinite clock clock64 atomicAdd atomicCAS atomicExch atomicMin atomicMax NULL EOF INFINITY NAN HUGE_VAL
-offsetof linux unix i386 errno stdin stdout stderr FILE va_list
-""".split())
-for _base in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong", "ulonglong", "float",
-              "double"):
-    _CUDA_NAMES.update(f"{_base}{n}" for n in (1, 2, 3, 4))
-
-# names the generated IR, CUDA and TMEM emulation use
-_TILEMAGIC_NAMES = {"tmem_addr", "tm", "TmEmu", "get_tmem_addr", *THREAD_AXES}
+# names the generated IR, CUDA and TMEM emulation use; `cuda`: the namespace of <cuda/std/cstdint>, which the
+# NVRTC build includes instead of <stdint.h> (the derived table comes from nvcc, which never sees it)
+_TILEMAGIC_NAMES = {"tmem_addr", "tm", "TmEmu", "get_tmem_addr", "cuda", *THREAD_AXES}
 _TILEMAGIC_PATTERN = re.compile(r"^(tm_|TM_|Tm)")  # tilemagic's emulation and helpers
 _C_PATTERNS = (
     re.compile(r"^__"),  # implementation-reserved in C/C++, CUDA intrinsics
@@ -52,20 +48,51 @@ _C_PATTERNS = (
 )
 
 
+def rule_reason(name: str) -> str | None:
+    """Why a rule (not the derived table) rejects ``name``: ``"keyword"``, ``"cuda"``, ``"tilemagic"``, or None."""
+    if name in _CXX_KEYWORDS or keyword.iskeyword(name):
+        return "keyword"
+    if any(p.match(name) for p in _C_PATTERNS):
+        return "cuda"
+    if name in _TILEMAGIC_NAMES or _TILEMAGIC_PATTERN.match(name):
+        return "tilemagic"
+    return None
+
+
+def reserved_reason(name: str) -> str | None:
+    """Why ``name`` cannot name a buffer or a kernel (see :func:`rule_reason`; ``"cuda"`` also for a name of
+    :data:`CUDA_RESERVED`), or None when it can."""
+    return rule_reason(name) or ("cuda" if name in CUDA_RESERVED else None)
+
+
+def suggest_name(name: str) -> str:
+    """A legal name close to a rejected ``name`` (itself passing :func:`reserved_reason`): ``erf`` -> ``erf_buf``."""
+    stem = name.lstrip("_") or "x"
+    if not (stem[0].isalpha() and stem.isascii()):
+        stem = "x" + stem
+    for cand in (f"{stem}_buf", f"{stem}_t", f"my_{stem}", *(f"{stem}_buf{k}" for k in range(2, 100))):
+        if reserved_reason(cand) is None:
+            return cand
+    return "buf"
+
+
+_MESSAGES = {
+    "keyword": "'{name}' is a C/C++ or Python keyword and cannot name a {what}",
+    "cuda": "'{name}' is a CUDA/C name the generated code would collide with; it cannot name a {what}",
+    "tilemagic": "'{name}' is reserved by tilemagic's generated code and cannot name a {what}",
+}
+
+
 def check_identifier(name: str, span: Span | None, what: str) -> None:
     """Reject a buffer or kernel name that would collide in the generated CUDA/IR.
 
     Raises
     ------
     TileTypeError
-        Located at ``span``, with a hint proposing another name.
+        Located at ``span``, with a hint proposing another name that is itself legal
+        (:func:`suggest_name`).
     """
-    if name in _CXX_KEYWORDS or keyword.iskeyword(name):
-        raise TileTypeError(f"'{name}' is a C/C++ or Python keyword and cannot name a {what}", span,
-                            hint=f"rename it, e.g. '{name}_'")
-    if name in _CUDA_NAMES or any(p.match(name) for p in _C_PATTERNS):
-        raise TileTypeError(f"'{name}' is a CUDA/C name the generated code would collide with; it cannot name a {what}",
-                            span, hint=f"rename it, e.g. '{name.lstrip('_') or 'x'}_buf'")
-    if name in _TILEMAGIC_NAMES or _TILEMAGIC_PATTERN.match(name):
-        raise TileTypeError(f"'{name}' is reserved by tilemagic's generated code and cannot name a {what}", span,
-                            hint=f"rename it, e.g. '{name.lstrip('_') or 'x'}_buf'")
+    reason = reserved_reason(name)
+    if reason is not None:
+        raise TileTypeError(_MESSAGES[reason].format(name=name, what=what), span,
+                            hint=f"rename it, e.g. '{suggest_name(name)}'")

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..arch.limits import limits_for
 from ..arch.threads import THREAD_AXES, THREADS_PER
-from ..errors import Span, TileTypeError
+from ..errors import Span, TileTypeError, split_lines
 from ..ir import nodes as ir
 from ..lang import ast
 from .dispatch import DispatchContext, DispatchRecord, TargetSpec, run_dispatch
@@ -309,7 +309,7 @@ def _region(r: ast.Region, bufs: dict[str, ir.Buffer]) -> RegionRef:
 
 
 def _stmt_text(source: str, span: Span) -> str:
-    lines = source.splitlines()
+    lines = split_lines(source)
     if 1 <= span.line <= len(lines):
         text = lines[span.line - 1].split("#", 1)[0].strip()
         return " ".join(text.split())
@@ -339,6 +339,8 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
     if prog.kernel:
         check_identifier(kname, prog.kernel.name_span, "kernel")
     elif name:
+        # a NAME given outside the text (``name=``, the CLI's file name) is located at the first statement
+        name_span = name_span or (prog.items[0].span if prog.items else Span.point(1, 1))
         if not (name.isidentifier() and name.isascii()):
             raise TileTypeError(f"cell name '{name}' is not an identifier", name_span,
                                 hint="use letters, digits and _, not starting with a digit")

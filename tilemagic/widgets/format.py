@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..errors import split_lines  # (re-exported: the one line splitter, shared by every view)
+
 __all__ = [
     "HEAD_LINES",
     "MAX_LINES",
@@ -106,16 +108,6 @@ def array_summary(name: str, arr) -> tuple[str, str, str, str]:
     """``(name, dtype, shape, values)`` strings for one global buffer."""
     a = np.asarray(arr)
     return name, str(a.dtype.name), "[" + ", ".join(str(d) for d in a.shape) + "]", format_values(a)
-
-
-def split_lines(text: str) -> list[str]:
-    """The lines of ``text`` (no trailing empty line for a final newline; ``[]`` for '')."""
-    if not text:
-        return []
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
-    return lines
 
 
 def shown_lines(n: int) -> tuple[int, int]:

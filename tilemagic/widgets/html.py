@@ -36,6 +36,7 @@ from __future__ import annotations
 import base64
 import functools
 import re
+import threading
 from collections.abc import Sequence
 from html import escape
 
@@ -123,25 +124,32 @@ MAX_SECTION_HTML: int = 256 * 1024
 
 # ----------------------------------------------------------------------------- highlighting
 _CACHE: dict = {}
+# Pygments loads its lexers, formatters and styles lazily on first attribute access, which is not thread-safe
+# (a first render in several threads at once saw half-loaded modules): the first ones are made under a lock.
+_PYGMENTS_LOCK = threading.Lock()
 
 
 def _formatter():
     f = _CACHE.get("fmt")
     if f is None:
-        from pygments.formatters import HtmlFormatter
+        with _PYGMENTS_LOCK:
+            from pygments.formatters import HtmlFormatter
 
-        f = _CACHE["fmt"] = HtmlFormatter(noclasses=True, nowrap=True, style="default")
+            f = _CACHE.get("fmt") or HtmlFormatter(noclasses=True, nowrap=True, style="default")
+            _CACHE["fmt"] = f
     return f
 
 
 def _lexer(language: str):
     lx = _CACHE.get(language)
     if lx is None:
-        from pygments.lexers import CudaLexer, PtxLexer, PythonLexer, TextLexer
+        with _PYGMENTS_LOCK:
+            from pygments.lexers import CudaLexer, PtxLexer, PythonLexer, TextLexer
 
-        cls = {"python": PythonLexer, "cuda": CudaLexer, "ptx": PtxLexer}.get(language, TextLexer)
-        # stripnl=False: keep leading/trailing blank lines so line i stays line i
-        lx = _CACHE[language] = cls(stripnl=False, ensurenl=True)
+            cls = {"python": PythonLexer, "cuda": CudaLexer, "ptx": PtxLexer}.get(language, TextLexer)
+            # stripnl=False: keep leading/trailing blank lines so line i stays line i
+            lx = _CACHE.get(language) or cls(stripnl=False, ensurenl=True)
+            _CACHE[language] = lx
     return lx
 
 
