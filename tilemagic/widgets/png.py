@@ -10,6 +10,7 @@ change ``result.kernel``) gets a new key and is drawn again.  The last
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -23,16 +24,24 @@ __all__ = ["PNG_CACHE_SIZE", "fragment_png", "heatmap_png", "picture_png"]
 PNG_CACHE_SIZE = 64
 _PNG_CACHE: OrderedDict[tuple, bytes] = OrderedDict()
 register_cache("widgets.png", _PNG_CACHE.clear, f"the last {PNG_CACHE_SIZE} heatmap PNGs, by kernel content")
+#: matplotlib (even Agg through the object API) shares state between figures -- font caches, the text layout
+#: cache -- that is not thread-safe: pictures drawn in several threads at once came out different.  One lock.
+_DRAW_LOCK = threading.RLock()
+
+
+def _draw_png(draw: Callable[[], object]) -> bytes:
+    with _DRAW_LOCK:
+        return figures.figure_png(draw())
 
 
 def _cached_png(kernel: ir.Kernel, key: tuple, draw: Callable[[], object]) -> bytes:
     try:
         full = (ir.content_key(kernel),) + key
     except Exception:  # noqa: BLE001 -- something unpicklable in a hand-built kernel: no caching
-        return figures.figure_png(draw())
+        return _draw_png(draw)
     png = _PNG_CACHE.get(full)
     if png is None:
-        png = _PNG_CACHE[full] = figures.figure_png(draw())
+        png = _PNG_CACHE[full] = _draw_png(draw)
         while len(_PNG_CACHE) > PNG_CACHE_SIZE:
             _PNG_CACHE.popitem(last=False)
     else:
@@ -89,4 +98,4 @@ def picture_png(result, kind: str, color_by: str | None = None, instr: int | str
         instr = "each" if kind == "instr" else instr if kind == "tmem" or isinstance(instr, int) else None
         return _cached_png(result.kernel, (kind, color_by, instr),
                            lambda: figures.picture_figure(result, kind, color_by=color_by, instr=instr))
-    return figures.figure_png(figures.picture_figure(result, kind, color_by=color_by, instr=instr, check=check))
+    return _draw_png(lambda: figures.picture_figure(result, kind, color_by=color_by, instr=instr, check=check))

@@ -153,13 +153,12 @@ def test_export_failure_keeps_the_launched_result():
 # ----------------------------------------------------------------------------- threads
 def test_first_html_render_in_eight_threads():
     code = textwrap.dedent(f"""
-        import re, threading, tilemagic
+        import threading, tilemagic
         res = tilemagic.tilecopy({CELL!r}, launch="sim", emit_warnings=False)
         out, errs = [], []
         def go():
             try:
-                # (the PNG bytes of matplotlib pictures drawn at once may differ: compare the text)
-                out.append(re.sub(r"base64,[A-Za-z0-9+/=]+", "", res.html()))
+                out.append(res.html())  # pictures included: widgets.png draws one at a time
             except BaseException as e:
                 errs.append(repr(e))
         ts = [threading.Thread(target=go) for _ in range(8)]
