@@ -31,7 +31,7 @@ from ..arch import tcgen05 as tc
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
-from .hb import Tracker, garbage
+from .hb import Run, Tracker, garbage
 from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
@@ -237,29 +237,79 @@ class Simulator:
     def _load_at(self, buf, eb, idx, tids, span):
         first = self._bounds(buf, idx, eb, span)
         who = np.broadcast_to(tids, idx.shape)
-        off = _byte_offsets(idx, eb, first)
-        rep_off, rep_who = off, np.broadcast_to(who[..., None], off.shape)
-        if self._uniform is not None and tids.size == 1:  # every active thread of a uniform Store loads the same
-            rep_off = np.broadcast_to(off, off.shape[:-2] + (self._uniform.size, eb))
-            rep_who = np.broadcast_to(self._uniform[:, None], rep_off.shape)
         priv = self._private.get(buf.name)
         if priv is not None:  # a register this iteration wrote earlier in the batched body
             base, data, init = priv
-            rel = off - base[..., None]
+            rel = _byte_offsets(idx, eb, first) - base[..., None]
             val = np.take_along_axis(data, rel, -1)
             ini = np.take_along_axis(init, rel, -1)
-            self.hb.read(buf, rep_off, rep_who, span)
+            self._track_read(buf, idx, eb, first, tids, span)
             self._and_init(ini.all(-1))
             return val.view(_BITS[eb])[..., 0]
-        ini = np.asarray(self.hb.read(buf, rep_off, rep_who, span))
-        if not _all(ini):
-            self._and_init(ini.all(-1) if rep_off is off else ini.all(-1).all(-1, keepdims=True))
+        if self.hb.tracks(buf):
+            if self._uniform is not None and tids.size == 1:  # every active thread of a uniform Store loads the same
+                rep = np.broadcast_to(idx[..., None] * eb, idx.shape + (self._uniform.size,))
+                ini = self.hb.read(buf, rep, np.broadcast_to(self._uniform, rep.shape), span, eb)
+                if not _all(ini):
+                    self._and_init(ini.all(-1))
+            else:
+                ini = self._track_read(buf, idx, eb, first, tids, span)
+                if not _all(ini):
+                    self._and_init(ini)
         if buf.scope == "local":
             return self.local[buf.name].view(_BITS[eb])[who, idx]
         view = self.mem[buf.name].view(_BITS[eb])
         if first is not None:
             return view[first:first + idx.size].reshape(idx.shape)
         return view[idx]
+
+    def _access(self, buf, idx: np.ndarray, item: int, first: int | None, tids: np.ndarray):
+        """The tracker's form of the ``item``-byte accesses at item indices ``idx`` (``(..., threads)``) of ``tids``:
+        a :class:`~tilemagic.sim.hb.Run` (one ascending run of a global/shared buffer; for registers the same
+        run in every thread's part, ``idx`` not depending on the thread) with its threads, or item offsets; and
+        how the tracker's per-item answer maps back to ``idx``'s shape (``"run"``, ``"block"``, ``"items"``)."""
+        if buf.scope != "local":
+            if first is not None:
+                who = int(tids[0]) if tids.size == 1 else np.broadcast_to(tids.astype(np.int32), idx.shape).reshape(-1)
+                return Run(first * item, idx.size, item), who, "run"
+        elif idx.ndim and idx.shape[-1] == tids.size and (idx.strides[-1] == 0 or tids.size == 1):
+            f = _run_start(idx[..., 0])
+            if f is not None:
+                return Run(f * item, idx[..., 0].size, item), tids, "block"
+        return idx * item, np.broadcast_to(tids, idx.shape), "items"
+
+    @staticmethod
+    def _back(ini, form: str, shape):
+        """The tracker's per-item init answer in ``shape`` (the accesses' ``(..., threads)``)."""
+        if _all(ini):
+            return True
+        if form == "block":  # (threads, items) -> (..., threads)
+            return np.moveaxis(np.asarray(ini).reshape((shape[-1],) + tuple(shape[:-1])), 0, -1)
+        return np.asarray(ini).reshape(shape)
+
+    def _track_read(self, buf, idx, item, first, tids, span):
+        """Report the reads at item indices ``idx`` (``(..., threads)``) to the tracker: init bits in ``idx``'s shape
+        (or True)."""
+        if not self.hb.tracks(buf):
+            return True
+        off, who, form = self._access(buf, idx, item, first, tids)
+        return self._back(self.hb.read(buf, off, who, span, item), form, idx.shape)
+
+    def _track_write(self, buf, idx, item, first, tids, span, ini, value: Callable) -> None:
+        """Report the writes at item indices ``idx`` to the tracker; ``value()`` gives the stored items (asked for only
+        where two lanes may store to one place)."""
+        if not self.hb.tracks(buf):
+            return
+        off, who, form = self._access(buf, idx, item, first, tids)
+        if not _all(ini):
+            ini = np.broadcast_to(ini, idx.shape)
+            if form == "block":  # (threads, items)
+                ini = np.moveaxis(ini, -1, 0).reshape(ini.shape[-1], -1)
+            elif form == "run":
+                ini = ini.reshape(-1)
+        else:
+            ini = True
+        self.hb.write(buf, off, who, span, ini, value=None if form != "items" else value(), nbytes=item)
 
     def _lanes(self, x, n: int) -> np.ndarray:
         """``x`` (a value over the chunk's iterations and ``n`` threads) as a ``(iterations, n)`` array."""
@@ -355,7 +405,6 @@ class Simulator:
         idx = self._lanes(np.asarray(self.eval_expr(buf.index_expr(s.indices), env, s.span, ev), np.int64), ev.size)
         first = self._bounds(buf, idx, eb, s.span)
         self.lanes += val.size
-        off = _byte_offsets(idx, eb, first)
         if buf.scope == "local":
             self.local[buf.name].view(_BITS[eb])[np.broadcast_to(tids, shape), idx] = val
         elif first is not None:
@@ -365,14 +414,14 @@ class Simulator:
         if not self.hb.tracks(buf):
             pass
         elif uniform:  # the tracker sees every active thread store the same bytes (broadcast views, no copies)
-            offs = np.broadcast_to(off[..., None], off.shape + (tids.size,))
+            offs = np.broadcast_to(idx[..., None] * eb, idx.shape + (tids.size,))
             self.hb.write(buf, offs, np.broadcast_to(tids, offs.shape), s.span,
-                          np.broadcast_to(ini[..., None, None], offs.shape),
-                          value=np.broadcast_to(self._bytes_of(val, eb)[..., None], offs.shape))
+                          True if _all(ini) else np.broadcast_to(ini[..., None], offs.shape),
+                          value=np.broadcast_to(np.asarray(val, _BITS[eb])[..., None], offs.shape), nbytes=eb)
         else:
-            self.hb.write(buf, off, np.broadcast_to(tids[:, None], off.shape), s.span,
-                          np.broadcast_to(ini[..., None], off.shape), value=self._bytes_of(val, eb))
+            self._track_write(buf, idx, eb, first, tids, s.span, ini, lambda: np.asarray(val, _BITS[eb]))
         if buf.name in private:
+            off = _byte_offsets(idx, eb, first)
             self._private[buf.name] = (off[..., 0], self._bytes_of(val, eb), np.broadcast_to(ini[..., None], off.shape))
 
     @staticmethod
@@ -398,19 +447,17 @@ class Simulator:
         self._init = True
         sv, sfirst = self._vec_offsets(s.src, s.src_index, tids, env, nb, s.span, shape)
         dv, dfirst = self._vec_offsets(s.dst, s.dst_index, tids, env, nb, s.span, shape)
-        sb, db = _byte_offsets(sv, nb, sfirst), _byte_offsets(dv, nb, dfirst)
-        who = np.broadcast_to(tids[:, None], sb.shape)
         self.lanes += sv.size
         priv = self._private.get(s.src.name)
         if priv is not None:
             base, data, init = priv
-            rel = sb - base[..., None]
+            rel = _byte_offsets(sv, nb, sfirst) - base[..., None]
             vals = np.take_along_axis(data, rel, -1)
-            ini = np.take_along_axis(init, rel, -1)
-            self.hb.read(s.src, sb, who, s.span)
+            ini = np.take_along_axis(init, rel, -1).all(-1)
+            self._track_read(s.src, sv, nb, sfirst, tids, s.span)
             vals = np.ascontiguousarray(vals).view(vt)[..., 0]  # private bytes -> vectors
         else:
-            ini = np.asarray(self.hb.read(s.src, sb, who, s.span))
+            ini = self._track_read(s.src, sv, nb, sfirst, tids, s.span)
             if s.src.scope == "local":
                 vals = _vectors(self.local[s.src.name], nb)[np.broadcast_to(tids, shape), sv]
             elif sfirst is not None:
@@ -423,11 +470,11 @@ class Simulator:
             _vectors(self.mem[s.dst.name], nb)[dfirst:dfirst + dv.size] = vals.reshape(-1)
         else:
             _vectors(self.mem[s.dst.name], nb)[dv.reshape(-1)] = vals.reshape(-1)
-        self.hb.write(s.dst, db, who, s.span, np.broadcast_to(ini, db.shape),
-                      value=np.ascontiguousarray(vals).view(np.uint8).reshape(db.shape))
+        self._track_write(s.dst, dv, nb, dfirst, tids, s.span, ini, lambda: np.ascontiguousarray(vals))
         if s.dst.name in private:
+            db = _byte_offsets(dv, nb, dfirst)
             self._private[s.dst.name] = (dv * nb, np.array(vals, order="C", copy=True)[..., None].view(np.uint8),
-                                         np.broadcast_to(ini, db.shape))
+                                         np.broadcast_to(np.asarray(ini)[..., None], db.shape))
 
     # ------------------------------------------------------------------ loops
     def _grid(self, s: ir.Grid, tids: np.ndarray, env: dict) -> None:
@@ -679,27 +726,29 @@ class Simulator:
                          for r in s.regs], -1).reshape(tids.shape + (len(s.regs),))
         if word.min() < 0 or word.max() >= regs.shape[1]:
             raise LaunchError(f"{s.chain}: register word {int(word.max())} is outside {s.local.name}", s.span)
-        # bytes of each register, little-endian: the low half's two bytes, then the high half's
-        half = (np.stack([lo, hi], -1)[..., None] * 2 + np.arange(2)).reshape(tids.shape + (-1,))
-        rb = (word[..., None] * 4 + np.arange(4)).reshape(tids.shape + (-1,))
+        # the 16-bit halves of each register word (byte offsets in shared memory), the low half first
+        half = (np.stack([lo, hi], -1) * 2).reshape(tids.shape + (-1,))
+        rb = word * 4
         who = np.broadcast_to(tids[..., None], half.shape)
         t3 = np.broadcast_to(tids[..., None], word.shape)
         self.lanes += word.size
         if s.op == "ld":
-            ini = self.hb.read(s.smem, half, who, s.span)
+            ini = self.hb.read(s.smem, half, who, s.span, 2)
             regs[t3, word] = smem[lo].astype(np.uint32) | (smem[hi].astype(np.uint32) << 16)
-            self.hb.write(s.local, rb, who, s.span, ini)
+            self.hb.write(s.local, rb, t3, s.span, True if _all(ini) else ini.reshape(word.shape + (2,)).all(-1),
+                          nbytes=4)
         else:
-            ini = self.hb.read(s.local, rb, who, s.span)
+            ini = self.hb.read(s.local, rb, t3, s.span, 4)
             val = regs[t3, word]
             smem[lo] = (val & 0xFFFF).astype(np.uint16)
             smem[hi] = (val >> 16).astype(np.uint16)
-            self.hb.write(s.smem, half, who, s.span, ini, value=np.ascontiguousarray(val).view(np.uint8).reshape(half.shape))
+            self.hb.write(s.smem, half, who, s.span,
+                          True if _all(ini) else np.repeat(np.asarray(ini)[..., None], 2, -1).reshape(half.shape),
+                          value=np.ascontiguousarray(val).view(np.uint16).reshape(half.shape), nbytes=2)
 
     def _taddr(self, addr_buf, tids, span):
         """The TMEM address in ``addr_buf[0]``, read by threads ``tids``."""
-        off = np.broadcast_to(np.arange(4), (tids.size, 4))
-        self.hb.read(addr_buf, off, np.broadcast_to(tids[:, None], off.shape), span)
+        self.hb.read(addr_buf, np.zeros(tids.size, np.int64), tids, span, 4)
         return int(self.mem[addr_buf.name].view(np.uint32)[0])
 
     def _ldst(self, s: ir.TcgenLdSt, active):
@@ -714,10 +763,8 @@ class Simulator:
         if regs.shape[1] < ridx[-1] + 1:
             raise LaunchError(f"{s.local.name} has {regs.shape[1]} 32-bit registers; {s.chain} needs {ridx[-1] + 1}",
                               s.span)
-        ar = np.arange(4)
-        rb = (np.broadcast_to(ridx, lane.shape)[..., None] * 4 + ar).reshape(tids.size, -1)  # threads x bytes
-        cb = ((lane * tc.TMEM_COLS + col)[..., None] * 4 + ar).reshape(tids.size, -1)
-        who = np.broadcast_to(tids[:, None], rb.shape)
+        rb = (np.broadcast_to(ridx, lane.shape) * 4).reshape(tids.size, -1)  # threads x register words (bytes)
+        cb = ((lane * tc.TMEM_COLS + col) * 4).reshape(tids.size, -1)  # threads x TMEM cells (bytes)
         self.lanes += lane.size
         values = None
         if s.op == "ld":
@@ -725,7 +772,7 @@ class Simulator:
         else:
             self.tmem.cells[lane, col] = regs[tids[:, None], ridx[None, :]]
             self.tmem.touched[lane, col] = True
-            values = np.ascontiguousarray(regs[tids[:, None], ridx[None, :]]).view(np.uint8).reshape(rb.shape)
+            values = np.ascontiguousarray(regs[tids[:, None], ridx[None, :]]).reshape(rb.shape)
         # the tracker does the accesses: ld reads the cells, leaves the registers in flight until wait::ld;
         # st reads the registers (in flight until wait::st) and writes the cells
         self.hb.event(f"tcgen05.{s.op}", tids, s.span, local=s.local, regs=rb, cells=cb, values=values)
@@ -736,8 +783,7 @@ class Simulator:
             if isinstance(s, ir.TcgenAlloc):
                 addr = self.tmem.alloc(s.ncols, int(w), s.span)
                 self.mem[s.addr.name].view(np.uint32)[0] = addr
-                off = np.arange(4, dtype=np.int64)
-                self.hb.write(s.addr, off, np.full(4, tids[0]), s.span)  # the warp's one store of the address
+                self.hb.write(s.addr, np.zeros(1, np.int64), tids[:1], s.span, nbytes=4)  # the warp's one store
                 self.hb.event("alloc", tids, s.span, cols=(addr & 0xFFFF, s.ncols))
             elif isinstance(s, ir.TcgenRelinquish):
                 self.tmem.relinquish()

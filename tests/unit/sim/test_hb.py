@@ -107,15 +107,15 @@ def test_war_is_found_whatever_order_the_executor_ran_the_two_threads_in():
     S = next(b for b in k.shared if b.name == "S")
     r_at, w_at = Span.point(13, 1), Span.point(14, 1)
     for order in ("read first", "write first"):
-        tr = Tracker(k, 128)
-        tr.write(S, np.arange(4), np.zeros(4, np.int64), Span.point(11, 1))
+        tr = Tracker(k, 128)  # (items of one element: byte offset 0, the default size is S's unit)
+        tr.write(S, np.array([0]), np.zeros(1, np.int64), Span.point(11, 1))
         tr.event("cta_sync", np.arange(128), Span.point(12, 1))
         if order == "read first":
-            tr.read(S, np.arange(4), np.full(4, 5), r_at)
-            tr.write(S, np.arange(4), np.zeros(4, np.int64), w_at)
+            tr.read(S, np.array([0]), np.full(1, 5), r_at)
+            tr.write(S, np.array([0]), np.zeros(1, np.int64), w_at)
         else:
-            tr.write(S, np.arange(4), np.zeros(4, np.int64), w_at)
-            tr.read(S, np.arange(4), np.full(4, 5), r_at)
+            tr.write(S, np.array([0]), np.zeros(1, np.int64), w_at)
+            tr.read(S, np.array([0]), np.full(1, 5), r_at)
         hz = tr.finish().hazards
         assert len(hz) == 1 and {hz[0].span, hz[0].other_span} == {r_at, w_at}, (order, hz)
         assert set(hz[0].threads) == {0, 5}
@@ -153,11 +153,11 @@ def test_different_values_stored_by_one_statement_are_a_race():
     S = next(b for b in k.shared if b.name == "S")
     tr = Tracker(k, 128)
     tids = np.array([[0], [7]])
-    tr.write(S, np.array([[0, 1], [0, 1]]), tids, Span.point(9, 1), value=np.array([[1, 2], [1, 2]], np.uint8))
-    assert not tr.report.hazards  # identical bytes
-    tr.write(S, np.array([[4, 5], [4, 5]]), tids, Span.point(10, 1), value=np.array([[1, 2], [1, 3]], np.uint8))
+    tr.write(S, np.array([[0, 4], [0, 4]]), tids, Span.point(9, 1), value=np.array([[1, 2], [1, 2]], np.uint32))
+    assert not tr.report.hazards  # identical elements
+    tr.write(S, np.array([[8, 12], [8, 12]]), tids, Span.point(10, 1), value=np.array([[1, 2], [1, 3]], np.uint32))
     (h,) = tr.finish().hazards
-    assert h.kind == "waw" and "write different values to S element 1 at L10" in h.message
+    assert h.kind == "waw" and "write different values to S element 3 at L10" in h.message
 
 
 # ----------------------------------------------------------------------------- TMEM
