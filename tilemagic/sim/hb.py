@@ -202,6 +202,26 @@ def _quiet(cur: int, t) -> bool:
     return cur == _NONE or (isinstance(t, int) and cur == t)
 
 
+_EMPTY = (0, 0)
+
+
+def _span_of(ix) -> tuple[int, int]:
+    """The range ``[lo, hi)`` of units an access covers."""
+    if isinstance(ix, slice):
+        return ix.start, ix.stop
+    return (int(ix.min()), int(ix.max()) + 1) if ix.size else _EMPTY
+
+
+def _meets(rng: tuple[int, int], other: tuple[int, int]) -> bool:
+    return rng[0] < rng[1] and other[0] < other[1] and rng[0] < other[1] and other[0] < rng[1]
+
+
+def _union(rng: tuple[int, int], other: tuple[int, int]) -> tuple[int, int]:
+    if rng[0] >= rng[1]:
+        return other
+    return (min(rng[0], other[0]), max(rng[1], other[1]))
+
+
 def _at(ix, i: int) -> int:
     """Unit index of the ``i``-th unit of an access (a slice or an index array)."""
     return ix.start + i if isinstance(ix, slice) else int(ix[i])
@@ -217,12 +237,19 @@ class _Space:
         n = nbytes // unit
         # (a side that is not tracked is an empty array)
         self.wt: np.ndarray = np.full(n if self.has_w else 0, _NONE, tdt)
-        self.wa: np.ndarray = np.zeros(n if self.has_w else 0, np.int32)
+        self.wa: np.ndarray = np.full(n if self.has_w else 0, 0, np.int32)  # (np.full: pages touched here)
         self.rt: np.ndarray = np.full(n if self.has_r else 0, _NONE, tdt)
-        self.ra: np.ndarray = np.zeros(n if self.has_r else 0, np.int32)
+        self.ra: np.ndarray = np.full(n if self.has_r else 0, 0, np.int32)
         self.init: np.ndarray = np.full(n if self.has_init else 0, bool(init))
-        # which threads wrote / read since the last cta_sync of the whole CTA (_NONE, one thread, or _MANY)
+        # which threads wrote / read since the last cta_sync of the whole CTA (_NONE, one thread, or _MANY), and
+        # the range of units they touched ([lo, hi), empty when lo >= hi)
         self.w_since = self.r_since = _NONE
+        self.w_rng = self.r_rng = _EMPTY
+
+    def forget(self) -> None:
+        """A cta_sync of the whole CTA: every earlier access is ordered before every later one."""
+        self.w_since = self.r_since = _NONE
+        self.w_rng = self.r_rng = _EMPTY
 
     def element(self, u: int) -> int | tuple:
         """The element (TMEM: lane, column) of unit ``u``."""
@@ -333,7 +360,7 @@ class Tracker:
         if tids.size == self.n:
             self.known[:] = self.G
             for sp in (*self.spaces.values(), self.tmem):  # every earlier access is now ordered before all
-                sp.w_since = sp.r_since = _NONE
+                sp.forget()
         else:
             rows = self.known[tids].max(axis=0)
             self.known[np.ix_(tids, np.arange(self.n))] = rows
@@ -456,12 +483,17 @@ class Tracker:
 
     def _space_read(self, sp: _Space, ix, t, n: int, span, aid):
         init = np.array(sp.init[ix]) if sp.has_init else None  # (a copy, not a view)
-        if sp.has_w and n and not _quiet(sp.w_since, t):
+        rng = _span_of(ix) if n else _EMPTY
+        if sp.has_w and n and not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
             self._check_writer(sp, ix, t, span, "raw")
         if sp.has_r and n:
-            if _quiet(sp.r_since, t):  # no other thread read since the last full barrier: nothing read-shared
+            if _quiet(sp.r_since, t) or not _meets(sp.r_rng, rng):  # no unordered reader here: nothing read-shared
                 sp.rt[ix] = t
                 sp.ra[ix] = aid
+                if not isinstance(ix, slice) and not isinstance(t, int):
+                    dup = sp.rt[ix] != t  # two threads read this unit in this call
+                    if dup.any():
+                        sp.rt[ix[dup]] = _SHARED
             else:
                 shared, _, _ = self._reads_unordered(sp, ix, t)
                 new = np.where(shared, _SHARED, t).astype(sp.rt.dtype)
@@ -472,15 +504,17 @@ class Tracker:
                     if dup.any():
                         sp.rt[ix[dup]] = _SHARED
             sp.r_since = _since(sp.r_since, t)
+            sp.r_rng = _union(sp.r_rng, rng)
         self.report.accesses += n * sp.unit
         return init
 
     def _space_write(self, sp: _Space, ix, t, n: int, span, aid, init, value) -> None:
         if not sp.has_w or not n:
             return
-        if not _quiet(sp.w_since, t):
+        rng = _span_of(ix)
+        if not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
             self._check_writer(sp, ix, t, span, "waw")
-        if sp.has_r and sp.r_since != _NONE:
+        if sp.has_r and _meets(sp.r_rng, rng):
             if not _quiet(sp.r_since, t):
                 bad, r0, s0 = self._reads_unordered(sp, ix, t)
                 if bad.any():
@@ -492,7 +526,7 @@ class Tracker:
                         r = r if r != ti else (r + 1) % self.n
                     self._race("war", sp, _at(ix, i), ti, span, r, self._aid_span[int(sp.ra[_at(ix, i)])])
             sp.rt[ix] = _NONE  # reads before an ordered write are ordered before every later access after it
-            # (with no read since the last full barrier every reader entry is ordered before everything: kept)
+            # (where nothing was read since the last full barrier every reader entry is ordered before all: kept)
         new = t if isinstance(t, int) else t.astype(sp.wt.dtype)
         sp.wt[ix] = new
         sp.wa[ix] = aid
@@ -501,6 +535,7 @@ class Tracker:
             if dup.size:
                 self._same_statement_writes(sp, ix, t, span, aid, value, dup)
         sp.w_since = _since(sp.w_since, t)
+        sp.w_rng = _union(sp.w_rng, rng)
         if sp.has_init:
             sp.init[ix] = init
         self.report.accesses += n * sp.unit

@@ -36,7 +36,10 @@ from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
 #: (iteration, thread) lanes one batched chunk of a ``Grid`` evaluates at most (bounds the temporaries).
-CHUNK_LANES = 1 << 16
+CHUNK_LANES = 1 << 18
+#: Elements one chunk of a contiguous copy loop moves at most (:meth:`Simulator._copy_runs`: no per-element arrays,
+#: so the bound is only the deadline's granularity).
+RUN_ELEMS = 1 << 22
 #: Seconds after which a run shows progress.
 PROGRESS_AFTER_S = 2.0
 
@@ -94,6 +97,37 @@ def _stmt_work(s: ir.Stmt) -> int:
     if isinstance(s, ir.Grid):
         return int(np.prod(s.extents, dtype=np.int64)) * _stmt_work(s.body)
     return 1
+
+
+def _affine(e: ir.Expr) -> tuple[dict, list] | None:
+    """``e`` as ``Σ coef_v * v`` over its loop variables plus a loop-free rest (``[(factor, expr), ...]``, evaluated per
+    thread), or None when a loop variable enters through anything but ``+``, ``-`` and ``*`` by a constant, or an
+    index loads from memory."""
+    if isinstance(e, ir.LoopVar):
+        return {e: 1}, []
+    if isinstance(e, ir.Load):
+        return None
+    if not isinstance(e, ir.Bin) or not any(isinstance(x, ir.LoopVar) for x in ir.iter_exprs(e)):
+        if any(isinstance(x, ir.Load) for x in ir.iter_exprs(e)):
+            return None
+        return {}, [(1, e)]
+    if e.op in ("+", "-"):
+        a, b = _affine(e.a), _affine(e.b)
+        if a is None or b is None:
+            return None
+        sign = 1 if e.op == "+" else -1
+        coefs = dict(a[0])
+        for v, c in b[0].items():
+            coefs[v] = coefs.get(v, 0) + sign * c
+        return coefs, a[1] + [(sign * f, x) for f, x in b[1]]
+    if e.op == "*":
+        for x, k in ((e.a, e.b), (e.b, e.a)):
+            if isinstance(k, ir.Const):
+                f = _affine(x)
+                if f is None:
+                    return None
+                return {v: c * k.value for v, c in f[0].items()}, [(c * k.value, y) for c, y in f[1]]
+    return None
 
 
 class _Progress:
@@ -265,13 +299,19 @@ class Simulator:
 
     def _access(self, buf, idx: np.ndarray, item: int, first: int | None, tids: np.ndarray):
         """The tracker's form of the ``item``-byte accesses at item indices ``idx`` (``(..., threads)``) of ``tids``:
-        a :class:`~tilemagic.sim.hb.Run` (one ascending run of a global/shared buffer; for registers the same
-        run in every thread's part, ``idx`` not depending on the thread) with its threads, or item offsets; and
-        how the tracker's per-item answer maps back to ``idx``'s shape (``"run"``, ``"block"``, ``"items"``)."""
+        a :class:`~tilemagic.sim.hb.Run` (one ascending run of a global/shared buffer, in the lanes' order or thread
+        by thread; for registers the same run in every thread's part, ``idx`` not depending on the thread) with its
+        threads, or item offsets; and how the tracker's per-item answer maps back to ``idx``'s shape (``"run"``,
+        ``"trun"``, ``"block"``, ``"items"``)."""
         if buf.scope != "local":
             if first is not None:
                 who = int(tids[0]) if tids.size == 1 else np.broadcast_to(tids.astype(np.int32), idx.shape).reshape(-1)
                 return Run(first * item, idx.size, item), who, "run"
+            if idx.ndim >= 2 and tids.size > 1:  # one run thread by thread (each thread a row of a tile)
+                f = _run_start(np.moveaxis(idx, -1, 0))
+                if f is not None:
+                    return Run(f * item, idx.size, item), np.repeat(tids.astype(np.int32), idx.size // tids.size), \
+                        "trun"
         elif idx.ndim and idx.shape[-1] == tids.size and (idx.strides[-1] == 0 or tids.size == 1):
             f = _run_start(idx[..., 0])
             if f is not None:
@@ -283,7 +323,7 @@ class Simulator:
         """The tracker's per-item init answer in ``shape`` (the accesses' ``(..., threads)``)."""
         if _all(ini):
             return True
-        if form == "block":  # (threads, items) -> (..., threads)
+        if form in ("block", "trun"):  # (threads, items) -> (..., threads)
             return np.moveaxis(np.asarray(ini).reshape((shape[-1],) + tuple(shape[:-1])), 0, -1)
         return np.asarray(ini).reshape(shape)
 
@@ -303,8 +343,9 @@ class Simulator:
         off, who, form = self._access(buf, idx, item, first, tids)
         if not _all(ini):
             ini = np.broadcast_to(ini, idx.shape)
-            if form == "block":  # (threads, items)
+            if form in ("block", "trun"):  # (threads, items)
                 ini = np.moveaxis(ini, -1, 0).reshape(ini.shape[-1], -1)
+                ini = ini.reshape(-1) if form == "trun" else ini
             elif form == "run":
                 ini = ini.reshape(-1)
         else:
@@ -431,14 +472,14 @@ class Simulator:
     def _vec_offsets(self, buf, e, tids, env, nb, span, shape):
         """Vector indices ``(..., threads)`` (in ``nb``-byte vectors) of the vectors at element index ``e``
         (aligned, in bounds), and the first of them when they are one ascending run."""
-        idx = self._lanes(np.asarray(self.eval_expr(e, env, span, tids), np.int64), tids.size)
-        off = idx * buf.elem_bytes
+        raw = np.asarray(self.eval_expr(e, env, span, tids), np.int64)  # (before the lanes' broadcast: a thread-
+        off = raw * buf.elem_bytes  # independent index keeps a zero stride, which the tracker sees as one run)
         bad = off % nb != 0
         if bad.any():
-            i = np.unravel_index(int(np.argmax(bad)), shape)
-            raise LaunchError(f"misaligned {nb}-byte access to {buf.name} at byte {int(off[i])} by thread "
-                              f"{int(tids[i[-1]])}", span)
-        vec = off // nb
+            i = np.unravel_index(int(np.argmax(self._lanes(bad, tids.size))), shape)
+            raise LaunchError(f"misaligned {nb}-byte access to {buf.name} at byte "
+                              f"{int(self._lanes(off, tids.size)[i])} by thread {int(tids[i[-1]])}", span)
+        vec = self._lanes(off // nb, tids.size)
         return vec, self._bounds(buf, vec, nb, span, unit=nb)
 
     def _vecmove(self, s: ir.VecMove, tids, env, iters, private):
@@ -492,8 +533,12 @@ class Simulator:
         if plan is None:  # the body's statements and which buffers a chunk must check: once per loop node
             flat = self._flat_body(s.body)
             flat = None if flat is None else [b for b in flat if not isinstance(b, ir.Comment)]
-            plan = self._plans[id(s)] = (flat, *self._needs_check(flat)) if flat else (flat, frozenset(), frozenset())
-        body, check, private = plan
+            plan = (flat, *self._needs_check(flat)) if flat else (flat, frozenset(), frozenset())
+            plan += (self._copy_plan(s, flat) if flat and len(flat) == 1 and not plan[1] else None,)
+            self._plans[id(s)] = plan
+        body, check, private, copy = plan
+        if copy is not None and self._copy_runs(s, copy, tids, env):
+            return
         if body is None:
             for point in np.ndindex(*s.extents):
                 env2 = dict(env)
@@ -507,6 +552,73 @@ class Simulator:
         for start, stop in self._ranges(s.extents, chunk):
             self._tick(body[0].span, len(body) * (stop - start))
             self._grid_chunk(s, body, tids, env, start, stop, check, private)
+
+    @staticmethod
+    def _copy_plan(s: ir.Grid, body: list) -> tuple | None:
+        """For a loop whose body is one copy statement (a Store of a Load, or a VecMove) between global/shared
+        buffers: the affine forms of its two indices (:func:`_affine`), when both advance by whole items per
+        iteration in row-major order (index = base + iteration x items), else None."""
+        st = body[0]
+        if isinstance(st, ir.Store):
+            if not isinstance(st.value, ir.Load) or st.value.buf.elem_bytes != st.buf.elem_bytes:
+                return None
+            src, dst, se, de, items = st.value.buf, st.buf, st.value.buf.index_expr(st.value.indices), \
+                st.buf.index_expr(st.indices), 1
+        else:
+            src, dst, se, de, items = st.src, st.dst, st.src_index, st.dst_index, st.elems
+        if src.scope == "local" or dst.scope == "local" or src.elem_bytes != dst.elem_bytes:
+            return None
+        strides, acc = {}, items
+        for v, n in zip(reversed(s.vars), reversed(s.extents)):
+            strides[v] = acc
+            acc *= n
+        forms = []
+        for e in (se, de):
+            f = _affine(e)
+            if f is None or any(c != strides.get(v, 0) and n > 1 for v, n in zip(s.vars, s.extents)
+                                for c in (f[0].get(v, 0),)) or set(f[0]) - set(s.vars):
+                return None
+            forms.append(f[1])
+        return st, src, dst, forms[0], forms[1]
+
+    def _copy_runs(self, s: ir.Grid, plan: tuple, tids: np.ndarray, env: dict) -> bool:
+        """Run a one-statement copy loop (:meth:`_copy_plan`) as slices of at most :data:`RUN_ELEMS` elements: each
+        chunk's source and destination are one ascending run, so no per-element index array is built.  False (the
+        caller runs the loop) when the bases depend on the thread (several active threads) or on an outer loop
+        variable given as an array."""
+        st, src, dst, sform, dform = plan
+        if tids.size != 1:
+            return False
+        bases = []
+        for form in (sform, dform):
+            b = 0
+            for f, x in form:
+                v = np.asarray(self.eval_expr(x, env, st.span, tids))
+                if v.size != 1:
+                    return False
+                b += f * int(v.reshape(-1)[0])
+            bases.append(b)
+        eb = dst.elem_bytes
+        total = int(np.prod(s.extents, dtype=np.int64)) * (st.elems if isinstance(st, ir.VecMove) else 1)
+        nb = st.nbytes if isinstance(st, ir.VecMove) else eb
+        for buf, b in ((src, bases[0]), (dst, bases[1])):
+            if isinstance(st, ir.VecMove) and (b * eb) % nb:
+                return False  # (misaligned: the general path reports it)
+            if b < 0 or (b + total) * eb > buf.nbytes // eb * eb:
+                return False  # (out of bounds: the general path reports it, located)
+        t = int(tids[0])
+        step = max(1, RUN_ELEMS // max(1, nb // eb))  # elements per chunk, whole items
+        step -= step % (nb // eb)
+        for a in range(0, total, step):
+            n = min(step, total - a)
+            self._tick(st.span, n // (nb // eb))
+            s0, d0 = bases[0] + a, bases[1] + a
+            ini = self.hb.read(src, Run(s0 * eb, n * eb // nb, nb), t, st.span, nb) if self.hb.tracks(src) else True
+            self.mem[dst.name][d0 * eb:(d0 + n) * eb] = self.mem[src.name][s0 * eb:(s0 + n) * eb]
+            if self.hb.tracks(dst):
+                self.hb.write(dst, Run(d0 * eb, n * eb // nb, nb), t, st.span, True if _all(ini) else ini, nbytes=nb)
+            self.lanes += n * eb // nb
+        return True
 
     @staticmethod
     def _ranges(extents: tuple[int, ...], chunk: int):

@@ -61,7 +61,8 @@ def test_fallback_evaluates_only_the_elected_thread(monkeypatch):
     out = sim.run()
     assert np.array_equal(out["A"], out["B"])
     # the `if tx == 0` condition is evaluated for the CTA; everything under it for thread 0 alone
-    assert calls and sorted(calls)[-2] == 1 and calls.count(1024) <= 2, calls[:20]
+    # (a contiguous copy loop evaluates no per-element index at all: its affine bases only)
+    assert calls and sorted(calls)[:-1] == [1] * (len(calls) - 1) and calls.count(1024) <= 1, calls[:20]
     assert sim.lanes == 48 * 40  # one lane per element moved, not per element x thread
 
 
