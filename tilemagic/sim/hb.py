@@ -227,6 +227,30 @@ def _at(ix, i: int) -> int:
     return ix.start + i if isinstance(ix, slice) else int(ix[i])
 
 
+class _Cycle:
+    """The threads of a run whose items cycle over a few threads (item ``i`` by ``pattern[i % len(pattern)]``, per
+    unit): a tile's row of threads repeated over its iterations, kept without a per-unit array."""
+
+    def __init__(self, pattern: np.ndarray, n: int):
+        self.pattern, self.n = pattern, n
+
+    def full(self) -> np.ndarray:
+        return np.tile(self.pattern, self.n // self.pattern.size)
+
+
+def _arr(t):
+    """A run's threads as an int, or an array per unit."""
+    return t.full() if isinstance(t, _Cycle) else t
+
+
+def _fill(a: np.ndarray, ix, t) -> None:
+    """``a[ix] = t`` (``t`` an int, an array per unit, or a :class:`_Cycle` over a slice: a broadcast assignment)."""
+    if isinstance(t, _Cycle):
+        a[ix].reshape(-1, t.pattern.size)[:] = t.pattern
+    else:
+        a[ix] = t
+
+
 class _Space:
     """Shadow state of one flat space (a shared or global buffer, or TMEM), one entry per ``unit`` bytes."""
 
@@ -294,7 +318,8 @@ class Tracker:
     def __init__(self, kernel: ir.Kernel, nthreads: int, strict: bool = False):
         self.kernel, self.n, self.strict = kernel, nthreads, strict
         self._tdt = np.int16 if nthreads < 2 ** 15 - 8 else np.int32
-        self.known = np.zeros((nthreads, nthreads), np.int32)  # vector clocks: known[t, w]
+        self.known = np.zeros((nthreads, nthreads), np.int32)  # vector clocks: known[t, w] (at least _floor)
+        self._floor = 0  # the last cta_sync of every thread: every entry of known is at least this (O(1) to raise)
         self.G = 0  # index of the last synchronising event
         self._frontier: np.ndarray | None = None
         self._aid: dict[tuple[Span | None, int], int] = {}
@@ -348,7 +373,7 @@ class Tracker:
     def _frontier_of(self, tids) -> np.ndarray:
         """For each thread, the oldest stamp it knows of every other thread (diagonal excluded)."""
         if self._frontier is None:
-            k = self.known.copy()
+            k = np.maximum(self.known, self._floor)
             np.fill_diagonal(k, np.iinfo(np.int32).max)
             self._frontier = k.min(axis=1) if self.n > 1 else np.full(self.n, np.iinfo(np.int32).max, np.int32)
         return self._frontier[tids]
@@ -358,11 +383,11 @@ class Tracker:
         self.G += 1
         self.report.sync_events += 1
         if tids.size == self.n:
-            self.known[:] = self.G
+            self._floor = self.G
             for sp in (*self.spaces.values(), self.tmem):  # every earlier access is now ordered before all
                 sp.forget()
         else:
-            rows = self.known[tids].max(axis=0)
+            rows = np.maximum(self.known[tids].max(axis=0), self._floor)
             self.known[np.ix_(tids, np.arange(self.n))] = rows
             self.known[np.ix_(tids, tids)] = self.G
         self._frontier = None
@@ -390,7 +415,7 @@ class Tracker:
         single = prev >= 0
         if single.any():
             t, p = tids[single], prev[single].astype(np.int64)
-            bad[single] = (t != p) & (self.known[t, p] <= stamp[single])
+            bad[single] = (t != p) & (np.maximum(self.known[t, p], self._floor) <= stamp[single])
         sets = prev <= -2
         if sets.any():
             for code in np.unique(prev[sets]):
@@ -398,7 +423,7 @@ class Tracker:
                 mask = self._sets[-2 - int(code)]
                 who = np.nonzero(mask)[0]
                 t = tids[sel]
-                km = self.known[np.ix_(t, who)]
+                km = np.maximum(self.known[np.ix_(t, who)], self._floor)
                 km = np.where(t[:, None] == who[None, :], np.iinfo(np.int32).max, km)
                 b = km.min(axis=1) <= stamp[sel]
                 if members_ok:
@@ -418,8 +443,13 @@ class Tracker:
             ix: slice | np.ndarray = slice(u0, u0 + off.count * k)
             if np.ndim(tids) == 0:
                 return ix, int(tids), (off.count,), k
-            t = np.asarray(tids, np.int64).reshape(-1)
-            return ix, (np.repeat(t, k) if k > 1 else t), (off.count,), k
+            t = np.asarray(tids).reshape(-1)
+            t = np.repeat(t, k) if k > 1 else t
+            if t.size != off.count * k:  # the items' threads cycle over tids
+                if off.count % np.size(tids):
+                    raise ValueError("a run's threads must divide its items")
+                return ix, _Cycle(t.astype(self._tdt), off.count * k), (off.count,), k
+            return ix, t, (off.count,), k
         off = np.asarray(off, np.int64)
         shape = off.shape
         u = off.reshape(-1) // unit
@@ -451,6 +481,7 @@ class Tracker:
     def _check_writer(self, sp: _Space, ix, t, span, kind: str) -> None:
         """Report the first unit whose last write is not ordered before this access (``raw``: a read, a
         member of a writer set is fine; ``waw``: a write, the set's other members must be ordered)."""
+        t = _arr(t)
         prev = sp.wt[ix]
         cand = np.nonzero((prev != _NONE) & (prev != t))[0]
         if not cand.size:
@@ -473,12 +504,12 @@ class Tracker:
         Also the reader states and stamps."""
         r0 = sp.rt[ix]
         s0 = self._aid_stamp[sp.ra[ix]]
-        tt = np.broadcast_to(np.asarray(t, np.int64), r0.shape)
+        tt = np.broadcast_to(np.asarray(_arr(t), np.int64), r0.shape)
         bad = (r0 == _SHARED) & (self._frontier_of(tt) <= s0)
         single = r0 >= 0
         if single.any():
             rr = np.where(single, r0, 0).astype(np.int64)
-            bad |= single & (r0 != tt) & (self.known[tt, rr] <= s0)
+            bad |= single & (r0 != tt) & (np.maximum(self.known[tt, rr], self._floor) <= s0)
         return bad, r0, s0
 
     def _space_read(self, sp: _Space, ix, t, n: int, span, aid):
@@ -488,7 +519,7 @@ class Tracker:
             self._check_writer(sp, ix, t, span, "raw")
         if sp.has_r and n:
             if _quiet(sp.r_since, t) or not _meets(sp.r_rng, rng):  # no unordered reader here: nothing read-shared
-                sp.rt[ix] = t
+                _fill(sp.rt, ix, t)
                 sp.ra[ix] = aid
                 if not isinstance(ix, slice) and not isinstance(t, int):
                     dup = sp.rt[ix] != t  # two threads read this unit in this call
@@ -496,7 +527,7 @@ class Tracker:
                         sp.rt[ix[dup]] = _SHARED
             else:
                 shared, _, _ = self._reads_unordered(sp, ix, t)
-                new = np.where(shared, _SHARED, t).astype(sp.rt.dtype)
+                new = np.where(shared, _SHARED, _arr(t)).astype(sp.rt.dtype)
                 sp.rt[ix] = new
                 sp.ra[ix] = aid
                 if not isinstance(ix, slice):
@@ -519,16 +550,16 @@ class Tracker:
                 bad, r0, s0 = self._reads_unordered(sp, ix, t)
                 if bad.any():
                     i = int(np.argmax(bad))
-                    ti = int(np.broadcast_to(t, r0.shape)[i])
+                    ti = int(np.broadcast_to(_arr(t), r0.shape)[i])
                     r = int(r0[i])
                     if r == _SHARED:  # name a reader the writer is not ordered after: any other thread
-                        r = int(np.argmax(self.known[ti] <= s0[i]))
+                        r = int(np.argmax(np.maximum(self.known[ti], self._floor) <= s0[i]))
                         r = r if r != ti else (r + 1) % self.n
                     self._race("war", sp, _at(ix, i), ti, span, r, self._aid_span[int(sp.ra[_at(ix, i)])])
             sp.rt[ix] = _NONE  # reads before an ordered write are ordered before every later access after it
             # (where nothing was read since the last full barrier every reader entry is ordered before all: kept)
-        new = t if isinstance(t, int) else t.astype(sp.wt.dtype)
-        sp.wt[ix] = new
+        new = t if isinstance(t, (int, _Cycle)) else t.astype(sp.wt.dtype)
+        _fill(sp.wt, ix, new)
         sp.wa[ix] = aid
         if not isinstance(ix, slice):
             dup = np.nonzero(sp.wt[ix] != new)[0]
@@ -716,7 +747,7 @@ class Tracker:
         init_u = self._space_read(sp, ix, t, n, span, aid)
         if init_u is not None and not _all_true(init_u):
             i = int(np.argmin(init_u))
-            ti = t if isinstance(t, int) else int(t[i])
+            ti = t if isinstance(t, int) else int(_arr(t)[i])
             self._uninit(sp.name, {"TMEM": "TMEM"}.get(sp.name, "shared memory"), sp.where(_at(ix, i)), ti, span)
         return self._per_item(init_u, shape, k)
 
@@ -769,7 +800,9 @@ class Tracker:
             TMEM allocation events of the issuing warp (PTX ISA 9.0 §9.7.16.7.1): allocated cells start
             uninitialised; a dealloc with a ``tcgen05.st`` in flight is a hazard.
         """
-        tids = np.unique(np.asarray(tids, np.int64).reshape(-1))
+        tids = np.asarray(tids, np.int64).reshape(-1)
+        if tids.size > 1 and not bool(np.all(tids[1:] > tids[:-1])):  # (the executor's are sorted and unique)
+            tids = np.unique(tids)
         ev = SyncEvent(kind, self.G, span, tids.astype(np.int32))
         if len(self.report.timeline) < TIMELINE_CAP:
             self.report.timeline.append(ev)

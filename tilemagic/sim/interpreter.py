@@ -102,30 +102,27 @@ def _stmt_work(s: ir.Stmt) -> int:
 def _affine(e: ir.Expr) -> tuple[dict, list] | None:
     """``e`` as ``Σ coef_v * v`` over its loop variables plus a loop-free rest (``[(factor, expr), ...]``, evaluated per
     thread), or None when a loop variable enters through anything but ``+``, ``-`` and ``*`` by a constant, or an
-    index loads from memory."""
+    index loads from memory.  One pass over the tree."""
     if isinstance(e, ir.LoopVar):
         return {e: 1}, []
     if isinstance(e, ir.Load):
         return None
-    if not isinstance(e, ir.Bin) or not any(isinstance(x, ir.LoopVar) for x in ir.iter_exprs(e)):
-        if any(isinstance(x, ir.Load) for x in ir.iter_exprs(e)):
-            return None
+    if not isinstance(e, ir.Bin):
+        return {}, [(1, e)]
+    a, b = _affine(e.a), _affine(e.b)
+    if a is None or b is None:
+        return None
+    if not a[0] and not b[0]:  # loop-free: the whole subtree is one term of the rest
         return {}, [(1, e)]
     if e.op in ("+", "-"):
-        a, b = _affine(e.a), _affine(e.b)
-        if a is None or b is None:
-            return None
         sign = 1 if e.op == "+" else -1
         coefs = dict(a[0])
         for v, c in b[0].items():
             coefs[v] = coefs.get(v, 0) + sign * c
         return coefs, a[1] + [(sign * f, x) for f, x in b[1]]
     if e.op == "*":
-        for x, k in ((e.a, e.b), (e.b, e.a)):
+        for f, k in ((a, e.b), (b, e.a)):
             if isinstance(k, ir.Const):
-                f = _affine(x)
-                if f is None:
-                    return None
                 return {v: c * k.value for v, c in f[0].items()}, [(c * k.value, y) for c, y in f[1]]
     return None
 
@@ -533,8 +530,12 @@ class Simulator:
         if plan is None:  # the body's statements and which buffers a chunk must check: once per loop node
             flat = self._flat_body(s.body)
             flat = None if flat is None else [b for b in flat if not isinstance(b, ir.Comment)]
-            plan = (flat, *self._needs_check(flat)) if flat else (flat, frozenset(), frozenset())
-            plan += (self._copy_plan(s, flat) if flat and len(flat) == 1 and not plan[1] else None,)
+            copy = self._copy_plan(s, flat) if flat and len(flat) == 1 else None
+            if copy is not None and copy[1] is not copy[2]:  # (one statement, two buffers, no loads in its indices)
+                plan = (flat, frozenset(), frozenset(), copy)
+            else:
+                plan = (flat, *self._needs_check(flat)) if flat else (flat, frozenset(), frozenset())
+                plan += (copy if not plan[1] else None,)
             self._plans[id(s)] = plan
         body, check, private, copy = plan
         if copy is not None and self._copy_runs(s, copy, tids, env):
@@ -568,56 +569,69 @@ class Simulator:
             src, dst, se, de, items = st.src, st.dst, st.src_index, st.dst_index, st.elems
         if src.scope == "local" or dst.scope == "local" or src.elem_bytes != dst.elem_bytes:
             return None
-        strides, acc = {}, items
+        forms = (_affine(se), _affine(de))
+        if forms[0] is None or forms[1] is None:
+            return None
+        inner = 1  # per loop variable: the coefficient it must have, in items of the threads' row (x threads x items)
+        want = {}
         for v, n in zip(reversed(s.vars), reversed(s.extents)):
-            strides[v] = acc
-            acc *= n
-        forms = []
-        for e in (se, de):
-            f = _affine(e)
-            if f is None or any(c != strides.get(v, 0) and n > 1 for v, n in zip(s.vars, s.extents)
-                                for c in (f[0].get(v, 0),)) or set(f[0]) - set(s.vars):
+            want[v] = inner if n > 1 else None
+            inner *= n
+        for coefs, _ in forms:
+            if any(w is not None and coefs.get(v, 0) % items for v, w in want.items()):
                 return None
-            forms.append(f[1])
-        return st, src, dst, forms[0], forms[1]
+        return st, src, dst, forms[0], forms[1], want
 
     def _copy_runs(self, s: ir.Grid, plan: tuple, tids: np.ndarray, env: dict) -> bool:
-        """Run a one-statement copy loop (:meth:`_copy_plan`) as slices of at most :data:`RUN_ELEMS` elements: each
-        chunk's source and destination are one ascending run, so no per-element index array is built.  False (the
-        caller runs the loop) when the bases depend on the thread (several active threads) or on an outer loop
-        variable given as an array."""
-        st, src, dst, sform, dform = plan
-        if tids.size != 1:
-            return False
-        bases = []
-        for form in (sform, dform):
-            b = 0
-            for f, x in form:
-                v = np.asarray(self.eval_expr(x, env, st.span, tids))
-                if v.size != 1:
-                    return False
-                b += f * int(v.reshape(-1)[0])
-            bases.append(b)
+        """Run a one-statement copy loop (:meth:`_copy_plan`) as slices of at most :data:`RUN_ELEMS` elements, when
+        each chunk's source and destination are one ascending run: one thread, or threads that each take the next
+        item of an iteration (thread ``tids[j]`` at base + ``j`` items) with iterations one CTA-row apart.  No
+        per-element index array is built.  False (the caller runs the loop) for anything else: bases of another
+        shape, an outer loop variable given as an array, a misaligned or out-of-bounds access (which the general
+        path reports, located)."""
+        st, src, dst, sform, dform, want = plan
         eb = dst.elem_bytes
-        total = int(np.prod(s.extents, dtype=np.int64)) * (st.elems if isinstance(st, ir.VecMove) else 1)
-        nb = st.nbytes if isinstance(st, ir.VecMove) else eb
+        per = st.elems if isinstance(st, ir.VecMove) else 1  # elements per item
+        nb = per * eb
+        m = tids.size
+        bases = []
+        for coefs, rest in (sform, dform):
+            b = np.zeros(m, np.int64)
+            for v, w in want.items():  # iteration i of thread j at base + i * m * per + j * per: one run
+                if w is not None and coefs.get(v, 0) != w * m * per:
+                    return False
+            for v, c in coefs.items():
+                if v in want:
+                    continue
+                if isinstance(env.get(v), (int, np.integer)):
+                    b += c * int(env[v])  # (an outer loop's variable, one value here)
+                else:
+                    return False
+            for f, x in rest:
+                val = np.asarray(self.eval_expr(x, env, st.span, tids), np.int64)
+                if val.size not in (1, m):
+                    return False
+                b = b + f * val.reshape(-1)
+            b0 = int(b[0])
+            if m > 1 and not np.array_equal(b - b0, np.arange(0, m * per, per)):
+                return False
+            bases.append(b0)
+        total = int(np.prod(s.extents, dtype=np.int64)) * per * m  # elements
         for buf, b in ((src, bases[0]), (dst, bases[1])):
-            if isinstance(st, ir.VecMove) and (b * eb) % nb:
-                return False  # (misaligned: the general path reports it)
-            if b < 0 or (b + total) * eb > buf.nbytes // eb * eb:
-                return False  # (out of bounds: the general path reports it, located)
-        t = int(tids[0])
-        step = max(1, RUN_ELEMS // max(1, nb // eb))  # elements per chunk, whole items
-        step -= step % (nb // eb)
+            if (b * eb) % nb or b < 0 or (b + total) * eb > buf.nbytes // eb * eb:
+                return False
+        step = max(per * m, RUN_ELEMS // (per * m) * (per * m))  # whole iterations per chunk
+        row = tids.astype(np.int32)  # (the tracker cycles a run's threads over this row)
         for a in range(0, total, step):
             n = min(step, total - a)
-            self._tick(st.span, n // (nb // eb))
+            self._tick(st.span, n // (per * m))
             s0, d0 = bases[0] + a, bases[1] + a
-            ini = self.hb.read(src, Run(s0 * eb, n * eb // nb, nb), t, st.span, nb) if self.hb.tracks(src) else True
+            who = int(tids[0]) if m == 1 else row
+            ini = self.hb.read(src, Run(s0 * eb, n // per, nb), who, st.span, nb) if self.hb.tracks(src) else True
             self.mem[dst.name][d0 * eb:(d0 + n) * eb] = self.mem[src.name][s0 * eb:(s0 + n) * eb]
             if self.hb.tracks(dst):
-                self.hb.write(dst, Run(d0 * eb, n * eb // nb, nb), t, st.span, True if _all(ini) else ini, nbytes=nb)
-            self.lanes += n * eb // nb
+                self.hb.write(dst, Run(d0 * eb, n // per, nb), who, st.span, True if _all(ini) else ini, nbytes=nb)
+            self.lanes += n // per
         return True
 
     @staticmethod
