@@ -61,7 +61,13 @@ def _run_start(idx: np.ndarray) -> int | None:
     if not n:
         return None
     first = int(flat[0])
-    if int(flat[-1]) - first != n - 1 or (n > 1 and not bool(np.all(flat[1:] - flat[:-1] == 1))):
+    if int(flat[-1]) - first != n - 1:
+        return None
+    if n > 2:
+        probe = np.linspace(0, n - 1, min(n, 17)).astype(np.int64)  # (a sample first: most non-runs fail here)
+        if not np.array_equal(flat[probe] - first, probe) or not bool(np.all(flat[1:] - flat[:-1] == 1)):
+            return None
+    elif n == 2 and int(flat[1]) != first + 1:
         return None
     return first
 
@@ -302,7 +308,7 @@ class Simulator:
         ``"trun"``, ``"block"``, ``"items"``)."""
         if buf.scope != "local":
             if first is not None:
-                who = int(tids[0]) if tids.size == 1 else np.broadcast_to(tids.astype(np.int32), idx.shape).reshape(-1)
+                who = int(tids[0]) if tids.size == 1 else tids.astype(np.int32)  # (the run's items cycle over tids)
                 return Run(first * item, idx.size, item), who, "run"
             if idx.ndim >= 2 and tids.size > 1:  # one run thread by thread (each thread a row of a tile)
                 f = _run_start(np.moveaxis(idx, -1, 0))
@@ -324,20 +330,20 @@ class Simulator:
             return np.moveaxis(np.asarray(ini).reshape((shape[-1],) + tuple(shape[:-1])), 0, -1)
         return np.asarray(ini).reshape(shape)
 
-    def _track_read(self, buf, idx, item, first, tids, span):
+    def _track_read(self, buf, idx, item, first, tids, span, acc=None):
         """Report the reads at item indices ``idx`` (``(..., threads)``) to the tracker: init bits in ``idx``'s shape
-        (or True)."""
+        (or True).  ``acc``: :meth:`_access`'s answer when the caller has it."""
         if not self.hb.tracks(buf):
             return True
-        off, who, form = self._access(buf, idx, item, first, tids)
+        off, who, form = acc or self._access(buf, idx, item, first, tids)
         return self._back(self.hb.read(buf, off, who, span, item), form, idx.shape)
 
-    def _track_write(self, buf, idx, item, first, tids, span, ini, value: Callable) -> None:
+    def _track_write(self, buf, idx, item, first, tids, span, ini, value: Callable, acc=None) -> None:
         """Report the writes at item indices ``idx`` to the tracker; ``value()`` gives the stored items (asked for only
         where two lanes may store to one place)."""
         if not self.hb.tracks(buf):
             return
-        off, who, form = self._access(buf, idx, item, first, tids)
+        off, who, form = acc or self._access(buf, idx, item, first, tids)
         if not _all(ini):
             ini = np.broadcast_to(ini, idx.shape)
             if form in ("block", "trun"):  # (threads, items)
@@ -495,24 +501,44 @@ class Simulator:
             self._track_read(s.src, sv, nb, sfirst, tids, s.span)
             vals = np.ascontiguousarray(vals).view(vt)[..., 0]  # private bytes -> vectors
         else:
-            ini = self._track_read(s.src, sv, nb, sfirst, tids, s.span)
-            if s.src.scope == "local":
-                vals = _vectors(self.local[s.src.name], nb)[np.broadcast_to(tids, shape), sv]
-            elif sfirst is not None:
-                vals = _vectors(self.mem[s.src.name], nb)[sfirst:sfirst + sv.size].reshape(shape)
-            else:
-                vals = _vectors(self.mem[s.src.name], nb)[sv]
-        if s.dst.scope == "local":
-            _vectors(self.local[s.dst.name], nb)[np.broadcast_to(tids, shape), dv] = vals
-        elif dfirst is not None:
-            _vectors(self.mem[s.dst.name], nb)[dfirst:dfirst + dv.size] = vals.reshape(-1)
-        else:
-            _vectors(self.mem[s.dst.name], nb)[dv.reshape(-1)] = vals.reshape(-1)
-        self._track_write(s.dst, dv, nb, dfirst, tids, s.span, ini, lambda: np.ascontiguousarray(vals))
+            acc = self._access(s.src, sv, nb, sfirst, tids)
+            ini = self._track_read(s.src, sv, nb, sfirst, tids, s.span, acc)
+            vals = self._move(s.src, nb, sv, tids, acc)
+        dacc = self._access(s.dst, dv, nb, dfirst, tids)
+        self._move(s.dst, nb, dv, tids, dacc, vals)
+        self._track_write(s.dst, dv, nb, dfirst, tids, s.span, ini, lambda: np.ascontiguousarray(vals), dacc)
         if s.dst.name in private:
             db = _byte_offsets(dv, nb, dfirst)
             self._private[s.dst.name] = (dv * nb, np.array(vals, order="C", copy=True)[..., None].view(np.uint8),
                                          np.broadcast_to(np.asarray(ini)[..., None], db.shape))
+
+    def _move(self, buf, nb: int, idx: np.ndarray, tids: np.ndarray, acc, vals: np.ndarray | None = None):
+        """Get (``vals`` None) or put the ``nb``-byte vectors at vector indices ``idx`` (``(iterations, threads)``),
+        with slices where :meth:`_access` found a run (``run``, ``trun``: thread by thread, ``block``: the same
+        registers of every thread)."""
+        off, _, form = acc
+        local = buf.scope == "local"
+        mem = _vectors(self.local[buf.name] if local else self.mem[buf.name], nb)
+        if form == "items":
+            at = (np.broadcast_to(tids, idx.shape), idx) if local else idx
+            if vals is None:
+                return mem[at]
+            mem[at] = vals
+            return None
+        f, n = off.start // nb, off.count
+        if form == "block":  # rows tids, columns f .. f + n: (threads, n) <-> (n, threads)
+            if vals is None:
+                return mem[tids, f:f + n].T.reshape(idx.shape)
+            mem[tids, f:f + n] = np.asarray(vals).reshape(n, tids.size).T
+        elif form == "trun":  # thread j's items are the j-th n // threads of the run
+            if vals is None:
+                return mem[f:f + n].reshape(tids.size, -1).T.reshape(idx.shape)
+            mem[f:f + n].reshape(tids.size, -1)[:] = np.asarray(vals).reshape(-1, tids.size).T
+        else:
+            if vals is None:
+                return mem[f:f + n].reshape(idx.shape)
+            mem[f:f + n] = np.asarray(vals).reshape(-1)
+        return None
 
     # ------------------------------------------------------------------ loops
     def _grid(self, s: ir.Grid, tids: np.ndarray, env: dict) -> None:
