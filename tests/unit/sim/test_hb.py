@@ -18,7 +18,9 @@ from tilemagic.errors import HazardError, Span
 from tilemagic.ir import nodes as ir
 from tilemagic.pipeline import run_kernel
 from tilemagic.sim import Tracker
+from tilemagic.sim.hb import Run
 
+from cells import smem_cell
 from helpers import run as _run
 
 
@@ -394,3 +396,52 @@ def test_stored_notebooks_show_no_hazard_and_a_clean_summary():
         assert "happens-before: incomplete" not in text, nb.name
         clean += text.count("happens-before: clean (")
     assert clean > 10
+
+
+# ----------------------------------------------------------------------------- the tracker's fast paths
+def test_shadows_are_kept_per_element_not_per_byte():
+    """One shadow entry per float32 of S (4 bytes), and per 16-bit half where ldmatrix moves halves."""
+    k = run(SHARED_WAR, launch="off").kernel
+    S = next(b for b in k.shared if b.name == "S")
+    tr = Tracker(k, 128)
+    assert tr.unit(S) == 4 and tr.spaces["S"].wt.size == S.numel
+    km = run(smem_cell("frag(16x128b)", 64, 64, "wg", 128, "float16", "swizzle(3, 3, 3)"), launch="off").kernel
+    tm = Tracker(km, km.threads)
+    lds = [s for s in ir.walk(km.body) if isinstance(s, ir.LdStMatrix)]
+    assert lds and all(tm.unit(s.smem) == 2 and tm.unit(s.local) == 2 for s in lds)
+    # (a float32 register tile moved by tcgen05: one 32-bit word per entry)
+    kt = run(demo_source("tmem_roundtrip"), launch="off").kernel
+    words = [b for b in kt.locals if b.elem_bytes == 4]
+    assert words and all(Tracker(kt, kt.threads).unit(b) == 4 for b in words)
+
+
+def test_races_are_found_past_the_since_the_last_barrier_summaries():
+    """Runs skip the scans only where nothing since the last full cta_sync can be unordered with them."""
+    k = run(SHARED_WAR, launch="off").kernel
+    S = next(b for b in k.shared if b.name == "S")
+    tr = Tracker(k, 128)
+    at = [Span.point(20 + i, 1) for i in range(6)]
+    tr.write(S, Run(0, 512, 4), 0, at[0])  # all of S by thread 0
+    tr.event("cta_sync", np.arange(128), at[1])
+    tr.write(S, Run(256 * 4, 64, 4), 1, at[2])  # elements 256..319 by thread 1
+    tr.read(S, Run(0, 256, 4), 3, at[3])  # before the sync's writes only: ordered
+    assert not tr.report.hazards
+    tr.read(S, Run(300 * 4, 8, 4), 2, at[4])  # meets thread 1's run: read after write
+    tr.event("cta_sync", np.arange(64), at[5])  # a barrier of half the CTA does not order thread 2 ...
+    tr.write(S, Run(0, 4, 4), np.arange(64, 68, dtype=np.int64), Span.point(30, 1))  # ... nor these with thread 3
+    hz = tr.finish().hazards
+    assert [(h.kind, h.element, h.threads) for h in hz] == [("raw", 300, (2, 1)), ("war", 0, (64, 3))], hz
+
+
+def test_a_run_of_many_threads_cycles_over_them():
+    """A run whose threads repeat (a CTA row per iteration) is checked per element like an index array."""
+    k = run(SHARED_WAR, launch="off").kernel
+    S = next(b for b in k.shared if b.name == "S")
+    tids = np.arange(128, dtype=np.int64)
+    a, b = Tracker(k, 128), Tracker(k, 128)
+    a.write(S, Run(0, 1024, 4), tids, Span.point(9, 1))  # (item i by thread i % 128)
+    b.write(S, np.arange(0, 4096, 4), np.tile(tids, 8), Span.point(9, 1))
+    for tr in (a, b):
+        tr.read(S, np.array([4 * 130]), np.array([5]), Span.point(10, 1))
+    (ha,), (hb,) = a.finish().hazards, b.finish().hazards
+    assert ha.message == hb.message and ha.threads == (5, 2) and ha.element == 130

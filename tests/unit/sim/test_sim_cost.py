@@ -291,3 +291,47 @@ def test_apply_skips_unit_iters_with_the_same_result():
     ref = TileLayout((Iter(2, 8), Iter(4, 1), Iter(2, 4)))
     x = np.arange(16)
     assert np.array_equal(lay.apply(x)["m"], ref.apply(x)["m"])
+
+
+def _recorded(monkeypatch, src):
+    made: list = []
+
+    def make(*a, **kw):
+        made.append(_Recorder(*a, **kw))
+        return made[-1]
+
+    monkeypatch.setattr(interpreter, "Tracker", make)
+    k = _kernel(src)
+    sim = Simulator(k, _inputs(k))
+    out = sim.run()
+    return k, sim, out, made[0].log
+
+
+def test_a_contiguous_copy_loop_reaches_the_tracker_as_a_few_runs(monkeypatch):
+    """The fallback's 1 Mi-element loop: each chunk one Run of the elected thread (no per-element offsets), and
+    chunks of RUN_ELEMS elements, not of CHUNK_LANES lanes."""
+    k, sim, out, log = _recorded(monkeypatch, FALLBACK_WIDE.replace("48, 40", "1024, 1024"))
+    assert np.array_equal(out["A"], out["B"])
+    writes = [e for e in log if e[0] == "write" and e[1] == "global"]
+    assert sum(size for _, _, size, _ in writes) == 1024 * 1024 * 4
+    assert len(writes) <= -(-1024 * 1024 // interpreter.RUN_ELEMS)
+    assert sim.lanes == 1024 * 1024
+
+
+def test_a_copy_by_every_thread_is_one_run_per_loop(monkeypatch):
+    """global -> shared -> global by 1,024 threads, each thread the next 16 bytes: one Run per copy (its threads
+    cycle over the CTA), not (iterations x threads) offset arrays."""
+    src = ("kernel gs threads=1024\nglobal A: float32[32, 256]\nglobal B: float32[32, 256] = zeros\n"
+           "shared S: float32[32, 256]\ncta.copy S <- A\ncta_sync\ncta.copy B <- S\ncheck B == A")
+    kinds: list = []
+    real = interpreter.Tracker.write
+
+    def spy(self, buf, off, tids, span, init=True, *, value=None, nbytes=None):
+        kinds.append((buf.name, type(off).__name__, np.size(tids)))
+        return real(self, buf, off, tids, span, init, value=value, nbytes=nbytes)
+
+    monkeypatch.setattr(interpreter.Tracker, "write", spy)
+    k = _kernel(src)
+    out = Simulator(k, _inputs(k)).run()
+    assert np.array_equal(out["A"], out["B"])
+    assert kinds == [("S", "Run", 1024), ("B", "Run", 1024)], kinds
