@@ -221,7 +221,11 @@ class Simulator:
         self._uniform: np.ndarray | None = None
         # the iteration shape of the batched loop chunk being run (one axis per loop variable it spans; () outside)
         self._gshape: tuple[int, ...] = ()
-        self._plans: dict[int, tuple] = {}  # id(Grid) -> (its body as a statement list or None, check, private)
+        self._plans: dict[int, tuple] = {}  # id(Grid) -> (its body as a statement list or None, check, private, copy)
+        # per-statement analysis shared by statements of one shape (:meth:`_skey`): ldmatrix/stmatrix fragments
+        self._keys: dict[int, tuple] = {}
+        self._intern: dict[tuple, int] = {}
+        self._ldst_plans: dict[tuple, tuple] = {}
         # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
         self._private: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.hazards: list = []
@@ -852,37 +856,42 @@ class Simulator:
             raise emu_error(8, int(w * 32 + np.argmin(lanes)), span=span)
         return np.flatnonzero(count == 32)
 
+    def _skey(self, e: ir.Expr) -> int | None:
+        """A small int naming ``e``'s structure when it depends on the thread only (constants, thread variables and
+        operators: no loop variable, no load), else None; equal structures get equal keys, so a statement's
+        analysis (:meth:`_ldst_plan`) is shared by every statement of the same shape.  Memoised per node."""
+        hit = self._keys.get(id(e))
+        if hit is not None:
+            return hit[1]
+        if isinstance(e, ir.Const):
+            parts: tuple | None = ("c", int(e.value))
+        elif isinstance(e, ir.ThreadVar):
+            parts = ("t", e.kind)
+        elif isinstance(e, ir.Bin):
+            a, b = self._skey(e.a), self._skey(e.b)
+            parts = None if a is None or b is None else (e.op, a, b)
+        else:
+            parts = None
+        k = None if parts is None else self._intern.setdefault(parts, len(self._intern))
+        self._keys[id(e)] = (e, k)  # (the node is kept, so its id is not reused during the run)
+        return k
+
     def _ldstmatrix(self, s: ir.LdStMatrix, active: np.ndarray, env):
         """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.arch.ldmatrix.fragment_elements`)."""
         warps = self._warps(active, s.span)
         if not warps.size:
             return
-        tids = warps[:, None] * 32 + np.arange(32)[None, :]
-        flat = tids.reshape(-1)
+        keys = [self._skey(e) for e in (s.addr, *s.regs)]
+        key = None if None in keys else (*keys, s.op, s.num, s.trans, s.smem.name, s.local.name, warps.tobytes())
+        plan = self._ldst_plans.get(key) if key is not None else None
+        if plan is None:
+            plan = self._ldst_plan(s, warps, env)
+            if key is not None and len(self._ldst_plans) < 4096:
+                self._ldst_plans[key] = plan
+        tids, lo, hi, word, half, rb, who, t3 = plan
         self._init = True
-        addr = np.broadcast_to(np.asarray(self.eval_expr(s.addr, env, s.span, flat), np.int64),
-                               flat.shape).reshape(tids.shape)
-        rows = addr[:, : 8 * s.num]  # only threads 0 .. 8*num-1 supply addresses
-        if np.any(rows % ROW_ELEMS):
-            w, t = (int(x[0]) for x in np.nonzero(rows % ROW_ELEMS))
-            raise LaunchError(f"{s.chain}: thread {int(tids[w, t])} supplies row address element "
-                              f"{int(rows[w, t])} of {s.smem.name}, not 16-byte aligned", s.span)
-        lim = s.smem.nbytes // 2
-        if rows.min() < 0 or rows.max() + ROW_ELEMS > lim:
-            raise LaunchError(f"{s.chain}: a row address leaves {s.smem.name} ({lim} elements)", s.span)
-        lo, hi = fragment_elements(rows, s.num, s.trans)  # (warps, num, 32)
-        lo, hi = lo.transpose(0, 2, 1), hi.transpose(0, 2, 1)  # (warps, 32 threads, num registers)
         smem = self.mem[s.smem.name].view(np.uint16)
         regs = self.local[s.local.name].view(np.uint32)
-        word = np.stack([np.broadcast_to(np.asarray(self.eval_expr(r, env, s.span, flat), np.int64), flat.shape)
-                         for r in s.regs], -1).reshape(tids.shape + (len(s.regs),))
-        if word.min() < 0 or word.max() >= regs.shape[1]:
-            raise LaunchError(f"{s.chain}: register word {int(word.max())} is outside {s.local.name}", s.span)
-        # the 16-bit halves of each register word (byte offsets in shared memory), the low half first
-        half = (np.stack([lo, hi], -1) * 2).reshape(tids.shape + (-1,))
-        rb = word * 4
-        who = np.broadcast_to(tids[..., None], half.shape)
-        t3 = np.broadcast_to(tids[..., None], word.shape)
         self.lanes += word.size
         if s.op == "ld":
             ini = self.hb.read(s.smem, half, who, s.span, 2)
@@ -897,6 +906,34 @@ class Simulator:
             self.hb.write(s.smem, half, who, s.span,
                           True if _all(ini) else np.repeat(np.asarray(ini)[..., None], 2, -1).reshape(half.shape),
                           value=np.ascontiguousarray(val).view(np.uint16).reshape(half.shape), nbytes=2)
+
+    def _ldst_plan(self, s: ir.LdStMatrix, warps: np.ndarray, env) -> tuple:
+        """The threads, fragment elements and register words of an ldmatrix/stmatrix (checked: aligned, in bounds)."""
+        tids = warps[:, None] * 32 + np.arange(32)[None, :]
+        flat = tids.reshape(-1)
+        addr = np.broadcast_to(np.asarray(self.eval_expr(s.addr, env, s.span, flat), np.int64),
+                               flat.shape).reshape(tids.shape)
+        rows = addr[:, : 8 * s.num]  # only threads 0 .. 8*num-1 supply addresses
+        if np.any(rows % ROW_ELEMS):
+            w, t = (int(x[0]) for x in np.nonzero(rows % ROW_ELEMS))
+            raise LaunchError(f"{s.chain}: thread {int(tids[w, t])} supplies row address element "
+                              f"{int(rows[w, t])} of {s.smem.name}, not 16-byte aligned", s.span)
+        lim = s.smem.nbytes // 2
+        if rows.min() < 0 or rows.max() + ROW_ELEMS > lim:
+            raise LaunchError(f"{s.chain}: a row address leaves {s.smem.name} ({lim} elements)", s.span)
+        lo, hi = fragment_elements(rows, s.num, s.trans)  # (warps, num, 32)
+        lo, hi = lo.transpose(0, 2, 1), hi.transpose(0, 2, 1)  # (warps, 32 threads, num registers)
+        regs = self.local[s.local.name].view(np.uint32)
+        word = np.stack([np.broadcast_to(np.asarray(self.eval_expr(r, env, s.span, flat), np.int64), flat.shape)
+                         for r in s.regs], -1).reshape(tids.shape + (len(s.regs),))
+        if word.min() < 0 or word.max() >= regs.shape[1]:
+            raise LaunchError(f"{s.chain}: register word {int(word.max())} is outside {s.local.name}", s.span)
+        # the 16-bit halves of each register word (byte offsets in shared memory), the low half first
+        half = (np.stack([lo, hi], -1) * 2).reshape(tids.shape + (-1,))
+        rb = word * 4
+        who = np.broadcast_to(tids[..., None], half.shape)
+        t3 = np.broadcast_to(tids[..., None], word.shape)
+        return tids, lo, hi, word, half, rb, who, t3
 
     def _taddr(self, addr_buf, tids, span):
         """The TMEM address in ``addr_buf[0]``, read by threads ``tids``."""

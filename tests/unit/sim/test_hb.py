@@ -410,9 +410,9 @@ def test_shadows_are_kept_per_element_not_per_byte():
     lds = [s for s in ir.walk(km.body) if isinstance(s, ir.LdStMatrix)]
     assert lds and all(tm.unit(s.smem) == 2 and tm.unit(s.local) == 2 for s in lds)
     # (a float32 register tile moved by tcgen05: one 32-bit word per entry)
-    kt = run(demo_source("tmem_roundtrip"), launch="off").kernel
-    words = [b for b in kt.locals if b.elem_bytes == 4]
-    assert words and all(Tracker(kt, kt.threads).unit(b) == 4 for b in words)
+    kt = run(ROUND, launch="off").kernel
+    ldst = [s.local for s in ir.walk(kt.body) if isinstance(s, ir.TcgenLdSt)]
+    assert ldst and all(b.elem_bytes == 4 and Tracker(kt, kt.threads).unit(b) == 4 for b in ldst)
 
 
 def test_races_are_found_past_the_since_the_last_barrier_summaries():
