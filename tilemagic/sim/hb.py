@@ -847,7 +847,13 @@ class Tracker:
         t_c = np.broadcast_to(tids[:, None], cells.shape)
         c = cells.reshape(-1) // 4
         _, pend, paid = self.regs[local.name]
-        at, _, _, _ = self._reg_norm(local, regs, t_r, 4)
+        r0 = regs[0] if regs.shape[0] else regs.reshape(-1)
+        if r0.size > 1 and int(r0[-1]) - int(r0[0]) == 4 * (r0.size - 1) and bool(np.all(np.diff(r0) == 4)) \
+                and bool(np.all(regs == r0)):  # the same registers in every thread: a block of slices
+            regs_acc, t_r = Run(int(r0[0]), r0.size, 4), tids
+        else:
+            regs_acc = regs
+        at, _, _, _ = self._reg_norm(local, regs_acc, t_r, 4)
         if kind == "tcgen05.ld":
             busy = self.st_owner[c] != _NONE
             if busy.any():
@@ -866,11 +872,11 @@ class Tracker:
                 ini = init
             else:  # (cells and registers pair up per thread; any other pairing: all-or-nothing per thread)
                 ini = np.repeat(init.reshape(tids.size, -1).all(1), regs.shape[1]).reshape(regs.shape)
-            self.write(local, regs, t_r, span, ini, nbytes=4)
+            self.write(local, regs_acc, t_r, span, ini, nbytes=4)
             pend[at] = _LD
             paid[at] = aid
         else:
-            init = self.read(local, regs, t_r, span, 4)
+            init = self.read(local, regs_acc, t_r, span, 4)
             if init.size == cells.size:
                 ini = init
             else:

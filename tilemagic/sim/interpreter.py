@@ -956,12 +956,15 @@ class Simulator:
         cb = ((lane * tc.TMEM_COLS + col) * 4).reshape(tids.size, -1)  # threads x TMEM cells (bytes)
         self.lanes += lane.size
         values = None
+        t0 = int(tids[0])
+        rows = slice(t0, t0 + tids.size) if int(tids[-1]) - t0 == tids.size - 1 else tids[:, None]  # (sorted, unique)
+        mine = (rows, slice(int(ridx[0]), int(ridx[-1]) + 1))
         if s.op == "ld":
-            regs[tids[:, None], ridx[None, :]] = self.tmem.cells[lane, col]
+            regs[mine] = self.tmem.cells[lane, col]
         else:
-            self.tmem.cells[lane, col] = regs[tids[:, None], ridx[None, :]]
+            values = np.ascontiguousarray(regs[mine])
+            self.tmem.cells[lane, col] = values
             self.tmem.touched[lane, col] = True
-            values = np.ascontiguousarray(regs[tids[:, None], ridx[None, :]]).reshape(rb.shape)
         # the tracker does the accesses: ld reads the cells, leaves the registers in flight until wait::ld;
         # st reads the registers (in flight until wait::st) and writes the cells
         self.hb.event(f"tcgen05.{s.op}", tids, s.span, local=s.local, regs=rb, cells=cb, values=values)
