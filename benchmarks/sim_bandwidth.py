@@ -196,7 +196,8 @@ def measure_variant(variant: str, mib: float, repeats: int) -> dict:
     ratio = copy_ms / sim_ms
     target = TARGET if moved >= 64 * MiB else None
     return {"variant": variant, "MiB": round(moved / MiB, 2), "ops": ops, "lower_s": round(lower_s, 2),
-            "setup_ms": round(median(setups), 1), "sim_ms": round(sim_ms, 1), "copyto_ms": round(copy_ms, 2), "ratio": round(ratio, 4),
+            "setup_ms": round(median(setups), 1), "sim_ms": round(sim_ms, 1), "copyto_ms": round(copy_ms, 2),
+            "ratio": round(ratio, 4),
             "ratio %": round(100 * ratio, 2),
             "target": "≥ 5 %" if target else "-", "met": (ratio >= target) if target else "-", "round_trip": ok}
 
@@ -223,11 +224,11 @@ def baseline_variants(checkout: str, variants: list[str], sizes: list[float], re
             "sys.path.insert(0, sys.argv[1])\nimport sim_bandwidth as sb\nargs = json.loads(sys.stdin.read())\n"
             "print(json.dumps([sb.measure_variant(v, m, args['repeats']) for v in args['variants'] "
             "for m in args['sizes']]))\n")
-    env = dict(os.environ, PYTHONPATH=checkout)
     checkout = os.path.abspath(checkout)
-    run = subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks"), checkout], capture_output=True, text=True,
-                         input=json.dumps({"variants": variants, "sizes": sizes, "repeats": repeats}), env=env,
-                         cwd=checkout, check=True)
+    env = dict(os.environ, PYTHONPATH=checkout)
+    args = json.dumps({"variants": variants, "sizes": sizes, "repeats": repeats})
+    run = subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks"), checkout], capture_output=True,
+                         text=True, input=args, env=env, cwd=checkout, check=True)
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 

@@ -14,38 +14,52 @@ independently of the order the executor happened to pick:
   ``tcgen05.fence::before/after_thread_sync``, §9.7.16.9) joins the clocks of its threads.  A
   pairwise edge (an mbarrier arrive → wait, a commit group) only has to call :meth:`Tracker._join`
   with its two sides.
-* **Shadow memory, one entry per byte.**  For every byte of shared memory, of TMEM
-  (``(lane * 512 + col) * 4 + byte``) and of each global buffer the kernel writes: the last writer
-  (thread, access id) and the last reader (thread, access id); an access id names the statement
-  and the stamp.  A byte read by two threads that are not ordered goes to a *read-shared* state
-  that keeps the latest stamp; a write is ordered after it only when the writer knows every
-  thread's clock past that stamp (exact for ``cta_sync``; conservative for pairwise edges).
-  Global buffers the kernel never writes have no shadow (nothing can race on them and they are
-  initialised); a global buffer that is written but never read keeps no reader side.  Sizes:
-  shared/TMEM 13 bytes per byte, global 7 bytes (writer + init) or 13 (read and written).
-* **Registers** (per thread, so never raced): an init bit and an in-flight state per byte: the
+* **Shadow memory, one entry per access unit.**  A buffer's *unit* is the gcd of its element size
+  and every finer unit the kernel accesses it in (the 16-bit halves ``ldmatrix``/``stmatrix`` move,
+  PTX ISA 9.0 §9.7.9.26; the 32-bit register words of ldmatrix and ``tcgen05.ld``/``st``,
+  §9.7.16.8.3-4), computed once from the kernel (:meth:`Tracker.unit`): a float32 buffer has one entry
+  per element, TMEM one per 32-bit cell (``lane * 512 + col``).  For every unit of shared memory, of
+  TMEM and of each global buffer the kernel writes: the last writer (thread, access id) and the last
+  reader (thread, access id); an access id names the statement and the stamp.  A unit read by two
+  threads that are not ordered goes to a *read-shared* state that keeps the latest stamp; a write is
+  ordered after it only when the writer knows every thread's clock past that stamp (exact for
+  ``cta_sync``; conservative for pairwise edges).  Global buffers the kernel never writes have no
+  shadow (nothing can race on them and they are initialised: :meth:`Tracker.tracks`, and the caller
+  skips them); a global buffer that is written but never read keeps no reader side.  Sizes:
+  shared/TMEM 13 bytes per unit, global 7 bytes (writer + init) or 13 (read and written).
+* **Registers** (per thread, so never raced): an init bit and an in-flight state per unit: the
   destination of a ``tcgen05.ld`` until that thread's ``tcgen05.wait::ld``, the source of a
   ``tcgen05.st`` until ``tcgen05.wait::st`` (PTX ISA 9.0 §9.7.16.6, §9.7.16.8.5).  TMEM cells a
   ``tcgen05.st`` writes stay in flight for every reader until the issuing thread's ``wait::st``.
 * **Poison.**  Shared memory, registers and TMEM start uninitialised (the simulator fills them with
-  :data:`GARBAGE`, so a check against zeros cannot pass by luck); every byte carries an init bit,
-  a store copies the init bits of what it stored, a read of an uninitialised byte is a hazard,
+  :data:`GARBAGE`, so a check against zeros cannot pass by luck); every unit carries an init bit,
+  a store copies the init bits of what it stored, a read of an uninitialised unit is a hazard,
   and the global bytes left uninitialised at the end are :attr:`HBReport.poison`.
 
 Broadcast stores: when several threads execute the *same* store statement and write *identical*
-bytes to the same place (the elected lane of every warp storing one tile, as TVM's fallback does),
-the bytes are not reported.  In the PTX memory model (PTX ISA 9.0 §8.6) two conflicting writes
+values to the same place (the elected lane of every warp storing one tile, as TVM's fallback does),
+the units are not reported.  In the PTX memory model (PTX ISA 9.0 §8.6) two conflicting writes
 not ordered by synchronisation are formally a data race even with equal values, but every
-outcome of that race is the same value, so no reader can observe it; such bytes remember the
+outcome of that race is the same value, so no reader can observe it; such units remember the
 *set* of writers, and a reader outside the set still races with them.  Writes of different values,
 or by different statements, are reported (write after write).  When the co-writers differ from
-byte to byte within one statement, each byte keeps its own set (up to :data:`MAX_WRITER_SETS`
+unit to unit within one statement, each unit keeps its own set (up to :data:`MAX_WRITER_SETS`
 distinct sets per statement; beyond that only the last writer is remembered, and a later reader
 among the others is reported: conservative, never silent).
 
 Races are reported per pair of statements (first occurrence, with the buffer, the element and
-both threads); each call is one statement, so reports are found with NumPy over the call's bytes,
-never a Python loop per byte or per thread.
+both threads); each call is one statement, so reports are found with NumPy over the call's units,
+never a Python loop per element or per thread.
+
+Cost.  An access is a set of items (an element, a vector of a ``VecMove``, a register word): item
+offsets, or a :class:`Run` of consecutive items, which the tracker checks and updates with slices of
+its compact (``int16`` thread, ``int32`` access id, ``bool`` init) shadows, never an index array; a
+run whose threads repeat over a row of the CTA keeps that row only.  Each space also keeps which
+threads wrote and read it, and the range of units they touched, since the last ``cta_sync`` of the
+whole CTA (after which every earlier access is ordered before every later one): an access of the
+only thread that touched the space since then, or outside that range, skips the race scan (exact:
+such earlier accesses are ordered before it).  A full ``cta_sync`` raises a floor under the vector
+clocks in O(1) instead of writing the ``threads x threads`` matrix.
 
 Where the analysis cannot decide — an index or a condition computed from loaded data, whose
 value this run fixes but another input would not — the report is *incomplete*, never clean.

@@ -5,6 +5,9 @@ The threads of the CTA are a NumPy vector: a statement is evaluated for the *act
 thread, not the CTA).  A ``Grid`` loop runs many iterations at once, in chunks of a bounded number
 of (iteration, thread) lanes, whenever that gives the serial loop's result (see :meth:`Simulator._grid`):
 the simulator's cost grows with the elements moved, and it never allocates elements × threads arrays.
+A loop whose body is one copy between two global/shared buffers with affine indices, one ascending
+run per chunk (one thread, or threads taking consecutive items), runs as slices of up to
+:data:`RUN_ELEMS` elements with no per-element index array at all (:meth:`Simulator._copy_runs`).
 Memory is bytes: global and shared buffers are flat ``uint8`` arrays, each local buffer a
 ``(threads, bytes)`` array, TMEM a :class:`~tilemagic.sim.tmem.TmemModel`.  Values move as raw bits
 (fp16 as uint16, ...), so round trips are bit-exact.
@@ -12,10 +15,11 @@ Memory is bytes: global and shared buffers are flat ``uint8`` arrays, each local
 Statements execute in program order for all threads (a legal schedule of a correctly synchronised
 kernel); tcgen05.ld/st complete at issue, as in the emulation.  Because that schedule hides a missing
 barrier, every memory access and synchronising event is reported to a :class:`~tilemagic.sim.hb.Tracker`
-(per-byte arrays, in each thread's program order: races, in-flight tcgen05 registers, uninitialised
-data), whose hazards the run keeps in :attr:`Simulator.hazards` (the pipeline shows them as ``hazard:``
-warnings).  Shared memory, registers and TMEM start as :data:`~tilemagic.sim.hb.GARBAGE`, never zeros.  A ``deadline`` bounds the run (``--timeout``), and a run
-longer than two seconds shows a progress bar (``tqdm.auto``).
+(items or :class:`~tilemagic.sim.hb.Run` s of items, in each thread's program order: races, in-flight
+tcgen05 registers, uninitialised data), whose hazards the run keeps in :attr:`Simulator.hazards` (the
+pipeline shows them as ``hazard:`` warnings).  Shared memory, registers and TMEM start as
+:data:`~tilemagic.sim.hb.GARBAGE`, never zeros.  A ``deadline`` bounds the run (``--timeout``), and a
+run longer than two seconds shows a progress bar (``tqdm.auto``).
 """
 
 from __future__ import annotations
@@ -992,7 +996,8 @@ def simulate(kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = Fa
     """Run ``kernel`` on the CPU; return every global buffer after the kernel, viewed like its input.
 
     ``tracker``, when given, is the :class:`~tilemagic.sim.hb.Tracker` the run reports every access and
-    event to (``tracker.finish()`` then gives the happens-before report); ``hazards``, when given, receives the ``(message, span)`` of each hazard the run's tracker saw
+    event to (``tracker.finish()`` then gives the happens-before report); ``hazards``, when given, receives
+    the ``(message, span)`` of each hazard the run's tracker saw
     (:attr:`Simulator.hazards`); ``timeout`` and ``progress`` as for :class:`Simulator`.
 
     Raises
