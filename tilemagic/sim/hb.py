@@ -464,13 +464,7 @@ class Tracker:
                     raise ValueError("a run's threads must divide its items")
                 return ix, _Cycle(t.astype(self._tdt), off.count * k), (off.count,), k
             return ix, t, (off.count,), k
-        off = np.asarray(off, np.int64)
-        shape = off.shape
-        u = off.reshape(-1) // unit
-        t = np.broadcast_to(np.asarray(tids, np.int64), shape).reshape(-1)
-        if k > 1:
-            u = (u[:, None] + np.arange(k)).reshape(-1)
-            t = np.repeat(t, k)
+        u, t, shape = _item_units(off, tids, unit, k)
         return _index(u), t, shape, k
 
     @staticmethod
@@ -672,13 +666,7 @@ class Tracker:
             def locate(i: int) -> tuple[int, int]:
                 return int(rows_a[i // w]), u0 + i % w
             return (rows, cols), (m, off.count), k, locate
-        off = np.asarray(off, np.int64)
-        shape = off.shape
-        u = off.reshape(-1) // unit
-        t = np.broadcast_to(np.asarray(tids, np.int64), shape).reshape(-1)
-        if k > 1:
-            u = (u[:, None] + np.arange(k)).reshape(-1)
-            t = np.repeat(t, k)
+        u, t, shape = _item_units(off, tids, unit, k)
 
         def locate_a(i: int) -> tuple[int, int]:
             return int(t[i]), int(u[i])
@@ -913,6 +901,18 @@ class Tracker:
             if sp.label == "global-memory" and sp.has_init and not sp.init.all():
                 self.report.poison[sp.name] = np.repeat(~sp.init, sp.unit)  # (per byte)
         return self.report
+
+
+def _item_units(off, tids, unit: int, k: int) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """Items at byte offsets ``off`` (``k`` units of ``unit`` bytes each) by threads ``tids``: the unit index and the
+    thread of every unit (flat ``int64``), and the items' shape."""
+    off = np.asarray(off, np.int64)
+    u = off.reshape(-1) // unit
+    t = np.broadcast_to(np.asarray(tids, np.int64), off.shape).reshape(-1)
+    if k > 1:
+        u = (u[:, None] + np.arange(k)).reshape(-1)
+        t = np.repeat(t, k)
+    return u, t, off.shape
 
 
 def _all_true(a) -> bool:
