@@ -25,9 +25,13 @@ The simulator's time (:class:`tilemagic.sim.Simulator` ``run``, the kernel lower
 not timed) is put beside ``np.copyto`` of the same number of bytes (one contiguous copy, measured in
 the same run, repeat by repeat): ``ratio`` = copyto time / simulator time, the target 5 % from 64 MiB.
 
+``setup_ms`` is building the :class:`~tilemagic.sim.Simulator` (inputs copied, memory filled with
+garbage, the happens-before shadows allocated and their pages touched): not in ``sim_ms``, shown beside it.
+
 The issue's illustrations are rows too: the fallback with 1,024 threads copying 8 MiB, a copy inside
 one shared buffer (rows to other rows), and a cell with a 2,420-iterator layout lowered with
-``--launch off``; ``--baseline CHECKOUT`` times the same cells with that checkout (a subprocess).
+``--launch off``; ``--baseline CHECKOUT`` times the same cells and the same variants with that checkout
+(a subprocess with its ``tilemagic`` first on the path, this file's cells): ``base_sim_ms``, ``base %``.
 """
 
 from __future__ import annotations
@@ -47,7 +51,8 @@ use_checkout()
 
 TARGET = 0.05
 VARIANTS = ("fallback", "gmem_smem", "reg", "ldstmatrix", "tmem<->local")
-COLUMNS = ("variant", "MiB", "ops", "lower_s", "sim_ms", "copyto_ms", "ratio %", "target", "met")
+COLUMNS = ("variant", "MiB", "ops", "lower_s", "setup_ms", "sim_ms", "copyto_ms", "ratio %", "target", "met")
+BASE_COLUMNS = ("base_sim_ms", "base %")
 MiB = 1 << 20
 
 
@@ -174,9 +179,11 @@ def measure_variant(variant: str, mib: float, repeats: int) -> dict:
     src_bytes = np.ones(moved, np.uint8)
     dst_bytes = np.empty_like(src_bytes)
     np.copyto(dst_bytes, src_bytes)  # fault the pages in: the copy below is timed warm, like the simulator
-    sims, copies, ok = [], [], True
+    sims, copies, setups, ok = [], [], [], True
     for _ in range(repeats):
+        t0 = time.perf_counter()
         sim = Simulator(kernel, inputs)
+        setups.append((time.perf_counter() - t0) * 1e3)
         t0 = time.perf_counter()
         out = sim.run()
         sims.append((time.perf_counter() - t0) * 1e3)
@@ -189,7 +196,8 @@ def measure_variant(variant: str, mib: float, repeats: int) -> dict:
     ratio = copy_ms / sim_ms
     target = TARGET if moved >= 64 * MiB else None
     return {"variant": variant, "MiB": round(moved / MiB, 2), "ops": ops, "lower_s": round(lower_s, 2),
-            "sim_ms": round(sim_ms, 1), "copyto_ms": round(copy_ms, 2), "ratio": round(ratio, 4),
+            "setup_ms": round(median(setups), 1), "sim_ms": round(sim_ms, 1), "copyto_ms": round(copy_ms, 2),
+            "ratio": round(ratio, 4),
             "ratio %": round(100 * ratio, 2),
             "target": "≥ 5 %" if target else "-", "met": (ratio >= target) if target else "-", "round_trip": ok}
 
@@ -209,6 +217,21 @@ def time_issue_cells(checkout: str | None, repeats: int) -> dict[str, float]:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
+def baseline_variants(checkout: str, variants: list[str], sizes: list[float], repeats: int) -> list[dict]:
+    """:func:`measure_variant` rows measured with ``checkout``'s ``tilemagic`` (a subprocess; this file's cells)."""
+    code = ("import json, sys\nsys.path.insert(0, sys.argv[2])\nimport tilemagic\n"  # (theirs, imported first)
+            "assert tilemagic.__file__.startswith(sys.argv[2]), tilemagic.__file__\n"
+            "sys.path.insert(0, sys.argv[1])\nimport sim_bandwidth as sb\nargs = json.loads(sys.stdin.read())\n"
+            "print(json.dumps([sb.measure_variant(v, m, args['repeats']) for v in args['variants'] "
+            "for m in args['sizes']]))\n")
+    checkout = os.path.abspath(checkout)
+    env = dict(os.environ, PYTHONPATH=checkout)
+    args = json.dumps({"variants": variants, "sizes": sizes, "repeats": repeats})
+    run = subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks"), checkout], capture_output=True,
+                         text=True, input=args, env=env, cwd=checkout, check=True)
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="4,16,64,128", help="MiB moved per cell, comma-separated")
@@ -219,8 +242,14 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args(argv)
     sizes = [float(x) for x in args.sizes.split(",") if x]
-    rows = [measure_variant(v, mib, args.repeats) for v in args.variants.split(",") for mib in sizes]
-    print(table(rows, COLUMNS))
+    variants = args.variants.split(",")
+    rows = [measure_variant(v, mib, args.repeats) for v in variants for mib in sizes]
+    columns = COLUMNS
+    if args.baseline:
+        for r, b in zip(rows, baseline_variants(args.baseline, variants, sizes, args.repeats)):
+            r["base_sim_ms"], r["base %"] = b["sim_ms"], b["ratio %"]
+        columns = COLUMNS + BASE_COLUMNS
+    print(table(rows, columns))
     issue: list[dict] = []
     if not args.no_issue_cells:
         now = time_issue_cells(None, args.repeats)

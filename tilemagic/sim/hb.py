@@ -14,38 +14,52 @@ independently of the order the executor happened to pick:
   ``tcgen05.fence::before/after_thread_sync``, §9.7.16.9) joins the clocks of its threads.  A
   pairwise edge (an mbarrier arrive → wait, a commit group) only has to call :meth:`Tracker._join`
   with its two sides.
-* **Shadow memory, one entry per byte.**  For every byte of shared memory, of TMEM
-  (``(lane * 512 + col) * 4 + byte``) and of each global buffer the kernel writes: the last writer
-  (thread, access id) and the last reader (thread, access id); an access id names the statement
-  and the stamp.  A byte read by two threads that are not ordered goes to a *read-shared* state
-  that keeps the latest stamp; a write is ordered after it only when the writer knows every
-  thread's clock past that stamp (exact for ``cta_sync``; conservative for pairwise edges).
-  Global buffers the kernel never writes have no shadow (nothing can race on them and they are
-  initialised); a global buffer that is written but never read keeps no reader side.  Sizes:
-  shared/TMEM 13 bytes per byte, global 7 bytes (writer + init) or 13 (read and written).
-* **Registers** (per thread, so never raced): an init bit and an in-flight state per byte: the
+* **Shadow memory, one entry per access unit.**  A buffer's *unit* is the gcd of its element size
+  and every finer unit the kernel accesses it in (the 16-bit halves ``ldmatrix``/``stmatrix`` move,
+  PTX ISA 9.0 §9.7.9.26; the 32-bit register words of ldmatrix and ``tcgen05.ld``/``st``,
+  §9.7.16.8.3-4), computed once from the kernel (:meth:`Tracker.unit`): a float32 buffer has one entry
+  per element, TMEM one per 32-bit cell (``lane * 512 + col``).  For every unit of shared memory, of
+  TMEM and of each global buffer the kernel writes: the last writer (thread, access id) and the last
+  reader (thread, access id); an access id names the statement and the stamp.  A unit read by two
+  threads that are not ordered goes to a *read-shared* state that keeps the latest stamp; a write is
+  ordered after it only when the writer knows every thread's clock past that stamp (exact for
+  ``cta_sync``; conservative for pairwise edges).  Global buffers the kernel never writes have no
+  shadow (nothing can race on them and they are initialised: :meth:`Tracker.tracks`, and the caller
+  skips them); a global buffer that is written but never read keeps no reader side.  Sizes:
+  shared/TMEM 13 bytes per unit, global 7 bytes (writer + init) or 13 (read and written).
+* **Registers** (per thread, so never raced): an init bit and an in-flight state per unit: the
   destination of a ``tcgen05.ld`` until that thread's ``tcgen05.wait::ld``, the source of a
   ``tcgen05.st`` until ``tcgen05.wait::st`` (PTX ISA 9.0 §9.7.16.6, §9.7.16.8.5).  TMEM cells a
   ``tcgen05.st`` writes stay in flight for every reader until the issuing thread's ``wait::st``.
 * **Poison.**  Shared memory, registers and TMEM start uninitialised (the simulator fills them with
-  :data:`GARBAGE`, so a check against zeros cannot pass by luck); every byte carries an init bit,
-  a store copies the init bits of what it stored, a read of an uninitialised byte is a hazard,
+  :data:`GARBAGE`, so a check against zeros cannot pass by luck); every unit carries an init bit,
+  a store copies the init bits of what it stored, a read of an uninitialised unit is a hazard,
   and the global bytes left uninitialised at the end are :attr:`HBReport.poison`.
 
 Broadcast stores: when several threads execute the *same* store statement and write *identical*
-bytes to the same place (the elected lane of every warp storing one tile, as TVM's fallback does),
-the bytes are not reported.  In the PTX memory model (PTX ISA 9.0 §8.6) two conflicting writes
+values to the same place (the elected lane of every warp storing one tile, as TVM's fallback does),
+the units are not reported.  In the PTX memory model (PTX ISA 9.0 §8.6) two conflicting writes
 not ordered by synchronisation are formally a data race even with equal values, but every
-outcome of that race is the same value, so no reader can observe it; such bytes remember the
+outcome of that race is the same value, so no reader can observe it; such units remember the
 *set* of writers, and a reader outside the set still races with them.  Writes of different values,
 or by different statements, are reported (write after write).  When the co-writers differ from
-byte to byte within one statement, each byte keeps its own set (up to :data:`MAX_WRITER_SETS`
+unit to unit within one statement, each unit keeps its own set (up to :data:`MAX_WRITER_SETS`
 distinct sets per statement; beyond that only the last writer is remembered, and a later reader
 among the others is reported: conservative, never silent).
 
 Races are reported per pair of statements (first occurrence, with the buffer, the element and
-both threads); each call is one statement, so reports are found with NumPy over the call's bytes,
-never a Python loop per byte or per thread.
+both threads); each call is one statement, so reports are found with NumPy over the call's units,
+never a Python loop per element or per thread.
+
+Cost.  An access is a set of items (an element, a vector of a ``VecMove``, a register word): item
+offsets, or a :class:`Run` of consecutive items, which the tracker checks and updates with slices of
+its compact (``int16`` thread, ``int32`` access id, ``bool`` init) shadows, never an index array; a
+run whose threads repeat over a row of the CTA keeps that row only.  Each space also keeps which
+threads wrote and read it, and the range of units they touched, since the last ``cta_sync`` of the
+whole CTA (after which every earlier access is ordered before every later one): an access of the
+only thread that touched the space since then, or outside that range, skips the race scan (exact:
+such earlier accesses are ordered before it).  A full ``cta_sync`` raises a floor under the vector
+clocks in O(1) instead of writing the ``threads x threads`` matrix.
 
 Where the analysis cannot decide — an index or a condition computed from loaded data, whose
 value this run fixes but another input would not — the report is *incomplete*, never clean.
@@ -53,6 +67,7 @@ value this run fixes but another input would not — the report is *incomplete*,
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -139,8 +154,8 @@ class HBReport:
     timeline : list of SyncEvent
         Events in program order (at most :data:`TIMELINE_CAP`; ``timeline_dropped`` counts the rest).
     poison : dict of str -> numpy.ndarray
-        Per global buffer the kernel writes: ``bool`` per byte, True where the final content is
-        uninitialised (a store of poison).
+        Per global buffer the kernel writes and left partly uninitialised (a store of poison): ``bool`` per
+        byte, True where the final content is uninitialised.  A buffer without poison has no entry.
     accesses : int
         Memory accesses seen, counted per thread and byte (accesses to buffers nothing can race on or leave
         uninitialised — global inputs the kernel never writes — are not counted: :meth:`Tracker.tracks`).
@@ -176,28 +191,114 @@ def _line(span: Span | None) -> str:
     return f"L{span.line}" if span else "the kernel epilogue"
 
 
+@dataclass(frozen=True)
+class Run:
+    """``count`` consecutive items of ``nbytes`` bytes each, from byte ``start`` of a buffer (an ascending run: the
+    common case of a contiguous copy, which the tracker checks and updates with slices, never an index array)."""
+
+    start: int
+    count: int
+    nbytes: int
+
+
+_MANY = -3  # a "since the last full cta_sync" summary: several threads
+
+
+def _since(cur: int, t) -> int:
+    """The summary after thread(s) ``t`` accessed: none -> that thread; another thread or an array -> many."""
+    if isinstance(t, int):
+        return t if cur in (_NONE, t) else _MANY
+    return _MANY
+
+
+def _quiet(cur: int, t) -> bool:
+    """No access by another thread since the last full barrier (so nothing of this kind can be unordered)."""
+    return cur == _NONE or (isinstance(t, int) and cur == t)
+
+
+_EMPTY = (0, 0)
+
+
+def _span_of(ix) -> tuple[int, int]:
+    """The range ``[lo, hi)`` of units an access covers."""
+    if isinstance(ix, slice):
+        return ix.start, ix.stop
+    return (int(ix.min()), int(ix.max()) + 1) if ix.size else _EMPTY
+
+
+def _meets(rng: tuple[int, int], other: tuple[int, int]) -> bool:
+    return rng[0] < rng[1] and other[0] < other[1] and rng[0] < other[1] and other[0] < rng[1]
+
+
+def _union(rng: tuple[int, int], other: tuple[int, int]) -> tuple[int, int]:
+    if rng[0] >= rng[1]:
+        return other
+    return (min(rng[0], other[0]), max(rng[1], other[1]))
+
+
+def _at(ix, i: int) -> int:
+    """Unit index of the ``i``-th unit of an access (a slice or an index array)."""
+    return ix.start + i if isinstance(ix, slice) else int(ix[i])
+
+
+class _Cycle:
+    """The threads of a run whose items cycle over a few threads (item ``i`` by ``pattern[i % len(pattern)]``, per
+    unit): a tile's row of threads repeated over its iterations, kept without a per-unit array."""
+
+    def __init__(self, pattern: np.ndarray, n: int):
+        self.pattern, self.n = pattern, n
+
+    def full(self) -> np.ndarray:
+        return np.tile(self.pattern, self.n // self.pattern.size)
+
+
+def _arr(t):
+    """A run's threads as an int, or an array per unit."""
+    return t.full() if isinstance(t, _Cycle) else t
+
+
+def _fill(a: np.ndarray, ix, t) -> None:
+    """``a[ix] = t`` (``t`` an int, an array per unit, or a :class:`_Cycle` over a slice: a broadcast assignment)."""
+    if isinstance(t, _Cycle):
+        a[ix].reshape(-1, t.pattern.size)[:] = t.pattern
+    else:
+        a[ix] = t
+
+
 class _Space:
-    """Shadow state of one flat byte space (a shared or global buffer, or TMEM)."""
+    """Shadow state of one flat space (a shared or global buffer, or TMEM), one entry per ``unit`` bytes."""
 
-    def __init__(self, name: str, label: str, nbytes: int, elem_bytes: int, tdt, *, reads: bool, writes: bool,
-                 init: bool | None):
-        self.name, self.label, self.elem_bytes = name, label, elem_bytes
+    def __init__(self, name: str, label: str, nbytes: int, elem_bytes: int, unit: int, tdt, *, reads: bool,
+                 writes: bool, init: bool | None):
+        self.name, self.label, self.elem_bytes, self.unit = name, label, elem_bytes, unit
         self.has_w, self.has_r, self.has_init = writes, reads and writes, init is not None
+        n = nbytes // unit
         # (a side that is not tracked is an empty array)
-        self.wt: np.ndarray = np.full(nbytes if self.has_w else 0, _NONE, tdt)
-        self.wa: np.ndarray = np.zeros(nbytes if self.has_w else 0, np.int32)
-        self.rt: np.ndarray = np.full(nbytes if self.has_r else 0, _NONE, tdt)
-        self.ra: np.ndarray = np.zeros(nbytes if self.has_r else 0, np.int32)
-        self.init: np.ndarray = np.full(nbytes if self.has_init else 0, bool(init))
+        self.wt: np.ndarray = np.full(n if self.has_w else 0, _NONE, tdt)
+        self.wa: np.ndarray = np.full(n if self.has_w else 0, 0, np.int32)  # (np.full: pages touched here)
+        self.rt: np.ndarray = np.full(n if self.has_r else 0, _NONE, tdt)
+        self.ra: np.ndarray = np.full(n if self.has_r else 0, 0, np.int32)
+        self.init: np.ndarray = np.full(n if self.has_init else 0, bool(init))
+        # which threads wrote / read since the last cta_sync of the whole CTA (_NONE, one thread, or _MANY), and
+        # the range of units they touched ([lo, hi), empty when lo >= hi)
+        self.w_since = self.r_since = _NONE
+        self.w_rng = self.r_rng = _EMPTY
 
-    def element(self, byte: int) -> int | tuple:
+    def forget(self) -> None:
+        """A cta_sync of the whole CTA: every earlier access is ordered before every later one."""
+        self.w_since = self.r_since = _NONE
+        self.w_rng = self.r_rng = _EMPTY
+
+    def element(self, u: int) -> int | tuple:
+        """The element (TMEM: lane, column) of unit ``u``."""
+        byte = u * self.unit
         if self.name == "TMEM":
             cell = byte // 4
             return (cell // tc.TMEM_COLS, cell % tc.TMEM_COLS)
         return byte // self.elem_bytes
 
-    def where(self, byte: int) -> str:
-        e = self.element(byte)
+    def where(self, u: int) -> str:
+        e = self.element(u)
         if isinstance(e, tuple):
             return f"TMEM lane {e[0]} column {e[1]}"
         return f"{self.name} element {e}"
@@ -209,8 +310,8 @@ class Tracker:
     Parameters
     ----------
     kernel : tilemagic.ir.nodes.Kernel
-        Sizes the shadow memory (shared, global written, local, TMEM) and is scanned once for
-        data-dependent indices and conditions (:meth:`incomplete`).
+        Sizes the shadow memory (shared, global written, local, TMEM), fixes each buffer's tracking unit
+        (:meth:`unit`) and is scanned once for data-dependent indices and conditions (:meth:`incomplete`).
     nthreads : int
         Threads of the CTA.
     strict : bool
@@ -220,15 +321,19 @@ class Tracker:
     -----
     Contract for callers: within one thread, calls come in program order; one call covers one
     statement, or many loop iterations of one statement when batching does not reorder two
-    accesses of the same thread to the same byte (a statement's reads before its writes).  Arrays
-    ``off`` and ``tids`` are ``int64`` of the same shape.  Races between threads are found whatever
-    order the executor ran them in.
+    accesses of the same thread to the same element (a statement's reads before its writes).
+    An access is a set of *items*: ``nbytes`` bytes each, at byte offsets that are multiples of the
+    buffer's :meth:`unit` (``nbytes`` a multiple of it too): an ``int64`` array of item offsets with
+    ``tids`` of the same shape, or a :class:`Run` (``tids`` then one thread, or one thread per item;
+    for a local buffer an array of threads that each access the run's items of their registers).
+    Races between threads are found whatever order the executor ran them in.
     """
 
     def __init__(self, kernel: ir.Kernel, nthreads: int, strict: bool = False):
         self.kernel, self.n, self.strict = kernel, nthreads, strict
         self._tdt = np.int16 if nthreads < 2 ** 15 - 8 else np.int32
-        self.known = np.zeros((nthreads, nthreads), np.int32)  # vector clocks: known[t, w]
+        self.known = np.zeros((nthreads, nthreads), np.int32)  # vector clocks: known[t, w] (at least _floor)
+        self._floor = 0  # the last cta_sync of every thread: every entry of known is at least this (O(1) to raise)
         self.G = 0  # index of the last synchronising event
         self._frontier: np.ndarray | None = None
         self._aid: dict[tuple[Span | None, int], int] = {}
@@ -239,25 +344,34 @@ class Tracker:
         self.report = HBReport()
         self._seen: set = set()
         written, read = _written_and_read(kernel)
+        self._units = _units(kernel)
         self.spaces: dict[str, _Space] = {}
         for b in kernel.params:
             if b.name in written:
-                self.spaces[b.name] = _Space(b.name, "global-memory", b.nbytes, b.elem_bytes, self._tdt,
-                                             reads=b.name in read, writes=True, init=True)
+                self.spaces[b.name] = _Space(b.name, "global-memory", b.nbytes, b.elem_bytes, self._units[b.name],
+                                             self._tdt, reads=b.name in read, writes=True, init=True)
         for b in kernel.shared:
             if b is not kernel.tmem_addr:  # written by the allocation (modelled by the alloc event)
-                self.spaces[b.name] = _Space(b.name, "shared-memory", b.nbytes, b.elem_bytes, self._tdt,
-                                             reads=True, writes=True, init=False)
-        self.tmem = _Space("TMEM", "TMEM", TMEM_BYTES, 4, self._tdt, reads=True, writes=True, init=False)
-        # registers: init bit, in-flight state and the access id that set it, per (thread, byte)
-        self.regs = {b.name: (np.zeros((nthreads, b.nbytes), bool), np.zeros((nthreads, b.nbytes), np.int8),
-                              np.zeros((nthreads, b.nbytes), np.int32)) for b in kernel.locals}
-        self.st_owner = np.full(TMEM_BYTES, _NONE, self._tdt)  # TMEM bytes an in-flight tcgen05.st writes
-        self.st_aid = np.zeros(TMEM_BYTES, np.int32)
+                self.spaces[b.name] = _Space(b.name, "shared-memory", b.nbytes, b.elem_bytes, self._units[b.name],
+                                             self._tdt, reads=True, writes=True, init=False)
+        self.tmem = _Space("TMEM", "TMEM", TMEM_BYTES, 4, 4, self._tdt, reads=True, writes=True, init=False)
+        # registers: init bit, in-flight state and the access id that set it, per (thread, unit)
+        self.regs = {}
+        for b in kernel.locals:
+            n = b.nbytes // self._units[b.name]
+            self.regs[b.name] = (np.zeros((nthreads, n), bool), np.zeros((nthreads, n), np.int8),
+                                 np.zeros((nthreads, n), np.int32))
+        self.st_owner = np.full(TMEM_BYTES // 4, _NONE, self._tdt)  # TMEM cells an in-flight tcgen05.st writes
+        self.st_aid = np.zeros(TMEM_BYTES // 4, np.int32)
         for reason, span in _data_dependent(kernel):
             self.incomplete(reason, span)
 
     # ------------------------------------------------------------------ bookkeeping
+    def unit(self, buf: ir.Buffer | None) -> int:
+        """Bytes per shadow entry of ``buf`` (None: TMEM, 4): the gcd of the element size and every access unit the
+        kernel uses on it (``ldmatrix`` 16-bit halves, 32-bit register words of tcgen05 and ldmatrix)."""
+        return 4 if buf is None else self._units.get(buf.name, buf.elem_bytes)
+
     def _access_id(self, span: Span | None) -> int:
         key = (span, self.G)
         a = self._aid.get(key)
@@ -270,10 +384,10 @@ class Tracker:
             self._aid_stamp[a] = self.G
         return a
 
-    def _frontier_of(self, tids: np.ndarray) -> np.ndarray:
+    def _frontier_of(self, tids) -> np.ndarray:
         """For each thread, the oldest stamp it knows of every other thread (diagonal excluded)."""
         if self._frontier is None:
-            k = self.known.copy()
+            k = np.maximum(self.known, self._floor)
             np.fill_diagonal(k, np.iinfo(np.int32).max)
             self._frontier = k.min(axis=1) if self.n > 1 else np.full(self.n, np.iinfo(np.int32).max, np.int32)
         return self._frontier[tids]
@@ -283,9 +397,11 @@ class Tracker:
         self.G += 1
         self.report.sync_events += 1
         if tids.size == self.n:
-            self.known[:] = self.G
+            self._floor = self.G
+            for sp in (*self.spaces.values(), self.tmem):  # every earlier access is now ordered before all
+                sp.forget()
         else:
-            rows = self.known[tids].max(axis=0)
+            rows = np.maximum(self.known[tids].max(axis=0), self._floor)
             self.known[np.ix_(tids, np.arange(self.n))] = rows
             self.known[np.ix_(tids, tids)] = self.G
         self._frontier = None
@@ -313,7 +429,7 @@ class Tracker:
         single = prev >= 0
         if single.any():
             t, p = tids[single], prev[single].astype(np.int64)
-            bad[single] = (t != p) & (self.known[t, p] <= stamp[single])
+            bad[single] = (t != p) & (np.maximum(self.known[t, p], self._floor) <= stamp[single])
         sets = prev <= -2
         if sets.any():
             for code in np.unique(prev[sets]):
@@ -321,7 +437,7 @@ class Tracker:
                 mask = self._sets[-2 - int(code)]
                 who = np.nonzero(mask)[0]
                 t = tids[sel]
-                km = self.known[np.ix_(t, who)]
+                km = np.maximum(self.known[np.ix_(t, who)], self._floor)
                 km = np.where(t[:, None] == who[None, :], np.iinfo(np.int32).max, km)
                 b = km.min(axis=1) <= stamp[sel]
                 if members_ok:
@@ -329,116 +445,180 @@ class Tracker:
                 bad[sel] = b
         return bad
 
-    # ------------------------------------------------------------------ accesses in one byte space
-    def _check_writer(self, sp: _Space, off, ix, tids, span, kind: str) -> None:
-        """Report the first byte whose last write is not ordered before this access (``raw``: a read, a
+    # ------------------------------------------------------------------ the normal form of an access
+    def _norm(self, unit: int, off, tids, nbytes: int):
+        """An access as (unit index: slice or int64 array, thread: int or int64 array per unit, item shape,
+        units per item)."""
+        k = nbytes // unit
+        if k * unit != nbytes:
+            raise ValueError(f"an access of {nbytes} bytes is not a whole number of {unit}-byte units")
+        if isinstance(off, Run):
+            u0 = off.start // unit
+            ix: slice | np.ndarray = slice(u0, u0 + off.count * k)
+            if np.ndim(tids) == 0:
+                return ix, int(tids), (off.count,), k
+            t = np.asarray(tids).reshape(-1)
+            t = np.repeat(t, k) if k > 1 else t
+            if t.size != off.count * k:  # the items' threads cycle over tids
+                if off.count % np.size(tids):
+                    raise ValueError("a run's threads must divide its items")
+                return ix, _Cycle(t.astype(self._tdt), off.count * k), (off.count,), k
+            return ix, t, (off.count,), k
+        u, t, shape = _item_units(off, tids, unit, k)
+        return _index(u), t, shape, k
+
+    @staticmethod
+    def _per_item(init_units, shape, k):
+        """Init bits per unit -> per item (all of its units), in the access's item shape."""
+        if init_units is None:
+            return np.broadcast_to(True, shape)
+        if k > 1:
+            init_units = init_units.reshape(-1, k).all(1)
+        return init_units.reshape(shape)
+
+    @staticmethod
+    def _per_unit(init, nitems: int, k: int):
+        """Init bits per item (or one bool) -> per unit (or one bool)."""
+        ini = np.asarray(init, bool)
+        if ini.size == 1 or _all_true(ini):
+            return bool(ini.reshape(-1)[0]) if ini.size else True
+        ini = np.broadcast_to(ini, (nitems,) if ini.ndim <= 1 else ini.shape).reshape(-1)
+        return np.repeat(ini, k) if k > 1 else ini
+
+    # ------------------------------------------------------------------ accesses in one space
+    def _check_writer(self, sp: _Space, ix, t, span, kind: str) -> None:
+        """Report the first unit whose last write is not ordered before this access (``raw``: a read, a
         member of a writer set is fine; ``waw``: a write, the set's other members must be ordered)."""
+        t = _arr(t)
         prev = sp.wt[ix]
-        cand = np.nonzero((prev != _NONE) & (prev != tids))[0]
+        cand = np.nonzero((prev != _NONE) & (prev != t))[0]
         if not cand.size:
             return
-        bad = self._unordered(tids[cand], prev[cand], self._aid_stamp[sp.wa[off[cand]]], kind == "raw")
+        tc_ = np.broadcast_to(t, prev.shape)[cand]
+        wa = sp.wa[ix][cand]
+        bad = self._unordered(tc_, prev[cand], self._aid_stamp[wa], kind == "raw")
         if bad.any():
-            i = cand[int(np.argmax(bad))]
-            w, wa = int(prev[i]), int(sp.wa[off[i]])
+            j = int(np.argmax(bad))
+            i = cand[j]
+            w, a = int(prev[i]), int(wa[j])
             if w <= -2:  # name a writer of the set other than this thread
                 others = self._sets[-2 - w].copy()
-                others[int(tids[i])] = False
+                others[int(tc_[j])] = False
                 w = int(np.argmax(others))
-            self._race(kind, sp, int(off[i]), int(tids[i]), span, w, self._aid_span[wa])
+            self._race(kind, sp, _at(ix, int(i)), int(tc_[j]), span, w, self._aid_span[a])
 
-    def _reads_unordered(self, sp: _Space, ix, tids) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per byte: is its last read (one thread, or read-shared) NOT ordered before ``tids``' current point?
+    def _reads_unordered(self, sp: _Space, ix, t) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per unit: is its last read (one thread, or read-shared) NOT ordered before ``t``'s current point?
         Also the reader states and stamps."""
         r0 = sp.rt[ix]
         s0 = self._aid_stamp[sp.ra[ix]]
-        bad = (r0 == _SHARED) & (self._frontier_of(tids) <= s0)
+        tt = np.broadcast_to(np.asarray(_arr(t), np.int64), r0.shape)
+        bad = (r0 == _SHARED) & (self._frontier_of(tt) <= s0)
         single = r0 >= 0
         if single.any():
             rr = np.where(single, r0, 0).astype(np.int64)
-            bad |= single & (r0 != tids) & (self.known[tids, rr] <= s0)
+            bad |= single & (r0 != tt) & (np.maximum(self.known[tt, rr], self._floor) <= s0)
         return bad, r0, s0
 
-    def _space_read(self, sp: _Space, off, tids, span, aid) -> np.ndarray:
-        ix = _index(off)
-        init = np.array(sp.init[ix]) if sp.has_init else np.ones(off.shape, bool)  # (a copy, not a view)
-        if sp.has_w and off.size:
-            self._check_writer(sp, off, ix, tids, span, "raw")
-        if sp.has_r and off.size:
-            shared, _, _ = self._reads_unordered(sp, ix, tids)
-            new = np.where(shared, _SHARED, tids).astype(sp.rt.dtype)
-            sp.rt[ix] = new
-            sp.ra[ix] = aid
-            dup = sp.rt[ix] != new  # two threads read this byte in this call
-            if dup.any():
-                sp.rt[off[dup]] = _SHARED
-        self.report.accesses += int(off.size)
+    def _space_read(self, sp: _Space, ix, t, n: int, span, aid):
+        init = np.array(sp.init[ix]) if sp.has_init else None  # (a copy, not a view)
+        rng = _span_of(ix) if n else _EMPTY
+        if sp.has_w and n and not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
+            self._check_writer(sp, ix, t, span, "raw")
+        if sp.has_r and n:
+            if _quiet(sp.r_since, t) or not _meets(sp.r_rng, rng):  # no unordered reader here: nothing read-shared
+                _fill(sp.rt, ix, t)
+                sp.ra[ix] = aid
+                if not isinstance(ix, slice) and not isinstance(t, int):
+                    dup = sp.rt[ix] != t  # two threads read this unit in this call
+                    if dup.any():
+                        sp.rt[ix[dup]] = _SHARED
+            else:
+                shared, _, _ = self._reads_unordered(sp, ix, t)
+                new = np.where(shared, _SHARED, _arr(t)).astype(sp.rt.dtype)
+                sp.rt[ix] = new
+                sp.ra[ix] = aid
+                if not isinstance(ix, slice):
+                    dup = sp.rt[ix] != new  # two threads read this unit in this call
+                    if dup.any():
+                        sp.rt[ix[dup]] = _SHARED
+            sp.r_since = _since(sp.r_since, t)
+            sp.r_rng = _union(sp.r_rng, rng)
+        self.report.accesses += n * sp.unit
         return init
 
-    def _space_write(self, sp: _Space, off, tids, span, aid, init, value) -> None:
-        if not sp.has_w or not off.size:
+    def _space_write(self, sp: _Space, ix, t, n: int, span, aid, init, value) -> None:
+        if not sp.has_w or not n:
             return
-        ix = _index(off)
-        self._check_writer(sp, off, ix, tids, span, "waw")
-        if sp.has_r:
-            bad, r0, s0 = self._reads_unordered(sp, ix, tids)
-            if bad.any():
-                i = int(np.argmax(bad))
-                r = int(r0[i])
-                if r == _SHARED:  # name a reader the writer is not ordered after: any other thread
-                    r = int(np.argmax(self.known[int(tids[i])] <= s0[i]))
-                    r = r if r != int(tids[i]) else (r + 1) % self.n
-                self._race("war", sp, int(off[i]), int(tids[i]), span, r, self._aid_span[int(sp.ra[off[i]])])
+        rng = _span_of(ix)
+        if not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
+            self._check_writer(sp, ix, t, span, "waw")
+        if sp.has_r and _meets(sp.r_rng, rng):
+            if not _quiet(sp.r_since, t):
+                bad, r0, s0 = self._reads_unordered(sp, ix, t)
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    ti = int(np.broadcast_to(_arr(t), r0.shape)[i])
+                    r = int(r0[i])
+                    if r == _SHARED:  # name a reader the writer is not ordered after: any other thread
+                        r = int(np.argmax(np.maximum(self.known[ti], self._floor) <= s0[i]))
+                        r = r if r != ti else (r + 1) % self.n
+                    self._race("war", sp, _at(ix, i), ti, span, r, self._aid_span[int(sp.ra[_at(ix, i)])])
             sp.rt[ix] = _NONE  # reads before an ordered write are ordered before every later access after it
-        new = tids.astype(sp.wt.dtype)
-        sp.wt[ix] = new
+            # (where nothing was read since the last full barrier every reader entry is ordered before all: kept)
+        new = t if isinstance(t, (int, _Cycle)) else t.astype(sp.wt.dtype)
+        _fill(sp.wt, ix, new)
         sp.wa[ix] = aid
-        dup = np.nonzero(sp.wt[ix] != new)[0]
-        if dup.size:
-            self._same_statement_writes(sp, off, tids, span, aid, value, dup)
+        if not isinstance(ix, slice):
+            dup = np.nonzero(sp.wt[ix] != new)[0]
+            if dup.size:
+                self._same_statement_writes(sp, ix, t, span, aid, value, dup)
+        sp.w_since = _since(sp.w_since, t)
+        sp.w_rng = _union(sp.w_rng, rng)
         if sp.has_init:
             sp.init[ix] = init
-        self.report.accesses += int(off.size)
+        self.report.accesses += n * sp.unit
 
     def _same_statement_writes(self, sp: _Space, off, tids, span, aid, value, dup) -> None:
-        """Bytes several threads wrote in one call: a broadcast of identical bytes, or a race."""
-        bytes_ = np.unique(off[dup])
-        sel = np.nonzero(np.isin(off, bytes_))[0]
+        """Units several threads wrote in one call: a broadcast of identical values, or a race."""
+        units = np.unique(off[dup])
+        sel = np.nonzero(np.isin(off, units))[0]
         o, t = off[sel], tids[sel]
         order = np.lexsort((t, o))
         o, t = o[order], t[order]
-        same_byte = o[1:] == o[:-1]
+        same = o[1:] == o[:-1]
         if value is None:
-            differ = same_byte & (t[1:] != t[:-1])
+            differ = same & (t[1:] != t[:-1])
         else:
-            v = np.asarray(value).reshape(-1)[sel][order]
-            differ = same_byte & (t[1:] != t[:-1]) & (v[1:] != v[:-1])
+            v = value[sel][order]
+            ne = v[1:] != v[:-1]
+            differ = same & (t[1:] != t[:-1]) & (ne if ne.ndim == 1 else ne.any(-1))
         if differ.any():
             i = int(np.argmax(differ))
             self._race("waw", sp, int(o[i]), int(t[i + 1]), span, int(t[i]), span, same_call=True)
             return
-        # identical bytes: remember each byte's set of writers (a bounded number of distinct sets)
-        pairs = np.unique(o * self.n + t)  # (byte, thread) once each, sorted by byte then thread
+        # identical values: remember each unit's set of writers (a bounded number of distinct sets)
+        pairs = np.unique(o * self.n + t)  # (unit, thread) once each, sorted by unit then thread
         pb, pt = pairs // self.n, pairs % self.n
-        starts = np.searchsorted(pb, bytes_)
+        starts = np.searchsorted(pb, units)
         count = np.diff(np.append(starts, pb.size))
         width = int(count.max())
         if width > 64:
             callers = np.unique(tids)
             if np.all(count == callers.size) and len(self._sets) < np.iinfo(sp.wt.dtype).max - 8:
-                sp.wt[bytes_] = self._set_id(callers)
+                sp.wt[units] = self._set_id(callers)
             return
-        table = np.full((bytes_.size, width), -1, np.int64)
-        table[np.repeat(np.arange(bytes_.size), count), np.arange(pb.size) - np.repeat(starts, count)] = pt
+        table = np.full((units.size, width), -1, np.int64)
+        table[np.repeat(np.arange(units.size), count), np.arange(pb.size) - np.repeat(starts, count)] = pt
         sets, which = np.unique(table, axis=0, return_inverse=True)
         if sets.shape[0] > MAX_WRITER_SETS or len(self._sets) + sets.shape[0] > np.iinfo(sp.wt.dtype).max - 8:
             return  # (too many distinct co-writer sets: keep the last writer; conservative)
         codes = np.array([self._set_id(row[row >= 0]) for row in sets], np.int64)
-        sp.wt[bytes_] = codes[which.reshape(-1)].astype(sp.wt.dtype)
+        sp.wt[units] = codes[which.reshape(-1)].astype(sp.wt.dtype)
 
-    def _race(self, kind, sp: _Space, byte, t, span, other, other_span, same_call=False) -> None:
+    def _race(self, kind, sp: _Space, u, t, span, other, other_span, same_call=False) -> None:
         a, b = _line(span), _line(other_span)
-        where = sp.where(byte)
+        where = sp.where(u)
         if kind == "raw":
             msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} reads {where} at {a} that thread {other} "
                    f"wrote at {b} with no synchronisation in between (read after write)")
@@ -456,11 +636,9 @@ class Tracker:
         else:
             msg += f"; the simulator runs ops in program order, a GPU does not — add `cta_sync` after {b}"
         key = (kind, sp.name, other_span, span)
-        self._hazard(kind, key, msg, span, other_span, sp.name, sp.element(byte), (t, other))
+        self._hazard(kind, key, msg, span, other_span, sp.name, sp.element(u), (t, other))
 
-    def _uninit(self, name, label, where, t, span, init) -> None:
-        if init.all():
-            return
+    def _uninit(self, name, label, where, t, span) -> None:
         verb = "start" if label == "registers" else "starts"
         msg = (f"hazard: uninitialised read: thread {t} reads {where} at {_line(span)}, which nothing initialised "
                f"(never written, or written from uninitialised data; {label} {verb} as garbage, "
@@ -468,104 +646,140 @@ class Tracker:
         self._hazard("uninit", ("uninit", name, span), msg, span, None, name, where, (t, t))
 
     # ------------------------------------------------------------------ registers
-    def _reg_read(self, buf: ir.Buffer, off, tids, span, aid, what="read") -> np.ndarray:
-        init, pend, paid = self.regs[buf.name]
-        p = pend[tids, off]
-        if (p == _LD).any():
-            i = int(np.argmax(p == _LD))
-            ld = self._aid_span[int(paid[tids[i], off[i]])]
-            t = int(tids[i])
-            msg = (f"hazard: registers of {buf.name} are {what} at {_line(span)} before `wait ld`; the tcgen05.ld at "
-                   f"{_line(ld)} that writes them is asynchronous (PTX ISA 9.0 §9.7.16.8.5) (thread {t}, "
-                   f"register {int(off[i]) // 4})")
-            self._hazard("ld-read", ("ld-read", buf.name, ld, span), msg, span, ld, buf.name, int(off[i]) // 4, (t, t))
-        self.report.accesses += int(off.size)
-        return init[tids, off]
+    def _reg_norm(self, buf: ir.Buffer, off, tids, nbytes: int):
+        """A register access as (index into the ``(threads, units)`` arrays, item shape, units per item,
+        locate: flat position -> (thread, unit))."""
+        unit = self.unit(buf)
+        k = nbytes // unit
+        if k * unit != nbytes:
+            raise ValueError(f"an access of {nbytes} bytes is not a whole number of {unit}-byte units")
+        if isinstance(off, Run):  # every thread of tids: the run's items of its registers (a block)
+            u0 = off.start // unit
+            cols = slice(u0, u0 + off.count * k)
+            rows_a = np.asarray(tids, np.int64).reshape(-1)
+            m = rows_a.size
+            rows: slice | np.ndarray = rows_a
+            if m and int(rows_a[-1]) - int(rows_a[0]) == m - 1 and (m == 1 or bool(np.all(np.diff(rows_a) == 1))):
+                rows = slice(int(rows_a[0]), int(rows_a[0]) + m)
+            w = off.count * k
 
-    def _reg_write(self, buf: ir.Buffer, off, tids, span, aid, init) -> None:
+            def locate(i: int) -> tuple[int, int]:
+                return int(rows_a[i // w]), u0 + i % w
+            return (rows, cols), (m, off.count), k, locate
+        u, t, shape = _item_units(off, tids, unit, k)
+
+        def locate_a(i: int) -> tuple[int, int]:
+            return int(t[i]), int(u[i])
+        return (t, u), shape, k, locate_a
+
+    def _reg_read(self, buf: ir.Buffer, at, locate, span) -> np.ndarray:
+        init, pend, paid = self.regs[buf.name]
+        p = pend[at]
+        hit = p == _LD
+        if hit.any():
+            t, u = locate(int(np.argmax(hit.reshape(-1))))
+            ld = self._aid_span[int(paid[t, u])]
+            word = u * self.unit(buf) // 4
+            msg = (f"hazard: registers of {buf.name} are read at {_line(span)} before `wait ld`; the tcgen05.ld at "
+                   f"{_line(ld)} that writes them is asynchronous (PTX ISA 9.0 §9.7.16.8.5) (thread {t}, "
+                   f"register {word})")
+            self._hazard("ld-read", ("ld-read", buf.name, ld, span), msg, span, ld, buf.name, word, (t, t))
+        self.report.accesses += int(p.size) * self.unit(buf)
+        return init[at].reshape(-1)
+
+    def _reg_write(self, buf: ir.Buffer, at, locate, span, init) -> None:
         ini, pend, paid = self.regs[buf.name]
-        p = pend[tids, off]
-        for state, kind, wait, verb in ((_LD, "ld-overwrite", "ld", "writes them"),
-                                        (_ST, "st-overwrite", "st", "reads them")):
-            hit = p == state
-            if hit.any():
-                i = int(np.argmax(hit))
-                other = self._aid_span[int(paid[tids[i], off[i]])]
-                t = int(tids[i])
-                msg = (f"hazard: registers of {buf.name} are overwritten at {_line(span)} before `wait {wait}`; the "
-                       f"tcgen05.{wait} at {_line(other)} {verb} asynchronously (PTX ISA 9.0 §9.7.16.8.5) "
-                       f"(thread {t}, register {int(off[i]) // 4})")
-                self._hazard(kind, (kind, buf.name, other, span), msg, span, other, buf.name, int(off[i]) // 4,
-                             (t, t))
-        ini[tids, off] = init
-        self.report.accesses += int(off.size)
+        p = pend[at]
+        if p.any():
+            for state, kind, wait, verb in ((_LD, "ld-overwrite", "ld", "writes them"),
+                                            (_ST, "st-overwrite", "st", "reads them")):
+                hit = p == state
+                if hit.any():
+                    t, u = locate(int(np.argmax(hit.reshape(-1))))
+                    other = self._aid_span[int(paid[t, u])]
+                    word = u * self.unit(buf) // 4
+                    msg = (f"hazard: registers of {buf.name} are overwritten at {_line(span)} before `wait {wait}`; "
+                           f"the tcgen05.{wait} at {_line(other)} {verb} asynchronously (PTX ISA 9.0 §9.7.16.8.5) "
+                           f"(thread {t}, register {word})")
+                    self._hazard(kind, (kind, buf.name, other, span), msg, span, other, buf.name, word, (t, t))
+        ini[at] = init if isinstance(init, bool) else np.asarray(init).reshape(p.shape)
+        self.report.accesses += int(p.size) * self.unit(buf)
 
     # ------------------------------------------------------------------ the interface
     def tracks(self, buf: ir.Buffer | None) -> bool:
         """Does an access to ``buf`` matter?  False for a global buffer the kernel never writes (and the TMEM
-        address slot): initialised and race-free, so a caller may skip computing its byte offsets."""
+        address slot): initialised and race-free, so a caller may skip computing its offsets."""
         return buf is None or buf.scope == "local" or buf.name in self.spaces
 
-    def read(self, buf: ir.Buffer | None, off: np.ndarray, tids: np.ndarray, span: Span | None) -> np.ndarray:
-        """Bytes ``off`` of ``buf`` read by threads ``tids`` (``int64``, same shape).
+    def read(self, buf: ir.Buffer | None, off: np.ndarray | Run, tids, span: Span | None,
+             nbytes: int | None = None) -> np.ndarray:
+        """Items of ``nbytes`` bytes (default: the buffer's :meth:`unit`) of ``buf`` read by threads ``tids``.
 
-        ``buf`` None is TMEM (``off = (lane * 512 + col) * 4 + byte``); for a local buffer ``off`` is the
-        byte offset in thread ``tids[i]``'s part of it.  Reports read-after-write races, reads of
-        registers an in-flight ``tcgen05.ld`` writes, and reads of uninitialised bytes.
+        ``off`` is the byte offset of each item (``int64``, ``tids`` of the same shape) or a :class:`Run`
+        (Tracker notes).  ``buf`` None is TMEM (``off = (lane * 512 + col) * 4``); for a local buffer
+        ``off`` is the byte offset in thread ``tids[i]``'s part of it.  Reports read-after-write races,
+        reads of registers an in-flight ``tcgen05.ld`` writes, and reads of uninitialised elements.
 
         Returns
         -------
         numpy.ndarray of bool
-            Same shape as ``off``: is each byte initialised?
+            One per item (the shape of ``off``; a Run: ``(count,)``, on a local buffer ``(len(tids), count)``):
+            is every byte of the item initialised?  A broadcast ``True`` when nothing can be uninitialised.
+
+        Raises
+        ------
+        ValueError
+            ``nbytes`` is not a whole number of the buffer's units (a caller's bug, not the user's).
         """
-        off = np.asarray(off, np.int64)
-        shape = off.shape
+        nb = self.unit(buf) if nbytes is None else nbytes
         if buf is not None and buf.scope != "local" and buf.name not in self.spaces:
             # a buffer the kernel never writes (or the TMEM address slot): initialised, nothing to race with
-            return np.ones(shape, bool)
-        tids = np.broadcast_to(np.asarray(tids, np.int64), shape)
-        off, tids = off.reshape(-1), tids.reshape(-1)
+            return np.broadcast_to(True, (off.count,) if isinstance(off, Run) else np.shape(off))
         aid = self._access_id(span)
-        sp = self.tmem
         if buf is not None and buf.scope == "local":
-            init = self._reg_read(buf, off, tids, span, aid)
-            where, label = f"register word {{}} of {buf.name}", "registers"
-        else:
-            sp = self.tmem if buf is None else self.spaces[buf.name]
-            init = self._space_read(sp, off, tids, span, aid)
-            where, label = "", {"TMEM": "TMEM"}.get(sp.name, "shared memory")
-        if not init.all():
-            i = int(np.argmin(init))
-            w = where.format(int(off[i]) // 4) if where else sp.where(int(off[i]))
-            self._uninit(buf.name if buf is not None else "TMEM", label, w, int(tids[i]), span, init)
-        return init.reshape(shape)
+            at, shape, k, locate = self._reg_norm(buf, off, tids, nb)
+            init_u = self._reg_read(buf, at, locate, span)
+            if not _all_true(init_u):
+                t, u = locate(int(np.argmin(init_u)))
+                self._uninit(buf.name, "registers", f"register word {u * self.unit(buf) // 4} of {buf.name}", t, span)
+            return self._per_item(init_u, shape, k)
+        sp = self.tmem if buf is None else self.spaces[buf.name]
+        ix, t, shape, k = self._norm(sp.unit, off, tids, nb)
+        n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
+        init_u = self._space_read(sp, ix, t, n, span, aid)
+        if init_u is not None and not _all_true(init_u):
+            i = int(np.argmin(init_u))
+            ti = t if isinstance(t, int) else int(_arr(t)[i])
+            self._uninit(sp.name, {"TMEM": "TMEM"}.get(sp.name, "shared memory"), sp.where(_at(ix, i)), ti, span)
+        return self._per_item(init_u, shape, k)
 
-    def write(self, buf: ir.Buffer | None, off: np.ndarray, tids: np.ndarray, span: Span | None,
-              init: np.ndarray | bool = True, *, value: np.ndarray | None = None) -> None:
-        """Bytes ``off`` of ``buf`` written by threads ``tids`` (as :meth:`read`).
+    def write(self, buf: ir.Buffer | None, off: np.ndarray | Run, tids, span: Span | None,
+              init: np.ndarray | bool = True, *, value: np.ndarray | None = None, nbytes: int | None = None) -> None:
+        """Items of ``buf`` written by threads ``tids`` (as :meth:`read`).
 
-        ``init`` says whether each stored byte was initialised (poison propagates).  ``value``, the
-        stored bytes (``uint8``, same shape), lets identical broadcast stores of one statement go
-        unreported (module docstring); without it, two threads writing one byte in the same call
+        ``init`` says whether each stored item was initialised (one bool, or one per item: poison
+        propagates).  ``value``, the stored items (an array of one entry per item of any ``nbytes``-byte
+        dtype, or ``uint8`` with a last axis of ``nbytes``), lets identical broadcast stores of one statement go
+        unreported (module docstring); without it, two threads writing one element in the same call
         race.  Reports write-after-write and write-after-read races and overwrites of registers
         an in-flight ``tcgen05.ld``/``tcgen05.st`` uses.
         """
-        off = np.asarray(off, np.int64)
+        nb = self.unit(buf) if nbytes is None else nbytes
         local = buf is not None and buf.scope == "local"
         sp = self.tmem if buf is None else None if local else self.spaces.get(buf.name)
         if not local and sp is None:
             return
-        shape = off.shape
-        tids = np.broadcast_to(np.asarray(tids, np.int64), shape).reshape(-1)
-        ini = np.asarray(init, bool)
-        init_a = True if ini.all() else np.broadcast_to(ini, shape).reshape(-1)  # (all initialised: one scalar)
-        val = None if value is None else np.broadcast_to(np.asarray(value), shape)  # (flattened only if needed)
-        off = off.reshape(-1)
         aid = self._access_id(span)
-        if buf is not None and local:
-            self._reg_write(buf, off, tids, span, aid, init_a)
-        elif sp is not None:
-            self._space_write(sp, off, tids, span, aid, init_a, val)
+        if local:
+            at, shape, k, locate = self._reg_norm(buf, off, tids, nb)
+            self._reg_write(buf, at, locate, span, self._per_unit(init, int(np.prod(shape)), k))
+            return
+        ix, t, shape, k = self._norm(sp.unit, off, tids, nb)
+        n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
+        val = None
+        if value is not None and not isinstance(ix, slice):  # (only a same-call duplicate needs the values)
+            val = _unit_values(value, int(np.prod(shape)) * k, sp.unit)
+        self._space_write(sp, ix, t, n, span, aid, self._per_unit(init, int(np.prod(shape)), k), val)
 
     def event(self, kind: str, tids: np.ndarray, span: Span | None, **info) -> None:
         """A synchronising or asynchronous event of threads ``tids``, in program order.
@@ -576,18 +790,21 @@ class Tracker:
             ``bar.sync`` of the active threads (PTX ISA 9.0 §9.7.13.1): joins their clocks.
         ``tcgen05.ld``, ``tcgen05.st``
             Issue of ``tcgen05.ld``/``.st`` by the warps of ``tids`` (PTX ISA 9.0 §9.7.16.8.3-4); info
-            ``local`` (the register buffer), ``regs`` (register byte offsets, ``(len(tids), k)``) and
-            ``cells`` (TMEM byte offsets, ``(len(tids), k)``, thread ``tids[i]``'s row), for a st optionally
-            ``values`` (the stored bytes, ``uint8``, same shape; as :meth:`write`'s ``value``).  The tracker does
-            the accesses itself: ld reads the cells and leaves the registers in flight until
-            ``wait_ld``; st reads the registers (in flight until ``wait_st``) and writes the cells.
+            ``local`` (the register buffer), ``regs`` (byte offsets of 32-bit register words, ``(len(tids), k)``)
+            and ``cells`` (TMEM byte offsets ``(lane * 512 + col) * 4`` of 32-bit cells, ``(len(tids), k)``,
+            thread ``tids[i]``'s row), for a st optionally ``values`` (the stored words, ``uint32``, same shape;
+            as :meth:`write`'s ``value``).  The tracker does the accesses itself: ld reads the cells and leaves
+            the registers in flight until ``wait_ld``; st reads the registers (in flight until ``wait_st``) and
+            writes the cells.
         ``wait_ld``, ``wait_st``
             ``tcgen05.wait::ld`` / ``::st`` of ``tids`` (PTX ISA 9.0 §9.7.16.6).
         ``alloc``, ``dealloc``, ``relinquish``
             TMEM allocation events of the issuing warp (PTX ISA 9.0 §9.7.16.7.1): allocated cells start
             uninitialised; a dealloc with a ``tcgen05.st`` in flight is a hazard.
         """
-        tids = np.unique(np.asarray(tids, np.int64).reshape(-1))
+        tids = np.asarray(tids, np.int64).reshape(-1)
+        if tids.size > 1 and not bool(np.all(tids[1:] > tids[:-1])):  # (the executor's are sorted and unique)
+            tids = np.unique(tids)
         ev = SyncEvent(kind, self.G, span, tids.astype(np.int32))
         if len(self.report.timeline) < TIMELINE_CAP:
             self.report.timeline.append(ev)
@@ -599,19 +816,16 @@ class Tracker:
             self._tcgen(kind, span, info["local"], np.asarray(info["regs"], np.int64),
                         np.asarray(info["cells"], np.int64), np.asarray(info.get("threads", tids), np.int64),
                         info.get("values"))
-        elif kind == "wait_ld":
-            pend = [p for _, p, _ in self.regs.values()]
-            for p in pend:
-                rows = p[tids]
-                rows[rows == _LD] = 0
-                p[tids] = rows
-        elif kind == "wait_st":
+        elif kind in ("wait_ld", "wait_st"):
+            state = _LD if kind == "wait_ld" else _ST
             for _, p, _ in self.regs.values():
                 rows = p[tids]
-                rows[rows == _ST] = 0
-                p[tids] = rows
-            mine = np.isin(self.st_owner, tids)
-            self.st_owner[mine] = _NONE
+                if rows.any():
+                    rows[rows == state] = 0
+                    p[tids] = rows
+            if kind == "wait_st":
+                mine = np.isin(self.st_owner, tids)
+                self.st_owner[mine] = _NONE
         elif kind == "dealloc":
             left = self.st_owner != _NONE
             if left.any():
@@ -624,45 +838,55 @@ class Tracker:
             if cols is not None:
                 c0, nc = cols
                 lanes = np.arange(tc.TMEM_LANES)[:, None] * tc.TMEM_COLS
-                cell = (lanes + np.arange(c0, c0 + nc)[None, :]).reshape(-1)
-                b = (cell[:, None] * 4 + np.arange(4)).reshape(-1)
-                self.tmem.init[b] = False
+                self.tmem.init[(lanes + np.arange(c0, c0 + nc)[None, :]).reshape(-1)] = False
 
     def _tcgen(self, kind, span, local: ir.Buffer, regs, cells, tids, values=None) -> None:
-        """tcgen05.ld / tcgen05.st issue: regs, cells are byte offsets ``(len(tids), k)`` (thread ``tids[i]``'s
-        row), ``values`` the bytes a st stores (same shape; identical broadcast stores go unreported)."""
+        """tcgen05.ld / tcgen05.st issue: regs, cells are byte offsets of 32-bit words ``(len(tids), k)`` (thread
+        ``tids[i]``'s row), ``values`` the words a st stores (same shape; identical broadcast stores go
+        unreported)."""
         aid = self._access_id(span)
-        t_r = np.broadcast_to(tids[:, None], regs.shape).reshape(-1)
-        t_c = np.broadcast_to(tids[:, None], cells.shape).reshape(-1)
-        r, c = regs.reshape(-1), cells.reshape(-1)
+        t_r = np.broadcast_to(tids[:, None], regs.shape)
+        t_c = np.broadcast_to(tids[:, None], cells.shape)
+        c = cells.reshape(-1) // 4
         _, pend, paid = self.regs[local.name]
+        r0 = regs[0] if regs.shape[0] else regs.reshape(-1)
+        if r0.size > 1 and int(r0[-1]) - int(r0[0]) == 4 * (r0.size - 1) and bool(np.all(np.diff(r0) == 4)) \
+                and bool(np.all(regs == r0)):  # the same registers in every thread: a block of slices
+            regs_acc, t_r = Run(int(r0[0]), r0.size, 4), tids
+        else:
+            regs_acc = regs
+        at, _, _, _ = self._reg_norm(local, regs_acc, t_r, 4)
         if kind == "tcgen05.ld":
             busy = self.st_owner[c] != _NONE
             if busy.any():
                 i = int(np.argmax(busy))
                 st = self._aid_span[int(self.st_aid[c[i]])]
-                lane, col = divmod(int(c[i]) // 4, tc.TMEM_COLS)
+                lane, col = divmod(int(c[i]), tc.TMEM_COLS)
+                tci = int(t_c.reshape(-1)[i])
                 msg = (f"hazard: the tcgen05.ld at {_line(span)} reads TMEM columns the tcgen05.st at {_line(st)} "
-                       f"writes, before `wait st` (PTX ISA 9.0 §9.7.16.8.5) (thread {int(t_c[i])}, lane {lane}, "
+                       f"writes, before `wait st` (PTX ISA 9.0 §9.7.16.8.5) (thread {tci}, lane {lane}, "
                        f"column {col})")
                 self._hazard("st-read", ("st-read", st, span), msg, span, st, "TMEM", (lane, col),
-                             (int(t_c[i]), int(self.st_owner[c[i]])))
-            init = self.read(None, c, t_c, span)
+                             (tci, int(self.st_owner[c[i]])))
+            init = self.read(None, cells, t_c, span, 4)
             # the registers are written at issue and in flight until wait::ld
-            if init.size == r.size:
+            if init.size == regs.size:
                 ini = init
             else:  # (cells and registers pair up per thread; any other pairing: all-or-nothing per thread)
-                ini = np.repeat(init.reshape(tids.size, -1).all(1), regs.shape[1])
-            self.write(local, r, t_r, span, ini)
-            pend[t_r, r] = _LD
-            paid[t_r, r] = aid
+                ini = np.repeat(init.reshape(tids.size, -1).all(1), regs.shape[1]).reshape(regs.shape)
+            self.write(local, regs_acc, t_r, span, ini, nbytes=4)
+            pend[at] = _LD
+            paid[at] = aid
         else:
-            init = self.read(local, r, t_r, span)
-            ini = init if init.size == c.size else np.repeat(init.reshape(tids.size, -1).all(1), cells.shape[1])
-            self.write(None, c, t_c, span, ini, value=None if values is None else np.asarray(values).reshape(-1))
-            pend[t_r, r] = np.where(pend[t_r, r] == _LD, _LD, _ST)  # (a read of in-flight ld registers: reported)
-            paid[t_r, r] = aid
-            self.st_owner[c] = t_c.astype(self.st_owner.dtype)
+            init = self.read(local, regs_acc, t_r, span, 4)
+            if init.size == cells.size:
+                ini = init
+            else:
+                ini = np.repeat(init.reshape(tids.size, -1).all(1), cells.shape[1]).reshape(cells.shape)
+            self.write(None, cells, t_c, span, ini, value=values, nbytes=4)
+            pend[at] = np.where(pend[at] == _LD, _LD, _ST)  # (a read of in-flight ld registers: reported)
+            paid[at] = aid
+            self.st_owner[c] = t_c.reshape(-1).astype(self.st_owner.dtype)
             self.st_aid[c] = aid
 
     def incomplete(self, reason: str, span: Span | None) -> None:
@@ -674,14 +898,54 @@ class Tracker:
     def finish(self) -> HBReport:
         """The report: hazards, incomplete reasons, the timeline, per-buffer poison of global buffers."""
         for sp in self.spaces.values():
-            if sp.label == "global-memory" and sp.has_init:
-                self.report.poison[sp.name] = ~sp.init
+            if sp.label == "global-memory" and sp.has_init and not sp.init.all():
+                self.report.poison[sp.name] = np.repeat(~sp.init, sp.unit)  # (per byte)
         return self.report
 
 
+def _item_units(off, tids, unit: int, k: int) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+    """Items at byte offsets ``off`` (``k`` units of ``unit`` bytes each) by threads ``tids``: the unit index and the
+    thread of every unit (flat ``int64``), and the items' shape."""
+    off = np.asarray(off, np.int64)
+    u = off.reshape(-1) // unit
+    t = np.broadcast_to(np.asarray(tids, np.int64), off.shape).reshape(-1)
+    if k > 1:
+        u = (u[:, None] + np.arange(k)).reshape(-1)
+        t = np.repeat(t, k)
+    return u, t, off.shape
+
+
+def _all_true(a) -> bool:
+    """``a.all()``, in O(1) for a broadcast scalar."""
+    a = np.asarray(a)
+    if a.size and not any(a.strides):
+        return bool(a.flat[0])
+    return bool(a.all())
+
+
+def _unit_values(value, nunits: int, unit: int) -> np.ndarray:
+    """The stored values of an access, one comparable entry per unit (``unit``-byte integers, or rows of bytes)."""
+    b = np.ascontiguousarray(value).view(np.uint8).reshape(nunits, unit)
+    return b.view(ir.BITS_DTYPE[unit]).reshape(-1) if unit in ir.BITS_DTYPE else b
+
+
+def _units(kernel: ir.Kernel) -> dict[str, int]:
+    """Per buffer: the bytes of one shadow entry, the gcd of its element size and every finer access unit (the
+    16-bit halves ``ldmatrix``/``stmatrix`` move in shared memory, the 32-bit register words of ldmatrix and
+    tcgen05.ld/st), computed once from the kernel."""
+    unit = {b.name: b.elem_bytes for b in (*kernel.params, *kernel.shared, *kernel.locals)}
+    for s in ir.walk(kernel.body):
+        if isinstance(s, ir.LdStMatrix):
+            unit[s.smem.name] = math.gcd(unit[s.smem.name], 2)
+            unit[s.local.name] = math.gcd(unit[s.local.name], 4)
+        elif isinstance(s, ir.TcgenLdSt):
+            unit[s.local.name] = math.gcd(unit[s.local.name], 4)
+    return unit
+
+
 def _index(off: np.ndarray) -> np.ndarray | slice:
-    """``off`` (flat ``int64``) as a slice when it is one ascending run of bytes (the common case of a
-    contiguous copy: shadow updates then run at memcpy speed), else itself."""
+    """``off`` (flat ``int64`` unit indices) as a slice when it is one ascending run (shadow updates then run at
+    memcpy speed), else itself."""
     n = off.size
     if n <= 256 or off[-1] - off[0] != n - 1 or off[0] < 0:
         return off

@@ -5,6 +5,9 @@ The threads of the CTA are a NumPy vector: a statement is evaluated for the *act
 thread, not the CTA).  A ``Grid`` loop runs many iterations at once, in chunks of a bounded number
 of (iteration, thread) lanes, whenever that gives the serial loop's result (see :meth:`Simulator._grid`):
 the simulator's cost grows with the elements moved, and it never allocates elements × threads arrays.
+A loop whose body is one copy between two global/shared buffers with affine indices, one ascending
+run per chunk (one thread, or threads taking consecutive items), runs as slices of up to
+:data:`RUN_ELEMS` elements with no per-element index array at all (:meth:`Simulator._copy_runs`).
 Memory is bytes: global and shared buffers are flat ``uint8`` arrays, each local buffer a
 ``(threads, bytes)`` array, TMEM a :class:`~tilemagic.sim.tmem.TmemModel`.  Values move as raw bits
 (fp16 as uint16, ...), so round trips are bit-exact.
@@ -12,10 +15,11 @@ Memory is bytes: global and shared buffers are flat ``uint8`` arrays, each local
 Statements execute in program order for all threads (a legal schedule of a correctly synchronised
 kernel); tcgen05.ld/st complete at issue, as in the emulation.  Because that schedule hides a missing
 barrier, every memory access and synchronising event is reported to a :class:`~tilemagic.sim.hb.Tracker`
-(per-byte arrays, in each thread's program order: races, in-flight tcgen05 registers, uninitialised
-data), whose hazards the run keeps in :attr:`Simulator.hazards` (the pipeline shows them as ``hazard:``
-warnings).  Shared memory, registers and TMEM start as :data:`~tilemagic.sim.hb.GARBAGE`, never zeros.  A ``deadline`` bounds the run (``--timeout``), and a run
-longer than two seconds shows a progress bar (``tqdm.auto``).
+(items or :class:`~tilemagic.sim.hb.Run` s of items, in each thread's program order: races, in-flight
+tcgen05 registers, uninitialised data), whose hazards the run keeps in :attr:`Simulator.hazards` (the
+pipeline shows them as ``hazard:`` warnings).  Shared memory, registers and TMEM start as
+:data:`~tilemagic.sim.hb.GARBAGE`, never zeros.  A ``deadline`` bounds the run (``--timeout``), and a
+run longer than two seconds shows a progress bar (``tqdm.auto``).
 """
 
 from __future__ import annotations
@@ -31,12 +35,15 @@ from ..arch import tcgen05 as tc
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
-from .hb import Tracker, garbage
+from .hb import Run, Tracker, garbage
 from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
 #: (iteration, thread) lanes one batched chunk of a ``Grid`` evaluates at most (bounds the temporaries).
-CHUNK_LANES = 1 << 16
+CHUNK_LANES = 1 << 18
+#: Elements one chunk of a contiguous copy loop moves at most (:meth:`Simulator._copy_runs`: no per-element arrays,
+#: so the bound is only the deadline's granularity).
+RUN_ELEMS = 1 << 22
 #: Seconds after which a run shows progress.
 PROGRESS_AFTER_S = 2.0
 
@@ -58,7 +65,13 @@ def _run_start(idx: np.ndarray) -> int | None:
     if not n:
         return None
     first = int(flat[0])
-    if int(flat[-1]) - first != n - 1 or (n > 1 and not bool(np.all(flat[1:] - flat[:-1] == 1))):
+    if int(flat[-1]) - first != n - 1:
+        return None
+    if n > 2:
+        probe = np.linspace(0, n - 1, min(n, 17)).astype(np.int64)  # (a sample first: most non-runs fail here)
+        if not np.array_equal(flat[probe] - first, probe) or not bool(np.all(flat[1:] - flat[:-1] == 1)):
+            return None
+    elif n == 2 and int(flat[1]) != first + 1:
         return None
     return first
 
@@ -94,6 +107,34 @@ def _stmt_work(s: ir.Stmt) -> int:
     if isinstance(s, ir.Grid):
         return int(np.prod(s.extents, dtype=np.int64)) * _stmt_work(s.body)
     return 1
+
+
+def _affine(e: ir.Expr) -> tuple[dict, list] | None:
+    """``e`` as ``Σ coef_v * v`` over its loop variables plus a loop-free rest (``[(factor, expr), ...]``, evaluated per
+    thread), or None when a loop variable enters through anything but ``+``, ``-`` and ``*`` by a constant, or an
+    index loads from memory.  One pass over the tree."""
+    if isinstance(e, ir.LoopVar):
+        return {e: 1}, []
+    if isinstance(e, ir.Load):
+        return None
+    if not isinstance(e, ir.Bin):
+        return {}, [(1, e)]
+    a, b = _affine(e.a), _affine(e.b)
+    if a is None or b is None:
+        return None
+    if not a[0] and not b[0]:  # loop-free: the whole subtree is one term of the rest
+        return {}, [(1, e)]
+    if e.op in ("+", "-"):
+        sign = 1 if e.op == "+" else -1
+        coefs = dict(a[0])
+        for v, c in b[0].items():
+            coefs[v] = coefs.get(v, 0) + sign * c
+        return coefs, a[1] + [(sign * f, x) for f, x in b[1]]
+    if e.op == "*":
+        for f, k in ((a, e.b), (b, e.a)):
+            if isinstance(k, ir.Const):
+                return {v: c * k.value for v, c in f[0].items()}, [(c * k.value, y) for c, y in f[1]]
+    return None
 
 
 class _Progress:
@@ -184,7 +225,11 @@ class Simulator:
         self._uniform: np.ndarray | None = None
         # the iteration shape of the batched loop chunk being run (one axis per loop variable it spans; () outside)
         self._gshape: tuple[int, ...] = ()
-        self._plans: dict[int, tuple] = {}  # id(Grid) -> (its body as a statement list or None, check, private)
+        self._plans: dict[int, tuple] = {}  # id(Grid) -> (its body as a statement list or None, check, private, copy)
+        # per-statement analysis shared by statements of one shape (:meth:`_skey`): ldmatrix/stmatrix fragments
+        self._keys: dict[int, tuple] = {}
+        self._intern: dict[tuple, int] = {}
+        self._ldst_plans: dict[tuple, tuple] = {}
         # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
         self._private: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.hazards: list = []
@@ -237,29 +282,86 @@ class Simulator:
     def _load_at(self, buf, eb, idx, tids, span):
         first = self._bounds(buf, idx, eb, span)
         who = np.broadcast_to(tids, idx.shape)
-        off = _byte_offsets(idx, eb, first)
-        rep_off, rep_who = off, np.broadcast_to(who[..., None], off.shape)
-        if self._uniform is not None and tids.size == 1:  # every active thread of a uniform Store loads the same
-            rep_off = np.broadcast_to(off, off.shape[:-2] + (self._uniform.size, eb))
-            rep_who = np.broadcast_to(self._uniform[:, None], rep_off.shape)
         priv = self._private.get(buf.name)
         if priv is not None:  # a register this iteration wrote earlier in the batched body
             base, data, init = priv
-            rel = off - base[..., None]
+            rel = _byte_offsets(idx, eb, first) - base[..., None]
             val = np.take_along_axis(data, rel, -1)
             ini = np.take_along_axis(init, rel, -1)
-            self.hb.read(buf, rep_off, rep_who, span)
+            self._track_read(buf, idx, eb, first, tids, span)
             self._and_init(ini.all(-1))
             return val.view(_BITS[eb])[..., 0]
-        ini = np.asarray(self.hb.read(buf, rep_off, rep_who, span))
-        if not _all(ini):
-            self._and_init(ini.all(-1) if rep_off is off else ini.all(-1).all(-1, keepdims=True))
+        if self.hb.tracks(buf):
+            if self._uniform is not None and tids.size == 1:  # every active thread of a uniform Store loads the same
+                rep = np.broadcast_to(idx[..., None] * eb, idx.shape + (self._uniform.size,))
+                ini = self.hb.read(buf, rep, np.broadcast_to(self._uniform, rep.shape), span, eb)
+                if not _all(ini):
+                    self._and_init(ini.all(-1))
+            else:
+                ini = self._track_read(buf, idx, eb, first, tids, span)
+                if not _all(ini):
+                    self._and_init(ini)
         if buf.scope == "local":
             return self.local[buf.name].view(_BITS[eb])[who, idx]
         view = self.mem[buf.name].view(_BITS[eb])
         if first is not None:
             return view[first:first + idx.size].reshape(idx.shape)
         return view[idx]
+
+    def _access(self, buf, idx: np.ndarray, item: int, first: int | None, tids: np.ndarray):
+        """The tracker's form of the ``item``-byte accesses at item indices ``idx`` (``(..., threads)``) of ``tids``:
+        a :class:`~tilemagic.sim.hb.Run` (one ascending run of a global/shared buffer, in the lanes' order or thread
+        by thread; for registers the same run in every thread's part, ``idx`` not depending on the thread) with its
+        threads, or item offsets; and how the tracker's per-item answer maps back to ``idx``'s shape (``"run"``,
+        ``"trun"``, ``"block"``, ``"items"``)."""
+        if buf.scope != "local":
+            if first is not None:
+                who = int(tids[0]) if tids.size == 1 else tids.astype(np.int32)  # (the run's items cycle over tids)
+                return Run(first * item, idx.size, item), who, "run"
+            if idx.ndim >= 2 and tids.size > 1:  # one run thread by thread (each thread a row of a tile)
+                f = _run_start(np.moveaxis(idx, -1, 0))
+                if f is not None:
+                    return Run(f * item, idx.size, item), np.repeat(tids.astype(np.int32), idx.size // tids.size), \
+                        "trun"
+        elif idx.ndim and idx.shape[-1] == tids.size and (idx.strides[-1] == 0 or tids.size == 1):
+            f = _run_start(idx[..., 0])
+            if f is not None:
+                return Run(f * item, idx[..., 0].size, item), tids, "block"
+        return idx * item, np.broadcast_to(tids, idx.shape), "items"
+
+    @staticmethod
+    def _back(ini, form: str, shape):
+        """The tracker's per-item init answer in ``shape`` (the accesses' ``(..., threads)``)."""
+        if _all(ini):
+            return True
+        if form in ("block", "trun"):  # (threads, items) -> (..., threads)
+            return np.moveaxis(np.asarray(ini).reshape((shape[-1],) + tuple(shape[:-1])), 0, -1)
+        return np.asarray(ini).reshape(shape)
+
+    def _track_read(self, buf, idx, item, first, tids, span, acc=None):
+        """Report the reads at item indices ``idx`` (``(..., threads)``) to the tracker: init bits in ``idx``'s shape
+        (or True).  ``acc``: :meth:`_access`'s answer when the caller has it."""
+        if not self.hb.tracks(buf):
+            return True
+        off, who, form = acc or self._access(buf, idx, item, first, tids)
+        return self._back(self.hb.read(buf, off, who, span, item), form, idx.shape)
+
+    def _track_write(self, buf, idx, item, first, tids, span, ini, value: Callable, acc=None) -> None:
+        """Report the writes at item indices ``idx`` to the tracker; ``value()`` gives the stored items (asked for only
+        where two lanes may store to one place)."""
+        if not self.hb.tracks(buf):
+            return
+        off, who, form = acc or self._access(buf, idx, item, first, tids)
+        if not _all(ini):
+            ini = np.broadcast_to(ini, idx.shape)
+            if form in ("block", "trun"):  # (threads, items)
+                ini = np.moveaxis(ini, -1, 0).reshape(ini.shape[-1], -1)
+                ini = ini.reshape(-1) if form == "trun" else ini
+            elif form == "run":
+                ini = ini.reshape(-1)
+        else:
+            ini = True
+        self.hb.write(buf, off, who, span, ini, value=None if form != "items" else value(), nbytes=item)
 
     def _lanes(self, x, n: int) -> np.ndarray:
         """``x`` (a value over the chunk's iterations and ``n`` threads) as a ``(iterations, n)`` array."""
@@ -355,7 +457,6 @@ class Simulator:
         idx = self._lanes(np.asarray(self.eval_expr(buf.index_expr(s.indices), env, s.span, ev), np.int64), ev.size)
         first = self._bounds(buf, idx, eb, s.span)
         self.lanes += val.size
-        off = _byte_offsets(idx, eb, first)
         if buf.scope == "local":
             self.local[buf.name].view(_BITS[eb])[np.broadcast_to(tids, shape), idx] = val
         elif first is not None:
@@ -365,14 +466,14 @@ class Simulator:
         if not self.hb.tracks(buf):
             pass
         elif uniform:  # the tracker sees every active thread store the same bytes (broadcast views, no copies)
-            offs = np.broadcast_to(off[..., None], off.shape + (tids.size,))
+            offs = np.broadcast_to(idx[..., None] * eb, idx.shape + (tids.size,))
             self.hb.write(buf, offs, np.broadcast_to(tids, offs.shape), s.span,
-                          np.broadcast_to(ini[..., None, None], offs.shape),
-                          value=np.broadcast_to(self._bytes_of(val, eb)[..., None], offs.shape))
+                          True if _all(ini) else np.broadcast_to(ini[..., None], offs.shape),
+                          value=np.broadcast_to(np.asarray(val, _BITS[eb])[..., None], offs.shape), nbytes=eb)
         else:
-            self.hb.write(buf, off, np.broadcast_to(tids[:, None], off.shape), s.span,
-                          np.broadcast_to(ini[..., None], off.shape), value=self._bytes_of(val, eb))
+            self._track_write(buf, idx, eb, first, tids, s.span, ini, lambda: np.asarray(val, _BITS[eb]))
         if buf.name in private:
+            off = _byte_offsets(idx, eb, first)
             self._private[buf.name] = (off[..., 0], self._bytes_of(val, eb), np.broadcast_to(ini[..., None], off.shape))
 
     @staticmethod
@@ -382,14 +483,14 @@ class Simulator:
     def _vec_offsets(self, buf, e, tids, env, nb, span, shape):
         """Vector indices ``(..., threads)`` (in ``nb``-byte vectors) of the vectors at element index ``e``
         (aligned, in bounds), and the first of them when they are one ascending run."""
-        idx = self._lanes(np.asarray(self.eval_expr(e, env, span, tids), np.int64), tids.size)
-        off = idx * buf.elem_bytes
+        raw = np.asarray(self.eval_expr(e, env, span, tids), np.int64)  # (before the lanes' broadcast: a thread-
+        off = raw * buf.elem_bytes  # independent index keeps a zero stride, which the tracker sees as one run)
         bad = off % nb != 0
         if bad.any():
-            i = np.unravel_index(int(np.argmax(bad)), shape)
-            raise LaunchError(f"misaligned {nb}-byte access to {buf.name} at byte {int(off[i])} by thread "
-                              f"{int(tids[i[-1]])}", span)
-        vec = off // nb
+            i = np.unravel_index(int(np.argmax(self._lanes(bad, tids.size))), shape)
+            raise LaunchError(f"misaligned {nb}-byte access to {buf.name} at byte "
+                              f"{int(self._lanes(off, tids.size)[i])} by thread {int(tids[i[-1]])}", span)
+        vec = self._lanes(off // nb, tids.size)
         return vec, self._bounds(buf, vec, nb, span, unit=nb)
 
     def _vecmove(self, s: ir.VecMove, tids, env, iters, private):
@@ -398,36 +499,54 @@ class Simulator:
         self._init = True
         sv, sfirst = self._vec_offsets(s.src, s.src_index, tids, env, nb, s.span, shape)
         dv, dfirst = self._vec_offsets(s.dst, s.dst_index, tids, env, nb, s.span, shape)
-        sb, db = _byte_offsets(sv, nb, sfirst), _byte_offsets(dv, nb, dfirst)
-        who = np.broadcast_to(tids[:, None], sb.shape)
         self.lanes += sv.size
         priv = self._private.get(s.src.name)
         if priv is not None:
             base, data, init = priv
-            rel = sb - base[..., None]
+            rel = _byte_offsets(sv, nb, sfirst) - base[..., None]
             vals = np.take_along_axis(data, rel, -1)
-            ini = np.take_along_axis(init, rel, -1)
-            self.hb.read(s.src, sb, who, s.span)
+            ini = np.take_along_axis(init, rel, -1).all(-1)
+            self._track_read(s.src, sv, nb, sfirst, tids, s.span)
             vals = np.ascontiguousarray(vals).view(vt)[..., 0]  # private bytes -> vectors
         else:
-            ini = np.asarray(self.hb.read(s.src, sb, who, s.span))
-            if s.src.scope == "local":
-                vals = _vectors(self.local[s.src.name], nb)[np.broadcast_to(tids, shape), sv]
-            elif sfirst is not None:
-                vals = _vectors(self.mem[s.src.name], nb)[sfirst:sfirst + sv.size].reshape(shape)
-            else:
-                vals = _vectors(self.mem[s.src.name], nb)[sv]
-        if s.dst.scope == "local":
-            _vectors(self.local[s.dst.name], nb)[np.broadcast_to(tids, shape), dv] = vals
-        elif dfirst is not None:
-            _vectors(self.mem[s.dst.name], nb)[dfirst:dfirst + dv.size] = vals.reshape(-1)
-        else:
-            _vectors(self.mem[s.dst.name], nb)[dv.reshape(-1)] = vals.reshape(-1)
-        self.hb.write(s.dst, db, who, s.span, np.broadcast_to(ini, db.shape),
-                      value=np.ascontiguousarray(vals).view(np.uint8).reshape(db.shape))
+            acc = self._access(s.src, sv, nb, sfirst, tids)
+            ini = self._track_read(s.src, sv, nb, sfirst, tids, s.span, acc)
+            vals = self._move(s.src, nb, sv, tids, acc)
+        dacc = self._access(s.dst, dv, nb, dfirst, tids)
+        self._move(s.dst, nb, dv, tids, dacc, vals)
+        self._track_write(s.dst, dv, nb, dfirst, tids, s.span, ini, lambda: np.ascontiguousarray(vals), dacc)
         if s.dst.name in private:
+            db = _byte_offsets(dv, nb, dfirst)
             self._private[s.dst.name] = (dv * nb, np.array(vals, order="C", copy=True)[..., None].view(np.uint8),
-                                         np.broadcast_to(ini, db.shape))
+                                         np.broadcast_to(np.asarray(ini)[..., None], db.shape))
+
+    def _move(self, buf, nb: int, idx: np.ndarray, tids: np.ndarray, acc, vals: np.ndarray | None = None):
+        """Get (``vals`` None) or put the ``nb``-byte vectors at vector indices ``idx`` (``(iterations, threads)``),
+        with slices where :meth:`_access` found a run (``run``, ``trun``: thread by thread, ``block``: the same
+        registers of every thread)."""
+        off, _, form = acc
+        local = buf.scope == "local"
+        mem = _vectors(self.local[buf.name] if local else self.mem[buf.name], nb)
+        if form == "items":
+            at = (np.broadcast_to(tids, idx.shape), idx) if local else idx
+            if vals is None:
+                return mem[at]
+            mem[at] = vals
+            return None
+        f, n = off.start // nb, off.count
+        if form == "block":  # rows tids, columns f .. f + n: (threads, n) <-> (n, threads)
+            if vals is None:
+                return mem[tids, f:f + n].T.reshape(idx.shape)
+            mem[tids, f:f + n] = np.asarray(vals).reshape(n, tids.size).T
+        elif form == "trun":  # thread j's items are the j-th n // threads of the run
+            if vals is None:
+                return mem[f:f + n].reshape(tids.size, -1).T.reshape(idx.shape)
+            mem[f:f + n].reshape(tids.size, -1)[:] = np.asarray(vals).reshape(-1, tids.size).T
+        else:
+            if vals is None:
+                return mem[f:f + n].reshape(idx.shape)
+            mem[f:f + n] = np.asarray(vals).reshape(-1)
+        return None
 
     # ------------------------------------------------------------------ loops
     def _grid(self, s: ir.Grid, tids: np.ndarray, env: dict) -> None:
@@ -445,8 +564,16 @@ class Simulator:
         if plan is None:  # the body's statements and which buffers a chunk must check: once per loop node
             flat = self._flat_body(s.body)
             flat = None if flat is None else [b for b in flat if not isinstance(b, ir.Comment)]
-            plan = self._plans[id(s)] = (flat, *self._needs_check(flat)) if flat else (flat, frozenset(), frozenset())
-        body, check, private = plan
+            copy = self._copy_plan(s, flat) if flat and len(flat) == 1 else None
+            if copy is not None and copy[1] is not copy[2]:  # (one statement, two buffers, no loads in its indices)
+                plan = (flat, frozenset(), frozenset(), copy)
+            else:
+                plan = (flat, *self._needs_check(flat)) if flat else (flat, frozenset(), frozenset())
+                plan += (copy if not plan[1] else None,)
+            self._plans[id(s)] = plan
+        body, check, private, copy = plan
+        if copy is not None and self._copy_runs(s, copy, tids, env):
+            return
         if body is None:
             for point in np.ndindex(*s.extents):
                 env2 = dict(env)
@@ -460,6 +587,86 @@ class Simulator:
         for start, stop in self._ranges(s.extents, chunk):
             self._tick(body[0].span, len(body) * (stop - start))
             self._grid_chunk(s, body, tids, env, start, stop, check, private)
+
+    @staticmethod
+    def _copy_plan(s: ir.Grid, body: list) -> tuple | None:
+        """For a loop whose body is one copy statement (a Store of a Load, or a VecMove) between global/shared
+        buffers: the affine forms of its two indices (:func:`_affine`), when both advance by whole items per
+        iteration in row-major order (index = base + iteration x items), else None."""
+        st = body[0]
+        if isinstance(st, ir.Store):
+            if not isinstance(st.value, ir.Load) or st.value.buf.elem_bytes != st.buf.elem_bytes:
+                return None
+            src, dst, se, de, items = st.value.buf, st.buf, st.value.buf.index_expr(st.value.indices), \
+                st.buf.index_expr(st.indices), 1
+        else:
+            src, dst, se, de, items = st.src, st.dst, st.src_index, st.dst_index, st.elems
+        if src.scope == "local" or dst.scope == "local" or src.elem_bytes != dst.elem_bytes:
+            return None
+        forms = (_affine(se), _affine(de))
+        if forms[0] is None or forms[1] is None:
+            return None
+        inner = 1  # per loop variable: the coefficient it must have, in items of the threads' row (x threads x items)
+        want = {}
+        for v, n in zip(reversed(s.vars), reversed(s.extents)):
+            want[v] = inner if n > 1 else None
+            inner *= n
+        for coefs, _ in forms:
+            if any(w is not None and coefs.get(v, 0) % items for v, w in want.items()):
+                return None
+        return st, src, dst, forms[0], forms[1], want
+
+    def _copy_runs(self, s: ir.Grid, plan: tuple, tids: np.ndarray, env: dict) -> bool:
+        """Run a one-statement copy loop (:meth:`_copy_plan`) as slices of at most :data:`RUN_ELEMS` elements, when
+        each chunk's source and destination are one ascending run: one thread, or threads that each take the next
+        item of an iteration (thread ``tids[j]`` at base + ``j`` items) with iterations one CTA-row apart.  No
+        per-element index array is built.  False (the caller runs the loop) for anything else: bases of another
+        shape, an outer loop variable given as an array, a misaligned or out-of-bounds access (which the general
+        path reports, located)."""
+        st, src, dst, sform, dform, want = plan
+        eb = dst.elem_bytes
+        per = st.elems if isinstance(st, ir.VecMove) else 1  # elements per item
+        nb = per * eb
+        m = tids.size
+        bases = []
+        for coefs, rest in (sform, dform):
+            b = np.zeros(m, np.int64)
+            for v, w in want.items():  # iteration i of thread j at base + i * m * per + j * per: one run
+                if w is not None and coefs.get(v, 0) != w * m * per:
+                    return False
+            for v, c in coefs.items():
+                if v in want:
+                    continue
+                if isinstance(env.get(v), (int, np.integer)):
+                    b += c * int(env[v])  # (an outer loop's variable, one value here)
+                else:
+                    return False
+            for f, x in rest:
+                val = np.asarray(self.eval_expr(x, env, st.span, tids), np.int64)
+                if val.size not in (1, m):
+                    return False
+                b = b + f * val.reshape(-1)
+            b0 = int(b[0])
+            if m > 1 and not np.array_equal(b - b0, np.arange(0, m * per, per)):
+                return False
+            bases.append(b0)
+        total = int(np.prod(s.extents, dtype=np.int64)) * per * m  # elements
+        for buf, b in ((src, bases[0]), (dst, bases[1])):
+            if (b * eb) % nb or b < 0 or (b + total) * eb > buf.nbytes // eb * eb:
+                return False
+        step = max(per * m, RUN_ELEMS // (per * m) * (per * m))  # whole iterations per chunk
+        row = tids.astype(np.int32)  # (the tracker cycles a run's threads over this row)
+        for a in range(0, total, step):
+            n = min(step, total - a)
+            self._tick(st.span, n // (per * m))
+            s0, d0 = bases[0] + a, bases[1] + a
+            who = int(tids[0]) if m == 1 else row
+            ini = self.hb.read(src, Run(s0 * eb, n // per, nb), who, st.span, nb) if self.hb.tracks(src) else True
+            self.mem[dst.name][d0 * eb:(d0 + n) * eb] = self.mem[src.name][s0 * eb:(s0 + n) * eb]
+            if self.hb.tracks(dst):
+                self.hb.write(dst, Run(d0 * eb, n // per, nb), who, st.span, True if _all(ini) else ini, nbytes=nb)
+            self.lanes += n // per
+        return True
 
     @staticmethod
     def _ranges(extents: tuple[int, ...], chunk: int):
@@ -653,14 +860,61 @@ class Simulator:
             raise emu_error(8, int(w * 32 + np.argmin(lanes)), span=span)
         return np.flatnonzero(count == 32)
 
+    def _skey(self, e: ir.Expr) -> int | None:
+        """A small int naming ``e``'s structure when it depends on the thread only (constants, thread variables and
+        operators: no loop variable, no load), else None; equal structures get equal keys, so a statement's
+        analysis (:meth:`_ldst_plan`) is shared by every statement of the same shape.  Memoised per node."""
+        hit = self._keys.get(id(e))
+        if hit is not None:
+            return hit[1]
+        if isinstance(e, ir.Const):
+            parts: tuple | None = ("c", int(e.value))
+        elif isinstance(e, ir.ThreadVar):
+            parts = ("t", e.kind)
+        elif isinstance(e, ir.Bin):
+            a, b = self._skey(e.a), self._skey(e.b)
+            parts = None if a is None or b is None else (e.op, a, b)
+        else:
+            parts = None
+        k = None if parts is None else self._intern.setdefault(parts, len(self._intern))
+        self._keys[id(e)] = (e, k)  # (the node is kept, so its id is not reused during the run)
+        return k
+
     def _ldstmatrix(self, s: ir.LdStMatrix, active: np.ndarray, env):
         """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.arch.ldmatrix.fragment_elements`)."""
         warps = self._warps(active, s.span)
         if not warps.size:
             return
+        keys = [self._skey(e) for e in (s.addr, *s.regs)]
+        key = None if None in keys else (*keys, s.op, s.num, s.trans, s.smem.name, s.local.name, warps.tobytes())
+        plan = self._ldst_plans.get(key) if key is not None else None
+        if plan is None:
+            plan = self._ldst_plan(s, warps, env)
+            if key is not None and len(self._ldst_plans) < 4096:
+                self._ldst_plans[key] = plan
+        tids, lo, hi, word, half, rb, who, t3 = plan
+        self._init = True
+        smem = self.mem[s.smem.name].view(np.uint16)
+        regs = self.local[s.local.name].view(np.uint32)
+        self.lanes += word.size
+        if s.op == "ld":
+            ini = self.hb.read(s.smem, half, who, s.span, 2)
+            regs[t3, word] = smem[lo].astype(np.uint32) | (smem[hi].astype(np.uint32) << 16)
+            self.hb.write(s.local, rb, t3, s.span, True if _all(ini) else ini.reshape(word.shape + (2,)).all(-1),
+                          nbytes=4)
+        else:
+            ini = self.hb.read(s.local, rb, t3, s.span, 4)
+            val = regs[t3, word]
+            smem[lo] = (val & 0xFFFF).astype(np.uint16)
+            smem[hi] = (val >> 16).astype(np.uint16)
+            self.hb.write(s.smem, half, who, s.span,
+                          True if _all(ini) else np.repeat(np.asarray(ini)[..., None], 2, -1).reshape(half.shape),
+                          value=np.ascontiguousarray(val).view(np.uint16).reshape(half.shape), nbytes=2)
+
+    def _ldst_plan(self, s: ir.LdStMatrix, warps: np.ndarray, env) -> tuple:
+        """The threads, fragment elements and register words of an ldmatrix/stmatrix (checked: aligned, in bounds)."""
         tids = warps[:, None] * 32 + np.arange(32)[None, :]
         flat = tids.reshape(-1)
-        self._init = True
         addr = np.broadcast_to(np.asarray(self.eval_expr(s.addr, env, s.span, flat), np.int64),
                                flat.shape).reshape(tids.shape)
         rows = addr[:, : 8 * s.num]  # only threads 0 .. 8*num-1 supply addresses
@@ -673,33 +927,21 @@ class Simulator:
             raise LaunchError(f"{s.chain}: a row address leaves {s.smem.name} ({lim} elements)", s.span)
         lo, hi = fragment_elements(rows, s.num, s.trans)  # (warps, num, 32)
         lo, hi = lo.transpose(0, 2, 1), hi.transpose(0, 2, 1)  # (warps, 32 threads, num registers)
-        smem = self.mem[s.smem.name].view(np.uint16)
         regs = self.local[s.local.name].view(np.uint32)
         word = np.stack([np.broadcast_to(np.asarray(self.eval_expr(r, env, s.span, flat), np.int64), flat.shape)
                          for r in s.regs], -1).reshape(tids.shape + (len(s.regs),))
         if word.min() < 0 or word.max() >= regs.shape[1]:
             raise LaunchError(f"{s.chain}: register word {int(word.max())} is outside {s.local.name}", s.span)
-        # bytes of each register, little-endian: the low half's two bytes, then the high half's
-        half = (np.stack([lo, hi], -1)[..., None] * 2 + np.arange(2)).reshape(tids.shape + (-1,))
-        rb = (word[..., None] * 4 + np.arange(4)).reshape(tids.shape + (-1,))
+        # the 16-bit halves of each register word (byte offsets in shared memory), the low half first
+        half = (np.stack([lo, hi], -1) * 2).reshape(tids.shape + (-1,))
+        rb = word * 4
         who = np.broadcast_to(tids[..., None], half.shape)
         t3 = np.broadcast_to(tids[..., None], word.shape)
-        self.lanes += word.size
-        if s.op == "ld":
-            ini = self.hb.read(s.smem, half, who, s.span)
-            regs[t3, word] = smem[lo].astype(np.uint32) | (smem[hi].astype(np.uint32) << 16)
-            self.hb.write(s.local, rb, who, s.span, ini)
-        else:
-            ini = self.hb.read(s.local, rb, who, s.span)
-            val = regs[t3, word]
-            smem[lo] = (val & 0xFFFF).astype(np.uint16)
-            smem[hi] = (val >> 16).astype(np.uint16)
-            self.hb.write(s.smem, half, who, s.span, ini, value=np.ascontiguousarray(val).view(np.uint8).reshape(half.shape))
+        return tids, lo, hi, word, half, rb, who, t3
 
     def _taddr(self, addr_buf, tids, span):
         """The TMEM address in ``addr_buf[0]``, read by threads ``tids``."""
-        off = np.broadcast_to(np.arange(4), (tids.size, 4))
-        self.hb.read(addr_buf, off, np.broadcast_to(tids[:, None], off.shape), span)
+        self.hb.read(addr_buf, np.zeros(tids.size, np.int64), tids, span, 4)
         return int(self.mem[addr_buf.name].view(np.uint32)[0])
 
     def _ldst(self, s: ir.TcgenLdSt, active):
@@ -714,18 +956,19 @@ class Simulator:
         if regs.shape[1] < ridx[-1] + 1:
             raise LaunchError(f"{s.local.name} has {regs.shape[1]} 32-bit registers; {s.chain} needs {ridx[-1] + 1}",
                               s.span)
-        ar = np.arange(4)
-        rb = (np.broadcast_to(ridx, lane.shape)[..., None] * 4 + ar).reshape(tids.size, -1)  # threads x bytes
-        cb = ((lane * tc.TMEM_COLS + col)[..., None] * 4 + ar).reshape(tids.size, -1)
-        who = np.broadcast_to(tids[:, None], rb.shape)
+        rb = (np.broadcast_to(ridx, lane.shape) * 4).reshape(tids.size, -1)  # threads x register words (bytes)
+        cb = ((lane * tc.TMEM_COLS + col) * 4).reshape(tids.size, -1)  # threads x TMEM cells (bytes)
         self.lanes += lane.size
         values = None
+        t0 = int(tids[0])
+        rows = slice(t0, t0 + tids.size) if int(tids[-1]) - t0 == tids.size - 1 else tids[:, None]  # (sorted, unique)
+        mine = (rows, slice(int(ridx[0]), int(ridx[-1]) + 1))
         if s.op == "ld":
-            regs[tids[:, None], ridx[None, :]] = self.tmem.cells[lane, col]
+            regs[mine] = self.tmem.cells[lane, col]
         else:
-            self.tmem.cells[lane, col] = regs[tids[:, None], ridx[None, :]]
+            values = np.ascontiguousarray(regs[mine])
+            self.tmem.cells[lane, col] = values
             self.tmem.touched[lane, col] = True
-            values = np.ascontiguousarray(regs[tids[:, None], ridx[None, :]]).view(np.uint8).reshape(rb.shape)
         # the tracker does the accesses: ld reads the cells, leaves the registers in flight until wait::ld;
         # st reads the registers (in flight until wait::st) and writes the cells
         self.hb.event(f"tcgen05.{s.op}", tids, s.span, local=s.local, regs=rb, cells=cb, values=values)
@@ -736,8 +979,7 @@ class Simulator:
             if isinstance(s, ir.TcgenAlloc):
                 addr = self.tmem.alloc(s.ncols, int(w), s.span)
                 self.mem[s.addr.name].view(np.uint32)[0] = addr
-                off = np.arange(4, dtype=np.int64)
-                self.hb.write(s.addr, off, np.full(4, tids[0]), s.span)  # the warp's one store of the address
+                self.hb.write(s.addr, np.zeros(1, np.int64), tids[:1], s.span, nbytes=4)  # the warp's one store
                 self.hb.event("alloc", tids, s.span, cols=(addr & 0xFFFF, s.ncols))
             elif isinstance(s, ir.TcgenRelinquish):
                 self.tmem.relinquish()
@@ -754,7 +996,8 @@ def simulate(kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = Fa
     """Run ``kernel`` on the CPU; return every global buffer after the kernel, viewed like its input.
 
     ``tracker``, when given, is the :class:`~tilemagic.sim.hb.Tracker` the run reports every access and
-    event to (``tracker.finish()`` then gives the happens-before report); ``hazards``, when given, receives the ``(message, span)`` of each hazard the run's tracker saw
+    event to (``tracker.finish()`` then gives the happens-before report); ``hazards``, when given, receives
+    the ``(message, span)`` of each hazard the run's tracker saw
     (:attr:`Simulator.hazards`); ``timeout`` and ``progress`` as for :class:`Simulator`.
 
     Raises

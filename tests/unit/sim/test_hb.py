@@ -18,7 +18,9 @@ from tilemagic.errors import HazardError, Span
 from tilemagic.ir import nodes as ir
 from tilemagic.pipeline import run_kernel
 from tilemagic.sim import Tracker
+from tilemagic.sim.hb import Run
 
+from cells import smem_cell
 from helpers import run as _run
 
 
@@ -107,15 +109,15 @@ def test_war_is_found_whatever_order_the_executor_ran_the_two_threads_in():
     S = next(b for b in k.shared if b.name == "S")
     r_at, w_at = Span.point(13, 1), Span.point(14, 1)
     for order in ("read first", "write first"):
-        tr = Tracker(k, 128)
-        tr.write(S, np.arange(4), np.zeros(4, np.int64), Span.point(11, 1))
+        tr = Tracker(k, 128)  # (items of one element: byte offset 0, the default size is S's unit)
+        tr.write(S, np.array([0]), np.zeros(1, np.int64), Span.point(11, 1))
         tr.event("cta_sync", np.arange(128), Span.point(12, 1))
         if order == "read first":
-            tr.read(S, np.arange(4), np.full(4, 5), r_at)
-            tr.write(S, np.arange(4), np.zeros(4, np.int64), w_at)
+            tr.read(S, np.array([0]), np.full(1, 5), r_at)
+            tr.write(S, np.array([0]), np.zeros(1, np.int64), w_at)
         else:
-            tr.write(S, np.arange(4), np.zeros(4, np.int64), w_at)
-            tr.read(S, np.arange(4), np.full(4, 5), r_at)
+            tr.write(S, np.array([0]), np.zeros(1, np.int64), w_at)
+            tr.read(S, np.array([0]), np.full(1, 5), r_at)
         hz = tr.finish().hazards
         assert len(hz) == 1 and {hz[0].span, hz[0].other_span} == {r_at, w_at}, (order, hz)
         assert set(hz[0].threads) == {0, 5}
@@ -153,11 +155,11 @@ def test_different_values_stored_by_one_statement_are_a_race():
     S = next(b for b in k.shared if b.name == "S")
     tr = Tracker(k, 128)
     tids = np.array([[0], [7]])
-    tr.write(S, np.array([[0, 1], [0, 1]]), tids, Span.point(9, 1), value=np.array([[1, 2], [1, 2]], np.uint8))
-    assert not tr.report.hazards  # identical bytes
-    tr.write(S, np.array([[4, 5], [4, 5]]), tids, Span.point(10, 1), value=np.array([[1, 2], [1, 3]], np.uint8))
+    tr.write(S, np.array([[0, 4], [0, 4]]), tids, Span.point(9, 1), value=np.array([[1, 2], [1, 2]], np.uint32))
+    assert not tr.report.hazards  # identical elements
+    tr.write(S, np.array([[8, 12], [8, 12]]), tids, Span.point(10, 1), value=np.array([[1, 2], [1, 3]], np.uint32))
     (h,) = tr.finish().hazards
-    assert h.kind == "waw" and "write different values to S element 1 at L10" in h.message
+    assert h.kind == "waw" and "write different values to S element 3 at L10" in h.message
 
 
 # ----------------------------------------------------------------------------- TMEM
@@ -401,3 +403,52 @@ def test_strict_uninitialised_read_hints_at_initialising_not_synchronising():
     with pytest.raises(HazardError) as ei:
         run(src, strict=True)
     assert "initialise the data" in ei.value.hint and "synchronisation" not in ei.value.hint.split(",")[0]
+
+
+# ----------------------------------------------------------------------------- the tracker's fast paths
+def test_shadows_are_kept_per_element_not_per_byte():
+    """One shadow entry per float32 of S (4 bytes), and per 16-bit half where ldmatrix moves halves."""
+    k = run(SHARED_WAR, launch="off").kernel
+    S = next(b for b in k.shared if b.name == "S")
+    tr = Tracker(k, 128)
+    assert tr.unit(S) == 4 and tr.spaces["S"].wt.size == S.numel
+    km = run(smem_cell("frag(16x128b)", 64, 64, "wg", 128, "float16", "swizzle(3, 3, 3)"), launch="off").kernel
+    tm = Tracker(km, km.threads)
+    lds = [s for s in ir.walk(km.body) if isinstance(s, ir.LdStMatrix)]
+    assert lds and all(tm.unit(s.smem) == 2 and tm.unit(s.local) == 2 for s in lds)
+    # (a float32 register tile moved by tcgen05: one 32-bit word per entry)
+    kt = run(ROUND, launch="off").kernel
+    ldst = [s.local for s in ir.walk(kt.body) if isinstance(s, ir.TcgenLdSt)]
+    assert ldst and all(b.elem_bytes == 4 and Tracker(kt, kt.threads).unit(b) == 4 for b in ldst)
+
+
+def test_races_are_found_past_the_since_the_last_barrier_summaries():
+    """Runs skip the scans only where nothing since the last full cta_sync can be unordered with them."""
+    k = run(SHARED_WAR, launch="off").kernel
+    S = next(b for b in k.shared if b.name == "S")
+    tr = Tracker(k, 128)
+    at = [Span.point(20 + i, 1) for i in range(6)]
+    tr.write(S, Run(0, 512, 4), 0, at[0])  # all of S by thread 0
+    tr.event("cta_sync", np.arange(128), at[1])
+    tr.write(S, Run(256 * 4, 64, 4), 1, at[2])  # elements 256..319 by thread 1
+    tr.read(S, Run(0, 256, 4), 3, at[3])  # before the sync's writes only: ordered
+    assert not tr.report.hazards
+    tr.read(S, Run(300 * 4, 8, 4), 2, at[4])  # meets thread 1's run: read after write
+    tr.event("cta_sync", np.arange(64), at[5])  # a barrier of half the CTA does not order thread 2 ...
+    tr.write(S, Run(0, 4, 4), np.arange(64, 68, dtype=np.int64), Span.point(30, 1))  # ... nor these with thread 3
+    hz = tr.finish().hazards
+    assert [(h.kind, h.element, h.threads) for h in hz] == [("raw", 300, (2, 1)), ("war", 0, (64, 3))], hz
+
+
+def test_a_run_of_many_threads_cycles_over_them():
+    """A run whose threads repeat (a CTA row per iteration) is checked per element like an index array."""
+    k = run(SHARED_WAR, launch="off").kernel
+    S = next(b for b in k.shared if b.name == "S")
+    tids = np.arange(128, dtype=np.int64)
+    a, b = Tracker(k, 128), Tracker(k, 128)
+    a.write(S, Run(0, 1024, 4), tids, Span.point(9, 1))  # (item i by thread i % 128)
+    b.write(S, np.arange(0, 4096, 4), np.tile(tids, 8), Span.point(9, 1))
+    for tr in (a, b):
+        tr.read(S, np.array([4 * 130]), np.array([5]), Span.point(10, 1))
+    (ha,), (hb,) = a.finish().hazards, b.finish().hazards
+    assert ha.message == hb.message and ha.threads == (5, 2) and ha.element == 130

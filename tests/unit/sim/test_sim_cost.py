@@ -14,6 +14,7 @@ import pytest
 import tilemagic
 from tilemagic.errors import LaunchError
 from tilemagic.sim import interpreter
+from tilemagic.sim.hb import Run
 from tilemagic.sim.interpreter import Simulator
 
 
@@ -60,7 +61,8 @@ def test_fallback_evaluates_only_the_elected_thread(monkeypatch):
     out = sim.run()
     assert np.array_equal(out["A"], out["B"])
     # the `if tx == 0` condition is evaluated for the CTA; everything under it for thread 0 alone
-    assert calls and sorted(calls)[-2] == 1 and calls.count(1024) <= 2, calls[:20]
+    # (a contiguous copy loop evaluates no per-element index at all: its affine bases only)
+    assert calls and sorted(calls)[:-1] == [1] * (len(calls) - 1) and calls.count(1024) <= 1, calls[:20]
     assert sim.lanes == 48 * 40  # one lane per element moved, not per element x thread
 
 
@@ -160,22 +162,48 @@ def test_progress_shows_after_the_threshold(monkeypatch, capsys):
     assert "simulating sb" in err
 
 
+def _item_bytes(off) -> np.ndarray:
+    """The byte offset of every item of an access (a Run's items, or the offsets themselves)."""
+    if isinstance(off, Run):
+        return off.start + off.nbytes * np.arange(off.count, dtype=np.int64)
+    return np.asarray(off)
+
+
 class _Recorder(interpreter.Tracker):
     def __init__(self, kernel, nthreads, strict=False):
         super().__init__(kernel, nthreads, strict)
         self.log: list = []
 
-    def read(self, buf, off, tids, span):
+    def _bytes(self, buf, off, tids, nbytes) -> int:
+        """Bytes an access covers, checking the interface's contract (items of whole units, never per byte)."""
+        nb = self.unit(buf) if nbytes is None else nbytes
+        assert nb % self.unit(buf) == 0
+        if isinstance(off, Run):
+            assert off.nbytes == nb and off.start % self.unit(buf) == 0
+            local = buf is not None and buf.scope == "local"
+            assert np.ndim(tids) == 0 or np.shape(tids) == ((np.size(tids),) if local else (off.count,))
+            return off.count * nb * (np.size(tids) if local else 1)
         assert np.shape(off) == np.shape(tids) and np.asarray(off).dtype == np.int64
-        self.log.append(("read", buf.scope if buf is not None else "tmem", np.asarray(off).size, span))
-        return super().read(buf, off, tids, span)
+        assert not np.any(np.asarray(off) % self.unit(buf))
+        return np.asarray(off).size * nb
 
-    def write(self, buf, off, tids, span, init=True, *, value=None):
-        assert np.shape(off) == np.shape(tids) and np.asarray(off).dtype == np.int64
-        assert np.ndim(init) == 0 or np.shape(init) == np.shape(off)
-        assert value is None or np.shape(value) == np.shape(off)
-        self.log.append(("write", buf.scope if buf is not None else "tmem", np.asarray(off).size, span))
-        super().write(buf, off, tids, span, init, value=value)
+    def read(self, buf, off, tids, span, nbytes=None):
+        size = self._bytes(buf, off, tids, nbytes)
+        self.log.append(("read", buf.scope if buf is not None else "tmem", size, span))
+        ini = super().read(buf, off, tids, span, nbytes)
+        assert np.shape(ini) == (np.shape(off) if not isinstance(off, Run) else
+                                 (np.size(tids), off.count) if buf is not None and buf.scope == "local" else
+                                 (off.count,))
+        return ini
+
+    def write(self, buf, off, tids, span, init=True, *, value=None, nbytes=None):
+        size = self._bytes(buf, off, tids, nbytes)
+        items = (np.size(tids), off.count) if isinstance(off, Run) and buf.scope == "local" else \
+            (off.count,) if isinstance(off, Run) else np.shape(off)
+        assert np.ndim(init) == 0 or np.shape(init) == items
+        assert value is None or np.asarray(value).size * np.asarray(value).itemsize == size
+        self.log.append(("write", buf.scope if buf is not None else "tmem", size, span))
+        super().write(buf, off, tids, span, init, value=value, nbytes=nbytes)
 
     def event(self, kind, tids, span, **info):
         self.log.append(("event", kind, info, span))
@@ -203,28 +231,36 @@ def test_every_access_reaches_the_tracker(monkeypatch):
         if kind in ("read", "write") and (kind, scope) in moved:
             moved[kind, scope] += size
     tile = 128 * 32 * 4
-    assert moved == {("read", "global"): tile, ("write", "local"): 2 * tile, ("read", "local"): 2 * tile,
+    # (A is never written: nothing can race on it or leave it uninitialised, so its reads are not reported)
+    assert not made[0].tracks(k.params[0])
+    assert moved == {("read", "global"): 0, ("write", "local"): 2 * tile, ("read", "local"): 2 * tile,
                      ("write", "tmem"): tile, ("read", "tmem"): tile, ("write", "global"): tile}
     events = [e[1] for e in log if e[0] == "event"]
     for kind in ("alloc", "cta_sync", "tcgen05.st", "wait_st", "tcgen05.ld", "wait_ld", "dealloc"):
         assert kind in events, events
     st = next(e for e in log if e[0] == "event" and e[1] == "tcgen05.st")
-    assert st[2]["regs"].shape == (128, 128) and st[2]["cells"].shape == (128, 128) and st[2]["local"].name == "a"
+    # one 32-bit word per register and TMEM cell (byte offsets), a row per thread
+    assert st[2]["regs"].shape == (128, 32) and st[2]["cells"].shape == (128, 32) and st[2]["local"].name == "a"
+    assert not np.any(st[2]["regs"] % 4) and not np.any(st[2]["cells"] % 4)
 
 
 def test_poison_is_carried_per_element(monkeypatch):
     class Poison(_Recorder):
-        def read(self, buf, off, tids, span):
-            super().read(buf, off, tids, span)
-            ok = np.ones(np.shape(off), bool)
+        def tracks(self, buf):  # (A is never written, so the simulator would not ask about it)
+            return (buf is not None and buf.name == "A") or super().tracks(buf)
+
+        def read(self, buf, off, tids, span, nbytes=None):
+            ini = super().read(buf, off, tids, span, nbytes)
+            ok = np.ones(np.shape(ini), bool)
             if buf is not None and buf.name == "A":
-                ok &= np.asarray(off) // 4 != 7  # element 7 of A is uninitialised
+                ok &= _item_bytes(off) // 4 != 7  # element 7 of A is uninitialised
             return ok
 
-        def write(self, buf, off, tids, span, init=True, *, value=None):
+        def write(self, buf, off, tids, span, init=True, *, value=None, nbytes=None):
             if buf is not None and buf.name == "B":
-                self.stored.append((np.asarray(off).reshape(-1), np.broadcast_to(init, np.shape(off)).reshape(-1)))
-            super().write(buf, off, tids, span, init, value=value)
+                o = _item_bytes(off)
+                self.stored.append((o.reshape(-1), np.broadcast_to(init, o.shape).reshape(-1)))
+            super().write(buf, off, tids, span, init, value=value, nbytes=nbytes)
 
     made: list = []
 
@@ -244,7 +280,7 @@ def test_poison_is_carried_per_element(monkeypatch):
             assert set(off[~init] // 4) == {7} and init[off // 4 != 7].all()
         else:  # through shared memory: this tracker's reads of S answer "initialised", so B is clean again
             off, init = map(np.concatenate, zip(*made[-1].stored))
-            assert init.all() and off.size == 8 * 16 * 4
+            assert init.all() and off.size * 16 == 8 * 16 * 4  # (16-byte vector items)
 
 
 def test_apply_skips_unit_iters_with_the_same_result():
@@ -255,3 +291,47 @@ def test_apply_skips_unit_iters_with_the_same_result():
     ref = TileLayout((Iter(2, 8), Iter(4, 1), Iter(2, 4)))
     x = np.arange(16)
     assert np.array_equal(lay.apply(x)["m"], ref.apply(x)["m"])
+
+
+def _recorded(monkeypatch, src):
+    made: list = []
+
+    def make(*a, **kw):
+        made.append(_Recorder(*a, **kw))
+        return made[-1]
+
+    monkeypatch.setattr(interpreter, "Tracker", make)
+    k = _kernel(src)
+    sim = Simulator(k, _inputs(k))
+    out = sim.run()
+    return k, sim, out, made[0].log
+
+
+def test_a_contiguous_copy_loop_reaches_the_tracker_as_a_few_runs(monkeypatch):
+    """The fallback's 1 Mi-element loop: each chunk one Run of the elected thread (no per-element offsets), and
+    chunks of RUN_ELEMS elements, not of CHUNK_LANES lanes."""
+    k, sim, out, log = _recorded(monkeypatch, FALLBACK_WIDE.replace("48, 40", "1024, 1024"))
+    assert np.array_equal(out["A"], out["B"])
+    writes = [e for e in log if e[0] == "write" and e[1] == "global"]
+    assert sum(size for _, _, size, _ in writes) == 1024 * 1024 * 4
+    assert len(writes) <= -(-1024 * 1024 // interpreter.RUN_ELEMS)
+    assert sim.lanes == 1024 * 1024
+
+
+def test_a_copy_by_every_thread_is_one_run_per_loop(monkeypatch):
+    """global -> shared -> global by 1,024 threads, each thread the next 16 bytes: one Run per copy (its threads
+    cycle over the CTA), not (iterations x threads) offset arrays."""
+    src = ("kernel gs threads=1024\nglobal A: float32[32, 256]\nglobal B: float32[32, 256] = zeros\n"
+           "shared S: float32[32, 256]\ncta.copy S <- A\ncta_sync\ncta.copy B <- S\ncheck B == A")
+    kinds: list = []
+    real = interpreter.Tracker.write
+
+    def spy(self, buf, off, tids, span, init=True, *, value=None, nbytes=None):
+        kinds.append((buf.name, type(off).__name__, np.size(tids)))
+        return real(self, buf, off, tids, span, init, value=value, nbytes=nbytes)
+
+    monkeypatch.setattr(interpreter.Tracker, "write", spy)
+    k = _kernel(src)
+    out = Simulator(k, _inputs(k)).run()
+    assert np.array_equal(out["A"], out["B"])
+    assert kinds == [("S", "Run", 1024), ("B", "Run", 1024)], kinds
