@@ -64,6 +64,15 @@ def _cases() -> dict[str, tuple[str, str, str]]:
                        "ldstmatrix + reg, swizzled"),
         "fallback_48k": (fallback_cell("cta", 1024, 96, 128), "sim", "fallback: one thread copies 48 KiB"),
         "many_ops": (many_ops_cell(220), "sim", "665 lines, 660 copy ops"),
+        # the simulator's happens-before shadow of written global buffers (GLOBAL_SHADOW_BUDGET)
+        "write_256mib": ("kernel w threads=1024\nglobal A: float32[8192, 8192]\nglobal B: float32[8192, 8192]\n"
+                         "cta.copy B <- A\ncheck B == A", "sim", "256 MiB global -> global copy, 1024 threads"),
+        "write_1gib_32": ("kernel w threads=32\nglobal A: float32[32]\nglobal B: float32[16384, 16382]\n"
+                          "warp.copy B[0, 0:32] <- A\ncheck B[0, 0:32] == A", "sim",
+                          "32 elements written into a 1 GiB global"),
+        "checks_880": ("\n".join(["kernel c threads=32", "global A: int32[8, 8, 8, 8, 8, 8, 8, 8] = random",
+                                   "global B: int32[8, 8, 8, 8, 8, 8, 8, 8] = random"] + ["check B==A"] * 880),
+                       "sim", "880 failing checks over 64 MiB"),
         "unrolled": ("\n".join(unrolled), "sim", "160 ops, ldmatrix unrolled per op"),
     }
 

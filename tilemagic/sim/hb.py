@@ -88,6 +88,11 @@ _LD, _ST = 1, 2  # register in-flight states
 MAX_WRITER_SETS = 1024
 #: Timeline entries kept (a kernel with a barrier in a long loop keeps a count of the rest).
 TIMELINE_CAP = 4096
+#: Bytes of happens-before shadow the global buffers of one run may take together (writer, access id, reader,
+#: init per tracking unit: about 7-13 bytes per unit).  A written global buffer whose shadow would pass it is not
+#: tracked, and the report says "incomplete" for it: the simulator's memory stays bounded (< 2 GiB for any
+#: accepted cell: the globals of a cell are at most 1 GiB together).
+GLOBAL_SHADOW_BUDGET = 384 << 20
 
 
 def garbage(shape: int | tuple[int, ...]) -> np.ndarray:
@@ -343,13 +348,24 @@ class Tracker:
         self._set_ids: dict[bytes, int] = {}
         self.report = HBReport()
         self._seen: set = set()
-        written, read = _written_and_read(kernel)
+        written, read = written_and_read(kernel)
         self._units = _units(kernel)
         self.spaces: dict[str, _Space] = {}
-        for b in kernel.params:
-            if b.name in written:
-                self.spaces[b.name] = _Space(b.name, "global-memory", b.nbytes, b.elem_bytes, self._units[b.name],
-                                             self._tdt, reads=b.name in read, writes=True, init=True)
+        self.untracked: list[str] = []  # written global buffers past GLOBAL_SHADOW_BUDGET (not tracked)
+        budget = GLOBAL_SHADOW_BUDGET
+        for b in sorted((b for b in kernel.params if b.name in written), key=lambda b: b.nbytes):
+            units = b.nbytes // self._units[b.name]
+            cost = units * ((np.dtype(self._tdt).itemsize + 4) * (2 if b.name in read else 1) + 1)
+            if cost > budget:
+                self.untracked.append(b.name)
+                self.incomplete(f"global buffer {b.name} ({b.nbytes / 2 ** 20:,.0f} MiB) is too large for the "
+                                f"happens-before shadow ({GLOBAL_SHADOW_BUDGET >> 20} MiB for all global buffers): "
+                                f"races on it and uninitialised data stored to it are not checked",
+                                getattr(b, "span", None))
+                continue
+            budget -= cost
+            self.spaces[b.name] = _Space(b.name, "global-memory", b.nbytes, b.elem_bytes, self._units[b.name],
+                                         self._tdt, reads=b.name in read, writes=True, init=True)
         for b in kernel.shared:
             if b is not kernel.tmem_addr:  # written by the allocation (modelled by the alloc event)
                 self.spaces[b.name] = _Space(b.name, "shared-memory", b.nbytes, b.elem_bytes, self._units[b.name],
@@ -964,7 +980,7 @@ def _index(off: np.ndarray) -> np.ndarray | slice:
 _CHUNK = 1 << 16
 
 
-def _written_and_read(kernel: ir.Kernel) -> tuple[set[str], set[str]]:
+def written_and_read(kernel: ir.Kernel) -> tuple[set[str], set[str]]:
     """Names of the buffers some statement writes, and of those some statement reads."""
     written: set[str] = set()
     read: set[str] = {ld.buf.name for ld in ir.loads(kernel.body)}

@@ -35,7 +35,7 @@ from ..arch import tcgen05 as tc
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
-from .hb import Run, Tracker, garbage
+from .hb import Run, Tracker, garbage, written_and_read
 from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
@@ -204,11 +204,17 @@ class Simulator:
         self.n = n
         self.tid = np.arange(n, dtype=np.int64)
         self.mem: dict[str, np.ndarray] = {}
+        written, _ = written_and_read(kernel)
         for b in kernel.params:
             a = np.ascontiguousarray(inputs[b.name])
             if a.nbytes != b.nbytes:
                 raise LaunchError(f"input for {b.name} has {a.nbytes} bytes, expected {b.nbytes}")
-            self.mem[b.name] = a.view(np.uint8).reshape(-1).copy()
+            flat = a.view(np.uint8).reshape(-1)
+            if b.name in written:
+                self.mem[b.name] = flat.copy()
+            else:  # never written: the input itself, read-only (no copy of a buffer the kernel only reads)
+                self.mem[b.name] = flat.view()
+                self.mem[b.name].flags.writeable = False
         for b in kernel.shared:
             self.mem[b.name] = garbage(b.nbytes)  # uninitialised: garbage, and poison for the tracker
         self.local = {b.name: garbage((n, b.nbytes)) for b in kernel.locals}

@@ -452,3 +452,28 @@ def test_a_run_of_many_threads_cycles_over_them():
         tr.read(S, np.array([4 * 130]), np.array([5]), Span.point(10, 1))
     (ha,), (hb,) = a.finish().hazards, b.finish().hazards
     assert ha.message == hb.message and ha.threads == (5, 2) and ha.element == 130
+
+
+def test_a_global_buffer_past_the_shadow_budget_is_incomplete_never_clean(monkeypatch):
+    from tilemagic.sim import hb
+
+    src = "kernel big threads=32\nglobal A: float32[64, 32]\nglobal B: float32[64, 32]\nwarp.copy B <- A\ncheck B == A"
+    assert run(src).launch.hb_summary().startswith("happens-before: clean")
+    monkeypatch.setattr(hb, "GLOBAL_SHADOW_BUDGET", 1024)  # (the 8 KiB B needs more)
+    res = run(src)
+    summary = res.launch.hb_summary()
+    assert res.launch.passed and "clean" not in summary
+    assert "incomplete: global buffer B" in summary and "not checked at L3" in summary
+
+
+def test_a_global_buffer_the_kernel_only_reads_is_not_copied():
+    from tilemagic.sim import Simulator
+
+    k = run("kernel ro threads=32\nglobal A: float32[64, 32]\nglobal B: float32[64, 32]\nwarp.copy B <- A",
+            launch="off").kernel
+    a = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+    sim = Simulator(k, {"A": a, "B": np.zeros_like(a)})
+    assert np.shares_memory(sim.mem["A"], a) and not sim.mem["A"].flags.writeable
+    assert not np.shares_memory(sim.mem["B"], a)
+    out = sim.run()
+    assert np.array_equal(out["B"].view(np.float32).reshape(64, 32), a)
