@@ -75,6 +75,7 @@ import numpy as np
 from ..arch import tcgen05 as tc
 from ..errors import Span
 from ..ir import nodes as ir
+from ..ir.evaluate import Undetermined, eval_static
 
 #: The byte pattern uninitialised shared memory, registers and TMEM start with (``0xDEADBEEF``, little
 #: endian per 32-bit word): never zero, never a small integer, recognisable in a dump.
@@ -276,6 +277,7 @@ class _Space:
     def __init__(self, name: str, label: str, nbytes: int, elem_bytes: int, unit: int, tdt, *, reads: bool,
                  writes: bool, init: bool | None):
         self.name, self.label, self.elem_bytes, self.unit = name, label, elem_bytes, unit
+        self.buf: ir.Buffer | None = None  # (set by the tracker: names elements by their logical index)
         self.has_w, self.has_r, self.has_init = writes, reads and writes, init is not None
         n = nbytes // unit
         # (a side that is not tracked is an empty array)
@@ -306,7 +308,8 @@ class _Space:
         e = self.element(u)
         if isinstance(e, tuple):
             return f"TMEM lane {e[0]} column {e[1]}"
-        return f"{self.name} element {e}"
+        at = logical_index(self.buf, e) if self.buf is not None else None
+        return f"{self.name}{at}" if at else f"{self.name} element {e}"
 
 
 class Tracker:
@@ -370,6 +373,9 @@ class Tracker:
             if b is not kernel.tmem_addr:  # written by the allocation (modelled by the alloc event)
                 self.spaces[b.name] = _Space(b.name, "shared-memory", b.nbytes, b.elem_bytes, self._units[b.name],
                                              self._tdt, reads=True, writes=True, init=False)
+        for b in (*kernel.params, *kernel.shared):
+            if b.name in self.spaces:
+                self.spaces[b.name].buf = b
         self.tmem = _Space("TMEM", "TMEM", TMEM_BYTES, 4, 4, self._tdt, reads=True, writes=True, init=False)
         # registers: init bit, in-flight state and the access id that set it, per (thread, unit)
         self.regs = {}
@@ -576,9 +582,8 @@ class Tracker:
                     i = int(np.argmax(bad))
                     ti = int(np.broadcast_to(_arr(t), r0.shape)[i])
                     r = int(r0[i])
-                    if r == _SHARED:  # name a reader the writer is not ordered after: any other thread
-                        r = int(np.argmax(np.maximum(self.known[ti], self._floor) <= s0[i]))
-                        r = r if r != ti else (r + 1) % self.n
+                    if r == _SHARED:  # several threads read it (which ones is not kept): named as such
+                        r = -1
                     self._race("war", sp, _at(ix, i), ti, span, r, self._aid_span[int(sp.ra[_at(ix, i)])])
             sp.rt[ix] = _NONE  # reads before an ordered write are ordered before every later access after it
             # (where nothing was read since the last full barrier every reader entry is ordered before all: kept)
@@ -639,7 +644,8 @@ class Tracker:
             msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} reads {where} at {a} that thread {other} "
                    f"wrote at {b} with no synchronisation in between (read after write)")
         elif kind == "war":
-            msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} writes {where} at {a} that thread {other} "
+            who = f"thread {other}" if other >= 0 else "other threads"
+            msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} writes {where} at {a} that {who} "
                    f"read at {b} with no synchronisation in between (write after read)")
         elif same_call:
             msg = (f"hazard: {sp.label} race on {sp.name}: threads {other} and {t} write different values to "
@@ -1016,3 +1022,33 @@ def _data_dependent(kernel: ir.Kernel) -> list[tuple[str, Span | None]]:
         elif any(True for e in ir.stmt_exprs(s) for ld in ir.loads(e) for i in ld.indices for _ in ir.loads(i)):
             out.append(("an index computed from loaded data", s.span))
     return out
+
+
+def logical_index(buf: ir.Buffer, elem: int) -> str | None:
+    """``"[16, 0]"``: the logical index of physical element ``elem`` of a shared or global buffer (through its
+    layout: a swizzled or permuted shared tile is named as the user indexes it), or None when no index maps there.
+
+    Global buffers are row-major; a shared buffer's layout is evaluated over its whole (small) index space once
+    per message (:meth:`tilemagic.ir.nodes.Buffer.index_expr`, :func:`tilemagic.ir.evaluate.eval_static`).
+    """
+    shape = tuple(int(d) for d in buf.shape)
+    if not shape or buf.scope not in ("global", "shared"):
+        return None
+    size = math.prod(shape)
+    if buf.scope == "global" or buf.layout is None:
+        coords = np.unravel_index(elem, shape) if 0 <= elem < size else None
+    elif size > 1 << 20:
+        return None
+    else:
+        vars_ = [ir.LoopVar(f"_i{d}") for d in range(len(shape))]
+        grid = np.indices(shape).reshape(len(shape), -1)
+        try:
+            phys = np.asarray(eval_static(buf.index_expr(vars_), np.zeros(1, np.int64),
+                                          {v: g for v, g in zip(vars_, grid)}))
+        except Undetermined:
+            return None
+        hit = np.flatnonzero(np.broadcast_to(phys, grid.shape[1:]) == elem)
+        coords = grid[:, hit[0]] if hit.size else None
+    if coords is None:
+        return None
+    return "[" + ", ".join(str(int(c)) for c in coords) + "]"

@@ -75,7 +75,7 @@ def test_global_read_after_write_across_warps():
     assert (h.kind, h.buffer, h.span.line, h.other_span.line) == ("raw", "Z", r, w)
     reader, writer = h.threads
     assert reader != writer and reader // 32 != writer // 32 or reader != writer
-    assert f"thread {reader} reads Z element {h.element} " in msg and f"that thread {writer} wrote" in msg
+    assert f"thread {reader} reads Z[{h.element // 8}, {h.element % 8}] " in msg and f"that thread {writer} wrote" in msg
     fixed = GLOBAL_RAW.replace("wg.copy t <- Z", "cta_sync\nwg.copy t <- Z")
     assert not _hazards(fixed)[1]
     assert run(fixed).launch.hb.summary().startswith("happens-before: clean (")
@@ -97,7 +97,7 @@ check B == A"""
 
 def test_shared_write_after_read():
     r, w = _line(SHARED_WAR, "wg.copy t <- S"), _line(SHARED_WAR, "wg.copy S <- c")
-    _, msg, h = _one(SHARED_WAR, "shared-memory race on S:", "writes S element", f"at L{w} that thread",
+    _, msg, h = _one(SHARED_WAR, "shared-memory race on S:", "writes S[0, ", f"at L{w} that thread",
                      f"read at L{r} ", "(write after read)")
     assert (h.kind, h.span.line, h.other_span.line) == ("war", w, r) and h.threads[0] != h.threads[1]
     assert not _hazards(SHARED_WAR.replace("wg.copy S <- c", "cta_sync\nwg.copy S <- c"))[1]
@@ -159,7 +159,7 @@ def test_different_values_stored_by_one_statement_are_a_race():
     assert not tr.report.hazards  # identical elements
     tr.write(S, np.array([[8, 12], [8, 12]]), tids, Span.point(10, 1), value=np.array([[1, 2], [1, 3]], np.uint32))
     (h,) = tr.finish().hazards
-    assert h.kind == "waw" and "write different values to S element 3 at L10" in h.message
+    assert h.kind == "waw" and "write different values to S[0, 3] at L10" in h.message
 
 
 # ----------------------------------------------------------------------------- TMEM
@@ -274,7 +274,7 @@ shared S: float32[128, 8]
 wg.copy B <- S
 check B == Z"""
     res, haz = _uninit(src, 6)
-    assert any("reads S element 0 at L5" in h for h in haz)
+    assert any("reads S[0, 0] at L5" in h for h in haz)
 
 
 def test_poison_register_read():
@@ -477,3 +477,29 @@ def test_a_global_buffer_the_kernel_only_reads_is_not_copied():
     assert not np.shares_memory(sim.mem["B"], a)
     out = sim.run()
     assert np.array_equal(out["B"].view(np.float32).reshape(64, 32), a)
+
+
+def test_hazards_name_elements_by_logical_index_through_a_swizzle_and_a_war_on_read_shared_data():
+    src = """kernel sw threads=64
+global A: float16[8, 64]
+global C: float16[8, 64]
+global B: float16[8, 64]
+shared S: float16[8, 64] @ swizzle(3, 3, 3)
+cta.copy S <- A
+cta_sync
+warp.copy B <- S
+cta.copy S <- C
+check B == A"""
+    res, haz = _hazards(src)
+    (war,) = [h for h in res.launch.hb.hazards if h.kind == "war"]
+    lin = war.element  # the physical element; the message names the logical one
+    want = next((r, c) for r in range(8) for c in range(64) if _phys(res, r, c) == lin)
+    assert f"writes S[{want[0]}, {want[1]}] at L9" in war.message
+    assert "that other threads read at L8" in war.message or "that thread " in war.message
+
+
+def _phys(res, r, c):
+    from tilemagic.ir.evaluate import eval_static
+
+    S = next(b for b in res.kernel.shared if b.name == "S")
+    return int(eval_static(S.index_expr([ir.Const(r), ir.Const(c)]), np.zeros(1, np.int64), {}))
