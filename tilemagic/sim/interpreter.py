@@ -103,7 +103,7 @@ def _stmt_work(s: ir.Stmt) -> int:
     if isinstance(s, ir.Seq):
         return sum(_stmt_work(c) for c in s.body)
     if isinstance(s, ir.If):
-        return _stmt_work(s.then)
+        return 1 + _stmt_work(s.then)  # (the condition is a tick of its own)
     if isinstance(s, ir.Grid):
         return int(np.prod(s.extents, dtype=np.int64)) * _stmt_work(s.body)
     return 1
@@ -163,6 +163,7 @@ class _Progress:
             self.plain = True
             return
         self.bar = tqdm(total=self.total, initial=self.done, desc=self.label, unit="stmt", leave=False)
+        self.bar.start_t -= time.monotonic() - self.t0  # (elapsed since the run began, not since the bar appeared)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -335,3 +335,20 @@ def test_a_copy_by_every_thread_is_one_run_per_loop(monkeypatch):
     out = Simulator(k, _inputs(k)).run()
     assert np.array_equal(out["A"], out["B"])
     assert kinds == [("S", "Run", 1024), ("B", "Run", 1024)], kinds
+
+
+def test_progress_total_counts_every_tick_of_the_run(monkeypatch):
+    """The bar's total is the statements the run ticks for (an If's condition included): it ends at 100 %."""
+    seen = []
+    real = interpreter._Progress
+
+    class Spy(real):
+        def close(self):
+            seen.append((self.done, self.total))
+            super().close()
+
+    monkeypatch.setattr(interpreter, "_Progress", Spy)
+    k = _kernel(FALLBACK_WIDE.replace("48, 40", "4, 6"))  # (the fallback: its copy loop is under `if tx == 0`)
+    Simulator(k, _inputs(k), progress=True).run()
+    (done, total), = seen
+    assert done == total
