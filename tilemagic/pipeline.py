@@ -145,16 +145,31 @@ def _check_side(outputs: Mapping[str, np.ndarray], side) -> np.ndarray:
     return outputs[side.buf.name][tuple(slice(b, b + e) for b, e in side.region)].reshape(side.nonunit)
 
 
-def run_checks(tp: TypedProgram, outputs: Mapping[str, np.ndarray],
-               poison: Mapping[str, np.ndarray] | None = None) -> list[CheckResult]:
+def _region_hits(per_elem: np.ndarray, side) -> tuple[int, str | None]:
+    """How many elements of a check side's region ``per_elem`` (a bool per element of the whole buffer) marks,
+    and the first of them as ``"B[3, 4]"``."""
+    region = tuple(slice(lo, lo + e) for lo, e in side.region)
+    hit = per_elem.reshape(side.buf.shape)[region]
+    n = int(np.count_nonzero(hit))
+    if not n:
+        return 0, None
+    at = np.unravel_index(int(np.argmax(hit)), hit.shape)
+    return n, f"{side.buf.name}[{', '.join(str(lo + int(i)) for (lo, _), i in zip(side.region, at))}]"
+
+
+def run_checks(tp: TypedProgram, outputs: Mapping[str, np.ndarray], hb=None) -> list[CheckResult]:
     """Compare the two sides of every ``check``, bit for bit.
 
-    ``poison`` (the simulator's :attr:`tilemagic.sim.hb.HBReport.poison`: per global buffer a ``bool``
-    per byte, True where the kernel stored uninitialised data) makes a check whose regions hold such
-    bytes FAIL as "uninitialised", whatever the bits say: the simulator's garbage could equal the
-    expected values by luck, a GPU's would not.  The first :data:`MAX_LISTED` mismatches are kept
+    ``hb`` (the simulator's :class:`tilemagic.sim.hb.HBReport`, None after a GPU run) adds two things the
+    bits cannot say.  ``hb.poison`` (per global buffer a ``bool`` per byte, True where the kernel stored
+    uninitialised data) makes a check whose regions hold such bytes FAIL as "uninitialised", whatever the
+    bits say: the simulator's garbage could equal the expected values by luck, a GPU's would not.  And a
+    check over elements of a buffer with the default initialiser (zeros: neither read first nor given an
+    ``= INIT``) that no thread wrote keeps its verdict but says so (``CheckResult.unwritten``): such
+    elements hold the host's zeros, not a result.  The first :data:`MAX_LISTED` mismatches are kept
     (``CheckResult.first``), never one entry per element.
     """
+    defaulted = {b.name for b in tp.buffers.values() if b.scope == "global" and not b.init} - _read_first(tp)
     res = []
     for item in tp.checks:
         lhs, rhs = item.lhs, item.rhs
@@ -162,20 +177,22 @@ def run_checks(tp: TypedProgram, outputs: Mapping[str, np.ndarray],
         mask = ir.bits_view(got) != ir.bits_view(exp)
         bad = int(np.count_nonzero(mask))
         first = first_mismatches(got, exp, mask, MAX_LISTED) if bad else ()  # capped list, never one per element
-        unin, first_unin = 0, None
-        for side in (lhs, rhs):
-            p = (poison or {}).get(side.buf.name)
-            if p is None or not p.any():
-                continue
-            region = tuple(slice(lo, lo + e) for lo, e in side.region)
-            pe = p.reshape(-1, side.buf.elem_bytes).any(1).reshape(side.buf.shape)[region]
-            n = int(np.count_nonzero(pe))
-            if n > unin:
-                at = np.unravel_index(int(np.argmax(pe)), pe.shape)
-                unin = n
-                first_unin = f"{side.buf.name}[{', '.join(str(lo + int(i)) for (lo, _), i in zip(side.region, at))}]"
+        unin, first_unin, unw, first_unw = 0, None, 0, None
+        for side in (lhs, rhs) if hb is not None else ():
+            name, eb = side.buf.name, side.buf.elem_bytes
+            p = hb.poison.get(name)
+            if p is not None and p.any():
+                n, at = _region_hits(p.reshape(-1, eb).any(1), side)
+                if n > unin:
+                    unin, first_unin = n, at
+            if name in defaulted and (name in hb.tracked or name not in hb.written):
+                never = hb.unwritten.get(name) if name in hb.tracked else np.ones(side.buf.numel, bool)
+                n, at = _region_hits(never, side) if never is not None else (0, None)
+                if n > unw:
+                    unw, first_unw = n, at
         res.append(CheckResult(item.text.removeprefix("check").strip(), item.span.line, bad == 0 and unin == 0, bad,
-                               int(got.size), first, uninitialised=unin, first_uninitialised=first_unin))
+                               int(got.size), first, uninitialised=unin, first_uninitialised=first_unin,
+                               unwritten=unw, first_unwritten=first_unw))
     return res
 
 
@@ -412,7 +429,10 @@ def tilecopy(
         if opts.launch != "off":  # inputs only when something runs on them
             inputs = make_inputs(tp, opts.seed, namespace)
             lres = _launch(kernel, native, emulated, inputs, opts, tp.kernel_span, bench_bytes)
-            lres.checks = run_checks(tp, lres.outputs, lres.hb.poison if lres.hb is not None else None)
+            lres.checks = run_checks(tp, lres.outputs, lres.hb)
+            warns = warns + [(f"check {c.text} compares elements the kernel never wrote: {c.note.removeprefix('but ')}"
+                              f" (give the buffer an initialiser, e.g. `= zeros`, if that is meant)", item.span)
+                             for c, item in zip(lres.checks, tp.checks) if c.unwritten]
         # the simulator's happens-before tracker is authoritative where it ran; elsewhere (GPU, --launch off)
         # the static program-order pass checks the tcgen05 waits
         hazards = lres.hazards if lres is not None and lres.hb is not None else check_hazards(kernel)

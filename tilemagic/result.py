@@ -54,6 +54,10 @@ class CheckResult:
     #: then FAILs whatever the bits say), and the first of them as ``"B[3, 4]"``.
     uninitialised: int = 0
     first_uninitialised: str | None = None
+    #: Elements of either side (a buffer with the default initialiser, zeros) that no thread wrote (simulator
+    #: runs): the verdict stands, but those elements hold the host's zeros, not a result of the kernel.
+    unwritten: int = 0
+    first_unwritten: str | None = None
 
     @property
     def status(self) -> str:
@@ -69,8 +73,17 @@ class CheckResult:
                     f"{self.mismatches} differ")
         return f"{self.mismatches} of {self.total} elements differ"
 
+    @property
+    def note(self) -> str:
+        """What else the reader should know, e.g. ``"but 64 of 128 elements were never written ..."`` ("" if nothing)."""
+        if not self.unwritten:
+            return ""
+        return (f"{'but ' if self.passed else ''}{self.unwritten} of {self.total} elements were never written by the "
+                f"kernel, first {self.first_unwritten}: they hold the host's initial zeros")
+
     def __str__(self) -> str:
-        return f"check {self.text}: {self.status}" + (f" ({self.detail})" if self.detail else "")
+        said = "; ".join(x for x in (self.detail, self.note) if x)
+        return f"check {self.text}: {self.status}" + (f" ({said})" if said else "")
 
 
 @dataclass

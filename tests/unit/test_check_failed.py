@@ -84,7 +84,7 @@ def test_magic_shows_the_report_then_fails_the_cell(ip):
     assert not r.success and isinstance(r.error_in_exec, tilemagic.CheckFailed)
     assert r.error_in_exec.result.launch.checks[1].mismatches == 12
     shown = "".join(o.data.get("text/plain", "") for o in cap.outputs)
-    assert "check B == A: FAIL (12 of 24 elements differ)" in shown  # the report came first
+    assert "check B == A: FAIL (12 of 24 elements differ" in shown  # the report came first
     err = cap.stdout + cap.stderr
     assert f"tilecopy:{FAIL_LINE + 1}:1: CheckFailed: FAIL: 2 checks: B == A on line {FAIL_LINE + 1}" in err
     assert "Traceback" not in err
@@ -109,7 +109,7 @@ def test_cli_agrees(tmp_path, capsys):
     f.write_text(PARTIAL)
     assert main(["run", str(f), "--launch", "sim"]) == 1
     out, err = capsys.readouterr()
-    assert "check B == A: FAIL (12 of 24 elements differ)" in out  # the report
+    assert "check B == A: FAIL (12 of 24 elements differ" in out  # the report
     assert "partial: sim (CPU simulator) — B[0:2, :] == A[0:2, :]: PASS, B == A: FAIL" in out
     assert f":{FAIL_LINE}:{FAIL_COL}: CheckFailed: {MESSAGE}" in err and "  9 | check B == A" in err
     assert main(["run", str(f), "--launch", "sim", "--allow-fail"]) == 1  # still exit 1, no error printed
@@ -154,3 +154,29 @@ def test_nbval_fails_the_untagged_failing_cell(kernel_env, tmp_path):
     assert proc.returncode == 1, proc.stdout[-3000:]
     assert "1 failed, 3 passed" in proc.stdout, proc.stdout[-3000:]
     assert "CheckFailed" in proc.stdout
+
+
+def test_a_check_over_elements_the_kernel_never_wrote_says_so():
+    import warnings as _w
+
+    src = """kernel nw threads=32
+global A: float32[32, 4]
+global B: float32[32, 4]
+global C: float32[32, 4]
+warp.copy B[0:16, :] <- A[0:16, :]
+warp.copy C[0:16, :] <- A[0:16, :]
+check B == C
+check B[0:16, :] == A[0:16, :]"""
+    with _w.catch_warnings(record=True) as got:
+        _w.simplefilter("always")
+        res = tilemagic.tilecopy(src, launch="sim")
+    c, ok = res.launch.checks
+    assert c.passed and c.unwritten == 64 and c.first_unwritten == "B[16, 0]"
+    assert "PASS (but 64 of 128 elements were never written by the kernel, first B[16, 0]" in str(c)
+    assert ok.passed and ok.unwritten == 0 and "never written" not in str(ok)
+    assert any("compares elements the kernel never wrote" in str(w.message) for w in got)
+    # an explicit initialiser says the zeros are meant
+    res = tilemagic.tilecopy(src.replace("global C: float32[32, 4]", "global C: float32[32, 4] = zeros")
+                             .replace("global B: float32[32, 4]", "global B: float32[32, 4] = zeros"),
+                             launch="sim", emit_warnings=False)
+    assert res.launch.checks[0].unwritten == 0

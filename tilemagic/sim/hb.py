@@ -174,6 +174,11 @@ class HBReport:
     timeline: list[SyncEvent] = field(default_factory=list)
     timeline_dropped: int = 0
     poison: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Global buffers the kernel writes and the tracker followed, and for those with elements no thread wrote,
+    #: a bool per element (True: never written).  A buffer the kernel never writes is in neither.
+    written: set[str] = field(default_factory=set)  # every global buffer some statement writes
+    tracked: set[str] = field(default_factory=set)
+    unwritten: dict[str, np.ndarray] = field(default_factory=dict)
     accesses: int = 0
     sync_events: int = 0
 
@@ -355,6 +360,7 @@ class Tracker:
         self._units = _units(kernel)
         self.spaces: dict[str, _Space] = {}
         self.untracked: list[str] = []  # written global buffers past GLOBAL_SHADOW_BUDGET (not tracked)
+        self.report.written = {b.name for b in kernel.params if b.name in written}
         budget = GLOBAL_SHADOW_BUDGET
         for b in sorted((b for b in kernel.params if b.name in written), key=lambda b: b.nbytes):
             units = b.nbytes // self._units[b.name]
@@ -920,8 +926,14 @@ class Tracker:
     def finish(self) -> HBReport:
         """The report: hazards, incomplete reasons, the timeline, per-buffer poison of global buffers."""
         for sp in self.spaces.values():
-            if sp.label == "global-memory" and sp.has_init and not sp.init.all():
+            if sp.label != "global-memory":
+                continue
+            if sp.has_init and not sp.init.all():
                 self.report.poison[sp.name] = np.repeat(~sp.init, sp.unit)  # (per byte)
+            self.report.tracked.add(sp.name)
+            never = sp.wt == _NONE
+            if never.any():
+                self.report.unwritten[sp.name] = never.reshape(-1, max(1, sp.elem_bytes // sp.unit)).any(1)
         return self.report
 
 
