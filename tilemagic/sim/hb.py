@@ -793,15 +793,15 @@ class Tracker:
         an in-flight ``tcgen05.ld``/``tcgen05.st`` uses.
         """
         nb = self.unit(buf) if nbytes is None else nbytes
-        local = buf is not None and buf.scope == "local"
-        sp = self.tmem if buf is None else None if local else self.spaces.get(buf.name)
-        if not local and sp is None:
-            return
-        aid = self._access_id(span)
-        if local:
+        if buf is not None and buf.scope == "local":
+            self._access_id(span)
             at, shape, k, locate = self._reg_norm(buf, off, tids, nb)
             self._reg_write(buf, at, locate, span, self._per_unit(init, int(np.prod(shape)), k))
             return
+        sp = self.tmem if buf is None else self.spaces.get(buf.name)
+        if sp is None:
+            return
+        aid = self._access_id(span)
         ix, t, shape, k = self._norm(sp.unit, off, tids, nb)
         n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
         val = None

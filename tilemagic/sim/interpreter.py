@@ -610,9 +610,10 @@ class Simulator:
             src, dst, se, de, items = st.src, st.dst, st.src_index, st.dst_index, st.elems
         if src.scope == "local" or dst.scope == "local" or src.elem_bytes != dst.elem_bytes:
             return None
-        forms = (_affine(se), _affine(de))
-        if forms[0] is None or forms[1] is None:
+        sf, df = _affine(se), _affine(de)
+        if sf is None or df is None:
             return None
+        forms = (sf, df)
         inner = 1  # per loop variable: the coefficient it must have, in items of the threads' row (x threads x items)
         want = {}
         for v, n in zip(reversed(s.vars), reversed(s.extents)):
@@ -658,8 +659,8 @@ class Simulator:
                 return False
             bases.append(b0)
         total = int(np.prod(s.extents, dtype=np.int64)) * per * m  # elements
-        for buf, b in ((src, bases[0]), (dst, bases[1])):
-            if (b * eb) % nb or b < 0 or (b + total) * eb > buf.nbytes // eb * eb:
+        for buf, base in ((src, bases[0]), (dst, bases[1])):
+            if (base * eb) % nb or base < 0 or (base + total) * eb > buf.nbytes // eb * eb:
                 return False
         step = max(per * m, RUN_ELEMS // (per * m) * (per * m))  # whole iterations per chunk
         row = tids.astype(np.int32)  # (the tracker cycles a run's threads over this row)
