@@ -10,6 +10,7 @@ tilemagic imports neither CuPy, nor matplotlib's pyplot, nor ipywidgets.
 from .errors import (  # noqa: F401
     CheckFailed,
     DispatchError,
+    HazardError,
     InternalError,
     LaunchError,
     LaunchInterrupted,

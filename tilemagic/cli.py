@@ -26,13 +26,13 @@ def demo_source(name: str) -> str:
     return resources.files("tilemagic.demos").joinpath(f"{name}.tile").read_text()
 
 
-def _run_one(source: str, args: argparse.Namespace, label: str | None):
+def _run_one(source: str, args: argparse.Namespace, label: str | None, filename: str = "tilecopy"):
     """Run one description; command-line flags win over its ``%%tilecopy`` line, which wins over defaults
     (the file's name is the default NAME)."""
     from .pipeline import cell_options, tilecopy
 
     flags = {f.name: getattr(args, f.name) for f in FIELDS if hasattr(args, f.name)}
-    return tilecopy(source, options=cell_options(source, flags, defaults={"name": label}))
+    return tilecopy(source, options=cell_options(source, flags, defaults={"name": label}), filename=filename)
 
 
 def _write_html(results, path: str):
@@ -48,10 +48,11 @@ def _report(sources: list[tuple], args) -> int:
     results, status = [], 0
     for label, src, filename in sources:
         try:
-            res = _run_one(src, args, label)
+            res = _run_one(src, args, label, filename or "tilecopy")
         except KeyboardInterrupt:  # LaunchInterrupted too: Ctrl-C ends the run, not just this description
             raise
         except CheckFailed as e:  # the report, then the located failure: as the magic shows it
+            e.filename = filename
             res = e.result
             print(res.text())
             print()

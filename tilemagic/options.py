@@ -78,7 +78,7 @@ def check_timeout(timeout: object) -> float:
     digits); never a bool.  Raise OptionError otherwise."""
     if isinstance(timeout, (bool, np.bool_)):
         raise OptionError(f"--timeout {timeout!r} is not a number of seconds")
-    if isinstance(timeout, str) and not re.fullmatch(r"[+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", timeout):
+    if isinstance(timeout, str) and not re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", timeout):
         raise OptionError(f"--timeout {timeout!r} is not a number of seconds")
     try:
         value = float(timeout)  # type: ignore[arg-type]

@@ -360,6 +360,7 @@ def tilecopy(
     options: Options | None = None,
     namespace: dict | None = None,
     emit_warnings: bool = True,
+    filename: str = "tilecopy",
     bench_bytes: int | None = None,
     **overrides: object,
 ) -> TileCopyResult:
@@ -378,6 +379,9 @@ def tilecopy(
         stores the result there.
     emit_warnings : bool, default True
         Issue the lowering's and the simulator's warnings (UserWarning, located on their line).
+    filename : str, default "tilecopy"
+        The name warnings and errors give the description (the CLI passes the ``.tile`` file's path:
+        ``f.tile:7: UserWarning: hazard: ...``, ``f.tile:4:11: TileTypeError: ...``).
     bench_bytes : int, optional
         With ``bench``: bytes the grid's CTAs read per launch (default 1 GiB, capped by the
         free GPU memory; see :func:`tilemagic.runtime.launch.run_on_gpu`).
@@ -432,7 +436,7 @@ def tilecopy(
             lres.checks = run_checks(tp, lres.outputs, lres.hb)
             warns = warns + [(f"check {c.text} compares elements the kernel never wrote: {c.note.removeprefix('but ')}"
                               f" (give the buffer an initialiser, e.g. `= zeros`, if that is meant)", item.span)
-                             for c, item in zip(lres.checks, tp.checks) if c.unwritten]
+                             for c, item in zip(lres.checks, tp.checks) if c.unwritten and c.passed]
         # the simulator's happens-before tracker is authoritative where it ran; elsewhere (GPU, --launch off)
         # the static program-order pass checks the tcgen05 waits
         hazards = lres.hazards if lres is not None and lres.hb is not None else check_hazards(kernel)
@@ -440,10 +444,12 @@ def tilecopy(
         if strict:
             _strict_hazards(hazards, lres)
     except TileMagicError as e:
+        if filename != "tilecopy" and not e.filename:
+            e.filename = filename
         raise e.with_source(source)
     if emit_warnings:  # after everything else, so a later error is not preceded by them
         for text, span in warns:
-            warnings.warn_explicit(text, UserWarning, "tilecopy", span.line if span else 0)
+            warnings.warn_explicit(text, UserWarning, filename, span.line if span else 0)
     result = TileCopyResult(
         name=opts.name or tp.name, source=source, program=prog, kernel=kernel, ir=ir_text, cuda=native.text,
         cuda_emulated=emulated.text if emulated else None, dispatch=records, launch=lres,
@@ -465,11 +471,14 @@ def tilecopy(
         result.warnings.append(f"{what} failed: {e.message}")
         if emit_warnings:
             warnings.warn_explicit(f"{what} failed (the cell's result is kept): {e.render()}", UserWarning,
-                                   "tilecopy", e.line or 0)
+                                   filename, e.line or 0)
     if opts.out and namespace is not None:
         namespace[opts.out] = result
     if lres is not None and not lres.passed and not opts.allow_fail:
-        raise check_failed(result, tp)
+        err = check_failed(result, tp)
+        if filename != "tilecopy":
+            err.filename = filename
+        raise err
     return result
 
 

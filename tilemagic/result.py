@@ -75,7 +75,7 @@ class CheckResult:
 
     @property
     def note(self) -> str:
-        """What else the reader should know, e.g. ``"but 64 of 128 elements were never written ..."`` ("" if nothing)."""
+        """What else the reader should know (``"but 64 of 128 elements were never written ..."``; "" if nothing)."""
         if not self.unwritten:
             return ""
         return (f"{'but ' if self.passed else ''}{self.unwritten} of {self.total} elements were never written by the "
@@ -141,8 +141,14 @@ class LaunchResult:
         return self.hb.timeline if self.hb is not None else []
 
     def hb_summary(self) -> str | None:
-        """The one-line happens-before summary of a simulator run (``happens-before: clean (...)``), else None."""
-        return self.hb.summary() if self.hb is not None else None
+        """The one-line happens-before summary: ``happens-before: clean (...)`` / ``K hazards`` / ``incomplete: ...``
+        of a simulator run; after a GPU run, that the simulator's check did not run (None when not launched)."""
+        if self.hb is not None:
+            return self.hb.summary()
+        if self.backend in ("cupy", "cupy-emulated"):
+            return ("happens-before: not checked (it runs in the simulator; on the GPU only the tcgen05 waits are "
+                    "checked, in program order)")
+        return None
 
     def summary(self) -> str:
         s = f"backend={self.backend} ({self.mode})"

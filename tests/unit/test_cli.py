@@ -30,7 +30,18 @@ def test_run_failing_check_exits_1(tmp_path, capsys):
     f.write_text("kernel k threads=32\nglobal A: float32[4]\nglobal B: float32[4]\nglobal C: float32[4]\n"
                  "warp.copy B <- A\ncheck C == A\n")
     assert main(["run", str(f), "--launch", "sim"]) == 1
-    assert "check C == A: FAIL (4 of 4 elements differ)" in capsys.readouterr().out
+    cap = capsys.readouterr()
+    assert "check C == A: FAIL (4 of 4 elements differ" in cap.out
+    assert f"{f}:6:1: CheckFailed" in cap.err and "tilecopy:" not in cap.err  # the file, as for every error
+
+
+def test_run_warnings_name_the_file(tmp_path, capsys, recwarn):
+    f = tmp_path / "race.tile"
+    f.write_text("kernel k threads=64\nglobal A: float32[64]\nglobal B: float32[64]\nshared S: float32[64]\n"
+                 "cta.copy S <- A\nwarp.copy B <- S\ncheck B == A\n")
+    main(["run", str(f), "--launch", "sim"])
+    hazards = [w for w in recwarn if "hazard" in str(w.message)]
+    assert hazards and all(w.filename == str(f) and w.lineno == 6 for w in hazards)
 
 
 def test_run_error_exits_2_with_caret(tmp_path, capsys):

@@ -1047,6 +1047,7 @@ def logical_index(buf: ir.Buffer, elem: int) -> str | None:
     if not shape or buf.scope not in ("global", "shared"):
         return None
     size = math.prod(shape)
+    coords: tuple | np.ndarray | None
     if buf.scope == "global" or buf.layout is None:
         coords = np.unravel_index(elem, shape) if 0 <= elem < size else None
     elif size > 1 << 20:

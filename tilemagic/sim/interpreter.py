@@ -162,8 +162,8 @@ class _Progress:
         except ImportError:
             self.plain = True
             return
-        self.bar = tqdm(total=self.total, initial=self.done, desc=self.label, unit="stmt", leave=False)
-        self.bar.start_t -= time.monotonic() - self.t0  # (elapsed since the run began, not since the bar appeared)
+        bar = self.bar = tqdm(total=self.total, initial=self.done, desc=self.label, unit="stmt", leave=False)
+        bar.start_t -= time.monotonic() - self.t0  # (elapsed since the run began, not since the bar appeared)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -19,6 +19,7 @@ __all__ = [
     "MAX_LINE_CHARS",
     "MAX_LISTED",
     "MAX_TEXT_CHARS",
+    "NOT_LAUNCHED",
     "TAIL_LINES",
     "array_summary",
     "budgeted",
@@ -267,6 +268,10 @@ def check_overflow(checks: Sequence) -> list[str]:
     lines = [clip_line(f"L{c.line}: {c}") for c in rest[:MAX_LINES]]
     return ([f"{len(rest):,} more checks, {failed:,} of them FAIL (all: result.launch.checks[{MAX_LISTED}:]):"]
             + capped_list(lines, "checks", total=len(rest), limit=MAX_LINES))
+
+
+#: The Launch section of a report that did not launch (``--launch off``): it also says what was not checked.
+NOT_LAUNCHED = "not launched (happens-before not checked: it runs in the simulator, --launch sim)"
 
 
 def range_text(a: int, b: int) -> str:

@@ -43,6 +43,7 @@ from html import escape
 from ..caches import register_cache
 from .format import (
     MAX_LISTED,
+    NOT_LAUNCHED,
     array_summary,
     budgeted,
     capped_list,
@@ -507,7 +508,7 @@ def _picture_html(result, kind: str) -> str:
         return _note(f"{kind} picture: {e}")
     except Exception as e:  # noqa: BLE001 - a display layer must not hide the rest of the report
         return _note(f"{kind} picture unavailable: {type(e).__name__}: {e}", error=True)
-    return _img(png, _ALT[kind] if uses_tmem(result) else "shared-memory tile (writing thread)", kind)
+    return _img(png, _ALT[kind] if uses_tmem(result) or kind == "data" else "shared-memory tile (writing thread)", kind)
 
 
 def heatmap_html(result, kinds: Sequence[str] | None = None) -> str:
@@ -564,7 +565,7 @@ def launch_html(result) -> str:
     mismatches, at most :data:`~tilemagic.widgets.format.MAX_LISTED`, with the count), timings with ``--bench``."""
     launch = result.launch
     if launch is None or launch.backend == "off":
-        return f'<div style="{FONT};font-size:12px;color:#57606a">not launched</div>'
+        return f'<div style="{FONT};font-size:12px;color:#57606a">{escape(NOT_LAUNCHED)}</div>'
     parts = [f'<div style="{FONT};font-size:12px;margin-bottom:4px">{escape(launch.summary())}</div>']
     parts.append(_arrays_table("inputs", launch.inputs))
     parts.append(_arrays_table("outputs", launch.outputs))

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from .format import (
     MAX_LISTED,
+    NOT_LAUNCHED,
     array_summary,
     capped_list,
     check_overflow,
@@ -212,7 +213,7 @@ def render_text(result) -> str:
     # launch
     launch = result.launch
     if launch is None or launch.backend == "off":
-        lines += _block("Launch", "not launched")
+        lines += _block("Launch", NOT_LAUNCHED)
     else:
         body_l: list[str] = [launch.summary()]
         if launch.inputs:
