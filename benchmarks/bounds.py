@@ -77,6 +77,13 @@ def _cases() -> dict[str, tuple[str, str, str]]:
     }
 
 
+def _verdicts(checks: list[str]) -> str:
+    """``PASS PASS`` for a few checks, ``880 FAIL`` (with the count of each verdict) for many."""
+    if len(checks) <= 4:
+        return " ".join(checks) or "-"
+    return ", ".join(f"{checks.count(v)} {v}" for v in ("PASS", "FAIL") if v in checks)
+
+
 def run_one(name: str, launch: str | None) -> dict:
     """Run case ``name`` and every display in this process; the measurements as a dict."""
     import resource
@@ -144,7 +151,7 @@ def table(rows: list[dict]) -> str:
             lines.append(f"| {r['name']} | {what} | | | | | | | | | | no: {r['error']} |")
             continue
         bad = over_caps(r)
-        lines.append(f"| {r['name']} | {what} | {r['bytes']:,} | {r['launch']} | {' '.join(r['checks']) or '-'} "
+        lines.append(f"| {r['name']} | {what} | {r['bytes']:,} | {r['launch']} | {_verdicts(r['checks'])} "
                      f"| {r['rss_run'] / 2**20:,.0f} / {r['rss'] / 2**20:,.0f} | {r['html'] / 1e3:,.0f} "
                      f"| {r['bundle'] / 1e3:,.0f} "
                      f"| {r['png'] / 1e3:,.0f} | {r['text'] / 1e3:,.0f} | {r['total_s']} "
