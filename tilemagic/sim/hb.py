@@ -700,18 +700,24 @@ class Tracker:
             return int(t[i]), int(u[i])
         return (t, u), shape, k, locate_a
 
+    def _in_flight(self, buf: ir.Buffer, p, state, locate, span, paid, kind: str, verb: str, wait: str,
+                   what: str) -> None:
+        """Report the first register unit of ``p`` (in-flight states) in ``state``: used (``verb``) at ``span``
+        before ``wait::{wait}`` while the tcgen05.{wait} that set it ``what`` (PTX ISA 9.0 §9.7.16.8.5)."""
+        hit = p == state
+        if not hit.any():
+            return
+        t, u = locate(int(np.argmax(hit.reshape(-1))))
+        other = self._aid_span[int(paid[t, u])]
+        word = u * self.unit(buf) // 4
+        msg = (f"hazard: registers of {buf.name} are {verb} at {_line(span)} before `wait {wait}`; the tcgen05.{wait} "
+               f"at {_line(other)} {what} (PTX ISA 9.0 §9.7.16.8.5) (thread {t}, register {word})")
+        self._hazard(kind, (kind, buf.name, other, span), msg, span, other, buf.name, word, (t, t))
+
     def _reg_read(self, buf: ir.Buffer, at, locate, span) -> np.ndarray:
         init, pend, paid = self.regs[buf.name]
         p = pend[at]
-        hit = p == _LD
-        if hit.any():
-            t, u = locate(int(np.argmax(hit.reshape(-1))))
-            ld = self._aid_span[int(paid[t, u])]
-            word = u * self.unit(buf) // 4
-            msg = (f"hazard: registers of {buf.name} are read at {_line(span)} before `wait ld`; the tcgen05.ld at "
-                   f"{_line(ld)} that writes them is asynchronous (PTX ISA 9.0 §9.7.16.8.5) (thread {t}, "
-                   f"register {word})")
-            self._hazard("ld-read", ("ld-read", buf.name, ld, span), msg, span, ld, buf.name, word, (t, t))
+        self._in_flight(buf, p, _LD, locate, span, paid, "ld-read", "read", "ld", "that writes them is asynchronous")
         self.report.accesses += int(p.size) * self.unit(buf)
         return init[at].reshape(-1)
 
@@ -719,17 +725,10 @@ class Tracker:
         ini, pend, paid = self.regs[buf.name]
         p = pend[at]
         if p.any():
-            for state, kind, wait, verb in ((_LD, "ld-overwrite", "ld", "writes them"),
-                                            (_ST, "st-overwrite", "st", "reads them")):
-                hit = p == state
-                if hit.any():
-                    t, u = locate(int(np.argmax(hit.reshape(-1))))
-                    other = self._aid_span[int(paid[t, u])]
-                    word = u * self.unit(buf) // 4
-                    msg = (f"hazard: registers of {buf.name} are overwritten at {_line(span)} before `wait {wait}`; "
-                           f"the tcgen05.{wait} at {_line(other)} {verb} asynchronously (PTX ISA 9.0 §9.7.16.8.5) "
-                           f"(thread {t}, register {word})")
-                    self._hazard(kind, (kind, buf.name, other, span), msg, span, other, buf.name, word, (t, t))
+            self._in_flight(buf, p, _LD, locate, span, paid, "ld-overwrite", "overwritten", "ld",
+                            "writes them asynchronously")
+            self._in_flight(buf, p, _ST, locate, span, paid, "st-overwrite", "overwritten", "st",
+                            "reads them asynchronously")
         ini[at] = init if isinstance(init, bool) else np.asarray(init).reshape(p.shape)
         self.report.accesses += int(p.size) * self.unit(buf)
 
