@@ -124,7 +124,7 @@ def _main(argv: list[str] | None) -> int:
     if args.cmd == "demo":
         return _report([(n, demo_source(n), f"{n}.tile") for n in DEMOS], args)
     try:
-        with open(args.file, encoding="utf-8") as f:
+        with open(args.file, encoding="utf-8-sig") as f:  # (a byte-order mark from a Windows editor is not text)
             src = f.read()
     except OSError as e:
         print(f"tilemagic: cannot read {args.file}: {e.strerror}", file=sys.stderr)

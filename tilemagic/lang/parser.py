@@ -14,6 +14,8 @@ offending token; no lark or other exception escapes for any input string.
 
 from __future__ import annotations
 
+import unicodedata
+
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -159,8 +161,13 @@ def _show(text: str, limit: int = 40) -> str:
     """A token's text for a message: escaped if not printable, shortened if long."""
     if len(text) > limit:
         text = text[: limit - 1] + "\u2026"
-    if not text.isprintable():
+    # what cannot be seen is named: a zero-width space (Cf) looks like nothing, a no-break space (Zs) like a space
+    unseen = [c for c in dict.fromkeys(text) if unicodedata.category(c) == "Cf" or
+              (unicodedata.category(c) == "Zs" and c != " ")]
+    if not text.isprintable() or unseen:
         text = text.encode("unicode_escape").decode("ascii")
+    if unseen:
+        text += " (" + ", ".join(f"U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}" for c in unseen[:3]) + ")"
     return text
 
 
@@ -210,6 +217,10 @@ class _Line:
 
     # errors ----------------------------------------------------------------
     def error(self, message: str, span: Span, hint: str | None = None) -> NoReturn:
+        ch = self.text[span.col - 1] if 0 < span.col <= len(self.text) else ""
+        if ch and (unicodedata.category(ch) == "Cf" or (unicodedata.category(ch) == "Zs" and ch != " ")) \
+                and f"U+{ord(ch):04X}" not in message:  # what the caret points at cannot be seen: name it
+            message += f" (at the caret: U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}, invisible: delete it)"
         raise TileSyntaxError(message, span, source=self.err_source, hint=hint)
 
     def int(self, tok: Token | Tree, what: str, *, minimum: int | None = None) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..options import FIELDS
 from .device import INSTALL_HINT, DeviceStatus, format_cuda_version, nvcc_version, probe
 from .nvcc import nvcc_compile
 from .nvrtc import arch_for_device
@@ -135,7 +136,7 @@ def status_report(*, status: DeviceStatus | None = None, check_nvcc: bool = True
               if shown_arch.startswith("sm_10") or shown_arch.startswith("sm_11") else "")
     tail = [("shown CUDA", shown)]
     if defaults:
-        keys = ("launch", "arch", "view", "strict", "seed", "timeout")
+        keys = [f.name for f in FIELDS if f.metadata["config"]]  # every %config trait (the option table's)
         tail.append(("defaults", " ".join(f"{k}={defaults[k]}" for k in keys if k in defaults)
                      + "  (%config TileMagics.<name> = ...)"))
     width = max(len(k) for k, _ in rows + tail)

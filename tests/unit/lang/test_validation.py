@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 import tilemagic
-from tilemagic.errors import TileMagicError, split_lines
+from tilemagic.errors import TileMagicError, TileSyntaxError, split_lines
 from tilemagic.options import OptionError, resolve
 
 CELL = "kernel kv threads=32\nglobal A: float32[4, 6]\nglobal B: float32[4, 6]\nshared S: float32[4, 6]\n" \
@@ -199,3 +199,19 @@ def test_tilemagic_has_no_file_deletion():
     hits = [f"{p.relative_to(root)}:{n}" for p in root.rglob("*.py")
             for n, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert hits == []
+
+
+def test_invisible_characters_are_named_and_a_bom_in_a_tile_file_is_skipped(tmp_path, capsys):
+    from tilemagic.cli import main
+
+    with pytest.raises(TileSyntaxError) as ei:
+        tilecopy_quiet("kernel kv threads=32\nglobal A: float32[4]\nglobal B: float32[4]\nwarp.\u200bcopy B <- A\n",
+                       launch="off")
+    assert "U+200B ZERO WIDTH SPACE" in ei.value.message and ei.value.col == 6
+    with pytest.raises(TileSyntaxError) as ei:
+        tilecopy_quiet("kernel kv threads=32\nglobal\u00a0A: float32[4]\n", launch="off")
+    assert "U+00A0 NO-BREAK SPACE" in ei.value.message
+    f = tmp_path / "bom.tile"
+    f.write_text("\ufeffkernel kv threads=32\nglobal A: float32[4]\nglobal B: float32[4]\nwarp.copy B <- A\n"
+                 "check B == A\n", encoding="utf-8")
+    assert main(["run", str(f), "--launch", "sim"]) == 0

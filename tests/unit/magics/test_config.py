@@ -90,7 +90,7 @@ def test_status_shows_config_defaults(ip):
     ip.run_line_magic("config", "TileMagics.seed = 5")
     with capture_output() as cap:
         ip.run_line_magic("tilemagic", "status")
-    assert "defaults      : launch=off arch=sm_100a view=html strict=False seed=5 timeout=10.0" in cap.stdout
+    assert "defaults      : launch=off arch=sm_100a view=html strict=False allow_fail=False seed=5 timeout=10.0" in cap.stdout
     assert "every kernel : nothing runs (launch=off)" in cap.stdout
 
 
