@@ -35,12 +35,14 @@ def machine() -> str:
     return f"{platform.system()} {platform.machine()}, {os.cpu_count()} CPUs ({cpu}), Python {py}"
 
 
-def commit() -> str:
-    """The checkout's commit (short hash, ``+dirty`` with uncommitted changes), or ``unknown``."""
+def commit(checkout=None) -> str:
+    """The commit of ``checkout`` (default this one): short hash, ``+dirty`` with uncommitted changes, or
+    ``unknown``.  Results name checkouts by commit, never by a path of the machine that ran them."""
+    where = ROOT if checkout is None else checkout
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=where, capture_output=True, text=True,
                               check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=where,
                                capture_output=True, text=True, check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"

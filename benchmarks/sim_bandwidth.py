@@ -2,7 +2,7 @@
 
     python benchmarks/sim_bandwidth.py                          # 4, 16, 64, 128 MiB per variant (~5 min)
     python benchmarks/sim_bandwidth.py --sizes 1,4 --repeats 1 --json sim_bw.json
-    python benchmarks/sim_bandwidth.py --baseline /work/main    # + the issue's cells timed on another checkout
+    python benchmarks/sim_bandwidth.py --baseline ../tilemagic-before    # + the issue's cells timed on another checkout
 
 For every copy variant a cell (a real ``%%tilecopy`` description, lowered by the pipeline) moves at
 least the given number of MiB: the sum of the bytes of its copy ops (a global -> shared -> global
@@ -46,7 +46,7 @@ import time
 
 import numpy as np
 
-from common import ROOT, header, median, table, use_checkout, write_json
+from common import ROOT, commit, header, median, table, use_checkout, write_json
 
 use_checkout()
 
@@ -262,7 +262,8 @@ def main(argv=None) -> int:
         print()
         print(table(issue, ("cell", "this checkout s", "baseline s")))
     if args.json:
-        write_json(args.json, {**header(), "baseline": args.baseline, "rows": rows, "issue_cells": issue})
+        write_json(args.json, {**header(), "baseline": commit(args.baseline) if args.baseline else None, "rows": rows,
+                               "issue_cells": issue})
     return 0 if all(r["round_trip"] for r in rows) else 1
 
 
