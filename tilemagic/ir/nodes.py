@@ -530,6 +530,37 @@ def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
     return ()
 
 
+def stmt_buffers(stmt: Stmt) -> tuple[list[Buffer], list[Buffer]]:
+    """``(read, written)``: the buffers one statement reads and writes itself (not its nested statements).
+
+    Reads are the loads of its expressions (indices included), a ``VecMove``'s source, the source side of
+    ``ldmatrix``/``stmatrix`` and the registers of a ``tcgen05.st``; writes are a ``Store``'s buffer, a
+    ``VecMove``'s destination, the other side of ``ldmatrix``/``stmatrix`` and the registers of a
+    ``tcgen05.ld``.  The TMEM address slot counts as read by tcgen05 ops and dealloc, written by alloc; TMEM
+    itself is no :class:`Buffer`.  The one answer the simulator, its happens-before tracker and the static
+    hazard pass share.
+    """
+    read = [ld.buf for e in stmt_exprs(stmt) for ld in loads(e)]
+    written: list[Buffer] = []
+    if isinstance(stmt, Store):
+        written.append(stmt.buf)
+    elif isinstance(stmt, VecMove):
+        read.append(stmt.src)
+        written.append(stmt.dst)
+    elif isinstance(stmt, LdStMatrix):
+        src, dst = (stmt.smem, stmt.local) if stmt.op == "ld" else (stmt.local, stmt.smem)
+        read.append(src)
+        written.append(dst)
+    elif isinstance(stmt, TcgenLdSt):
+        read.append(stmt.addr)
+        (written if stmt.op == "ld" else read).append(stmt.local)
+    elif isinstance(stmt, TcgenAlloc):
+        written.append(stmt.addr)
+    elif isinstance(stmt, TcgenDealloc):
+        read.append(stmt.addr)
+    return read, written
+
+
 def iter_exprs(node: Stmt | Expr) -> Iterator[Expr]:
     """Every expression of a statement tree (:func:`walk`, :func:`stmt_exprs`) or in an expression
     (``Bin`` operands, ``Load`` indices), pre-order: the one traversal of the printer, the code

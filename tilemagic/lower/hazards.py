@@ -27,12 +27,7 @@ def _line(s) -> str:
 
 def _local_reads(s: ir.Stmt) -> list[ir.Buffer]:
     """Local buffers a statement reads (registers)."""
-    out = [ld.buf for e in ir.stmt_exprs(s) for ld in ir.loads(e) if ld.buf.scope == "local"]
-    if isinstance(s, ir.VecMove) and s.src.scope == "local":
-        out.append(s.src)
-    elif isinstance(s, (ir.TcgenLdSt, ir.LdStMatrix)) and s.op == "st":
-        out.append(s.local)
-    return out
+    return [b for b in ir.stmt_buffers(s)[0] if b.scope == "local"]
 
 
 def _cols(s: ir.TcgenLdSt) -> tuple[int, int]:

@@ -998,18 +998,13 @@ _CHUNK = 1 << 16
 
 
 def written_and_read(kernel: ir.Kernel) -> tuple[set[str], set[str]]:
-    """Names of the buffers some statement writes, and of those some statement reads."""
+    """Names of the buffers some statement writes, and of those some statement reads (:func:`ir.stmt_buffers`)."""
     written: set[str] = set()
-    read: set[str] = {ld.buf.name for ld in ir.loads(kernel.body)}
+    read: set[str] = set()
     for s in ir.walk(kernel.body):
-        if isinstance(s, ir.Store):
-            written.add(s.buf.name)
-        elif isinstance(s, ir.VecMove):
-            written.add(s.dst.name)
-            read.add(s.src.name)
-        elif isinstance(s, ir.LdStMatrix):
-            (written if s.op == "st" else read).add(s.smem.name)
-            (read if s.op == "st" else written).add(s.local.name)
+        r, w = ir.stmt_buffers(s)
+        read.update(b.name for b in r)
+        written.update(b.name for b in w)
     return written, read
 
 

@@ -760,20 +760,12 @@ class Simulator:
             return out
         return [b] if isinstance(b, (ir.Store, ir.VecMove, ir.Comment)) else None
 
-    @staticmethod
-    def _accesses(st) -> tuple[list, list]:
-        """(buffers read, buffers written) by one body statement, loads in indices included."""
-        reads = [ld.buf for ld in ir.loads(st)]
-        if isinstance(st, ir.VecMove):
-            return reads + [st.src], [st.dst]
-        return reads, [st.buf]
-
     def _needs_check(self, body) -> tuple[frozenset, frozenset]:
         """Buffers whose accesses a chunk must check (:meth:`_interferes`), and the registers privatised."""
         writers: dict[str, list[int]] = {}
         readers: dict[str, list[int]] = {}
         for k, st in enumerate(body):
-            r, w = self._accesses(st)
+            r, w = ir.stmt_buffers(st)
             for b in r:
                 readers.setdefault(b.name, []).append(k)
             for b in w:
@@ -782,7 +774,7 @@ class Simulator:
         private = set()
         for name in check:
             ws, rs = writers[name], readers.get(name, [])
-            buf = next(b for st in body for b in self._accesses(st)[1] if b.name == name)
+            buf = next(b for st in body for b in ir.stmt_buffers(st)[1] if b.name == name)
             if buf.scope == "local" and len(set(ws)) == 1 and all(r > ws[0] for r in rs):
                 private.add(name)  # written once, read back later in the iteration: checked to be the same bytes
         return frozenset(check), frozenset(private)

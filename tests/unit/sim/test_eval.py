@@ -74,3 +74,39 @@ def test_simulator_loads_through_the_static_evaluator():
                                                                  ir.Const(2)))])
     got = Simulator(k, {"O": np.arange(32, dtype=np.int32)}).run()["O"].view(np.int32)
     assert np.array_equal(got, (np.arange(32) ^ 1) * 2)
+
+
+def test_stmt_buffers_reads_and_writes_of_every_statement_kind():
+    """The one answer the simulator, the tracker and the static hazard pass share (``ir.stmt_buffers``)."""
+    import tilemagic
+
+    src = """kernel rt threads=128
+global A: float16[128, 64]
+global B: float16[128, 64]
+shared S: float16[128, 64]
+tmem T: float16[128, 64]
+local a: float16[128, 64] @ frag(16x128b)
+local t: float16[128, 64] @ S[(128, 64) : (1@tid_in_wg, 1)]
+wg.copy S <- A
+cta_sync
+wg.copy a <- S
+wg.copy S <- a
+cta_sync
+wg.copy t <- A
+wg.copy_async T <- t
+wait st
+wg.copy_async t <- T
+wait ld
+wg.copy B <- t"""
+    k = tilemagic.tilecopy(src, launch="off", emit_warnings=False).kernel
+    seen = {}
+    for s in ir.walk(k.body):
+        r, w = ir.stmt_buffers(s)
+        kind = type(s).__name__ + (f".{s.op}" if hasattr(s, "op") else "")
+        seen.setdefault(kind, set()).add((tuple(sorted(b.name for b in r)), tuple(sorted(b.name for b in w))))
+    assert any("A" in r and w == ("S",) for r, w in seen["VecMove"] | seen.get("Store", set()))
+    assert all(w == ("a",) and "S" in r for r, w in seen["LdStMatrix.ld"])
+    assert all(w == ("S",) and "a" in r for r, w in seen["LdStMatrix.st"])
+    assert all(w == () and "t" in r for r, w in seen["TcgenLdSt.st"])  # the registers a tcgen05.st reads
+    assert all(w == ("t",) for r, w in seen["TcgenLdSt.ld"])  # ... and a tcgen05.ld writes
+    assert all(w == (k.tmem_addr.name,) for _, w in seen["TcgenAlloc"])
