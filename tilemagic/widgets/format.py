@@ -7,7 +7,8 @@ renderer imports them without importing each other.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -238,12 +239,18 @@ def dispatch_overflow(records: Sequence) -> list[str]:
         per further op (at most :data:`MAX_LINES`, then ``… N more ops``); the full records are
         ``result.dispatch``.
     """
-    rest = records[MAX_LISTED:]
+    return _overflow(records, "ops", lambda rest: f"{len(rest):,} more ops (their why-tables: result.dispatch"
+                     f"[{MAX_LISTED}:]):", lambda r: f"L{r.line}: {r.text} → {r.op}/{r.chosen or 'none'}")
+
+
+def _overflow(items: Sequence, what: str, heading: Callable[[Sequence], str], line: Callable[[Any], str]) -> list[str]:
+    """The items past the first :data:`MAX_LISTED`: ``heading(rest)``, then ``line(item)`` each (cut, at most
+    :data:`MAX_LINES`, then ``… N more WHAT``); ``[]`` when there are none."""
+    rest = items[MAX_LISTED:]
     if not rest:
         return []
-    lines = [clip_line(f"L{r.line}: {r.text} → {r.op}/{r.chosen or 'none'}") for r in rest[:MAX_LINES]]
-    return ([f"{len(rest):,} more ops (their why-tables: result.dispatch[{MAX_LISTED}:]):"]
-            + capped_list(lines, "ops", total=len(rest), limit=MAX_LINES))
+    return [heading(rest)] + capped_list([clip_line(line(x)) for x in rest[:MAX_LINES]], what, total=len(rest),
+                                         limit=MAX_LINES)
 
 
 def check_overflow(checks: Sequence) -> list[str]:
@@ -261,13 +268,11 @@ def check_overflow(checks: Sequence) -> list[str]:
         ``L12: check B == A: FAIL (...)`` per further check (at most :data:`MAX_LINES`, then ``… N more
         checks``); every check is in ``result.launch.checks``.
     """
-    rest = checks[MAX_LISTED:]
-    if not rest:
-        return []
-    failed = sum(1 for c in rest if not c.passed)
-    lines = [clip_line(f"L{c.line}: {c}") for c in rest[:MAX_LINES]]
-    return ([f"{len(rest):,} more checks, {failed:,} of them FAIL (all: result.launch.checks[{MAX_LISTED}:]):"]
-            + capped_list(lines, "checks", total=len(rest), limit=MAX_LINES))
+    def heading(rest: Sequence) -> str:
+        failed = sum(1 for c in rest if not c.passed)
+        return f"{len(rest):,} more checks, {failed:,} of them FAIL (all: result.launch.checks[{MAX_LISTED}:]):"
+
+    return _overflow(checks, "checks", heading, lambda c: f"L{c.line}: {c}")
 
 
 #: The Launch section of a report that did not launch (``--launch off``): it also says what was not checked.
