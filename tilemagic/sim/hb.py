@@ -354,6 +354,7 @@ class Tracker:
         self._aid_stamp = np.zeros(64, np.int32)
         self._sets: list[np.ndarray] = []  # writer sets (bool masks over threads)
         self._set_ids: dict[bytes, int] = {}
+        self._patterns: dict[tuple, np.ndarray] = {}
         self.report = HBReport()
         self._seen: set = set()
         written, read = written_and_read(kernel)
@@ -486,20 +487,29 @@ class Tracker:
             if np.ndim(tids) == 0:
                 return ix, int(tids), (off.count,), k
             t = np.asarray(tids).reshape(-1)
-            t = np.repeat(t, k) if k > 1 else t
-            if t.size != off.count * k:  # the items' threads cycle over tids
-                if off.count % np.size(tids):
+            if t.size * k != off.count * k:  # the items' threads cycle over tids
+                if off.count % t.size:
                     raise ValueError("a run's threads must divide its items")
-                return ix, _Cycle(t.astype(self._tdt), off.count * k), (off.count,), k
-            return ix, t, (off.count,), k
+                return ix, _Cycle(self._pattern(t, k), off.count * k), (off.count,), k
+            return ix, (np.repeat(t, k) if k > 1 else t), (off.count,), k
         u, t, shape = _item_units(off, tids, unit, k)
         return _index(u), t, shape, k
+
+    def _pattern(self, t: np.ndarray, k: int) -> np.ndarray:
+        """The per-unit thread row of a :class:`_Cycle` (each of ``t`` repeated ``k`` times), built once per row."""
+        key = (t.tobytes(), t.dtype.str, k)
+        hit = self._patterns.get(key)
+        if hit is None:
+            hit = np.repeat(t, k).astype(self._tdt) if k > 1 else t.astype(self._tdt)
+            if len(self._patterns) < 256:
+                self._patterns[key] = hit
+        return hit
 
     @staticmethod
     def _per_item(init_units, shape, k):
         """Init bits per unit -> per item (all of its units), in the access's item shape."""
         if init_units is None:
-            return np.broadcast_to(True, shape)
+            return _true(shape)
         if k > 1:
             init_units = init_units.reshape(-1, k).all(1)
         return init_units.reshape(shape)
@@ -761,23 +771,25 @@ class Tracker:
         nb = self.unit(buf) if nbytes is None else nbytes
         if buf is not None and buf.scope != "local" and buf.name not in self.spaces:
             # a buffer the kernel never writes (or the TMEM address slot): initialised, nothing to race with
-            return np.broadcast_to(True, (off.count,) if isinstance(off, Run) else np.shape(off))
+            return _true((off.count,) if isinstance(off, Run) else np.shape(off))
         aid = self._access_id(span)
         if buf is not None and buf.scope == "local":
             at, shape, k, locate = self._reg_norm(buf, off, tids, nb)
             init_u = self._reg_read(buf, at, locate, span)
-            if not _all_true(init_u):
-                t, u = locate(int(np.argmin(init_u)))
-                self._uninit(buf.name, "registers", f"register word {u * self.unit(buf) // 4} of {buf.name}", t, span)
+            if _all_true(init_u):
+                return _true(shape)
+            t, u = locate(int(np.argmin(init_u)))
+            self._uninit(buf.name, "registers", f"register word {u * self.unit(buf) // 4} of {buf.name}", t, span)
             return self._per_item(init_u, shape, k)
         sp = self.tmem if buf is None else self.spaces[buf.name]
         ix, t, shape, k = self._norm(sp.unit, off, tids, nb)
         n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
         init_u = self._space_read(sp, ix, t, n, span, aid)
-        if init_u is not None and not _all_true(init_u):
-            i = int(np.argmin(init_u))
-            ti = t if isinstance(t, int) else int(_arr(t)[i])
-            self._uninit(sp.name, {"TMEM": "TMEM"}.get(sp.name, "shared memory"), sp.where(_at(ix, i)), ti, span)
+        if init_u is None or _all_true(init_u):
+            return _true(shape)
+        i = int(np.argmin(init_u))
+        ti = t if isinstance(t, int) else int(_arr(t)[i])
+        self._uninit(sp.name, {"TMEM": "TMEM"}.get(sp.name, "shared memory"), sp.where(_at(ix, i)), ti, span)
         return self._per_item(init_u, shape, k)
 
     def write(self, buf: ir.Buffer | None, off: np.ndarray | Run, tids, span: Span | None,
@@ -946,6 +958,16 @@ def _item_units(off, tids, unit: int, k: int) -> tuple[np.ndarray, np.ndarray, t
         u = (u[:, None] + np.arange(k)).reshape(-1)
         t = np.repeat(t, k)
     return u, t, off.shape
+
+
+_TRUE = np.ones(1, bool)
+_TRUE.flags.writeable = False
+
+
+def _true(shape) -> np.ndarray:
+    """A read-only broadcast ``True`` of ``shape`` (every item initialised), without ``np.broadcast_to``'s cost."""
+    shape = tuple(shape)
+    return np.ndarray(shape, bool, _TRUE, 0, (0,) * len(shape))
 
 
 def _all_true(a) -> bool:

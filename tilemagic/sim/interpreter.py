@@ -24,6 +24,7 @@ run longer than two seconds shows a progress bar (``tqdm.auto``).
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -109,32 +110,39 @@ def _stmt_work(s: ir.Stmt) -> int:
     return 1
 
 
-def _affine(e: ir.Expr) -> tuple[dict, list] | None:
-    """``e`` as ``Σ coef_v * v`` over its loop variables plus a loop-free rest (``[(factor, expr), ...]``, evaluated per
-    thread), or None when a loop variable enters through anything but ``+``, ``-`` and ``*`` by a constant, or an
-    index loads from memory.  One pass over the tree."""
-    if isinstance(e, ir.LoopVar):
-        return {e: 1}, []
+_TX = ir.ThreadVar("tx")  # (hash-consed: the one ``tx`` node of every kernel)
+
+
+def _affine(e: ir.Expr, rec: Callable) -> tuple[dict, int, tuple] | None:
+    """``e`` as ``Σ coef_v * v + const + Σ factor * rest`` over its loop variables and ``tx`` (``(coefs, const,
+    rest)``; ``rest`` are loop-free terms evaluated per thread, e.g. ``tx % 32``), or None when a loop variable
+    enters through anything but ``+``, ``-`` and ``*`` by a constant, or an index loads from memory.  ``rec`` gives
+    the children's forms (the simulator memoises them per hash-consed node: a structure is analysed once)."""
+    if isinstance(e, ir.LoopVar) or e is _TX:
+        return {e: 1}, 0, ()
+    if isinstance(e, ir.Const):
+        return {}, int(e.value), ()
     if isinstance(e, ir.Load):
         return None
-    if not isinstance(e, ir.Bin):
-        return {}, [(1, e)]
-    a, b = _affine(e.a), _affine(e.b)
+    if not isinstance(e, ir.Bin):  # another thread coordinate
+        return {}, 0, ((1, e),)
+    a, b = rec(e.a), rec(e.b)
     if a is None or b is None:
         return None
-    if not a[0] and not b[0]:  # loop-free: the whole subtree is one term of the rest
-        return {}, [(1, e)]
     if e.op in ("+", "-"):
         sign = 1 if e.op == "+" else -1
         coefs = dict(a[0])
         for v, c in b[0].items():
             coefs[v] = coefs.get(v, 0) + sign * c
-        return coefs, a[1] + [(sign * f, x) for f, x in b[1]]
+        return coefs, a[1] + sign * b[1], a[2] + tuple((sign * f, x) for f, x in b[2])
     if e.op == "*":
-        for f, k in ((a, e.b), (b, e.a)):
-            if isinstance(k, ir.Const):
-                return {v: c * k.value for v, c in f[0].items()}, [(c * k.value, y) for c, y in f[1]]
-    return None
+        for f, k in ((a, b), (b, a)):
+            if not k[0] and not k[2]:  # times a constant
+                c = k[1]
+                return {v: x * c for v, x in f[0].items()}, f[1] * c, tuple((x * c, y) for x, y in f[2])
+    if any(isinstance(v, ir.LoopVar) for v in (*a[0], *b[0])):
+        return None
+    return {}, 0, ((1, e),)  # loop-free (thread-dependent only): evaluated per thread
 
 
 class _Progress:
@@ -235,6 +243,7 @@ class Simulator:
         self._plans: dict[int, tuple] = {}  # id(Grid) -> (its body as a statement list or None, check, private, copy)
         # per-statement analysis shared by statements of one shape (:meth:`_skey`): ldmatrix/stmatrix fragments
         self._keys: dict[int, tuple] = {}
+        self._forms: dict[int, tuple] = {}  # id(Expr) -> (the node, its affine form): :meth:`_form`
         self._intern: dict[tuple, int] = {}
         self._ldst_plans: dict[tuple, tuple] = {}
         # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
@@ -595,11 +604,18 @@ class Simulator:
             self._tick(body[0].span, len(body) * (stop - start))
             self._grid_chunk(s, body, tids, env, start, stop, check, private)
 
-    @staticmethod
-    def _copy_plan(s: ir.Grid, body: list) -> tuple | None:
+    def _form(self, e: ir.Expr) -> tuple[dict, int, tuple] | None:
+        """:func:`_affine` of ``e``, memoised per (hash-consed) node."""
+        hit = self._forms.get(id(e))
+        if hit is None:
+            hit = self._forms[id(e)] = (e, _affine(e, self._form))  # (the node is kept: its id stays its own)
+        return hit[1]
+
+    def _copy_plan(self, s: ir.Grid, body: list) -> tuple | None:
         """For a loop whose body is one copy statement (a Store of a Load, or a VecMove) between global/shared
         buffers: the affine forms of its two indices (:func:`_affine`), when both advance by whole items per
-        iteration in row-major order (index = base + iteration x items), else None."""
+        iteration in row-major order (index = base + iteration x items), else None.  The forms are shared by
+        every loop of the same structure (hash-consed indices: the same op on another tile)."""
         st = body[0]
         if isinstance(st, ir.Store):
             if not isinstance(st.value, ir.Load) or st.value.buf.elem_bytes != st.buf.elem_bytes:
@@ -610,19 +626,18 @@ class Simulator:
             src, dst, se, de, items = st.src, st.dst, st.src_index, st.dst_index, st.elems
         if src.scope == "local" or dst.scope == "local" or src.elem_bytes != dst.elem_bytes:
             return None
-        sf, df = _affine(se), _affine(de)
+        sf, df = self._form(se), self._form(de)
         if sf is None or df is None:
             return None
-        forms = (sf, df)
         inner = 1  # per loop variable: the coefficient it must have, in items of the threads' row (x threads x items)
         want = {}
         for v, n in zip(reversed(s.vars), reversed(s.extents)):
             want[v] = inner if n > 1 else None
             inner *= n
-        for coefs, _ in forms:
+        for coefs, _, _ in (sf, df):
             if any(w is not None and coefs.get(v, 0) % items for v, w in want.items()):
                 return None
-        return st, src, dst, forms[0], forms[1], want
+        return st, src, dst, sf, df, want
 
     def _copy_runs(self, s: ir.Grid, plan: tuple, tids: np.ndarray, env: dict) -> bool:
         """Run a one-statement copy loop (:meth:`_copy_plan`) as slices of at most :data:`RUN_ELEMS` elements, when
@@ -636,29 +651,38 @@ class Simulator:
         per = st.elems if isinstance(st, ir.VecMove) else 1  # elements per item
         nb = per * eb
         m = tids.size
+        t0 = int(tids[0])
+        dense = int(tids[-1]) - t0 == m - 1  # (the executor's threads are sorted and unique)
         bases = []
-        for coefs, rest in (sform, dform):
-            b = np.zeros(m, np.int64)
+        for coefs, c0, rest in (sform, dform):
+            b0 = c0
             for v, w in want.items():  # iteration i of thread j at base + i * m * per + j * per: one run
                 if w is not None and coefs.get(v, 0) != w * m * per:
                     return False
             for v, c in coefs.items():
                 if v in want:
                     continue
-                if isinstance(env.get(v), (int, np.integer)):
-                    b += c * int(env[v])  # (an outer loop's variable, one value here)
+                if v is _TX:
+                    if m > 1 and (c != per or not dense):
+                        return False
+                    b0 += c * t0
+                elif isinstance(env.get(v), (int, np.integer)):
+                    b0 += c * int(env[v])  # (an outer loop's variable, one value here)
                 else:
                     return False
-            for f, x in rest:
-                val = np.asarray(self.eval_expr(x, env, st.span, tids), np.int64)
-                if val.size not in (1, m):
+            if rest:  # thread coordinates other than tx: evaluated, and the run checked
+                b = np.zeros(m, np.int64)
+                for f, x in rest:
+                    val = np.asarray(self.eval_expr(x, env, st.span, tids), np.int64)
+                    if val.size not in (1, m):
+                        return False
+                    b = b + f * val.reshape(-1)
+                if m > 1 and not np.array_equal(b - b[0], np.arange(0, m * per, per) if _TX not in coefs
+                                                else np.zeros(m, np.int64)):
                     return False
-                b = b + f * val.reshape(-1)
-            b0 = int(b[0])
-            if m > 1 and not np.array_equal(b - b0, np.arange(0, m * per, per)):
-                return False
+                b0 += int(b[0])
             bases.append(b0)
-        total = int(np.prod(s.extents, dtype=np.int64)) * per * m  # elements
+        total = math.prod(s.extents) * per * m  # elements
         for buf, base in ((src, bases[0]), (dst, bases[1])):
             if (base * eb) % nb or base < 0 or (base + total) * eb > buf.nbytes // eb * eb:
                 return False
@@ -668,7 +692,7 @@ class Simulator:
             n = min(step, total - a)
             self._tick(st.span, n // (per * m))
             s0, d0 = bases[0] + a, bases[1] + a
-            who = int(tids[0]) if m == 1 else row
+            who = t0 if m == 1 else row
             ini = self.hb.read(src, Run(s0 * eb, n // per, nb), who, st.span, nb) if self.hb.tracks(src) else True
             self.mem[dst.name][d0 * eb:(d0 + n) * eb] = self.mem[src.name][s0 * eb:(s0 + n) * eb]
             if self.hb.tracks(dst):
