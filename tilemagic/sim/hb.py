@@ -212,6 +212,31 @@ class Run:
     nbytes: int
 
 
+class Prepared:
+    """An access normalised once by :meth:`Tracker.prepare` (its shadow units, their threads, its range, whether a
+    unit repeats), passed to :meth:`Tracker.read`/:meth:`Tracker.write` in place of the offsets each time the
+    same statement structure runs again (the simulator keeps them with its per-structure plans)."""
+
+    __slots__ = ("name", "nbytes", "norm", "rng", "unique", "perm", "inv")
+
+    def __init__(self, name: str, nbytes: int, norm, rng, unique: bool, perm: np.ndarray | None = None):
+        self.name, self.nbytes, self.norm, self.rng, self.unique = name, nbytes, norm, rng, unique
+        # an access that covers a range of units (or a block of registers) exactly once, in another order (a
+        # swizzled tile, an ldmatrix fragment): kept as that range, its units in ascending order — ``perm``
+        # takes the access's order to the range's, ``inv`` back (so every shadow update is a slice)
+        self.perm = perm
+        self.inv = None if perm is None else np.argsort(perm)
+
+    def to_range(self, per_unit):
+        """Per-unit values (init bits) of the access, in the range's order."""
+        return per_unit if self.perm is None or isinstance(per_unit, (bool, np.bool_)) else \
+            np.asarray(per_unit).reshape(-1)[self.perm]
+
+    def to_access(self, per_unit):
+        """Per-unit values in the range's order, back in the access's order."""
+        return per_unit if self.inv is None else np.asarray(per_unit).reshape(-1)[self.inv]
+
+
 _MANY = -3  # a "since the last full cta_sync" summary: several threads
 
 
@@ -558,16 +583,16 @@ class Tracker:
             bad |= single & (r0 != tt) & (np.maximum(self.known[tt, rr], self._floor) <= s0)
         return bad, r0, s0
 
-    def _space_read(self, sp: _Space, ix, t, n: int, span, aid):
+    def _space_read(self, sp: _Space, ix, t, n: int, span, aid, rng=None, unique: bool = False):
         init = np.array(sp.init[ix]) if sp.has_init else None  # (a copy, not a view)
-        rng = _span_of(ix) if n else _EMPTY
+        rng = rng if rng is not None else _span_of(ix) if n else _EMPTY
         if sp.has_w and n and not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
             self._check_writer(sp, ix, t, span, "raw")
         if sp.has_r and n:
             if _quiet(sp.r_since, t) or not _meets(sp.r_rng, rng):  # no unordered reader here: nothing read-shared
                 _fill(sp.rt, ix, t)
                 sp.ra[ix] = aid
-                if not isinstance(ix, slice) and not isinstance(t, int):
+                if not unique and not isinstance(ix, slice) and not isinstance(t, int):
                     dup = sp.rt[ix] != t  # two threads read this unit in this call
                     if dup.any():
                         sp.rt[ix[dup]] = _SHARED
@@ -576,7 +601,7 @@ class Tracker:
                 new = np.where(shared, _SHARED, _arr(t)).astype(sp.rt.dtype)
                 sp.rt[ix] = new
                 sp.ra[ix] = aid
-                if not isinstance(ix, slice):
+                if not unique and not isinstance(ix, slice):
                     dup = sp.rt[ix] != new  # two threads read this unit in this call
                     if dup.any():
                         sp.rt[ix[dup]] = _SHARED
@@ -585,10 +610,11 @@ class Tracker:
         self.report.accesses += n * sp.unit
         return init
 
-    def _space_write(self, sp: _Space, ix, t, n: int, span, aid, init, value) -> None:
+    def _space_write(self, sp: _Space, ix, t, n: int, span, aid, init, value, rng=None,
+                     unique: bool = False) -> None:
         if not sp.has_w or not n:
             return
-        rng = _span_of(ix)
+        rng = rng if rng is not None else _span_of(ix)
         if not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
             self._check_writer(sp, ix, t, span, "waw")
         if sp.has_r and _meets(sp.r_rng, rng):
@@ -606,7 +632,7 @@ class Tracker:
         new = t if isinstance(t, (int, _Cycle)) else t.astype(sp.wt.dtype)
         _fill(sp.wt, ix, new)
         sp.wa[ix] = aid
-        if not isinstance(ix, slice):
+        if not unique and not isinstance(ix, slice):
             dup = np.nonzero(sp.wt[ix] != new)[0]
             if dup.size:
                 self._same_statement_writes(sp, ix, t, span, aid, value, dup)
@@ -748,7 +774,53 @@ class Tracker:
         address slot): initialised and race-free, so a caller may skip computing its offsets."""
         return buf is None or buf.scope == "local" or buf.name in self.spaces
 
-    def read(self, buf: ir.Buffer | None, off: np.ndarray | Run, tids, span: Span | None,
+    def prepare(self, buf: ir.Buffer | None, off: np.ndarray | Run, tids, nbytes: int | None = None) -> Prepared:
+        """The access ``off`` by ``tids`` (as :meth:`read`) normalised once, for :meth:`read`/:meth:`write` to take
+        in place of ``off`` (``tids`` then ignored) whenever the same access happens again.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`read`.
+        """
+        nb = self.unit(buf) if nbytes is None else nbytes
+        if buf is not None and buf.scope == "local":
+            at, shape, k, locate = norm = self._reg_norm(buf, off, tids, nb)
+            if isinstance(at[0], slice) or not at[0].size:
+                return Prepared(buf.name, nb, norm, None, True)
+            t, u = at
+            order = np.lexsort((u, t))
+            ts, us = t[order], u[order]
+            t0, u0 = int(ts[0]), int(us[0])
+            cols = int(us[-1]) - u0 + 1
+            rows = ts.size // cols
+            if rows * cols == ts.size and int(ts[-1]) - t0 == rows - 1 and \
+                    np.array_equal(ts.reshape(rows, cols), np.broadcast_to(np.arange(t0, t0 + rows)[:, None],
+                                                                         (rows, cols))) and \
+                    np.array_equal(us.reshape(rows, cols), np.broadcast_to(np.arange(u0, u0 + cols), (rows, cols))):
+                def locate_block(i: int) -> tuple[int, int]:
+                    return t0 + i // cols, u0 + i % cols
+                block = (slice(t0, t0 + rows), slice(u0, u0 + cols))
+                return Prepared(buf.name, nb, (block, shape, k, locate_block), None, True, order)
+            pairs = t.astype(np.int64) * (int(u.max()) + 1) + u
+            return Prepared(buf.name, nb, norm, None, np.unique(pairs).size == pairs.size)
+        sp = self.tmem if buf is None else self.spaces.get(buf.name)
+        if sp is None:
+            return Prepared(buf.name if buf is not None else "TMEM", nb,
+                            (None, None, (off.count,) if isinstance(off, Run) else np.shape(off), 0), _EMPTY, True)
+        norm = self._norm(sp.unit, off, tids, nb)
+        ix, t, shape, k = norm
+        if isinstance(ix, slice) or not ix.size:
+            return Prepared(sp.name, nb, norm, _span_of(ix), True)
+        order = np.argsort(ix, kind="stable")
+        sx = ix[order]
+        lo = int(sx[0])
+        if int(sx[-1]) - lo == sx.size - 1 and np.array_equal(sx, np.arange(lo, lo + sx.size)):
+            ts = t if isinstance(t, int) else np.broadcast_to(_arr(t), ix.shape)[order]
+            return Prepared(sp.name, nb, (slice(lo, lo + sx.size), ts, shape, k), (lo, lo + sx.size), True, order)
+        return Prepared(sp.name, nb, norm, _span_of(ix), np.unique(ix).size == ix.size)
+
+    def read(self, buf: ir.Buffer | None, off: np.ndarray | Run | Prepared, tids, span: Span | None,
              nbytes: int | None = None) -> np.ndarray:
         """Items of ``nbytes`` bytes (default: the buffer's :meth:`unit`) of ``buf`` read by threads ``tids``.
 
@@ -768,31 +840,32 @@ class Tracker:
         ValueError
             ``nbytes`` is not a whole number of the buffer's units (a caller's bug, not the user's).
         """
-        nb = self.unit(buf) if nbytes is None else nbytes
+        prep = off if isinstance(off, Prepared) else None
+        nb = prep.nbytes if prep is not None else self.unit(buf) if nbytes is None else nbytes
         if buf is not None and buf.scope != "local" and buf.name not in self.spaces:
             # a buffer the kernel never writes (or the TMEM address slot): initialised, nothing to race with
-            return _true((off.count,) if isinstance(off, Run) else np.shape(off))
+            return _true(prep.norm[2] if prep is not None else (off.count,) if isinstance(off, Run) else np.shape(off))
         aid = self._access_id(span)
         if buf is not None and buf.scope == "local":
-            at, shape, k, locate = self._reg_norm(buf, off, tids, nb)
+            at, shape, k, locate = prep.norm if prep is not None else self._reg_norm(buf, off, tids, nb)
             init_u = self._reg_read(buf, at, locate, span)
             if _all_true(init_u):
                 return _true(shape)
             t, u = locate(int(np.argmin(init_u)))
             self._uninit(buf.name, "registers", f"register word {u * self.unit(buf) // 4} of {buf.name}", t, span)
-            return self._per_item(init_u, shape, k)
+            return self._per_item(init_u if prep is None else prep.to_access(init_u), shape, k)
         sp = self.tmem if buf is None else self.spaces[buf.name]
-        ix, t, shape, k = self._norm(sp.unit, off, tids, nb)
+        ix, t, shape, k = prep.norm if prep is not None else self._norm(sp.unit, off, tids, nb)
         n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
-        init_u = self._space_read(sp, ix, t, n, span, aid)
+        init_u = self._space_read(sp, ix, t, n, span, aid, *((prep.rng, prep.unique) if prep is not None else ()))
         if init_u is None or _all_true(init_u):
             return _true(shape)
         i = int(np.argmin(init_u))
         ti = t if isinstance(t, int) else int(_arr(t)[i])
         self._uninit(sp.name, {"TMEM": "TMEM"}.get(sp.name, "shared memory"), sp.where(_at(ix, i)), ti, span)
-        return self._per_item(init_u, shape, k)
+        return self._per_item(init_u if prep is None else prep.to_access(init_u), shape, k)
 
-    def write(self, buf: ir.Buffer | None, off: np.ndarray | Run, tids, span: Span | None,
+    def write(self, buf: ir.Buffer | None, off: np.ndarray | Run | Prepared, tids, span: Span | None,
               init: np.ndarray | bool = True, *, value: np.ndarray | None = None, nbytes: int | None = None) -> None:
         """Items of ``buf`` written by threads ``tids`` (as :meth:`read`).
 
@@ -803,22 +876,27 @@ class Tracker:
         race.  Reports write-after-write and write-after-read races and overwrites of registers
         an in-flight ``tcgen05.ld``/``tcgen05.st`` uses.
         """
-        nb = self.unit(buf) if nbytes is None else nbytes
+        prep = off if isinstance(off, Prepared) else None
+        nb = prep.nbytes if prep is not None else self.unit(buf) if nbytes is None else nbytes
         if buf is not None and buf.scope == "local":
             self._access_id(span)
-            at, shape, k, locate = self._reg_norm(buf, off, tids, nb)
-            self._reg_write(buf, at, locate, span, self._per_unit(init, int(np.prod(shape)), k))
+            at, shape, k, locate = prep.norm if prep is not None else self._reg_norm(buf, off, tids, nb)
+            ini = self._per_unit(init, math.prod(shape), k)
+            self._reg_write(buf, at, locate, span, ini if prep is None else prep.to_range(ini))
             return
         sp = self.tmem if buf is None else self.spaces.get(buf.name)
         if sp is None:
             return
         aid = self._access_id(span)
-        ix, t, shape, k = self._norm(sp.unit, off, tids, nb)
+        ix, t, shape, k = prep.norm if prep is not None else self._norm(sp.unit, off, tids, nb)
         n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
+        unique = prep is not None and prep.unique
         val = None
-        if value is not None and not isinstance(ix, slice):  # (only a same-call duplicate needs the values)
-            val = _unit_values(value, int(np.prod(shape)) * k, sp.unit)
-        self._space_write(sp, ix, t, n, span, aid, self._per_unit(init, int(np.prod(shape)), k), val)
+        if value is not None and not unique and not isinstance(ix, slice):  # (only a same-call duplicate needs them)
+            val = _unit_values(value, math.prod(shape) * k, sp.unit)
+        ini = self._per_unit(init, math.prod(shape), k)
+        self._space_write(sp, ix, t, n, span, aid, ini if prep is None else prep.to_range(ini), val,
+                          *((prep.rng, unique) if prep is not None else ()))
 
     def event(self, kind: str, tids: np.ndarray, span: Span | None, **info) -> None:
         """A synchronising or asynchronous event of threads ``tids``, in program order.

@@ -93,6 +93,11 @@ def _all(a) -> bool:
     return bool(np.all(a))
 
 
+def _same_ldst(a: ir.LdStMatrix, b: ir.LdStMatrix) -> bool:
+    """Are two ldmatrix/stmatrix statements parts of one op (one direction, shape, buffers and source line)?"""
+    return (a.op, a.num, a.trans, a.smem, a.local, a.span) == (b.op, b.num, b.trans, b.smem, b.local, b.span)
+
+
 def _uses_threads(st: ir.Stmt) -> bool:
     """Does a Store depend on the thread id (a thread variable, or registers on either side)?"""
     return not isinstance(st, ir.Store) or st.buf.scope == "local" or any(
@@ -244,6 +249,9 @@ class Simulator:
         # per-statement analysis shared by statements of one shape (:meth:`_skey`): ldmatrix/stmatrix fragments
         self._keys: dict[int, tuple] = {}
         self._forms: dict[int, tuple] = {}  # id(Expr) -> (the node, its affine form): :meth:`_form`
+        self._frees: dict[int, tuple] = {}  # id(Expr) -> (the node, its loop variables): :meth:`_free`
+        self._fixed: dict[tuple, tuple] = {}  # fixed index arrays of copy sides: :meth:`_fixed_side`
+        self._warp_sets: dict[int, tuple] = {}  # id(active threads) -> (them, their warps): :meth:`_warps`
         self._intern: dict[tuple, int] = {}
         self._ldst_plans: dict[tuple, tuple] = {}
         # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
@@ -419,8 +427,19 @@ class Simulator:
         if not tids.size:
             return
         if isinstance(s, ir.Seq):
-            for c in s.body:
+            body, i = s.body, 0
+            while i < len(body):
+                c = body[i]
+                if isinstance(c, ir.LdStMatrix):  # consecutive ldmatrix/stmatrix of one op: one access
+                    j = i + 1
+                    while j < len(body) and isinstance(body[j], ir.LdStMatrix) and _same_ldst(c, body[j]):
+                        j += 1
+                    self._tick(c.span, j - i)
+                    self._ldstmatrix(body[i:j], tids, env)
+                    i = j
+                    continue
                 self.run_stmt(c, tids, env)
+                i += 1
             return
         if isinstance(s, ir.Grid):
             self._grid(s, tids, env)
@@ -441,7 +460,7 @@ class Simulator:
         elif isinstance(s, ir.TcgenLdSt):
             self._ldst(s, tids)
         elif isinstance(s, ir.LdStMatrix):
-            self._ldstmatrix(s, tids, env)
+            self._ldstmatrix((s,), tids, env)
         elif isinstance(s, (ir.TcgenAlloc, ir.TcgenRelinquish, ir.TcgenDealloc)):
             self._alloc_op(s, tids)
         else:
@@ -580,8 +599,8 @@ class Simulator:
         if plan is None:  # the body's statements and which buffers a chunk must check: once per loop node
             flat = self._flat_body(s.body)
             flat = None if flat is None else [b for b in flat if not isinstance(b, ir.Comment)]
-            copy = self._copy_plan(s, flat) if flat and len(flat) == 1 else None
-            if copy is not None and copy[1] is not copy[2]:  # (one statement, two buffers, no loads in its indices)
+            copy = self._copy_plan(s, flat) if flat and len(flat) <= 2 else None
+            if copy is not None and copy[1] is not copy[2]:  # (one copy, two buffers, no loads in its indices)
                 plan = (flat, frozenset(), frozenset(), copy)
             else:
                 plan = (flat, *self._needs_check(flat)) if flat else (flat, frozenset(), frozenset())
@@ -611,93 +630,184 @@ class Simulator:
             hit = self._forms[id(e)] = (e, _affine(e, self._form))  # (the node is kept: its id stays its own)
         return hit[1]
 
+    def _free(self, e: ir.Expr) -> frozenset | None:
+        """The loop variables ``e`` uses, or None when it loads from memory; memoised per (hash-consed) node."""
+        hit = self._frees.get(id(e))
+        if hit is None:
+            if isinstance(e, ir.LoopVar):
+                v: frozenset | None = frozenset((e,))
+            elif isinstance(e, ir.Load):
+                v = None
+            elif isinstance(e, ir.Bin):
+                a, b = self._free(e.a), self._free(e.b)
+                v = None if a is None or b is None else a | b
+            else:
+                v = frozenset()
+            hit = self._frees[id(e)] = (e, v)
+        return hit[1]
+
     def _copy_plan(self, s: ir.Grid, body: list) -> tuple | None:
-        """For a loop whose body is one copy statement (a Store of a Load, or a VecMove) between global/shared
-        buffers: the affine forms of its two indices (:func:`_affine`), when both advance by whole items per
-        iteration in row-major order (index = base + iteration x items), else None.  The forms are shared by
-        every loop of the same structure (hash-consed indices: the same op on another tile)."""
-        st = body[0]
-        if isinstance(st, ir.Store):
+        """For a loop whose body is one copy between global/shared buffers — a Store of a Load, a VecMove, or the
+        ``ld`` -> register -> ``st`` chain of a vector copy (two VecMoves through one register tile, the scratch
+        of ``gmem_smem``) — the copy's two sides, each with the affine form of its index (:func:`_affine`, None
+        where it is not affine).  The forms are shared by every loop of the same structure (hash-consed indices:
+        the same op on another tile).  None for any other body."""
+        tmp = None
+        if len(body) == 2:
+            a, b = body
+            if not (isinstance(a, ir.VecMove) and isinstance(b, ir.VecMove) and a.dst is b.src
+                    and a.dst.scope == "local" and a.dst_index is b.src_index and a.nbytes == b.nbytes
+                    and a.elems == b.elems and self._free(a.dst_index) == frozenset()
+                    and not any(isinstance(x, ir.ThreadVar) for x in ir.iter_exprs(a.dst_index))):
+                return None
+            tmp, st = (a.dst, a.dst_index), a
+            src, dst, se, de, items = a.src, b.dst, a.src_index, b.dst_index, a.elems
+        elif isinstance(body[0], ir.Store):
+            st = body[0]
             if not isinstance(st.value, ir.Load) or st.value.buf.elem_bytes != st.buf.elem_bytes:
                 return None
             src, dst, se, de, items = st.value.buf, st.buf, st.value.buf.index_expr(st.value.indices), \
                 st.buf.index_expr(st.indices), 1
         else:
+            st = body[0]
             src, dst, se, de, items = st.src, st.dst, st.src_index, st.dst_index, st.elems
-        if src.scope == "local" or dst.scope == "local" or src.elem_bytes != dst.elem_bytes:
-            return None
-        sf, df = self._form(se), self._form(de)
-        if sf is None or df is None:
+        if src.scope == "local" or dst.scope == "local" or src.elem_bytes != dst.elem_bytes or \
+                (tmp is not None and tmp[0] in (src, dst)):
             return None
         inner = 1  # per loop variable: the coefficient it must have, in items of the threads' row (x threads x items)
         want = {}
         for v, n in zip(reversed(s.vars), reversed(s.extents)):
             want[v] = inner if n > 1 else None
             inner *= n
-        for coefs, _, _ in (sf, df):
-            if any(w is not None and coefs.get(v, 0) % items for v, w in want.items()):
+        sides = []
+        for e in (se, de):
+            if self._free(e) is None:
                 return None
-        return st, src, dst, sf, df, want
+            f = self._form(e)
+            if f is not None and any(w is not None and f[0].get(v, 0) % items for v, w in want.items()):
+                f = None
+            sides.append((e, f))
+        return st, src, dst, sides[0], sides[1], want, tmp
+
+    def _run_base(self, s: ir.Grid, form: tuple, want: dict, st, tids: np.ndarray, env: dict, per: int) -> int | None:
+        """The element where a copy side's run starts, when every chunk of the loop is one ascending run (thread
+        ``tids[j]`` of iteration ``i`` at base + (i x threads + j) x ``per``), else None."""
+        coefs, b0, rest = form
+        m = tids.size
+        t0 = int(tids[0])
+        for v, w in want.items():
+            if w is not None and coefs.get(v, 0) != w * m * per:
+                return None
+        for v, c in coefs.items():
+            if v in want:
+                continue
+            if v is _TX:
+                if m > 1 and (c != per or int(tids[-1]) - t0 != m - 1):  # (the executor's threads: sorted, unique)
+                    return None
+                b0 += c * t0
+            elif isinstance(env.get(v), (int, np.integer)):
+                b0 += c * int(env[v])  # (an outer loop's variable, one value here)
+            else:
+                return None
+        if rest:  # thread coordinates other than tx: evaluated, and the run checked
+            b = np.zeros(m, np.int64)
+            for f, x in rest:
+                val = np.asarray(self.eval_expr(x, env, st.span, tids), np.int64)
+                if val.size not in (1, m):
+                    return None
+                b = b + f * val.reshape(-1)
+            if m > 1 and not np.array_equal(b - b[0], np.arange(0, m * per, per) if _TX not in coefs
+                                            else np.zeros(m, np.int64)):
+                return None
+            b0 += int(b[0])
+        return b0
+
+    def _fixed_side(self, s: ir.Grid, e: ir.Expr, buf: ir.Buffer, tids: np.ndarray, env: dict, nb: int,
+                    write: bool) -> tuple | None:
+        """A copy side whose index is no run but depends only on the loop's own variables and the thread (a
+        swizzled shared tile): its ``nb``-byte vector indices over the whole loop (iteration-major, threads
+        last) and the tracker's prepared access, computed once per structure and thread set; None (the general
+        path runs, and reports) when misaligned, out of bounds, written twice, or larger than one chunk."""
+        if not self._free(e) <= set(s.vars) or math.prod(s.extents) * tids.size > RUN_ELEMS:
+            return None
+        key = (id(e), id(buf), tuple(map(id, s.vars)), s.extents, tids.tobytes(), nb, write)
+        hit = self._fixed.get(key)
+        if hit is not None:
+            return hit[1]
+        env2, _ = self._env(s, {}, 0, math.prod(s.extents))
+        off = np.asarray(self.eval_expr(e, env2, None, tids), np.int64) * buf.elem_bytes
+        off = np.broadcast_to(off, np.broadcast_shapes(off.shape, tids.shape)).reshape(-1)
+        total = math.prod(s.extents) * tids.size
+        plan = None
+        if off.size == total and not (off % nb).any() and off.min() >= 0 and off.max() + nb <= buf.nbytes and \
+                (not write or np.unique(off).size == off.size):
+            who = np.broadcast_to(tids, (math.prod(s.extents), tids.size)).reshape(-1)
+            prep = self.hb.prepare(buf, off, who, nb) if self.hb.tracks(buf) else None
+            plan = (off // nb, prep)
+        if len(self._fixed) < 4096:
+            self._fixed[key] = (e, plan)  # (the node is kept: its id stays its own)
+        return plan
 
     def _copy_runs(self, s: ir.Grid, plan: tuple, tids: np.ndarray, env: dict) -> bool:
-        """Run a one-statement copy loop (:meth:`_copy_plan`) as slices of at most :data:`RUN_ELEMS` elements, when
-        each chunk's source and destination are one ascending run: one thread, or threads that each take the next
-        item of an iteration (thread ``tids[j]`` at base + ``j`` items) with iterations one CTA-row apart.  No
-        per-element index array is built.  False (the caller runs the loop) for anything else: bases of another
-        shape, an outer loop variable given as an array, a misaligned or out-of-bounds access (which the general
-        path reports, located)."""
-        st, src, dst, sform, dform, want = plan
+        """Run a copy loop (:meth:`_copy_plan`) with no per-element work in Python: each side is a run (one
+        ascending range per chunk of at most :data:`RUN_ELEMS` elements: a slice, no index array) or a fixed
+        index array computed once per structure (:meth:`_fixed_side`).  The register tile of an ``ld`` -> ``st``
+        chain ends as the serial loop leaves it (the last iteration's vectors).  False (the caller runs the loop)
+        for anything else: bases of another shape, an outer loop variable given as an array, a misaligned or
+        out-of-bounds access (which the general path reports, located)."""
+        st, src, dst, (se, sform), (de, dform), want, tmp = plan
         eb = dst.elem_bytes
         per = st.elems if isinstance(st, ir.VecMove) else 1  # elements per item
         nb = per * eb
         m = tids.size
-        t0 = int(tids[0])
-        dense = int(tids[-1]) - t0 == m - 1  # (the executor's threads are sorted and unique)
-        bases = []
-        for coefs, c0, rest in (sform, dform):
-            b0 = c0
-            for v, w in want.items():  # iteration i of thread j at base + i * m * per + j * per: one run
-                if w is not None and coefs.get(v, 0) != w * m * per:
-                    return False
-            for v, c in coefs.items():
-                if v in want:
-                    continue
-                if v is _TX:
-                    if m > 1 and (c != per or not dense):
-                        return False
-                    b0 += c * t0
-                elif isinstance(env.get(v), (int, np.integer)):
-                    b0 += c * int(env[v])  # (an outer loop's variable, one value here)
-                else:
-                    return False
-            if rest:  # thread coordinates other than tx: evaluated, and the run checked
-                b = np.zeros(m, np.int64)
-                for f, x in rest:
-                    val = np.asarray(self.eval_expr(x, env, st.span, tids), np.int64)
-                    if val.size not in (1, m):
-                        return False
-                    b = b + f * val.reshape(-1)
-                if m > 1 and not np.array_equal(b - b[0], np.arange(0, m * per, per) if _TX not in coefs
-                                                else np.zeros(m, np.int64)):
-                    return False
-                b0 += int(b[0])
-            bases.append(b0)
         total = math.prod(s.extents) * per * m  # elements
-        for buf, base in ((src, bases[0]), (dst, bases[1])):
-            if (base * eb) % nb or base < 0 or (base + total) * eb > buf.nbytes // eb * eb:
+        sides = []
+        for (e, form), buf, write in ((se, sform), src, False), ((de, dform), dst, True):
+            base = None if form is None else self._run_base(s, form, want, st, tids, env, per)
+            if base is not None:
+                if (base * eb) % nb or base < 0 or (base + total) * eb > buf.nbytes // eb * eb:
+                    return False
+                sides.append((base, None))
+                continue
+            fixed = self._fixed_side(s, e, buf, tids, env, nb, write)
+            if fixed is None:
                 return False
-        step = max(per * m, RUN_ELEMS // (per * m) * (per * m))  # whole iterations per chunk
+            sides.append((None, fixed))
+        (sb, sfix), (db, dfix) = sides
+        step = total if sfix is not None or dfix is not None else max(per * m, RUN_ELEMS // (per * m) * (per * m))
         row = tids.astype(np.int32)  # (the tracker cycles a run's threads over this row)
+        who = int(tids[0]) if m == 1 else row
+        smem, dmem = _vectors(self.mem[src.name], nb), _vectors(self.mem[dst.name], nb)
+        span = st.span
+        vals = None
         for a in range(0, total, step):
             n = min(step, total - a)
-            self._tick(st.span, n // (per * m))
-            s0, d0 = bases[0] + a, bases[1] + a
-            who = t0 if m == 1 else row
-            ini = self.hb.read(src, Run(s0 * eb, n // per, nb), who, st.span, nb) if self.hb.tracks(src) else True
-            self.mem[dst.name][d0 * eb:(d0 + n) * eb] = self.mem[src.name][s0 * eb:(s0 + n) * eb]
-            if self.hb.tracks(dst):
-                self.hb.write(dst, Run(d0 * eb, n // per, nb), who, st.span, True if _all(ini) else ini, nbytes=nb)
+            self._tick(span, n // (per * m))
+            if sfix is None:
+                s0 = (sb + a) * eb
+                ini = self.hb.read(src, Run(s0, n // per, nb), who, span, nb) if self.hb.tracks(src) else True
+                vals = smem[s0 // nb:s0 // nb + n // per]
+            else:
+                ini = self.hb.read(src, sfix[1], None, span) if sfix[1] is not None else True
+                vals = smem[sfix[0]]
+            ini = True if _all(ini) else ini
+            if dfix is None:
+                d0 = (db + a) * eb
+                dmem[d0 // nb:d0 // nb + n // per] = vals
+                if self.hb.tracks(dst):
+                    self.hb.write(dst, Run(d0, n // per, nb), who, span, ini, nbytes=nb)
+            else:
+                dmem[dfix[0]] = vals
+                if dfix[1] is not None:
+                    self.hb.write(dst, dfix[1], None, span, ini)
             self.lanes += n // per
+        if tmp is not None and vals is not None:  # the chain's register tile: the last iteration's vectors
+            reg, at = tmp
+            r0 = int(self.eval_expr(at, {}, span, tids[:1]).reshape(-1)[0]) * tmp[0].elem_bytes
+            last = np.asarray(vals).reshape(-1, m)[-1]
+            _vectors(self.local[reg.name][:, r0:r0 + nb], nb)[tids, 0] = last
+            lini = True if _all(ini) else np.asarray(ini).reshape(-1, m)[-1]
+            self.hb.write(reg, Run(r0, 1, nb), tids, span, lini, nbytes=nb)
         return True
 
     @staticmethod
@@ -874,6 +984,15 @@ class Simulator:
     # ------------------------------------------------------------------ warp collectives
     def _warps(self, tids: np.ndarray, span) -> np.ndarray:
         """Active warps (every lane active); a partially active warp is an error (.sync.aligned)."""
+        hit = self._warp_sets.get(id(tids))
+        if hit is not None and hit[0] is tids:
+            return hit[1]
+        warps = self._warps_of(tids, span)
+        if len(self._warp_sets) < 64:
+            self._warp_sets[id(tids)] = (tids, warps)  # (the array is kept: its id stays its own)
+        return warps
+
+    def _warps_of(self, tids: np.ndarray, span) -> np.ndarray:
         nw = -(-self.n // 32)
         count = np.bincount(tids // 32, minlength=nw)
         part = (count > 0) & (count < 32)
@@ -904,36 +1023,71 @@ class Simulator:
         self._keys[id(e)] = (e, k)  # (the node is kept, so its id is not reused during the run)
         return k
 
-    def _ldstmatrix(self, s: ir.LdStMatrix, active: np.ndarray, env):
-        """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.arch.ldmatrix.fragment_elements`)."""
+    def _ldstmatrix(self, group, active: np.ndarray, env):
+        """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.arch.ldmatrix.fragment_elements`).
+
+        ``group``: consecutive statements of one op (:func:`_same_ldst`), run as one access when no register word
+        (ldmatrix) or shared half (stmatrix) is written twice among them — the same result as one by one, since
+        an ldmatrix writes only registers and reads only shared memory (stmatrix the other way round) — else one
+        by one.  The plan (fragment elements, register words, the tracker's prepared accesses) is shared by
+        every group of the same structure (hash-consed addresses: the same op on another tile)."""
+        s = group[0]
         warps = self._warps(active, s.span)
         if not warps.size:
             return
-        keys = [self._skey(e) for e in (s.addr, *s.regs)]
-        key = None if None in keys else (*keys, s.op, s.num, s.trans, s.smem.name, s.local.name, warps.tobytes())
+        kk, keys = self._keys, []
+        for g in group:  # (an inlined _skey: the nodes of the same op on another tile are already keyed)
+            for e in (g.addr, *g.regs):
+                h = kk.get(id(e))
+                keys.append(h[1] if h is not None else self._skey(e))
+        key = None if None in keys else (*keys, len(group), s.op, s.num, s.trans, s.smem.name, s.local.name,
+                                         warps.tobytes())
         plan = self._ldst_plans.get(key) if key is not None else None
         if plan is None:
-            plan = self._ldst_plan(s, warps, env)
+            plan = self._ldst_group_plan(group, warps, env)
             if key is not None and len(self._ldst_plans) < 4096:
                 self._ldst_plans[key] = plan
-        tids, lo, hi, word, half, rb, who, t3 = plan
+        if plan is False:  # (a word written twice in the group: one by one)
+            for g in group:
+                self._ldstmatrix((g,), active, env)
+            return
+        word, half, halves, flat, smem_acc, reg_acc = plan
         self._init = True
         smem = self.mem[s.smem.name].view(np.uint16)
-        regs = self.local[s.local.name].view(np.uint32)
+        regs = self.local[s.local.name].view(np.uint32).reshape(-1)  # (threads x words, flat: one gather)
         self.lanes += word.size
-        if s.op == "ld":
-            ini = self.hb.read(s.smem, half, who, s.span, 2)
-            regs[t3, word] = smem[lo].astype(np.uint32) | (smem[hi].astype(np.uint32) << 16)
-            self.hb.write(s.local, rb, t3, s.span, True if _all(ini) else ini.reshape(word.shape + (2,)).all(-1),
-                          nbytes=4)
+        if s.op == "ld":  # the two 16-bit halves of each word, low first: gathered as pairs, viewed as the word
+            ini = self.hb.read(s.smem, smem_acc, None, s.span)
+            regs[flat] = smem[halves].view(np.uint32)[..., 0]
+            self.hb.write(s.local, reg_acc, None, s.span,
+                          True if _all(ini) else ini.reshape(word.shape + (2,)).all(-1))
         else:
-            ini = self.hb.read(s.local, rb, t3, s.span, 4)
-            val = regs[t3, word]
-            smem[lo] = (val & 0xFFFF).astype(np.uint16)
-            smem[hi] = (val >> 16).astype(np.uint16)
-            self.hb.write(s.smem, half, who, s.span,
+            ini = self.hb.read(s.local, reg_acc, None, s.span)
+            val = regs[flat]
+            smem[halves] = val[..., None].view(np.uint16)
+            self.hb.write(s.smem, smem_acc, None, s.span,
                           True if _all(ini) else np.repeat(np.asarray(ini)[..., None], 2, -1).reshape(half.shape),
-                          value=np.ascontiguousarray(val).view(np.uint16).reshape(half.shape), nbytes=2)
+                          value=None if smem_acc.unique else val.view(np.uint16).reshape(half.shape))
+
+    def _ldst_group_plan(self, group, warps: np.ndarray, env) -> tuple | bool:
+        """:meth:`_ldst_plan` of each statement of ``group``, joined along the register axis, with the tracker's
+        prepared accesses; False when the group must run one by one (a word written twice)."""
+        parts = [self._ldst_plan(g, warps, env) for g in group]
+        tids = parts[0][0]
+        lo, hi, word, half = (np.concatenate([p[k] for p in parts], -1) for k in (1, 2, 3, 4))
+        if len(group) > 1:
+            written = half.reshape(tids.shape[0], -1) if group[0].op == "st" else \
+                (tids[..., None] * (self.local[group[0].local.name].shape[1] // 4) + word)
+            if np.unique(written).size != written.size:
+                return False
+        rb = word * 4
+        who = np.broadcast_to(tids[..., None], half.shape)
+        t3 = np.broadcast_to(tids[..., None], word.shape)
+        s = group[0]
+        smem_acc = self.hb.prepare(s.smem, half, who, 2)
+        reg_acc = self.hb.prepare(s.local, rb, t3, 4)
+        flat = t3 * (self.local[s.local.name].shape[1] // 4) + word  # (thread, word) -> flat register word
+        return word, half, np.ascontiguousarray(np.stack([lo, hi], -1)), flat, smem_acc, reg_acc
 
     def _ldst_plan(self, s: ir.LdStMatrix, warps: np.ndarray, env) -> tuple:
         """The threads, fragment elements and register words of an ldmatrix/stmatrix (checked: aligned, in bounds)."""
