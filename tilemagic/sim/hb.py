@@ -217,10 +217,12 @@ class Prepared:
     unit repeats), passed to :meth:`Tracker.read`/:meth:`Tracker.write` in place of the offsets each time the
     same statement structure runs again (the simulator keeps them with its per-structure plans)."""
 
-    __slots__ = ("name", "nbytes", "norm", "rng", "unique", "perm", "inv")
+    __slots__ = ("name", "nbytes", "norm", "rng", "unique", "perm", "inv", "shape")
 
     def __init__(self, name: str, nbytes: int, norm, rng, unique: bool, perm: np.ndarray | None = None):
         self.name, self.nbytes, self.norm, self.rng, self.unique = name, nbytes, norm, rng, unique
+        #: the items' shape (what :meth:`Tracker.read` answers): ``nbytes`` bytes each
+        self.shape: tuple[int, ...] = tuple(norm[1] if rng is None else norm[2])
         # an access that covers a range of units (or a block of registers) exactly once, in another order (a
         # swizzled tile, an ldmatrix fragment): kept as that range, its units in ascending order — ``perm``
         # takes the access's order to the range's, ``inv`` back (so every shadow update is a slice)
@@ -259,6 +261,8 @@ def _span_of(ix) -> tuple[int, int]:
     """The range ``[lo, hi)`` of units an access covers."""
     if isinstance(ix, slice):
         return ix.start, ix.stop
+    if isinstance(ix, _Block):
+        return ix.span()
     return (int(ix.min()), int(ix.max()) + 1) if ix.size else _EMPTY
 
 
@@ -272,8 +276,44 @@ def _union(rng: tuple[int, int], other: tuple[int, int]) -> tuple[int, int]:
     return (min(rng[0], other[0]), max(rng[1], other[1]))
 
 
+class _Block:
+    """A rectangle of a flat space seen as rows of ``width`` units (TMEM: lanes x 512 columns): rows ``r0 ..
+    r0 + nr - 1``, units ``c0 .. c0 + nc - 1`` of each, in row-major order — the cells one tcgen05.ld/st of a
+    warpgroup touches, updated through a 2-D view (no index array)."""
+
+    __slots__ = ("r0", "nr", "c0", "nc", "width", "size")
+
+    def __init__(self, r0: int, nr: int, c0: int, nc: int, width: int):
+        self.r0, self.nr, self.c0, self.nc, self.width, self.size = r0, nr, c0, nc, width, nr * nc
+
+    def view(self, a: np.ndarray) -> np.ndarray:
+        return a[self.r0 * self.width:(self.r0 + self.nr) * self.width].reshape(self.nr, self.width)[
+            :, self.c0:self.c0 + self.nc]
+
+    def unit(self, i: int) -> int:
+        return (self.r0 + i // self.nc) * self.width + self.c0 + i % self.nc
+
+    def span(self) -> tuple[int, int]:
+        return (self.unit(0), self.unit(self.size - 1) + 1) if self.size else _EMPTY
+
+
+def _get(a: np.ndarray, ix) -> np.ndarray:
+    """``a[ix]`` for a slice, an index array or a :class:`_Block` (flat, in the access's unit order)."""
+    return ix.view(a).reshape(-1) if isinstance(ix, _Block) else a[ix]
+
+
+def _set(a: np.ndarray, ix, v) -> None:
+    """``a[ix] = v`` (``v`` one value or one per unit)."""
+    if isinstance(ix, _Block):
+        ix.view(a)[...] = v if np.ndim(v) == 0 else np.asarray(v).reshape(ix.nr, ix.nc)
+    else:
+        a[ix] = v
+
+
 def _at(ix, i: int) -> int:
-    """Unit index of the ``i``-th unit of an access (a slice or an index array)."""
+    """Unit index of the ``i``-th unit of an access (a slice, an index array or a :class:`_Block`)."""
+    if isinstance(ix, _Block):
+        return ix.unit(i)
     return ix.start + i if isinstance(ix, slice) else int(ix[i])
 
 
@@ -298,7 +338,7 @@ def _fill(a: np.ndarray, ix, t) -> None:
     if isinstance(t, _Cycle):
         a[ix].reshape(-1, t.pattern.size)[:] = t.pattern
     else:
-        a[ix] = t
+        _set(a, ix, t)
 
 
 class _Space:
@@ -553,12 +593,12 @@ class Tracker:
         """Report the first unit whose last write is not ordered before this access (``raw``: a read, a
         member of a writer set is fine; ``waw``: a write, the set's other members must be ordered)."""
         t = _arr(t)
-        prev = sp.wt[ix]
+        prev = _get(sp.wt, ix)
         cand = np.nonzero((prev != _NONE) & (prev != t))[0]
         if not cand.size:
             return
         tc_ = np.broadcast_to(t, prev.shape)[cand]
-        wa = sp.wa[ix][cand]
+        wa = _get(sp.wa, ix)[cand]
         bad = self._unordered(tc_, prev[cand], self._aid_stamp[wa], kind == "raw")
         if bad.any():
             j = int(np.argmax(bad))
@@ -573,8 +613,8 @@ class Tracker:
     def _reads_unordered(self, sp: _Space, ix, t) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per unit: is its last read (one thread, or read-shared) NOT ordered before ``t``'s current point?
         Also the reader states and stamps."""
-        r0 = sp.rt[ix]
-        s0 = self._aid_stamp[sp.ra[ix]]
+        r0 = _get(sp.rt, ix)
+        s0 = self._aid_stamp[_get(sp.ra, ix)]
         tt = np.broadcast_to(np.asarray(_arr(t), np.int64), r0.shape)
         bad = (r0 == _SHARED) & (self._frontier_of(tt) <= s0)
         single = r0 >= 0
@@ -584,14 +624,14 @@ class Tracker:
         return bad, r0, s0
 
     def _space_read(self, sp: _Space, ix, t, n: int, span, aid, rng=None, unique: bool = False):
-        init = np.array(sp.init[ix]) if sp.has_init else None  # (a copy, not a view)
+        init = np.array(_get(sp.init, ix)) if sp.has_init else None  # (a copy, not a view)
         rng = rng if rng is not None else _span_of(ix) if n else _EMPTY
         if sp.has_w and n and not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
             self._check_writer(sp, ix, t, span, "raw")
         if sp.has_r and n:
             if _quiet(sp.r_since, t) or not _meets(sp.r_rng, rng):  # no unordered reader here: nothing read-shared
                 _fill(sp.rt, ix, t)
-                sp.ra[ix] = aid
+                _set(sp.ra, ix, aid)
                 if not unique and not isinstance(ix, slice) and not isinstance(t, int):
                     dup = sp.rt[ix] != t  # two threads read this unit in this call
                     if dup.any():
@@ -599,8 +639,8 @@ class Tracker:
             else:
                 shared, _, _ = self._reads_unordered(sp, ix, t)
                 new = np.where(shared, _SHARED, _arr(t)).astype(sp.rt.dtype)
-                sp.rt[ix] = new
-                sp.ra[ix] = aid
+                _set(sp.rt, ix, new)
+                _set(sp.ra, ix, aid)
                 if not unique and not isinstance(ix, slice):
                     dup = sp.rt[ix] != new  # two threads read this unit in this call
                     if dup.any():
@@ -627,11 +667,11 @@ class Tracker:
                     if r == _SHARED:  # several threads read it (which ones is not kept): named as such
                         r = -1
                     self._race("war", sp, _at(ix, i), ti, span, r, self._aid_span[int(sp.ra[_at(ix, i)])])
-            sp.rt[ix] = _NONE  # reads before an ordered write are ordered before every later access after it
+            _set(sp.rt, ix, _NONE)  # reads before an ordered write are ordered before every later access after it
             # (where nothing was read since the last full barrier every reader entry is ordered before all: kept)
         new = t if isinstance(t, (int, _Cycle)) else t.astype(sp.wt.dtype)
         _fill(sp.wt, ix, new)
-        sp.wa[ix] = aid
+        _set(sp.wa, ix, aid)
         if not unique and not isinstance(ix, slice):
             dup = np.nonzero(sp.wt[ix] != new)[0]
             if dup.size:
@@ -639,7 +679,7 @@ class Tracker:
         sp.w_since = _since(sp.w_since, t)
         sp.w_rng = _union(sp.w_rng, rng)
         if sp.has_init:
-            sp.init[ix] = init
+            _set(sp.init, ix, init)
         self.report.accesses += n * sp.unit
 
     def _same_statement_writes(self, sp: _Space, off, tids, span, aid, value, dup) -> None:
@@ -815,9 +855,18 @@ class Tracker:
         order = np.argsort(ix, kind="stable")
         sx = ix[order]
         lo = int(sx[0])
+        ts = t if isinstance(t, int) else np.broadcast_to(_arr(t), ix.shape)[order]
         if int(sx[-1]) - lo == sx.size - 1 and np.array_equal(sx, np.arange(lo, lo + sx.size)):
-            ts = t if isinstance(t, int) else np.broadcast_to(_arr(t), ix.shape)[order]
             return Prepared(sp.name, nb, (slice(lo, lo + sx.size), ts, shape, k), (lo, lo + sx.size), True, order)
+        if sp is self.tmem:  # a rectangle of lanes x columns (a warpgroup's tcgen05.ld/st)
+            w = tc.TMEM_COLS
+            r0, c0 = divmod(lo, w)
+            nr = int(sx[-1]) // w - r0 + 1
+            nc = sx.size // nr
+            if nr * nc == sx.size and c0 + nc <= w and np.array_equal(
+                    sx, ((r0 + np.arange(nr))[:, None] * w + c0 + np.arange(nc)[None, :]).reshape(-1)):
+                blk = _Block(r0, nr, c0, nc, w)
+                return Prepared(sp.name, nb, (blk, ts, shape, k), blk.span(), True, order)
         return Prepared(sp.name, nb, norm, _span_of(ix), np.unique(ix).size == ix.size)
 
     def read(self, buf: ir.Buffer | None, off: np.ndarray | Run | Prepared, tids, span: Span | None,
@@ -910,7 +959,8 @@ class Tracker:
             ``local`` (the register buffer), ``regs`` (byte offsets of 32-bit register words, ``(len(tids), k)``)
             and ``cells`` (TMEM byte offsets ``(lane * 512 + col) * 4`` of 32-bit cells, ``(len(tids), k)``,
             thread ``tids[i]``'s row), for a st optionally ``values`` (the stored words, ``uint32``, same shape;
-            as :meth:`write`'s ``value``).  The tracker does the accesses itself: ld reads the cells and leaves
+            as :meth:`write`'s ``value``), optionally ``prepared`` (:meth:`tcgen_access` of them, kept by the
+            caller for the next run of the same instruction).  The tracker does the accesses itself: ld reads the cells and leaves
             the registers in flight until ``wait_ld``; st reads the registers (in flight until ``wait_st``) and
             writes the cells.
         ``wait_ld``, ``wait_st``
@@ -932,7 +982,7 @@ class Tracker:
         elif kind in ("tcgen05.ld", "tcgen05.st"):
             self._tcgen(kind, span, info["local"], np.asarray(info["regs"], np.int64),
                         np.asarray(info["cells"], np.int64), np.asarray(info.get("threads", tids), np.int64),
-                        info.get("values"))
+                        info.get("values"), info.get("prepared"))
         elif kind in ("wait_ld", "wait_st"):
             state = _LD if kind == "wait_ld" else _ST
             for _, p, _ in self.regs.values():
@@ -957,54 +1007,63 @@ class Tracker:
                 lanes = np.arange(tc.TMEM_LANES)[:, None] * tc.TMEM_COLS
                 self.tmem.init[(lanes + np.arange(c0, c0 + nc)[None, :]).reshape(-1)] = False
 
-    def _tcgen(self, kind, span, local: ir.Buffer, regs, cells, tids, values=None) -> None:
-        """tcgen05.ld / tcgen05.st issue: regs, cells are byte offsets of 32-bit words ``(len(tids), k)`` (thread
-        ``tids[i]``'s row), ``values`` the words a st stores (same shape; identical broadcast stores go
-        unreported)."""
-        aid = self._access_id(span)
+    def tcgen_access(self, local: ir.Buffer, regs: np.ndarray, cells: np.ndarray,
+                     tids: np.ndarray) -> tuple[Prepared, Prepared]:
+        """The register and TMEM sides of a tcgen05.ld/st (as the ``tcgen05.ld`` event's ``regs``, ``cells``:
+        byte offsets ``(len(tids), k)``) prepared once (:meth:`prepare`), for the event's ``prepared`` whenever
+        the same instruction runs again."""
+        tids = np.asarray(tids, np.int64).reshape(-1)
         t_r = np.broadcast_to(tids[:, None], regs.shape)
-        t_c = np.broadcast_to(tids[:, None], cells.shape)
-        c = cells.reshape(-1) // 4
-        _, pend, paid = self.regs[local.name]
         r0 = regs[0] if regs.shape[0] else regs.reshape(-1)
         if r0.size > 1 and int(r0[-1]) - int(r0[0]) == 4 * (r0.size - 1) and bool(np.all(np.diff(r0) == 4)) \
                 and bool(np.all(regs == r0)):  # the same registers in every thread: a block of slices
-            regs_acc, t_r = Run(int(r0[0]), r0.size, 4), tids
+            reg = self.prepare(local, Run(int(r0[0]), r0.size, 4), tids, 4)
         else:
-            regs_acc = regs
-        at, _, _, _ = self._reg_norm(local, regs_acc, t_r, 4)
+            reg = self.prepare(local, regs, t_r, 4)
+        return reg, self.prepare(None, cells, np.broadcast_to(tids[:, None], cells.shape), 4)
+
+    def _tcgen(self, kind, span, local: ir.Buffer, regs, cells, tids, values=None, prepared=None) -> None:
+        """tcgen05.ld / tcgen05.st issue: regs, cells are byte offsets of 32-bit words ``(len(tids), k)`` (thread
+        ``tids[i]``'s row), ``values`` the words a st stores (same shape; identical broadcast stores go
+        unreported); ``prepared``: :meth:`tcgen_access`'s answer for them."""
+        aid = self._access_id(span)
+        reg, cel = prepared if prepared is not None else self.tcgen_access(local, regs, cells, tids)
+        at = reg.norm[0]  # (the register units, in the prepared access's order)
+        cix, cthreads = cel.norm[0], cel.norm[1]  # (the TMEM cells and their threads, likewise)
+        _, pend, paid = self.regs[local.name]
         if kind == "tcgen05.ld":
-            busy = self.st_owner[c] != _NONE
+            busy = _get(self.st_owner, cix) != _NONE
             if busy.any():
                 i = int(np.argmax(busy))
-                st = self._aid_span[int(self.st_aid[c[i]])]
-                lane, col = divmod(int(c[i]), tc.TMEM_COLS)
-                tci = int(t_c.reshape(-1)[i])
+                cell = _at(cix, i)
+                st = self._aid_span[int(self.st_aid[cell])]
+                lane, col = divmod(cell, tc.TMEM_COLS)
+                tci = int(np.broadcast_to(cthreads, busy.shape)[i])
                 msg = (f"hazard: the tcgen05.ld at {_line(span)} reads TMEM columns the tcgen05.st at {_line(st)} "
                        f"writes, before `wait st` (PTX ISA 9.0 §9.7.16.8.5) (thread {tci}, lane {lane}, "
                        f"column {col})")
                 self._hazard("st-read", ("st-read", st, span), msg, span, st, "TMEM", (lane, col),
-                             (tci, int(self.st_owner[c[i]])))
-            init = self.read(None, cells, t_c, span, 4)
+                             (tci, int(self.st_owner[cell])))
+            init = self.read(None, cel, None, span)
             # the registers are written at issue and in flight until wait::ld
             if init.size == regs.size:
                 ini = init
             else:  # (cells and registers pair up per thread; any other pairing: all-or-nothing per thread)
                 ini = np.repeat(init.reshape(tids.size, -1).all(1), regs.shape[1]).reshape(regs.shape)
-            self.write(local, regs_acc, t_r, span, ini, nbytes=4)
+            self.write(local, reg, None, span, ini)
             pend[at] = _LD
             paid[at] = aid
         else:
-            init = self.read(local, regs_acc, t_r, span, 4)
+            init = self.read(local, reg, None, span)
             if init.size == cells.size:
                 ini = init
             else:
                 ini = np.repeat(init.reshape(tids.size, -1).all(1), cells.shape[1]).reshape(cells.shape)
-            self.write(None, cells, t_c, span, ini, value=values, nbytes=4)
+            self.write(None, cel, None, span, ini, value=None if cel.unique else values)
             pend[at] = np.where(pend[at] == _LD, _LD, _ST)  # (a read of in-flight ld registers: reported)
             paid[at] = aid
-            self.st_owner[c] = t_c.reshape(-1).astype(self.st_owner.dtype)
-            self.st_aid[c] = aid
+            _set(self.st_owner, cix, np.asarray(cthreads).astype(self.st_owner.dtype))
+            _set(self.st_aid, cix, aid)
 
     def incomplete(self, reason: str, span: Span | None) -> None:
         """The analysis cannot decide something at ``span``: the report says "incomplete", never "clean"."""

@@ -252,6 +252,8 @@ class Simulator:
         self._frees: dict[int, tuple] = {}  # id(Expr) -> (the node, its loop variables): :meth:`_free`
         self._fixed: dict[tuple, tuple] = {}  # fixed index arrays of copy sides: :meth:`_fixed_side`
         self._warp_sets: dict[int, tuple] = {}  # id(active threads) -> (them, their warps): :meth:`_warps`
+        self._tc_plans: dict[tuple, tuple] = {}  # tcgen05.ld/st cells and prepared accesses: :meth:`_tc_plan`
+        self._run_rows: dict[tuple, tuple] = {}  # the tracker's threads of a run: :meth:`_run_threads`
         self._intern: dict[tuple, int] = {}
         self._ldst_plans: dict[tuple, tuple] = {}
         # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
@@ -671,8 +673,8 @@ class Simulator:
         else:
             st = body[0]
             src, dst, se, de, items = st.src, st.dst, st.src_index, st.dst_index, st.elems
-        if src.scope == "local" or dst.scope == "local" or src.elem_bytes != dst.elem_bytes or \
-                (tmp is not None and tmp[0] in (src, dst)):
+        if (src.scope == "local" and dst.scope == "local") or src.elem_bytes != dst.elem_bytes or \
+                (tmp is not None and (tmp[0] in (src, dst) or "local" in (src.scope, dst.scope))):
             return None
         inner = 1  # per loop variable: the coefficient it must have, in items of the threads' row (x threads x items)
         want = {}
@@ -689,20 +691,32 @@ class Simulator:
             sides.append((e, f))
         return st, src, dst, sides[0], sides[1], want, tmp
 
-    def _run_base(self, s: ir.Grid, form: tuple, want: dict, st, tids: np.ndarray, env: dict, per: int) -> int | None:
-        """The element where a copy side's run starts, when every chunk of the loop is one ascending run (thread
-        ``tids[j]`` of iteration ``i`` at base + (i x threads + j) x ``per``), else None."""
+    def _run_base(self, s: ir.Grid, form: tuple, want: dict, st, tids: np.ndarray, env: dict, per: int,
+                  local: bool = False) -> tuple[int, str] | None:
+        """Where a copy side starts and in which order its items run, when the whole loop is one ascending run:
+        ``"i"`` iteration-major (thread ``tids[j]`` of iteration ``i`` at base + (i x threads + j) x ``per``),
+        ``"t"`` thread-major (at base + (j x iterations + i) x ``per``: each thread a row of a tile); for a
+        register tile (``local``), the same registers of every thread, base + i x ``per`` (order ``"t"``: a
+        block of threads x registers).  None for anything else."""
         coefs, b0, rest = form
         m = tids.size
+        iters = math.prod(s.extents)
         t0 = int(tids[0])
+        dense = int(tids[-1]) - t0 == m - 1  # (the executor's threads: sorted, unique)
+        orders = ("t",) if local else ("i", "t")
         for v, w in want.items():
-            if w is not None and coefs.get(v, 0) != w * m * per:
-                return None
+            if w is not None:
+                c = coefs.get(v, 0)
+                orders = tuple(o for o in orders if c == w * per * (m if o == "i" else 1))
+        if not orders:
+            return None
+        order = orders[0] if m > 1 or len(orders) == 1 else "i"
+        thread_step = 0 if local else per if order == "i" else iters * per  # elements between threads j, j + 1
         for v, c in coefs.items():
             if v in want:
                 continue
             if v is _TX:
-                if m > 1 and (c != per or int(tids[-1]) - t0 != m - 1):  # (the executor's threads: sorted, unique)
+                if local or (m > 1 and (c != thread_step or not dense)):
                     return None
                 b0 += c * t0
             elif isinstance(env.get(v), (int, np.integer)):
@@ -710,17 +724,19 @@ class Simulator:
             else:
                 return None
         if rest:  # thread coordinates other than tx: evaluated, and the run checked
+            if local:
+                return None
             b = np.zeros(m, np.int64)
             for f, x in rest:
                 val = np.asarray(self.eval_expr(x, env, st.span, tids), np.int64)
                 if val.size not in (1, m):
                     return None
                 b = b + f * val.reshape(-1)
-            if m > 1 and not np.array_equal(b - b[0], np.arange(0, m * per, per) if _TX not in coefs
-                                            else np.zeros(m, np.int64)):
+            if m > 1 and not np.array_equal(b - b[0], np.arange(0, m * thread_step, thread_step) if thread_step and
+                                            _TX not in coefs else np.zeros(m, np.int64)):
                 return None
             b0 += int(b[0])
-        return b0
+        return b0, order
 
     def _fixed_side(self, s: ir.Grid, e: ir.Expr, buf: ir.Buffer, tids: np.ndarray, env: dict, nb: int,
                     write: bool) -> tuple | None:
@@ -749,66 +765,114 @@ class Simulator:
         return plan
 
     def _copy_runs(self, s: ir.Grid, plan: tuple, tids: np.ndarray, env: dict) -> bool:
-        """Run a copy loop (:meth:`_copy_plan`) with no per-element work in Python: each side is a run (one
-        ascending range per chunk of at most :data:`RUN_ELEMS` elements: a slice, no index array) or a fixed
-        index array computed once per structure (:meth:`_fixed_side`).  The register tile of an ``ld`` -> ``st``
-        chain ends as the serial loop leaves it (the last iteration's vectors).  False (the caller runs the loop)
-        for anything else: bases of another shape, an outer loop variable given as an array, a misaligned or
-        out-of-bounds access (which the general path reports, located)."""
+        """Run a copy loop (:meth:`_copy_plan`) with no per-element work in Python.  Each side is a run of a
+        global/shared buffer (:meth:`_run_base`: iteration- or thread-major; a slice, no index array), the same
+        registers of every thread (a block of a register tile), or a fixed index array computed once per
+        structure (:meth:`_fixed_side`); the data and the init bits are carried in the source side's order.  The
+        register tile of an ``ld`` -> ``st`` chain ends as the serial loop leaves it (the last iteration's
+        vectors).  False (the caller runs the loop) for anything else: bases of another shape, an outer loop
+        variable given as an array, a misaligned or out-of-bounds access (which the general path reports,
+        located)."""
         st, src, dst, (se, sform), (de, dform), want, tmp = plan
         eb = dst.elem_bytes
         per = st.elems if isinstance(st, ir.VecMove) else 1  # elements per item
         nb = per * eb
         m = tids.size
-        total = math.prod(s.extents) * per * m  # elements
+        iters = math.prod(s.extents)
+        total = iters * per * m  # elements
         sides = []
         for (e, form), buf, write in ((se, sform), src, False), ((de, dform), dst, True):
-            base = None if form is None else self._run_base(s, form, want, st, tids, env, per)
-            if base is not None:
-                if (base * eb) % nb or base < 0 or (base + total) * eb > buf.nbytes // eb * eb:
+            local = buf.scope == "local"
+            at = None if form is None else self._run_base(s, form, want, st, tids, env, per, local)
+            if at is not None:
+                base, order = at
+                size = iters * per if local else total  # (registers: per thread)
+                lim = (self.local[buf.name].shape[1] if local else buf.nbytes) // eb * eb
+                if (base * eb) % nb or base < 0 or (base + size) * eb > lim:
                     return False
-                sides.append((base, None))
+                sides.append((base, order, None))
                 continue
-            fixed = self._fixed_side(s, e, buf, tids, env, nb, write)
+            fixed = None if local else self._fixed_side(s, e, buf, tids, env, nb, write)
             if fixed is None:
                 return False
-            sides.append((None, fixed))
-        (sb, sfix), (db, dfix) = sides
-        step = total if sfix is not None or dfix is not None else max(per * m, RUN_ELEMS // (per * m) * (per * m))
-        row = tids.astype(np.int32)  # (the tracker cycles a run's threads over this row)
-        who = int(tids[0]) if m == 1 else row
-        smem, dmem = _vectors(self.mem[src.name], nb), _vectors(self.mem[dst.name], nb)
+            sides.append((None, "i", fixed))
+        (sb, so, sfix), (db, do, dfix) = sides
+        one = sfix is not None or dfix is not None or src.scope == "local" or dst.scope == "local"
+        step = total if one else max(per * m, RUN_ELEMS // (per * m) * (per * m))
+        t0 = int(tids[0])
+        rows = slice(t0, t0 + m) if int(tids[-1]) - t0 == m - 1 else tids
         span = st.span
-        vals = None
+        vals = ini = None
         for a in range(0, total, step):
             n = min(step, total - a)
             self._tick(span, n // (per * m))
-            if sfix is None:
-                s0 = (sb + a) * eb
-                ini = self.hb.read(src, Run(s0, n // per, nb), who, span, nb) if self.hb.tracks(src) else True
-                vals = smem[s0 // nb:s0 // nb + n // per]
-            else:
-                ini = self.hb.read(src, sfix[1], None, span) if sfix[1] is not None else True
-                vals = smem[sfix[0]]
-            ini = True if _all(ini) else ini
-            if dfix is None:
-                d0 = (db + a) * eb
-                dmem[d0 // nb:d0 // nb + n // per] = vals
-                if self.hb.tracks(dst):
-                    self.hb.write(dst, Run(d0, n // per, nb), who, span, ini, nbytes=nb)
-            else:
-                dmem[dfix[0]] = vals
-                if dfix[1] is not None:
-                    self.hb.write(dst, dfix[1], None, span, ini)
+            vals, ini = self._side_get(src, sb, so, sfix, a, n, nb, eb, tids, rows, iters, span)
+            if so != do and m > 1:  # (iteration-major <-> thread-major: a transpose of the (iters, threads) grid)
+                shape = (iters, m) if so == "i" else (m, iters)
+                vals = np.asarray(vals).reshape(shape).T.reshape(-1)
+                ini = ini if _all(ini) else np.asarray(ini).reshape(shape).T.reshape(-1)
+            self._side_put(dst, db, do, dfix, a, n, nb, eb, tids, rows, iters, span, vals, ini)
             self.lanes += n // per
         if tmp is not None and vals is not None:  # the chain's register tile: the last iteration's vectors
-            reg, at = tmp
-            r0 = int(self.eval_expr(at, {}, span, tids[:1]).reshape(-1)[0]) * tmp[0].elem_bytes
+            reg, at_ = tmp
+            r0 = int(self.eval_expr(at_, {}, span, tids[:1]).reshape(-1)[0]) * reg.elem_bytes
             last = np.asarray(vals).reshape(-1, m)[-1]
             _vectors(self.local[reg.name][:, r0:r0 + nb], nb)[tids, 0] = last
             lini = True if _all(ini) else np.asarray(ini).reshape(-1, m)[-1]
             self.hb.write(reg, Run(r0, 1, nb), tids, span, lini, nbytes=nb)
         return True
+
+    def _side_get(self, buf, base, order, fixed, a, n, nb, eb, tids, rows, iters, span):
+        """The ``n`` elements from element ``a`` of a copy side (:meth:`_copy_runs`) as vectors in the side's
+        order, and their init bits (True, or one per vector) from the tracker."""
+        m = tids.size
+        if buf.scope == "local":  # the same registers of every thread: (threads, iters)
+            vec = _vectors(self.local[buf.name], nb)
+            ini = self.hb.read(buf, Run(base * eb, iters, nb), tids, span, nb)
+            return vec[rows, base * eb // nb:base * eb // nb + iters].reshape(-1), \
+                True if _all(ini) else np.asarray(ini).reshape(-1)
+        vec = _vectors(self.mem[buf.name], nb)
+        if fixed is not None:
+            return vec[fixed[0]], self.hb.read(buf, fixed[1], None, span) if fixed[1] is not None else True
+        s0 = (base + a) * eb
+        ini = True
+        if self.hb.tracks(buf):
+            who = self._run_threads(tids, order, iters)
+            ini = self.hb.read(buf, Run(s0, n * eb // nb, nb), who, span, nb)
+        return vec[s0 // nb:s0 // nb + n * eb // nb], True if _all(ini) else ini
+
+    def _side_put(self, buf, base, order, fixed, a, n, nb, eb, tids, rows, iters, span, vals, ini) -> None:
+        """Store ``vals`` (vectors in the side's order, their init bits ``ini``) to a copy side."""
+        if buf.scope == "local":
+            b = base * eb // nb
+            _vectors(self.local[buf.name], nb)[rows, b:b + iters] = np.asarray(vals).reshape(tids.size, iters)
+            self.hb.write(buf, Run(base * eb, iters, nb), tids, span,
+                          ini if _all(ini) else np.asarray(ini).reshape(tids.size, iters), nbytes=nb)
+            return
+        vec = _vectors(self.mem[buf.name], nb)
+        if fixed is not None:
+            vec[fixed[0]] = vals
+            if fixed[1] is not None:
+                self.hb.write(buf, fixed[1], None, span, ini)
+            return
+        d0 = (base + a) * eb
+        vec[d0 // nb:d0 // nb + n * eb // nb] = vals
+        if self.hb.tracks(buf):
+            self.hb.write(buf, Run(d0, n * eb // nb, nb), self._run_threads(tids, order, iters), span, ini, nbytes=nb)
+
+    def _run_threads(self, tids: np.ndarray, order: str, iters: int):
+        """The tracker's threads of a run: one thread, the CTA row (iteration-major: the items cycle over it), or
+        each thread repeated over its iterations (thread-major); built once per thread set."""
+        if tids.size == 1:
+            return int(tids[0])
+        key = (id(tids), order, iters)
+        hit = self._run_rows.get(key)
+        if hit is None or hit[0] is not tids:
+            row = tids.astype(np.int32)
+            hit = (tids, row if order == "i" else np.repeat(row, iters))  # (the array is kept: its id stays its own)
+            if len(self._run_rows) < 256:
+                self._run_rows[key] = hit
+        return hit[1]
 
     @staticmethod
     def _ranges(extents: tuple[int, ...], chunk: int):
@@ -1126,9 +1190,34 @@ class Simulator:
         warps = self._warps(active, s.span)
         if not warps.size:
             return
+        taddr = self._taddr(s.addr, active, s.span)
+        key = (s.shape, s.num, s.row, s.col, s.reg_base, s.regs, s.local.name, s.op, taddr, warps.tobytes(),
+               self.tmem.slots.tobytes())
+        plan = self._tc_plans.get(key)
+        if plan is None:  # the cells, registers and prepared accesses: once per instruction shape and address
+            plan = self._tc_plan(s, warps, taddr)
+            if len(self._tc_plans) < 1024:
+                self._tc_plans[key] = plan
+        tids, rb, cb, mine, cells_at, prepared = plan
+        self.lanes += rb.size
+        regs = self.local[s.local.name].view(np.uint32)
+        values = None
+        if s.op == "ld":
+            regs[mine] = self.tmem.cells[cells_at]
+        else:
+            values = np.ascontiguousarray(regs[mine])
+            self.tmem.cells[cells_at] = values
+            self.tmem.touched[cells_at] = True
+        # the tracker does the accesses: ld reads the cells, leaves the registers in flight until wait::ld;
+        # st reads the registers (in flight until wait::st) and writes the cells
+        self.hb.event(f"tcgen05.{s.op}", tids, s.span, local=s.local, regs=rb, cells=cb, values=values,
+                      prepared=prepared)
+
+    def _tc_plan(self, s: ir.TcgenLdSt, warps: np.ndarray, taddr: int) -> tuple:
+        """A tcgen05.ld/st's threads, register words and TMEM cells (checked), with a block of lanes x columns
+        for the cells where they are one (slices, no index arrays) and the tracker's prepared accesses."""
         tids = (warps[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
-        lane, col = self.tmem.cells_of(s.shape, s.num, tids, self._taddr(s.addr, tids, s.span), s.row, s.col,
-                                       s.span)
+        lane, col = self.tmem.cells_of(s.shape, s.num, tids, taddr, s.row, s.col, s.span)
         regs = self.local[s.local.name].view(np.uint32)
         ridx = s.reg_base + np.arange(s.regs)
         if regs.shape[1] < ridx[-1] + 1:
@@ -1136,20 +1225,15 @@ class Simulator:
                               s.span)
         rb = (np.broadcast_to(ridx, lane.shape) * 4).reshape(tids.size, -1)  # threads x register words (bytes)
         cb = ((lane * tc.TMEM_COLS + col) * 4).reshape(tids.size, -1)  # threads x TMEM cells (bytes)
-        self.lanes += lane.size
-        values = None
         t0 = int(tids[0])
         rows = slice(t0, t0 + tids.size) if int(tids[-1]) - t0 == tids.size - 1 else tids[:, None]  # (sorted, unique)
         mine = (rows, slice(int(ridx[0]), int(ridx[-1]) + 1))
-        if s.op == "ld":
-            regs[mine] = self.tmem.cells[lane, col]
-        else:
-            values = np.ascontiguousarray(regs[mine])
-            self.tmem.cells[lane, col] = values
-            self.tmem.touched[lane, col] = True
-        # the tracker does the accesses: ld reads the cells, leaves the registers in flight until wait::ld;
-        # st reads the registers (in flight until wait::st) and writes the cells
-        self.hb.event(f"tcgen05.{s.op}", tids, s.span, local=s.local, regs=rb, cells=cb, values=values)
+        cells_at: tuple = (lane, col)
+        l0, c0 = int(lane[0, 0]), int(col[0, 0])
+        if np.array_equal(lane, np.broadcast_to(np.arange(l0, l0 + lane.shape[0])[:, None], lane.shape)) and \
+                np.array_equal(col, np.broadcast_to(np.arange(c0, c0 + col.shape[1]), col.shape)):
+            cells_at = (slice(l0, l0 + lane.shape[0]), slice(c0, c0 + col.shape[1]))  # thread i: lane l0 + i
+        return tids, rb, cb, mine, cells_at, self.hb.tcgen_access(s.local, rb, cb, tids)
 
     def _alloc_op(self, s, active):
         for w in self._warps(active, s.span):
