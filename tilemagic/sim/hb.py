@@ -419,7 +419,7 @@ class Tracker:
         self._aid_stamp = np.zeros(64, np.int32)
         self._sets: list[np.ndarray] = []  # writer sets (bool masks over threads)
         self._set_ids: dict[bytes, int] = {}
-        self._patterns: dict[tuple, np.ndarray] = {}
+        self._patterns: dict = {}  # cycled / repeated thread rows of runs: :meth:`_pattern`
         self.report = HBReport()
         self._seen: set = set()
         written, read = written_and_read(kernel)
@@ -457,6 +457,7 @@ class Tracker:
                                  np.zeros((nthreads, n), np.int32))
         self.st_owner = np.full(TMEM_BYTES // 4, _NONE, self._tdt)  # TMEM cells an in-flight tcgen05.st writes
         self.st_aid = np.zeros(TMEM_BYTES // 4, np.int32)
+        self._st_cells: list = []  # the cell sets (slice, block or index array) of the stores with cells in flight
         for reason, span in _data_dependent(kernel):
             self.incomplete(reason, span)
 
@@ -556,19 +557,23 @@ class Tracker:
                 if off.count % t.size:
                     raise ValueError("a run's threads must divide its items")
                 return ix, _Cycle(self._pattern(t, k), off.count * k), (off.count,), k
-            return ix, (np.repeat(t, k) if k > 1 else t), (off.count,), k
+            return ix, (self._pattern(t, k) if k > 1 else t), (off.count,), k
         u, t, shape = _item_units(off, tids, unit, k)
         return _index(u), t, shape, k
 
     def _pattern(self, t: np.ndarray, k: int) -> np.ndarray:
         """The per-unit thread row of a :class:`_Cycle` (each of ``t`` repeated ``k`` times), built once per row."""
+        hit = self._patterns.get((id(t), k))
+        if hit is not None and hit[0] is t:  # (the caller's cached row: the same object)
+            return hit[2]
         key = (t.tobytes(), t.dtype.str, k)
-        hit = self._patterns.get(key)
-        if hit is None:
-            hit = np.repeat(t, k).astype(self._tdt) if k > 1 else t.astype(self._tdt)
-            if len(self._patterns) < 256:
-                self._patterns[key] = hit
-        return hit
+        out = self._patterns.get(key)
+        if out is None:
+            out = (t, k, np.repeat(t, k).astype(self._tdt) if k > 1 else t.astype(self._tdt))
+            if len(self._patterns) < 512:
+                self._patterns[key] = out
+                self._patterns[(id(t), k)] = out  # (the array is kept: its id stays its own)
+        return out[2]
 
     @staticmethod
     def _per_item(init_units, shape, k):
@@ -985,14 +990,25 @@ class Tracker:
                         info.get("values"), info.get("prepared"))
         elif kind in ("wait_ld", "wait_st"):
             state = _LD if kind == "wait_ld" else _ST
+            t0 = int(tids[0]) if tids.size else 0
+            dense = tids.size and int(tids[-1]) - t0 == tids.size - 1
             for _, p, _ in self.regs.values():
-                rows = p[tids]
+                rows = p[t0:t0 + tids.size] if dense else p[tids]  # (a view where the threads are a range)
                 if rows.any():
                     rows[rows == state] = 0
-                    p[tids] = rows
-            if kind == "wait_st":
-                mine = np.isin(self.st_owner, tids)
-                self.st_owner[mine] = _NONE
+                    if not dense:
+                        p[tids] = rows
+            if kind == "wait_st" and self._st_cells:  # the cells of the stores still in flight, by issue
+                left = []
+                for cix in self._st_cells:
+                    own = _get(self.st_owner, cix)
+                    mine = ((own >= t0) & (own < t0 + tids.size)) if dense else np.isin(own, tids)
+                    if mine.any():
+                        own = np.where(mine, _NONE, own).astype(self.st_owner.dtype)
+                        _set(self.st_owner, cix, own)
+                    if (own != _NONE).any():
+                        left.append(cix)
+                self._st_cells = left
         elif kind == "dealloc":
             left = self.st_owner != _NONE
             if left.any():
@@ -1064,6 +1080,8 @@ class Tracker:
             paid[at] = aid
             _set(self.st_owner, cix, np.asarray(cthreads).astype(self.st_owner.dtype))
             _set(self.st_aid, cix, aid)
+            if not any(c is cix for c in self._st_cells):
+                self._st_cells.append(cix)
 
     def incomplete(self, reason: str, span: Span | None) -> None:
         """The analysis cannot decide something at ``span``: the report says "incomplete", never "clean"."""

@@ -1115,20 +1115,28 @@ class Simulator:
             for g in group:
                 self._ldstmatrix((g,), active, env)
             return
-        word, half, halves, flat, smem_acc, reg_acc = plan
+        word, half, halves, flat, smem_acc, reg_acc, fast = plan
         self._init = True
         smem = self.mem[s.smem.name].view(np.uint16)
-        regs = self.local[s.local.name].view(np.uint32).reshape(-1)  # (threads x words, flat: one gather)
+        regs2 = self.local[s.local.name].view(np.uint32)
+        regs = regs2.reshape(-1)  # (threads x words, flat: one gather)
         self.lanes += word.size
         if s.op == "ld":  # the two 16-bit halves of each word, low first: gathered as pairs, viewed as the word
             ini = self.hb.read(s.smem, smem_acc, None, s.span)
-            regs[flat] = smem[halves].view(np.uint32)[..., 0]
+            if fast is not None:  # whole aligned words into a block of registers: one gather of 32-bit words
+                regs2[fast[0], fast[1]] = self.mem[s.smem.name].view(np.uint32)[fast[2]]
+            else:
+                regs[flat] = smem[halves].view(np.uint32)[..., 0]
             self.hb.write(s.local, reg_acc, None, s.span,
                           True if _all(ini) else ini.reshape(word.shape + (2,)).all(-1))
         else:
             ini = self.hb.read(s.local, reg_acc, None, s.span)
-            val = regs[flat]
-            smem[halves] = val[..., None].view(np.uint16)
+            if fast is not None and smem_acc.unique:
+                self.mem[s.smem.name].view(np.uint32)[fast[2]] = regs2[fast[0], fast[1]]
+                val = None
+            else:
+                val = regs[flat]
+                smem[halves] = val[..., None].view(np.uint16)
             self.hb.write(s.smem, smem_acc, None, s.span,
                           True if _all(ini) else np.repeat(np.asarray(ini)[..., None], 2, -1).reshape(half.shape),
                           value=None if smem_acc.unique else val.view(np.uint16).reshape(half.shape))
@@ -1151,7 +1159,17 @@ class Simulator:
         smem_acc = self.hb.prepare(s.smem, half, who, 2)
         reg_acc = self.hb.prepare(s.local, rb, t3, 4)
         flat = t3 * (self.local[s.local.name].shape[1] // 4) + word  # (thread, word) -> flat register word
-        return word, half, np.ascontiguousarray(np.stack([lo, hi], -1)), flat, smem_acc, reg_acc
+        fast = None
+        if not (lo % 2).any() and np.array_equal(hi, lo + 1):  # (no .trans: each word is an aligned pair)
+            order = np.argsort(flat.reshape(-1), kind="stable")
+            t_s, w_s = np.broadcast_to(t3, word.shape).reshape(-1)[order], word.reshape(-1)[order]
+            r0, c0 = int(t_s[0]), int(w_s[0])
+            nr = int(t_s[-1]) - r0 + 1
+            nc = t_s.size // nr
+            if nr * nc == t_s.size and np.array_equal(t_s, np.repeat(np.arange(r0, r0 + nr), nc)) and \
+                    np.array_equal(w_s, np.tile(np.arange(c0, c0 + nc), nr)):  # a block of threads x words
+                fast = (slice(r0, r0 + nr), slice(c0, c0 + nc), (lo.reshape(-1)[order] // 2).reshape(nr, nc))
+        return word, half, np.ascontiguousarray(np.stack([lo, hi], -1)), flat, smem_acc, reg_acc, fast
 
     def _ldst_plan(self, s: ir.LdStMatrix, warps: np.ndarray, env) -> tuple:
         """The threads, fragment elements and register words of an ldmatrix/stmatrix (checked: aligned, in bounds)."""
