@@ -674,7 +674,7 @@ class Tracker:
                     self._race("war", sp, _at(ix, i), ti, span, r, self._aid_span[int(sp.ra[_at(ix, i)])])
             _set(sp.rt, ix, _NONE)  # reads before an ordered write are ordered before every later access after it
             # (where nothing was read since the last full barrier every reader entry is ordered before all: kept)
-        new = t if isinstance(t, (int, _Cycle)) else t.astype(sp.wt.dtype)
+        new = t if isinstance(t, (int, _Cycle)) or t.dtype == sp.wt.dtype else t.astype(sp.wt.dtype)
         _fill(sp.wt, ix, new)
         _set(sp.wa, ix, aid)
         if not unique and not isinstance(ix, slice):
@@ -860,7 +860,7 @@ class Tracker:
         order = np.argsort(ix, kind="stable")
         sx = ix[order]
         lo = int(sx[0])
-        ts = t if isinstance(t, int) else np.broadcast_to(_arr(t), ix.shape)[order]
+        ts = t if isinstance(t, int) else np.broadcast_to(_arr(t), ix.shape)[order].astype(self._tdt)
         if int(sx[-1]) - lo == sx.size - 1 and np.array_equal(sx, np.arange(lo, lo + sx.size)):
             return Prepared(sp.name, nb, (slice(lo, lo + sx.size), ts, shape, k), (lo, lo + sx.size), True, order)
         if sp is self.tmem:  # a rectangle of lanes x columns (a warpgroup's tcgen05.ld/st)

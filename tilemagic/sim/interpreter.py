@@ -24,6 +24,7 @@ run longer than two seconds shows a progress bar (``tqdm.auto``).
 
 from __future__ import annotations
 
+import itertools
 import math
 import sys
 import time
@@ -254,6 +255,7 @@ class Simulator:
         self._warp_sets: dict[int, tuple] = {}  # id(active threads) -> (them, their warps): :meth:`_warps`
         self._tc_plans: dict[tuple, tuple] = {}  # tcgen05.ld/st cells and prepared accesses: :meth:`_tc_plan`
         self._run_rows: dict[tuple, tuple] = {}  # the tracker's threads of a run: :meth:`_run_threads`
+        self._rest_offsets: dict[tuple, tuple] = {}  # a run's per-thread offset terms: :meth:`_run_base`
         self._intern: dict[tuple, int] = {}
         self._ldst_plans: dict[tuple, tuple] = {}
         # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
@@ -723,19 +725,28 @@ class Simulator:
                 b0 += c * int(env[v])  # (an outer loop's variable, one value here)
             else:
                 return None
-        if rest:  # thread coordinates other than tx: evaluated, and the run checked
+        if rest:  # thread coordinates other than tx: evaluated (once per form and thread set), the run checked
             if local:
                 return None
-            b = np.zeros(m, np.int64)
-            for f, x in rest:
-                val = np.asarray(self.eval_expr(x, env, st.span, tids), np.int64)
-                if val.size not in (1, m):
-                    return None
-                b = b + f * val.reshape(-1)
-            if m > 1 and not np.array_equal(b - b[0], np.arange(0, m * thread_step, thread_step) if thread_step and
-                                            _TX not in coefs else np.zeros(m, np.int64)):
+            key = (tuple((f, id(x)) for f, x in rest), _TX in coefs, id(tids), thread_step)
+            hit = self._rest_offsets.get(key)
+            if hit is None or hit[0] is not tids:
+                b = np.zeros(m, np.int64)
+                ok = True
+                for f, x in rest:
+                    val = np.asarray(self.eval_expr(x, {}, st.span, tids), np.int64)
+                    if val.size not in (1, m):
+                        ok = False
+                        break
+                    b = b + f * val.reshape(-1)
+                ok = ok and (m == 1 or np.array_equal(b - b[0], np.arange(0, m * thread_step, thread_step)
+                                                      if thread_step and _TX not in coefs else np.zeros(m, np.int64)))
+                hit = (tids, rest, int(b[0]) if ok else None)  # (both kept: their ids stay theirs)
+                if len(self._rest_offsets) < 1024:
+                    self._rest_offsets[key] = hit
+            if hit[2] is None:
                 return None
-            b0 += int(b[0])
+            b0 += hit[2]
         return b0, order
 
     def _fixed_side(self, s: ir.Grid, e: ir.Expr, buf: ir.Buffer, tids: np.ndarray, env: dict, nb: int,
@@ -1099,18 +1110,16 @@ class Simulator:
         warps = self._warps(active, s.span)
         if not warps.size:
             return
-        kk, keys = self._keys, []
-        for g in group:  # (an inlined _skey: the nodes of the same op on another tile are already keyed)
-            for e in (g.addr, *g.regs):
-                h = kk.get(id(e))
-                keys.append(h[1] if h is not None else self._skey(e))
-        key = None if None in keys else (*keys, len(group), s.op, s.num, s.trans, s.smem.name, s.local.name,
-                                         warps.tobytes())
-        plan = self._ldst_plans.get(key) if key is not None else None
+        exprs = tuple(itertools.chain.from_iterable((g.addr, *g.regs) for g in group))
+        # (hash-consed: the same op on another tile has the same nodes, so their ids name the structure; a plan
+        # keeps its nodes alive and is kept only when they depend on the thread alone: no loop variable, no load)
+        key = (tuple(map(id, exprs)), s.op, s.num, s.trans, id(s.smem), id(s.local), warps.tobytes())
+        hit = self._ldst_plans.get(key)
+        plan = hit[1] if hit is not None else None
         if plan is None:
             plan = self._ldst_group_plan(group, warps, env)
-            if key is not None and len(self._ldst_plans) < 4096:
-                self._ldst_plans[key] = plan
+            if len(self._ldst_plans) < 4096 and all(self._skey(e) is not None for e in exprs):
+                self._ldst_plans[key] = (exprs, plan)
         if plan is False:  # (a word written twice in the group: one by one)
             for g in group:
                 self._ldstmatrix((g,), active, env)
