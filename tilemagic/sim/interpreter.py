@@ -46,6 +46,10 @@ CHUNK_LANES = 1 << 18
 #: Elements one chunk of a contiguous copy loop moves at most (:meth:`Simulator._copy_runs`: no per-element arrays,
 #: so the bound is only the deadline's granularity).
 RUN_ELEMS = 1 << 22
+#: Whether copy loops and consecutive ldmatrix/stmatrix of one op take the batched paths (:meth:`Simulator._copy_runs`,
+#: :meth:`Simulator._ldstmatrix`); the tests turn it off to check that the batched paths give the same memory,
+#: hazards and poison as statement-by-statement execution.
+BATCHED = True
 #: Seconds after which a run shows progress.
 PROGRESS_AFTER_S = 2.0
 
@@ -434,7 +438,7 @@ class Simulator:
             body, i = s.body, 0
             while i < len(body):
                 c = body[i]
-                if isinstance(c, ir.LdStMatrix):  # consecutive ldmatrix/stmatrix of one op: one access
+                if isinstance(c, ir.LdStMatrix) and BATCHED:  # consecutive ldmatrix/stmatrix of one op: one access
                     j = i + 1
                     while j < len(body) and isinstance(body[j], ir.LdStMatrix) and _same_ldst(c, body[j]):
                         j += 1
@@ -611,7 +615,7 @@ class Simulator:
                 plan += (copy if not plan[1] else None,)
             self._plans[id(s)] = plan
         body, check, private, copy = plan
-        if copy is not None and self._copy_runs(s, copy, tids, env):
+        if copy is not None and BATCHED and self._copy_runs(s, copy, tids, env):
             return
         if body is None:
             for point in np.ndindex(*s.extents):
