@@ -420,6 +420,7 @@ class Tracker:
         self._sets: list[np.ndarray] = []  # writer sets (bool masks over threads)
         self._set_ids: dict[bytes, int] = {}
         self._patterns: dict = {}  # cycled / repeated thread rows of runs: :meth:`_pattern`
+        self._event_tids: dict = {}  # id(threads array) -> (it, sorted int64, int32): :meth:`event`
         self.report = HBReport()
         self._seen: set = set()
         written, read = written_and_read(kernel)
@@ -974,10 +975,19 @@ class Tracker:
             TMEM allocation events of the issuing warp (PTX ISA 9.0 §9.7.16.7.1): allocated cells start
             uninitialised; a dealloc with a ``tcgen05.st`` in flight is a hazard.
         """
-        tids = np.asarray(tids, np.int64).reshape(-1)
-        if tids.size > 1 and not bool(np.all(tids[1:] > tids[:-1])):  # (the executor's are sorted and unique)
-            tids = np.unique(tids)
-        ev = SyncEvent(kind, self.G, span, tids.astype(np.int32))
+        hit = self._event_tids.get(id(tids))
+        if hit is not None and hit[0] is tids:  # (the executor passes the same thread arrays again and again)
+            _, tids, t32 = hit
+        else:
+            given = tids
+            tids = np.asarray(tids, np.int64).reshape(-1)
+            if tids.size > 1 and not bool(np.all(tids[1:] > tids[:-1])):  # (the executor's are sorted and unique)
+                tids = np.unique(tids)
+            t32 = tids.astype(np.int32)
+            t32.flags.writeable = False
+            if isinstance(given, np.ndarray) and len(self._event_tids) < 256:
+                self._event_tids[id(given)] = (given, tids, t32)  # (kept: its id stays its own)
+        ev = SyncEvent(kind, self.G, span, t32)
         if len(self.report.timeline) < TIMELINE_CAP:
             self.report.timeline.append(ev)
         else:

@@ -24,6 +24,7 @@ run longer than two seconds shows a progress bar (``tqdm.auto``).
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 import sys
@@ -100,7 +101,8 @@ def _all(a) -> bool:
 
 def _same_ldst(a: ir.LdStMatrix, b: ir.LdStMatrix) -> bool:
     """Are two ldmatrix/stmatrix statements parts of one op (one direction, shape, buffers and source line)?"""
-    return (a.op, a.num, a.trans, a.smem, a.local, a.span) == (b.op, b.num, b.trans, b.smem, b.local, b.span)
+    return a.smem is b.smem and a.local is b.local and a.op == b.op and a.num == b.num and a.trans == b.trans and \
+        (a.span is b.span or a.span == b.span)
 
 
 def _uses_threads(st: ir.Stmt) -> bool:
@@ -260,6 +262,7 @@ class Simulator:
         self._tc_plans: dict[tuple, tuple] = {}  # tcgen05.ld/st cells and prepared accesses: :meth:`_tc_plan`
         self._run_rows: dict[tuple, tuple] = {}  # the tracker's threads of a run: :meth:`_run_threads`
         self._rest_offsets: dict[tuple, tuple] = {}  # a run's per-thread offset terms: :meth:`_run_base`
+        self._copy_plans: dict[tuple, tuple] = {}  # copy loops by structure: :meth:`_copy_plan`
         self._intern: dict[tuple, int] = {}
         self._ldst_plans: dict[tuple, tuple] = {}
         # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
@@ -420,10 +423,18 @@ class Simulator:
 
     # ------------------------------------------------------------------ run
     def run(self) -> dict[str, np.ndarray]:
-        """Execute; return the global buffers as raw bytes (``name -> uint8 array``)."""
+        """Execute; return the global buffers as raw bytes (``name -> uint8 array``).
+
+        Python's cyclic garbage collector is paused for the run (and resumed after it, also on an error): the run
+        makes no reference cycles, only NumPy temporaries and its per-structure plans, and the collector's full
+        passes over the objects of a large kernel (thousands of ops) took a quarter of its time."""
+        collect = gc.isenabled()
+        gc.disable()
         try:
             self.run_stmt(self.k.body, self.tid, {})
         finally:
+            if collect:
+                gc.enable()
             if self._progress is not None:
                 self._progress.close()
         self.tmem.exit_check()
@@ -660,6 +671,19 @@ class Simulator:
         of ``gmem_smem``) — the copy's two sides, each with the affine form of its index (:func:`_affine`, None
         where it is not affine).  The forms are shared by every loop of the same structure (hash-consed indices:
         the same op on another tile).  None for any other body."""
+        if not all(isinstance(b, ir.VecMove) for b in body):
+            return self._copy_plan_of(s, body)
+        parts = tuple((b.src, b.dst, b.src_index, b.dst_index, b.nbytes, b.elems) for b in body)
+        key = (s.vars, s.extents, tuple(tuple(map(id, p)) for p in parts))
+        hit = self._copy_plans.get(key)
+        if hit is None:
+            hit = (parts, self._copy_plan_of(s, body))  # (the parts kept: their ids stay theirs)
+            if len(self._copy_plans) < 4096:
+                self._copy_plans[key] = hit
+        plan = hit[1]
+        return None if plan is None else (body[0], *plan[1:])
+
+    def _copy_plan_of(self, s: ir.Grid, body: list) -> tuple | None:
         tmp = None
         if len(body) == 2:
             a, b = body
@@ -761,10 +785,10 @@ class Simulator:
         path runs, and reports) when misaligned, out of bounds, written twice, or larger than one chunk."""
         if not self._free(e) <= set(s.vars) or math.prod(s.extents) * tids.size > RUN_ELEMS:
             return None
-        key = (id(e), id(buf), tuple(map(id, s.vars)), s.extents, tids.tobytes(), nb, write)
+        key = (id(e), id(buf), s.vars, s.extents, id(tids), nb, write)  # (LoopVars: one per name per kernel)
         hit = self._fixed.get(key)
-        if hit is not None:
-            return hit[1]
+        if hit is not None and hit[1] is tids:
+            return hit[2]
         env2, _ = self._env(s, {}, 0, math.prod(s.extents))
         off = np.asarray(self.eval_expr(e, env2, None, tids), np.int64) * buf.elem_bytes
         off = np.broadcast_to(off, np.broadcast_shapes(off.shape, tids.shape)).reshape(-1)
@@ -776,7 +800,7 @@ class Simulator:
             prep = self.hb.prepare(buf, off, who, nb) if self.hb.tracks(buf) else None
             plan = (off // nb, prep)
         if len(self._fixed) < 4096:
-            self._fixed[key] = (e, plan)  # (the node is kept: its id stays its own)
+            self._fixed[key] = (e, tids, plan)  # (the node and the threads are kept: their ids stay theirs)
         return plan
 
     def _copy_runs(self, s: ir.Grid, plan: tuple, tids: np.ndarray, env: dict) -> bool:
