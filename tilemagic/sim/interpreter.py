@@ -25,7 +25,6 @@ run longer than two seconds shows a progress bar (``tqdm.auto``).
 from __future__ import annotations
 
 import gc
-import itertools
 import math
 import sys
 import time
@@ -450,11 +449,17 @@ class Simulator:
             while i < len(body):
                 c = body[i]
                 if isinstance(c, ir.LdStMatrix) and BATCHED:  # consecutive ldmatrix/stmatrix of one op: one access
-                    j = i + 1
-                    while j < len(body) and isinstance(body[j], ir.LdStMatrix) and _same_ldst(c, body[j]):
+                    j, n = i + 1, len(body)
+                    ids = [id(c.addr), *map(id, c.regs)]
+                    while j < n:
+                        d = body[j]
+                        if type(d) is not ir.LdStMatrix or not _same_ldst(c, d):
+                            break
+                        ids.append(id(d.addr))
+                        ids.extend(map(id, d.regs))
                         j += 1
                     self._tick(c.span, j - i)
-                    self._ldstmatrix(body[i:j], tids, env)
+                    self._ldstmatrix(body[i:j], tids, env, tuple(ids))
                     i = j
                     continue
                 self.run_stmt(c, tids, env)
@@ -479,7 +484,7 @@ class Simulator:
         elif isinstance(s, ir.TcgenLdSt):
             self._ldst(s, tids)
         elif isinstance(s, ir.LdStMatrix):
-            self._ldstmatrix((s,), tids, env)
+            self._ldstmatrix((s,), tids, env, (id(s.addr), *map(id, s.regs)))
         elif isinstance(s, (ir.TcgenAlloc, ir.TcgenRelinquish, ir.TcgenDealloc)):
             self._alloc_op(s, tids)
         else:
@@ -1126,7 +1131,7 @@ class Simulator:
         self._keys[id(e)] = (e, k)  # (the node is kept, so its id is not reused during the run)
         return k
 
-    def _ldstmatrix(self, group, active: np.ndarray, env):
+    def _ldstmatrix(self, group, active: np.ndarray, env, ids: tuple):
         """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.arch.ldmatrix.fragment_elements`).
 
         ``group``: consecutive statements of one op (:func:`_same_ldst`), run as one access when no register word
@@ -1138,19 +1143,19 @@ class Simulator:
         warps = self._warps(active, s.span)
         if not warps.size:
             return
-        exprs = tuple(itertools.chain.from_iterable((g.addr, *g.regs) for g in group))
-        # (hash-consed: the same op on another tile has the same nodes, so their ids name the structure; a plan
-        # keeps its nodes alive and is kept only when they depend on the thread alone: no loop variable, no load)
-        key = (tuple(map(id, exprs)), s.op, s.num, s.trans, id(s.smem), id(s.local), warps.tobytes())
+        # ``ids``: of every statement's address and register expressions.  Hash-consed, the same op on another tile
+        # has the same nodes, so their ids name the structure; a plan keeps its statements (so their nodes and ids)
+        # alive and is kept only when the expressions depend on the thread alone: no loop variable, no load
+        key = (ids, s.op, s.num, s.trans, id(s.smem), id(s.local), warps.tobytes())
         hit = self._ldst_plans.get(key)
         plan = hit[1] if hit is not None else None
         if plan is None:
             plan = self._ldst_group_plan(group, warps, env)
-            if len(self._ldst_plans) < 4096 and all(self._skey(e) is not None for e in exprs):
-                self._ldst_plans[key] = (exprs, plan)
+            if len(self._ldst_plans) < 4096 and all(self._skey(e) is not None for g in group for e in (g.addr, *g.regs)):
+                self._ldst_plans[key] = (tuple(group), plan)
         if plan is False:  # (a word written twice in the group: one by one)
             for g in group:
-                self._ldstmatrix((g,), active, env)
+                self._ldstmatrix((g,), active, env, (id(g.addr), *map(id, g.regs)))
             return
         word, half, halves, flat, smem_acc, reg_acc, fast = plan
         self._init = True
