@@ -613,5 +613,26 @@ def iter_exprs(node: Stmt | Expr) -> Iterator[Expr]:
 
 
 def loads(node: Stmt | Expr) -> Iterator[Load]:
-    """Every ``Load`` of :func:`iter_exprs` ``(node)``."""
-    return (e for e in iter_exprs(node) if isinstance(e, Load))
+    """Every ``Load`` of :func:`iter_exprs` ``(node)``, in its order.
+
+    For an expression the answer is kept with the node (a weak table: expressions are immutable and hash-consed,
+    so a subtree shared by many statements is looked into once, and most hold no load at all)."""
+    if isinstance(node, Stmt):
+        return (ld for s in walk(node) for e in stmt_exprs(s) for ld in _loads_of(e))
+    return iter(_loads_of(node))
+
+
+_LOADS: weakref.WeakKeyDictionary[Expr, tuple[Load, ...]] = weakref.WeakKeyDictionary()
+
+
+def _loads_of(e: Expr) -> tuple[Load, ...]:
+    hit = _LOADS.get(e)
+    if hit is None:
+        if isinstance(e, Bin):
+            hit = _loads_of(e.a) + _loads_of(e.b)
+        elif isinstance(e, Load):
+            hit = (e,) + tuple(ld for i in e.indices for ld in _loads_of(i))
+        else:
+            hit = ()
+        _LOADS[e] = hit
+    return hit
