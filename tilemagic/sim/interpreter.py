@@ -262,6 +262,7 @@ class Simulator:
         self._run_rows: dict[tuple, tuple] = {}  # the tracker's threads of a run: :meth:`_run_threads`
         self._rest_offsets: dict[tuple, tuple] = {}  # a run's per-thread offset terms: :meth:`_run_base`
         self._copy_plans: dict[tuple, tuple] = {}  # copy loops by structure: :meth:`_copy_plan`
+        self._resolved: dict[tuple, tuple] = {}  # their sides per thread set, less the bases' constants: :meth:`_resolve`
         self._intern: dict[tuple, int] = {}
         self._ldst_plans: dict[tuple, tuple] = {}
         # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
@@ -824,27 +825,29 @@ class Simulator:
         m = tids.size
         iters = math.prod(s.extents)
         total = iters * per * m  # elements
-        sides = []
-        for (e, form), buf, write in ((se, sform), src, False), ((de, dform), dst, True):
-            local = buf.scope == "local"
-            at = None if form is None else self._run_base(s, form, want, st, tids, env, per, local)
-            if at is not None:
-                base, order = at
-                size = iters * per if local else total  # (registers: per thread)
-                lim = (self.local[buf.name].shape[1] if local else buf.nbytes) // eb * eb
+        # the sides less their run bases' constants, kept per structure and thread set (the same op on another
+        # tile differs only there); not where an outer loop's variable enters a base (it changes per call)
+        key = (id(src), id(dst), s.vars, s.extents, per, id(tids), id(tmp[0]) if tmp else None,
+               id(tmp[1]) if tmp else None,
+               *((tuple(f[0].items()), f[2]) if f is not None else id(e) for e, f in ((se, sform), (de, dform))))
+        hit = self._resolved.get(key)
+        if hit is None or hit[0] is not tids:
+            hit = (tids, self._resolve(s, plan, tids, env, per, nb, iters, total), (sform, dform))
+            if hit[1] is not None and hit[1][2] and len(self._resolved) < 4096:
+                self._resolved[key] = hit  # (the threads and the forms kept: their ids stay theirs)
+        res = hit[1]
+        if res is None:
+            return False
+        sides, step, cacheable, rows, r0 = res
+        resolved = []
+        for (kind, order, fixed, off, lim, size), form in zip(sides, (sform, dform)):
+            base = None
+            if kind == "run":
+                base = form[1] + off
                 if (base * eb) % nb or base < 0 or (base + size) * eb > lim:
                     return False
-                sides.append((base, order, None))
-                continue
-            fixed = None if local else self._fixed_side(s, e, buf, tids, env, nb, write)
-            if fixed is None:
-                return False
-            sides.append((None, "i", fixed))
-        (sb, so, sfix), (db, do, dfix) = sides
-        one = sfix is not None or dfix is not None or src.scope == "local" or dst.scope == "local"
-        step = total if one else max(per * m, RUN_ELEMS // (per * m) * (per * m))
-        t0 = int(tids[0])
-        rows = slice(t0, t0 + m) if int(tids[-1]) - t0 == m - 1 else tids
+            resolved.append((base, order, fixed))
+        (sb, so, sfix), (db, do, dfix) = resolved
         span = st.span
         vals = ini = None
         for a in range(0, total, step):
@@ -858,13 +861,47 @@ class Simulator:
             self._side_put(dst, db, do, dfix, a, n, nb, eb, tids, rows, iters, span, vals, ini)
             self.lanes += n // per
         if tmp is not None and vals is not None:  # the chain's register tile: the last iteration's vectors
-            reg, at_ = tmp
-            r0 = int(self.eval_expr(at_, {}, span, tids[:1]).reshape(-1)[0]) * reg.elem_bytes
+            reg = tmp[0]
             last = np.asarray(vals).reshape(-1, m)[-1]
             _vectors(self.local[reg.name][:, r0:r0 + nb], nb)[tids, 0] = last
             lini = True if _all(ini) else np.asarray(ini).reshape(-1, m)[-1]
             self.hb.write(reg, Run(r0, 1, nb), tids, span, lini, nbytes=nb)
         return True
+
+    def _resolve(self, s: ir.Grid, plan: tuple, tids: np.ndarray, env: dict, per: int, nb: int, iters: int,
+                 total: int) -> tuple | None:
+        """The structure of a copy loop's two sides for :meth:`_copy_runs`: per side its kind (``"run"``, or a
+        register block, or ``"fixed"``), order, fixed index arrays, the run base less the form's constant, its
+        limit and size; the chunk step; whether an outer loop's variable is in a base (then not kept); the rows of
+        the threads; the byte offset of the chain's register.  None when a side is none of these."""
+        st, src, dst, (se, sform), (de, dform), want, tmp = plan
+        eb = dst.elem_bytes
+        m = tids.size
+        sides = []
+        cacheable = True
+        for (e, form), buf, write in ((se, sform), src, False), ((de, dform), dst, True):
+            local = buf.scope == "local"
+            at = None if form is None else self._run_base(s, form, want, st, tids, env, per, local)
+            if at is not None:
+                base, order = at
+                cacheable &= all(v in want or v is _TX for v in form[0])
+                size = iters * per if local else total  # (registers: per thread)
+                lim = (self.local[buf.name].shape[1] if local else buf.nbytes) // eb * eb
+                sides.append(("run", order, None, base - form[1], lim, size))
+                continue
+            fixed = None if local else self._fixed_side(s, e, buf, tids, env, nb, write)
+            if fixed is None:
+                return None
+            cacheable &= form is None  # (the key names an affine side by its form less the constant: not here)
+            sides.append(("fixed", "i", fixed, 0, 0, 0))
+        one = any(k == "fixed" for k, *_ in sides) or src.scope == "local" or dst.scope == "local"
+        step = total if one else max(per * m, RUN_ELEMS // (per * m) * (per * m))
+        t0 = int(tids[0])
+        rows = slice(t0, t0 + m) if int(tids[-1]) - t0 == m - 1 else tids
+        r0 = None
+        if tmp is not None:
+            r0 = int(self.eval_expr(tmp[1], {}, st.span, tids[:1]).reshape(-1)[0]) * tmp[0].elem_bytes
+        return sides, step, cacheable, rows, r0
 
     def _side_get(self, buf, base, order, fixed, a, n, nb, eb, tids, rows, iters, span):
         """The ``n`` elements from element ``a`` of a copy side (:meth:`_copy_runs`) as vectors in the side's
