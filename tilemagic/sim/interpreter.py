@@ -98,12 +98,6 @@ def _all(a) -> bool:
     return bool(np.all(a))
 
 
-def _same_ldst(a: ir.LdStMatrix, b: ir.LdStMatrix) -> bool:
-    """Are two ldmatrix/stmatrix statements parts of one op (one direction, shape, buffers and source line)?"""
-    return a.smem is b.smem and a.local is b.local and a.op == b.op and a.num == b.num and a.trans == b.trans and \
-        (a.span is b.span or a.span == b.span)
-
-
 def _uses_threads(st: ir.Stmt) -> bool:
     """Does a Store depend on the thread id (a thread variable, or registers on either side)?"""
     return not isinstance(st, ir.Store) or st.buf.scope == "local" or any(
@@ -451,13 +445,15 @@ class Simulator:
                 c = body[i]
                 if isinstance(c, ir.LdStMatrix) and BATCHED:  # consecutive ldmatrix/stmatrix of one op: one access
                     j, n = i + 1, len(body)
-                    ids = [id(c.addr), *map(id, c.regs)]
-                    while j < n:
+                    ids = [c.addr, c.regs]  # (hash-consed nodes: compared by identity in the plan's key)
+                    sm, lo, op, num, tr, sp = c.smem, c.local, c.op, c.num, c.trans, c.span
+                    while j < n:  # (parts of one op: one direction, shape, buffers and source line)
                         d = body[j]
-                        if type(d) is not ir.LdStMatrix or not _same_ldst(c, d):
+                        if type(d) is not ir.LdStMatrix or d.smem is not sm or d.local is not lo or d.op != op or \
+                                d.num != num or d.trans != tr or not (d.span is sp or d.span == sp):
                             break
-                        ids.append(id(d.addr))
-                        ids.extend(map(id, d.regs))
+                        ids.append(d.addr)
+                        ids.append(d.regs)
                         j += 1
                     self._tick(c.span, j - i)
                     self._ldstmatrix(body[i:j], tids, env, tuple(ids))
@@ -485,7 +481,7 @@ class Simulator:
         elif isinstance(s, ir.TcgenLdSt):
             self._ldst(s, tids)
         elif isinstance(s, ir.LdStMatrix):
-            self._ldstmatrix((s,), tids, env, (id(s.addr), *map(id, s.regs)))
+            self._ldstmatrix((s,), tids, env, (s.addr, s.regs))
         elif isinstance(s, (ir.TcgenAlloc, ir.TcgenRelinquish, ir.TcgenDealloc)):
             self._alloc_op(s, tids)
         else:
@@ -1171,7 +1167,7 @@ class Simulator:
     def _ldstmatrix(self, group, active: np.ndarray, env, ids: tuple):
         """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.arch.ldmatrix.fragment_elements`).
 
-        ``group``: consecutive statements of one op (:func:`_same_ldst`), run as one access when no register word
+        ``group``: consecutive statements of one op (one direction, shape, buffers and source line), run as one access when no register word
         (ldmatrix) or shared half (stmatrix) is written twice among them — the same result as one by one, since
         an ldmatrix writes only registers and reads only shared memory (stmatrix the other way round) — else one
         by one.  The plan (fragment elements, register words, the tracker's prepared accesses) is shared by
@@ -1180,9 +1176,9 @@ class Simulator:
         warps = self._warps(active, s.span)
         if not warps.size:
             return
-        # ``ids``: of every statement's address and register expressions.  Hash-consed, the same op on another tile
-        # has the same nodes, so their ids name the structure; a plan keeps its statements (so their nodes and ids)
-        # alive and is kept only when the expressions depend on the thread alone: no loop variable, no load
+        # ``ids``: every statement's address and its tuple of register expressions.  Hash-consed, the same op on
+        # another tile has the same nodes, which compare by identity, so they name the structure; a plan is kept
+        # only when the expressions depend on the thread alone: no loop variable, no load
         key = (ids, s.op, s.num, s.trans, id(s.smem), id(s.local), warps.tobytes())
         hit = self._ldst_plans.get(key)
         plan = hit[1] if hit is not None else None
@@ -1192,7 +1188,7 @@ class Simulator:
                 self._ldst_plans[key] = (tuple(group), plan)
         if plan is False:  # (a word written twice in the group: one by one)
             for g in group:
-                self._ldstmatrix((g,), active, env, (id(g.addr), *map(id, g.regs)))
+                self._ldstmatrix((g,), active, env, (g.addr, g.regs))
             return
         word, half, halves, flat, smem_acc, reg_acc, fast = plan
         self._init = True
