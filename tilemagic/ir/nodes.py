@@ -174,7 +174,7 @@ class Expr:
     __slots__ = ()
 
     def __reduce__(self):  # (pickling and copying rebuild through the constructor: the copy is interned too)
-        return type(self), tuple(getattr(self, f.name) for f in fields(self))  # type: ignore[arg-type]
+        return type(self), tuple(getattr(self, f.name) for f in fields(self))
 
 
 _INTERNED: weakref.WeakValueDictionary[tuple, Expr] = weakref.WeakValueDictionary()

@@ -966,9 +966,9 @@ class Tracker:
             and ``cells`` (TMEM byte offsets ``(lane * 512 + col) * 4`` of 32-bit cells, ``(len(tids), k)``,
             thread ``tids[i]``'s row), for a st optionally ``values`` (the stored words, ``uint32``, same shape;
             as :meth:`write`'s ``value``), optionally ``prepared`` (:meth:`tcgen_access` of them, kept by the
-            caller for the next run of the same instruction).  The tracker does the accesses itself: ld reads the cells and leaves
-            the registers in flight until ``wait_ld``; st reads the registers (in flight until ``wait_st``) and
-            writes the cells.
+            caller for the next run of the same instruction).  The tracker does the accesses itself: ld reads the
+            cells and leaves the registers in flight until ``wait_ld``; st reads the registers (in flight until
+            ``wait_st``) and writes the cells.
         ``wait_ld``, ``wait_st``
             ``tcgen05.wait::ld`` / ``::st`` of ``tids`` (PTX ISA 9.0 §9.7.16.6).
         ``alloc``, ``dealloc``, ``relinquish``

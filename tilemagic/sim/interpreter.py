@@ -256,7 +256,7 @@ class Simulator:
         self._run_rows: dict[tuple, tuple] = {}  # the tracker's threads of a run: :meth:`_run_threads`
         self._rest_offsets: dict[tuple, tuple] = {}  # a run's per-thread offset terms: :meth:`_run_base`
         self._copy_plans: dict[tuple, tuple] = {}  # copy loops by structure: :meth:`_copy_plan`
-        self._resolved: dict[tuple, tuple] = {}  # their sides per thread set, less the bases' constants: :meth:`_resolve`
+        self._resolved: dict[tuple, tuple] = {}  # their sides per thread set, less the bases' constants: _resolve
         self._intern: dict[tuple, int] = {}
         self._ldst_plans: dict[tuple, tuple] = {}
         # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
@@ -687,6 +687,7 @@ class Simulator:
 
     def _copy_plan_of(self, s: ir.Grid, body: list) -> tuple | None:
         tmp = None
+        st: ir.Store | ir.VecMove
         if len(body) == 2:
             a, b = body
             if not (isinstance(a, ir.VecMove) and isinstance(b, ir.VecMove) and a.dst is b.src
@@ -697,14 +698,14 @@ class Simulator:
             tmp, st = (a.dst, a.dst_index), a
             src, dst, se, de, items = a.src, b.dst, a.src_index, b.dst_index, a.elems
         elif isinstance(body[0], ir.Store):
-            st = body[0]
-            if not isinstance(st.value, ir.Load) or st.value.buf.elem_bytes != st.buf.elem_bytes:
+            st = sto = body[0]
+            if not isinstance(sto.value, ir.Load) or sto.value.buf.elem_bytes != sto.buf.elem_bytes:
                 return None
-            src, dst, se, de, items = st.value.buf, st.buf, st.value.buf.index_expr(st.value.indices), \
-                st.buf.index_expr(st.indices), 1
+            src, dst, se, de, items = sto.value.buf, sto.buf, sto.value.buf.index_expr(sto.value.indices), \
+                sto.buf.index_expr(sto.indices), 1
         else:
-            st = body[0]
-            src, dst, se, de, items = st.src, st.dst, st.src_index, st.dst_index, st.elems
+            st = vm = body[0]
+            src, dst, se, de, items = vm.src, vm.dst, vm.src_index, vm.dst_index, vm.elems
         if (src.scope == "local" and dst.scope == "local") or src.elem_bytes != dst.elem_bytes or \
                 (tmp is not None and (tmp[0] in (src, dst) or "local" in (src.scope, dst.scope))):
             return None
@@ -735,7 +736,7 @@ class Simulator:
         iters = math.prod(s.extents)
         t0 = int(tids[0])
         dense = int(tids[-1]) - t0 == m - 1  # (the executor's threads: sorted, unique)
-        orders = ("t",) if local else ("i", "t")
+        orders: tuple[str, ...] = ("t",) if local else ("i", "t")
         for v, w in want.items():
             if w is not None:
                 c = coefs.get(v, 0)
@@ -785,7 +786,8 @@ class Simulator:
         swizzled shared tile): its ``nb``-byte vector indices over the whole loop (iteration-major, threads
         last) and the tracker's prepared access, computed once per structure and thread set; None (the general
         path runs, and reports) when misaligned, out of bounds, written twice, or larger than one chunk."""
-        if not self._free(e) <= set(s.vars) or math.prod(s.extents) * tids.size > RUN_ELEMS:
+        free = self._free(e)
+        if free is None or not free <= set(s.vars) or math.prod(s.extents) * tids.size > RUN_ELEMS:
             return None
         key = (id(e), id(buf), s.vars, s.extents, id(tids), nb, write)  # (LoopVars: one per name per kernel)
         hit = self._fixed.get(key)
@@ -873,7 +875,7 @@ class Simulator:
         st, src, dst, (se, sform), (de, dform), want, tmp = plan
         eb = dst.elem_bytes
         m = tids.size
-        sides = []
+        sides: list[tuple] = []
         cacheable = True
         for (e, form), buf, write in ((se, sform), src, False), ((de, dform), dst, True):
             local = buf.scope == "local"
@@ -902,7 +904,6 @@ class Simulator:
     def _side_get(self, buf, base, order, fixed, a, n, nb, eb, tids, rows, iters, span):
         """The ``n`` elements from element ``a`` of a copy side (:meth:`_copy_runs`) as vectors in the side's
         order, and their init bits (True, or one per vector) from the tracker."""
-        m = tids.size
         if buf.scope == "local":  # the same registers of every thread: (threads, iters)
             vec = _vectors(self.local[buf.name], nb)
             ini = self.hb.read(buf, Run(base * eb, iters, nb), tids, span, nb)
@@ -1167,11 +1168,12 @@ class Simulator:
     def _ldstmatrix(self, group, active: np.ndarray, env, ids: tuple):
         """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.arch.ldmatrix.fragment_elements`).
 
-        ``group``: consecutive statements of one op (one direction, shape, buffers and source line), run as one access when no register word
-        (ldmatrix) or shared half (stmatrix) is written twice among them — the same result as one by one, since
-        an ldmatrix writes only registers and reads only shared memory (stmatrix the other way round) — else one
-        by one.  The plan (fragment elements, register words, the tracker's prepared accesses) is shared by
-        every group of the same structure (hash-consed addresses: the same op on another tile)."""
+        ``group``: consecutive statements of one op (one direction, shape, buffers and source line), run as one
+        access when no register word (ldmatrix) or shared half (stmatrix) is written twice among them — the same
+        result as one by one, since an ldmatrix writes only registers and reads only shared memory (stmatrix the
+        other way round) — else one by one.  The plan (fragment elements, register words, the tracker's prepared
+        accesses) is shared by every group of the same structure (hash-consed addresses: the same op on another
+        tile)."""
         s = group[0]
         warps = self._warps(active, s.span)
         if not warps.size:
@@ -1181,12 +1183,13 @@ class Simulator:
         # only when the expressions depend on the thread alone: no loop variable, no load
         key = (ids, s.op, s.num, s.trans, id(s.smem), id(s.local), warps.tobytes())
         hit = self._ldst_plans.get(key)
-        plan = hit[1] if hit is not None else None
+        plan: tuple | bool | None = hit[1] if hit is not None else None
         if plan is None:
             plan = self._ldst_group_plan(group, warps, env)
-            if len(self._ldst_plans) < 4096 and all(self._skey(e) is not None for g in group for e in (g.addr, *g.regs)):
+            if len(self._ldst_plans) < 4096 and \
+                    all(self._skey(e) is not None for g in group for e in (g.addr, *g.regs)):
                 self._ldst_plans[key] = (tuple(group), plan)
-        if plan is False:  # (a word written twice in the group: one by one)
+        if not isinstance(plan, tuple):  # (a word written twice in the group: one by one)
             for g in group:
                 self._ldstmatrix((g,), active, env, (g.addr, g.regs))
             return
@@ -1214,7 +1217,7 @@ class Simulator:
                 smem[halves] = val[..., None].view(np.uint16)
             self.hb.write(s.smem, smem_acc, None, s.span,
                           True if _all(ini) else np.repeat(np.asarray(ini)[..., None], 2, -1).reshape(half.shape),
-                          value=None if smem_acc.unique else val.view(np.uint16).reshape(half.shape))
+                          value=None if smem_acc.unique or val is None else val.view(np.uint16).reshape(half.shape))
 
     def _ldst_group_plan(self, group, warps: np.ndarray, env) -> tuple | bool:
         """:meth:`_ldst_plan` of each statement of ``group``, joined along the register axis, with the tracker's
