@@ -37,7 +37,7 @@ from ..arch import tcgen05 as tc
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
-from .hb import Run, Tracker, garbage, written_and_read
+from .hb import Prepared, Run, Tracker, garbage, written_and_read
 from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
@@ -46,6 +46,12 @@ CHUNK_LANES = 1 << 18
 #: Elements one chunk of a contiguous copy loop moves at most (:meth:`Simulator._copy_runs`: no per-element arrays,
 #: so the bound is only the deadline's granularity).
 RUN_ELEMS = 1 << 22
+#: Items a fixed index array of a copy side may have (:meth:`Simulator._fixed_side`: a 48 KiB shared tile of bytes
+#: fits); larger non-run sides take the chunked general path.
+FIXED_ITEMS = 1 << 16
+#: Bytes the per-structure plans of one run may keep (index arrays, prepared tracker accesses); past it a plan is
+#: used once and not kept (the run stays correct, only slower).
+PLAN_BYTES = 256 << 20
 #: Whether copy loops and consecutive ldmatrix/stmatrix of one op take the batched paths (:meth:`Simulator._copy_runs`,
 #: :meth:`Simulator._ldstmatrix`); the tests turn it off to check that the batched paths give the same memory,
 #: hazards and poison as statement-by-statement execution.
@@ -88,6 +94,17 @@ def _byte_offsets(idx: np.ndarray, unit: int, first: int | None) -> np.ndarray:
         return np.arange(first * unit, (first + idx.size) * unit, dtype=np.int64).reshape(idx.shape + (unit,))
     # built byte-major, then viewed with the byte axis last: NumPy's inner loop runs over the items, not the bytes
     return np.moveaxis(np.add.outer(np.arange(unit, dtype=np.int64), idx * unit), 0, -1)
+
+
+def _array_bytes(x) -> int:
+    """Bytes of the NumPy arrays in ``x`` (nested tuples and lists, and the tracker's prepared accesses)."""
+    if isinstance(x, np.ndarray):
+        return x.nbytes if x.base is None else 0  # (a view costs nothing of its own)
+    if isinstance(x, (tuple, list)):
+        return sum(_array_bytes(y) for y in x)
+    if isinstance(x, Prepared):
+        return _array_bytes((x.norm, x.perm, x.inv))
+    return 0
 
 
 def _all(a) -> bool:
@@ -256,6 +273,7 @@ class Simulator:
         self._run_rows: dict[tuple, tuple] = {}  # the tracker's threads of a run: :meth:`_run_threads`
         self._rest_offsets: dict[tuple, tuple] = {}  # a run's per-thread offset terms: :meth:`_run_base`
         self._copy_plans: dict[tuple, tuple] = {}  # copy loops by structure: :meth:`_copy_plan`
+        self._plan_bytes = 0  # arrays the kept plans hold (:data:`PLAN_BYTES`)
         self._resolved: dict[tuple, tuple] = {}  # their sides per thread set, less the bases' constants: _resolve
         self._intern: dict[tuple, int] = {}
         self._ldst_plans: dict[tuple, tuple] = {}
@@ -787,7 +805,7 @@ class Simulator:
         last) and the tracker's prepared access, computed once per structure and thread set; None (the general
         path runs, and reports) when misaligned, out of bounds, written twice, or larger than one chunk."""
         free = self._free(e)
-        if free is None or not free <= set(s.vars) or math.prod(s.extents) * tids.size > RUN_ELEMS:
+        if free is None or not free <= set(s.vars) or math.prod(s.extents) * tids.size > FIXED_ITEMS:
             return None
         key = (id(e), id(buf), s.vars, s.extents, id(tids), nb, write)  # (LoopVars: one per name per kernel)
         hit = self._fixed.get(key)
@@ -803,9 +821,17 @@ class Simulator:
             who = np.broadcast_to(tids, (math.prod(s.extents), tids.size)).reshape(-1)
             prep = self.hb.prepare(buf, off, who, nb) if self.hb.tracks(buf) else None
             plan = (off // nb, prep)
-        if len(self._fixed) < 4096:
+        if self._keep(plan):
             self._fixed[key] = (e, tids, plan)  # (the node and the threads are kept: their ids stay theirs)
         return plan
+
+    def _keep(self, plan) -> bool:
+        """May a per-structure plan be kept (:data:`PLAN_BYTES`)?  Counts its arrays when it may."""
+        size = _array_bytes(plan)
+        if self._plan_bytes + size > PLAN_BYTES:
+            return False
+        self._plan_bytes += size
+        return True
 
     def _copy_runs(self, s: ir.Grid, plan: tuple, tids: np.ndarray, env: dict) -> bool:
         """Run a copy loop (:meth:`_copy_plan`) with no per-element work in Python.  Each side is a run of a
@@ -1186,8 +1212,7 @@ class Simulator:
         plan: tuple | bool | None = hit[1] if hit is not None else None
         if plan is None:
             plan = self._ldst_group_plan(group, warps, env)
-            if len(self._ldst_plans) < 4096 and \
-                    all(self._skey(e) is not None for g in group for e in (g.addr, *g.regs)):
+            if all(self._skey(e) is not None for g in group for e in (g.addr, *g.regs)) and self._keep(plan):
                 self._ldst_plans[key] = (tuple(group), plan)
         if not isinstance(plan, tuple):  # (a word written twice in the group: one by one)
             for g in group:
@@ -1292,7 +1317,7 @@ class Simulator:
         plan = self._tc_plans.get(key)
         if plan is None:  # the cells, registers and prepared accesses: once per instruction shape and address
             plan = self._tc_plan(s, warps, taddr)
-            if len(self._tc_plans) < 1024:
+            if self._keep(plan):
                 self._tc_plans[key] = plan
         tids, rb, cb, mine, cells_at, prepared = plan
         self.lanes += rb.size
