@@ -12,12 +12,14 @@ so a cell repeats the largest legal tile over consecutive rows of big global ten
 ``fallback``
     ``cta.copy B <- A dispatch=fallback`` of ``float32[R, 1024]`` in a 1,024-thread CTA (one op).
 ``gmem_smem``
-    ``cta.copy S <- A[rows]``, ``cta_sync``, ``cta.copy B[rows] <- S``, ``cta_sync`` per 32 KiB tile, 1,024 threads.
+    ``cta.copy S <- A[rows]``, ``cta_sync``, ``cta.copy B[rows] <- S``, ``cta_sync`` per 48 KiB tile (all the static
+    shared memory a CTA has), 1,024 threads.
 ``reg``
     ``cta.copy a <- A[rows]``, ``cta.copy B[rows] <- a`` per 512 KiB register tile (128 fp32 per thread).
 ``ldstmatrix``
-    global -> shared -> registers (``ldmatrix``) -> shared (``stmatrix``) -> global per 16 KiB fp16 tile
-    (``frag(16x128b)``, one warpgroup; gmem_smem moves the global sides).
+    global -> shared -> registers (``ldmatrix``) -> the same shared tile (``stmatrix``) -> global per 32 KiB fp16
+    tile (128 x 128, swizzled, ``frag(16x128b)``, one warpgroup, a ``cta_sync`` after each move; gmem_smem moves
+    the global sides; 128 x 256 would pass the 48 KiB of static shared memory).
 ``tmem<->local``
     global -> registers -> ``tcgen05.st`` -> ``tcgen05.ld`` -> global per 64 KiB (128 lanes x 128 fp32).
 
@@ -70,12 +72,12 @@ def fallback_cell(mib: float) -> tuple[str, int]:
 
 
 def gmem_smem_cell(mib: float) -> tuple[str, int]:
-    tile = 32 * 256 * 4
+    tile = 48 * 256 * 4
     n = _reps(mib, 2 * tile)
-    lines = ["kernel gs threads=1024", f"global A: float32[{32 * n}, 256]", f"global B: float32[{32 * n}, 256] = zeros",
-             "shared S: float32[32, 256]"]
+    lines = ["kernel gs threads=1024", f"global A: float32[{48 * n}, 256]", f"global B: float32[{48 * n}, 256] = zeros",
+             "shared S: float32[48, 256]"]
     for k in range(n):
-        r = f"{32 * k}:{32 * (k + 1)}"
+        r = f"{48 * k}:{48 * (k + 1)}"
         lines += [f"cta.copy S <- A[{r}, :]", "cta_sync", f"cta.copy B[{r}, :] <- S", "cta_sync"]
     return "\n".join(lines + ["check B == A"]), 2 * tile * n
 
@@ -92,15 +94,15 @@ def reg_cell(mib: float) -> tuple[str, int]:
 
 
 def ldstmatrix_cell(mib: float) -> tuple[str, int]:
-    tile = 128 * 64 * 2
+    tile = 128 * 128 * 2
     n = _reps(mib, 4 * tile)
-    lines = ["kernel lm threads=128", f"global A: float16[{128 * n}, 64]", f"global C: float16[{128 * n}, 64] = zeros",
-             "shared S: float16[128, 64] @ swizzle(3, 3, 3)", "shared U: float16[128, 64] @ swizzle(3, 3, 3)",
-             "local a: float16[128, 64] @ frag(16x128b)"]
+    lines = ["kernel lm threads=128", f"global A: float16[{128 * n}, 128]",
+             f"global C: float16[{128 * n}, 128] = zeros", "shared S: float16[128, 128] @ swizzle(3, 3, 3)",
+             "local a: float16[128, 128] @ frag(16x128b)"]
     for k in range(n):
         r = f"{128 * k}:{128 * (k + 1)}"
-        lines += [f"wg.copy S <- A[{r}, :]", "cta_sync", "wg.copy a <- S", "wg.copy U <- a", "cta_sync",
-                  f"wg.copy C[{r}, :] <- U", "cta_sync"]
+        lines += [f"wg.copy S <- A[{r}, :]", "cta_sync", "wg.copy a <- S", "cta_sync", "wg.copy S <- a", "cta_sync",
+                  f"wg.copy C[{r}, :] <- S", "cta_sync"]
     return "\n".join(lines + ["check C == A"]), 4 * tile * n
 
 
@@ -118,6 +120,9 @@ def tmem_cell(mib: float) -> tuple[str, int]:
     return "\n".join(lines + ["check B == A"]), 4 * tile * n
 
 
+#: the variants each cell's ops must be dispatched to (the benchmark fails otherwise)
+CHOSEN = {"fallback": {"fallback"}, "gmem_smem": {"gmem_smem"}, "reg": {"reg"},
+          "ldstmatrix": {"ldstmatrix", "gmem_smem"}, "tmem<->local": {"tmem<->local", "reg"}}
 BUILDERS = {"fallback": fallback_cell, "gmem_smem": gmem_smem_cell, "reg": reg_cell, "ldstmatrix": ldstmatrix_cell,
             "tmem<->local": tmem_cell}
 
@@ -178,6 +183,9 @@ def measure_variant(variant: str, mib: float, repeats: int) -> dict:
     kernel = res.kernel
     inputs = _inputs(kernel)
     ops = sum(1 for d in res.dispatch)
+    chosen = {d.chosen for d in res.dispatch}
+    if not chosen <= CHOSEN[variant] or variant not in chosen:
+        raise SystemExit(f"the {variant} cell was dispatched to {sorted(chosen)}")
     src_bytes = np.ones(moved, np.uint8)
     dst_bytes = np.empty_like(src_bytes)
     np.copyto(dst_bytes, src_bytes)  # fault the pages in: the copy below is timed warm, like the simulator

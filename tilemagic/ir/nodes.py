@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+import weakref
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
 
 import numpy as np
@@ -161,19 +162,50 @@ class Buffer:
 
 # ----------------------------------------------------------------------------- expressions
 class Expr:
+    """An index or condition expression: an immutable tree.
+
+    Constants, thread variables, operators and loads are *hash-consed*: building one equal to a live node (the
+    same class and fields, the children the same objects) returns that node, so two structurally equal
+    expressions are one object and ``id`` names a structure.  The simulator keys the analyses it reuses across
+    statements (affine forms, per-thread plans) on it.  Loop variables are not interned: each
+    :class:`LoopVar` is its own variable (the lowering hands out one object per name per kernel).
+    """
+
     __slots__ = ()
 
+    def __reduce__(self):  # (pickling and copying rebuild through the constructor: the copy is interned too)
+        return type(self), tuple(getattr(self, f.name) for f in fields(self))
 
-@dataclass(frozen=True, eq=False)
+
+_INTERNED: weakref.WeakValueDictionary[tuple, Expr] = weakref.WeakValueDictionary()
+
+
+def _interned(cls, key: tuple, values: dict) -> Expr:
+    obj = _INTERNED.get(key)
+    if obj is None:
+        obj = object.__new__(cls)
+        for k, v in values.items():
+            object.__setattr__(obj, k, v)
+        _INTERNED[key] = obj
+    return obj
+
+
+@dataclass(frozen=True, eq=False, init=False)
 class Const(Expr):
     value: int
 
+    def __new__(cls, value: int):
+        return _interned(cls, (cls, type(value), value), {"value": value})
 
-@dataclass(frozen=True, eq=False)
+
+@dataclass(frozen=True, eq=False, init=False)
 class ThreadVar(Expr):
     """A thread coordinate: ``tx`` (threadIdx.x) or a thread axis of :data:`tilemagic.arch.threads.AXIS_SCOPES`."""
 
     kind: str
+
+    def __new__(cls, kind: str):
+        return _interned(cls, (cls, kind), {"kind": kind})
 
 
 @dataclass(frozen=True, eq=False)
@@ -181,17 +213,24 @@ class LoopVar(Expr):
     name: str
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Bin(Expr):
     op: str  # + - * // % ^ == != < <= > >= and
     a: Expr
     b: Expr
 
+    def __new__(cls, op: str, a: Expr, b: Expr):  # (the node holds a and b: their ids stay theirs while it lives)
+        return _interned(cls, (cls, op, id(a), id(b)), {"op": op, "a": a, "b": b})
 
-@dataclass(frozen=True, eq=False)
+
+@dataclass(frozen=True, eq=False, init=False)
 class Load(Expr):
     buf: Buffer
     indices: tuple[Expr, ...]
+
+    def __new__(cls, buf: Buffer, indices: tuple[Expr, ...]):
+        indices = tuple(indices)
+        return _interned(cls, (cls, id(buf), *map(id, indices)), {"buf": buf, "indices": indices})
 
 
 def const(v) -> Expr:
@@ -574,5 +613,26 @@ def iter_exprs(node: Stmt | Expr) -> Iterator[Expr]:
 
 
 def loads(node: Stmt | Expr) -> Iterator[Load]:
-    """Every ``Load`` of :func:`iter_exprs` ``(node)``."""
-    return (e for e in iter_exprs(node) if isinstance(e, Load))
+    """Every ``Load`` of :func:`iter_exprs` ``(node)``, in its order.
+
+    For an expression the answer is kept with the node (a weak table: expressions are immutable and hash-consed,
+    so a subtree shared by many statements is looked into once, and most hold no load at all)."""
+    if isinstance(node, Stmt):
+        return (ld for s in walk(node) for e in stmt_exprs(s) for ld in _loads_of(e))
+    return iter(_loads_of(node))
+
+
+_LOADS: weakref.WeakKeyDictionary[Expr, tuple[Load, ...]] = weakref.WeakKeyDictionary()
+
+
+def _loads_of(e: Expr) -> tuple[Load, ...]:
+    hit = _LOADS.get(e)
+    if hit is None:
+        if isinstance(e, Bin):
+            hit = _loads_of(e.a) + _loads_of(e.b)
+        elif isinstance(e, Load):
+            hit = (e,) + tuple(ld for i in e.indices for ld in _loads_of(i))
+        else:
+            hit = ()
+        _LOADS[e] = hit
+    return hit

@@ -448,12 +448,19 @@ class KernelBuilder:
         self.tp = tp
         self.tmem_addr = ir.Buffer("tmem_addr", "shared", "uint32", (1,), per_thread=1) if tp.tmem_cols else None
         self._taken = set(tp.buffers) | {tp.name}
+        self._vars: list[ir.LoopVar] = []
 
     def loop_vars(self, n: int) -> tuple[ir.LoopVar, ...]:
-        """``n`` loop-variable names distinct from every buffer and the kernel (i, j, k, ..., then i0, i1, ...)."""
-        names = itertools.chain("ijklpqrsuvw", (f"i{k}" for k in itertools.count()))
-        free = (c for c in names if c not in self._taken)
-        return tuple(ir.LoopVar(next(free)) for _ in range(n))
+        """``n`` loop variables named apart from every buffer and the kernel (i, j, k, ..., then i0, i1, ...).
+
+        The same objects for every op of the kernel (the ops' loops never nest): two ops of the same shape build
+        the same hash-consed index expressions (:class:`~tilemagic.ir.nodes.Expr`), which the simulator's
+        per-structure analyses then share."""
+        if len(self._vars) < n:
+            names = itertools.chain("ijklpqrsuvw", (f"i{k}" for k in itertools.count()))
+            free = list(itertools.islice((c for c in names if c not in self._taken), n))
+            self._vars += [ir.LoopVar(c) for c in free[len(self._vars):]]
+        return tuple(self._vars[:n])
 
 
 def _with_span(stmts, span):

@@ -212,6 +212,33 @@ class Run:
     nbytes: int
 
 
+class Prepared:
+    """An access normalised once by :meth:`Tracker.prepare` (its shadow units, their threads, its range, whether a
+    unit repeats), passed to :meth:`Tracker.read`/:meth:`Tracker.write` in place of the offsets each time the
+    same statement structure runs again (the simulator keeps them with its per-structure plans)."""
+
+    __slots__ = ("name", "nbytes", "norm", "rng", "unique", "perm", "inv", "shape")
+
+    def __init__(self, name: str, nbytes: int, norm, rng, unique: bool, perm: np.ndarray | None = None):
+        self.name, self.nbytes, self.norm, self.rng, self.unique = name, nbytes, norm, rng, unique
+        #: the items' shape (what :meth:`Tracker.read` answers): ``nbytes`` bytes each
+        self.shape: tuple[int, ...] = tuple(norm[1] if rng is None else norm[2])
+        # an access that covers a range of units (or a block of registers) exactly once, in another order (a
+        # swizzled tile, an ldmatrix fragment): kept as that range, its units in ascending order — ``perm``
+        # takes the access's order to the range's, ``inv`` back (so every shadow update is a slice)
+        self.perm = perm
+        self.inv = None if perm is None else np.argsort(perm)
+
+    def to_range(self, per_unit):
+        """Per-unit values (init bits) of the access, in the range's order."""
+        return per_unit if self.perm is None or isinstance(per_unit, (bool, np.bool_)) else \
+            np.asarray(per_unit).reshape(-1)[self.perm]
+
+    def to_access(self, per_unit):
+        """Per-unit values in the range's order, back in the access's order."""
+        return per_unit if self.inv is None else np.asarray(per_unit).reshape(-1)[self.inv]
+
+
 _MANY = -3  # a "since the last full cta_sync" summary: several threads
 
 
@@ -234,6 +261,8 @@ def _span_of(ix) -> tuple[int, int]:
     """The range ``[lo, hi)`` of units an access covers."""
     if isinstance(ix, slice):
         return ix.start, ix.stop
+    if isinstance(ix, _Block):
+        return ix.span()
     return (int(ix.min()), int(ix.max()) + 1) if ix.size else _EMPTY
 
 
@@ -247,8 +276,44 @@ def _union(rng: tuple[int, int], other: tuple[int, int]) -> tuple[int, int]:
     return (min(rng[0], other[0]), max(rng[1], other[1]))
 
 
+class _Block:
+    """A rectangle of a flat space seen as rows of ``width`` units (TMEM: lanes x 512 columns): rows ``r0 ..
+    r0 + nr - 1``, units ``c0 .. c0 + nc - 1`` of each, in row-major order — the cells one tcgen05.ld/st of a
+    warpgroup touches, updated through a 2-D view (no index array)."""
+
+    __slots__ = ("r0", "nr", "c0", "nc", "width", "size")
+
+    def __init__(self, r0: int, nr: int, c0: int, nc: int, width: int):
+        self.r0, self.nr, self.c0, self.nc, self.width, self.size = r0, nr, c0, nc, width, nr * nc
+
+    def view(self, a: np.ndarray) -> np.ndarray:
+        return a[self.r0 * self.width:(self.r0 + self.nr) * self.width].reshape(self.nr, self.width)[
+            :, self.c0:self.c0 + self.nc]
+
+    def unit(self, i: int) -> int:
+        return (self.r0 + i // self.nc) * self.width + self.c0 + i % self.nc
+
+    def span(self) -> tuple[int, int]:
+        return (self.unit(0), self.unit(self.size - 1) + 1) if self.size else _EMPTY
+
+
+def _get(a: np.ndarray, ix) -> np.ndarray:
+    """``a[ix]`` for a slice, an index array or a :class:`_Block` (flat, in the access's unit order)."""
+    return ix.view(a).reshape(-1) if isinstance(ix, _Block) else a[ix]
+
+
+def _set(a: np.ndarray, ix, v) -> None:
+    """``a[ix] = v`` (``v`` one value or one per unit)."""
+    if isinstance(ix, _Block):
+        ix.view(a)[...] = v if np.ndim(v) == 0 else np.asarray(v).reshape(ix.nr, ix.nc)
+    else:
+        a[ix] = v
+
+
 def _at(ix, i: int) -> int:
-    """Unit index of the ``i``-th unit of an access (a slice or an index array)."""
+    """Unit index of the ``i``-th unit of an access (a slice, an index array or a :class:`_Block`)."""
+    if isinstance(ix, _Block):
+        return ix.unit(i)
     return ix.start + i if isinstance(ix, slice) else int(ix[i])
 
 
@@ -273,7 +338,7 @@ def _fill(a: np.ndarray, ix, t) -> None:
     if isinstance(t, _Cycle):
         a[ix].reshape(-1, t.pattern.size)[:] = t.pattern
     else:
-        a[ix] = t
+        _set(a, ix, t)
 
 
 class _Space:
@@ -354,6 +419,8 @@ class Tracker:
         self._aid_stamp = np.zeros(64, np.int32)
         self._sets: list[np.ndarray] = []  # writer sets (bool masks over threads)
         self._set_ids: dict[bytes, int] = {}
+        self._patterns: dict = {}  # cycled / repeated thread rows of runs: :meth:`_pattern`
+        self._event_tids: dict = {}  # id(threads array) -> (it, sorted int64, int32): :meth:`event`
         self.report = HBReport()
         self._seen: set = set()
         written, read = written_and_read(kernel)
@@ -391,6 +458,7 @@ class Tracker:
                                  np.zeros((nthreads, n), np.int32))
         self.st_owner = np.full(TMEM_BYTES // 4, _NONE, self._tdt)  # TMEM cells an in-flight tcgen05.st writes
         self.st_aid = np.zeros(TMEM_BYTES // 4, np.int32)
+        self._st_cells: list = []  # the cell sets (slice, block or index array) of the stores with cells in flight
         for reason, span in _data_dependent(kernel):
             self.incomplete(reason, span)
 
@@ -486,20 +554,33 @@ class Tracker:
             if np.ndim(tids) == 0:
                 return ix, int(tids), (off.count,), k
             t = np.asarray(tids).reshape(-1)
-            t = np.repeat(t, k) if k > 1 else t
-            if t.size != off.count * k:  # the items' threads cycle over tids
-                if off.count % np.size(tids):
+            if t.size * k != off.count * k:  # the items' threads cycle over tids
+                if off.count % t.size:
                     raise ValueError("a run's threads must divide its items")
-                return ix, _Cycle(t.astype(self._tdt), off.count * k), (off.count,), k
-            return ix, t, (off.count,), k
+                return ix, _Cycle(self._pattern(t, k), off.count * k), (off.count,), k
+            return ix, (self._pattern(t, k) if k > 1 else t), (off.count,), k
         u, t, shape = _item_units(off, tids, unit, k)
         return _index(u), t, shape, k
+
+    def _pattern(self, t: np.ndarray, k: int) -> np.ndarray:
+        """The per-unit thread row of a :class:`_Cycle` (each of ``t`` repeated ``k`` times), built once per row."""
+        hit = self._patterns.get((id(t), k))
+        if hit is not None and hit[0] is t:  # (the caller's cached row: the same object)
+            return hit[2]
+        key = (t.tobytes(), t.dtype.str, k)
+        out = self._patterns.get(key)
+        if out is None:
+            out = (t, k, np.repeat(t, k).astype(self._tdt) if k > 1 else t.astype(self._tdt))
+            if len(self._patterns) < 512:
+                self._patterns[key] = out
+                self._patterns[(id(t), k)] = out  # (the array is kept: its id stays its own)
+        return out[2]
 
     @staticmethod
     def _per_item(init_units, shape, k):
         """Init bits per unit -> per item (all of its units), in the access's item shape."""
         if init_units is None:
-            return np.broadcast_to(True, shape)
+            return _true(shape)
         if k > 1:
             init_units = init_units.reshape(-1, k).all(1)
         return init_units.reshape(shape)
@@ -518,12 +599,12 @@ class Tracker:
         """Report the first unit whose last write is not ordered before this access (``raw``: a read, a
         member of a writer set is fine; ``waw``: a write, the set's other members must be ordered)."""
         t = _arr(t)
-        prev = sp.wt[ix]
+        prev = _get(sp.wt, ix)
         cand = np.nonzero((prev != _NONE) & (prev != t))[0]
         if not cand.size:
             return
         tc_ = np.broadcast_to(t, prev.shape)[cand]
-        wa = sp.wa[ix][cand]
+        wa = _get(sp.wa, ix)[cand]
         bad = self._unordered(tc_, prev[cand], self._aid_stamp[wa], kind == "raw")
         if bad.any():
             j = int(np.argmax(bad))
@@ -538,8 +619,8 @@ class Tracker:
     def _reads_unordered(self, sp: _Space, ix, t) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per unit: is its last read (one thread, or read-shared) NOT ordered before ``t``'s current point?
         Also the reader states and stamps."""
-        r0 = sp.rt[ix]
-        s0 = self._aid_stamp[sp.ra[ix]]
+        r0 = _get(sp.rt, ix)
+        s0 = self._aid_stamp[_get(sp.ra, ix)]
         tt = np.broadcast_to(np.asarray(_arr(t), np.int64), r0.shape)
         bad = (r0 == _SHARED) & (self._frontier_of(tt) <= s0)
         single = r0 >= 0
@@ -548,25 +629,25 @@ class Tracker:
             bad |= single & (r0 != tt) & (np.maximum(self.known[tt, rr], self._floor) <= s0)
         return bad, r0, s0
 
-    def _space_read(self, sp: _Space, ix, t, n: int, span, aid):
-        init = np.array(sp.init[ix]) if sp.has_init else None  # (a copy, not a view)
-        rng = _span_of(ix) if n else _EMPTY
+    def _space_read(self, sp: _Space, ix, t, n: int, span, aid, rng=None, unique: bool = False):
+        init = np.array(_get(sp.init, ix)) if sp.has_init else None  # (a copy, not a view)
+        rng = rng if rng is not None else _span_of(ix) if n else _EMPTY
         if sp.has_w and n and not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
             self._check_writer(sp, ix, t, span, "raw")
         if sp.has_r and n:
             if _quiet(sp.r_since, t) or not _meets(sp.r_rng, rng):  # no unordered reader here: nothing read-shared
                 _fill(sp.rt, ix, t)
-                sp.ra[ix] = aid
-                if not isinstance(ix, slice) and not isinstance(t, int):
+                _set(sp.ra, ix, aid)
+                if not unique and not isinstance(ix, slice) and not isinstance(t, int):
                     dup = sp.rt[ix] != t  # two threads read this unit in this call
                     if dup.any():
                         sp.rt[ix[dup]] = _SHARED
             else:
                 shared, _, _ = self._reads_unordered(sp, ix, t)
                 new = np.where(shared, _SHARED, _arr(t)).astype(sp.rt.dtype)
-                sp.rt[ix] = new
-                sp.ra[ix] = aid
-                if not isinstance(ix, slice):
+                _set(sp.rt, ix, new)
+                _set(sp.ra, ix, aid)
+                if not unique and not isinstance(ix, slice):
                     dup = sp.rt[ix] != new  # two threads read this unit in this call
                     if dup.any():
                         sp.rt[ix[dup]] = _SHARED
@@ -575,10 +656,11 @@ class Tracker:
         self.report.accesses += n * sp.unit
         return init
 
-    def _space_write(self, sp: _Space, ix, t, n: int, span, aid, init, value) -> None:
+    def _space_write(self, sp: _Space, ix, t, n: int, span, aid, init, value, rng=None,
+                     unique: bool = False) -> None:
         if not sp.has_w or not n:
             return
-        rng = _span_of(ix)
+        rng = rng if rng is not None else _span_of(ix)
         if not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
             self._check_writer(sp, ix, t, span, "waw")
         if sp.has_r and _meets(sp.r_rng, rng):
@@ -591,19 +673,19 @@ class Tracker:
                     if r == _SHARED:  # several threads read it (which ones is not kept): named as such
                         r = -1
                     self._race("war", sp, _at(ix, i), ti, span, r, self._aid_span[int(sp.ra[_at(ix, i)])])
-            sp.rt[ix] = _NONE  # reads before an ordered write are ordered before every later access after it
+            _set(sp.rt, ix, _NONE)  # reads before an ordered write are ordered before every later access after it
             # (where nothing was read since the last full barrier every reader entry is ordered before all: kept)
-        new = t if isinstance(t, (int, _Cycle)) else t.astype(sp.wt.dtype)
+        new = t if isinstance(t, (int, _Cycle)) or t.dtype == sp.wt.dtype else t.astype(sp.wt.dtype)
         _fill(sp.wt, ix, new)
-        sp.wa[ix] = aid
-        if not isinstance(ix, slice):
+        _set(sp.wa, ix, aid)
+        if not unique and not isinstance(ix, slice):
             dup = np.nonzero(sp.wt[ix] != new)[0]
             if dup.size:
                 self._same_statement_writes(sp, ix, t, span, aid, value, dup)
         sp.w_since = _since(sp.w_since, t)
         sp.w_rng = _union(sp.w_rng, rng)
         if sp.has_init:
-            sp.init[ix] = init
+            _set(sp.init, ix, init)
         self.report.accesses += n * sp.unit
 
     def _same_statement_writes(self, sp: _Space, off, tids, span, aid, value, dup) -> None:
@@ -738,7 +820,62 @@ class Tracker:
         address slot): initialised and race-free, so a caller may skip computing its offsets."""
         return buf is None or buf.scope == "local" or buf.name in self.spaces
 
-    def read(self, buf: ir.Buffer | None, off: np.ndarray | Run, tids, span: Span | None,
+    def prepare(self, buf: ir.Buffer | None, off: np.ndarray | Run, tids, nbytes: int | None = None) -> Prepared:
+        """The access ``off`` by ``tids`` (as :meth:`read`) normalised once, for :meth:`read`/:meth:`write` to take
+        in place of ``off`` (``tids`` then ignored) whenever the same access happens again.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`read`.
+        """
+        nb = self.unit(buf) if nbytes is None else nbytes
+        if buf is not None and buf.scope == "local":
+            at, shape, k, locate = norm = self._reg_norm(buf, off, tids, nb)
+            if isinstance(at[0], slice) or not at[0].size:
+                return Prepared(buf.name, nb, norm, None, True)
+            t, u = at
+            order = np.lexsort((u, t))
+            ts, us = t[order], u[order]
+            t0, u0 = int(ts[0]), int(us[0])
+            cols = int(us[-1]) - u0 + 1
+            rows = ts.size // cols
+            if rows * cols == ts.size and int(ts[-1]) - t0 == rows - 1 and \
+                    np.array_equal(ts.reshape(rows, cols), np.broadcast_to(np.arange(t0, t0 + rows)[:, None],
+                                                                         (rows, cols))) and \
+                    np.array_equal(us.reshape(rows, cols), np.broadcast_to(np.arange(u0, u0 + cols), (rows, cols))):
+                def locate_block(i: int) -> tuple[int, int]:
+                    return t0 + i // cols, u0 + i % cols
+                block = (slice(t0, t0 + rows), slice(u0, u0 + cols))
+                return Prepared(buf.name, nb, (block, shape, k, locate_block), None, True, order)
+            pairs = t.astype(np.int64) * (int(u.max()) + 1) + u
+            return Prepared(buf.name, nb, norm, None, np.unique(pairs).size == pairs.size)
+        sp = self.tmem if buf is None else self.spaces.get(buf.name)
+        if sp is None:
+            return Prepared(buf.name if buf is not None else "TMEM", nb,
+                            (None, None, (off.count,) if isinstance(off, Run) else np.shape(off), 0), _EMPTY, True)
+        norm = self._norm(sp.unit, off, tids, nb)
+        ix, t, shape, k = norm
+        if isinstance(ix, slice) or not ix.size:
+            return Prepared(sp.name, nb, norm, _span_of(ix), True)
+        order = np.argsort(ix, kind="stable")
+        sx = ix[order]
+        lo = int(sx[0])
+        ts = t if isinstance(t, int) else np.broadcast_to(_arr(t), ix.shape)[order].astype(self._tdt)
+        if int(sx[-1]) - lo == sx.size - 1 and np.array_equal(sx, np.arange(lo, lo + sx.size)):
+            return Prepared(sp.name, nb, (slice(lo, lo + sx.size), ts, shape, k), (lo, lo + sx.size), True, order)
+        if sp is self.tmem:  # a rectangle of lanes x columns (a warpgroup's tcgen05.ld/st)
+            w = tc.TMEM_COLS
+            r0, c0 = divmod(lo, w)
+            nr = int(sx[-1]) // w - r0 + 1
+            nc = sx.size // nr
+            if nr * nc == sx.size and c0 + nc <= w and np.array_equal(
+                    sx, ((r0 + np.arange(nr))[:, None] * w + c0 + np.arange(nc)[None, :]).reshape(-1)):
+                blk = _Block(r0, nr, c0, nc, w)
+                return Prepared(sp.name, nb, (blk, ts, shape, k), blk.span(), True, order)
+        return Prepared(sp.name, nb, norm, _span_of(ix), np.unique(ix).size == ix.size)
+
+    def read(self, buf: ir.Buffer | None, off: np.ndarray | Run | Prepared, tids, span: Span | None,
              nbytes: int | None = None) -> np.ndarray:
         """Items of ``nbytes`` bytes (default: the buffer's :meth:`unit`) of ``buf`` read by threads ``tids``.
 
@@ -758,29 +895,32 @@ class Tracker:
         ValueError
             ``nbytes`` is not a whole number of the buffer's units (a caller's bug, not the user's).
         """
-        nb = self.unit(buf) if nbytes is None else nbytes
+        prep = off if isinstance(off, Prepared) else None
+        nb = prep.nbytes if prep is not None else self.unit(buf) if nbytes is None else nbytes
         if buf is not None and buf.scope != "local" and buf.name not in self.spaces:
             # a buffer the kernel never writes (or the TMEM address slot): initialised, nothing to race with
-            return np.broadcast_to(True, (off.count,) if isinstance(off, Run) else np.shape(off))
+            return _true(prep.norm[2] if prep is not None else (off.count,) if isinstance(off, Run) else np.shape(off))
         aid = self._access_id(span)
         if buf is not None and buf.scope == "local":
-            at, shape, k, locate = self._reg_norm(buf, off, tids, nb)
+            at, shape, k, locate = prep.norm if prep is not None else self._reg_norm(buf, off, tids, nb)
             init_u = self._reg_read(buf, at, locate, span)
-            if not _all_true(init_u):
-                t, u = locate(int(np.argmin(init_u)))
-                self._uninit(buf.name, "registers", f"register word {u * self.unit(buf) // 4} of {buf.name}", t, span)
-            return self._per_item(init_u, shape, k)
+            if _all_true(init_u):
+                return _true(shape)
+            t, u = locate(int(np.argmin(init_u)))
+            self._uninit(buf.name, "registers", f"register word {u * self.unit(buf) // 4} of {buf.name}", t, span)
+            return self._per_item(init_u if prep is None else prep.to_access(init_u), shape, k)
         sp = self.tmem if buf is None else self.spaces[buf.name]
-        ix, t, shape, k = self._norm(sp.unit, off, tids, nb)
+        ix, t, shape, k = prep.norm if prep is not None else self._norm(sp.unit, off, tids, nb)
         n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
-        init_u = self._space_read(sp, ix, t, n, span, aid)
-        if init_u is not None and not _all_true(init_u):
-            i = int(np.argmin(init_u))
-            ti = t if isinstance(t, int) else int(_arr(t)[i])
-            self._uninit(sp.name, {"TMEM": "TMEM"}.get(sp.name, "shared memory"), sp.where(_at(ix, i)), ti, span)
-        return self._per_item(init_u, shape, k)
+        init_u = self._space_read(sp, ix, t, n, span, aid, *((prep.rng, prep.unique) if prep is not None else ()))
+        if init_u is None or _all_true(init_u):
+            return _true(shape)
+        i = int(np.argmin(init_u))
+        ti = t if isinstance(t, int) else int(_arr(t)[i])
+        self._uninit(sp.name, {"TMEM": "TMEM"}.get(sp.name, "shared memory"), sp.where(_at(ix, i)), ti, span)
+        return self._per_item(init_u if prep is None else prep.to_access(init_u), shape, k)
 
-    def write(self, buf: ir.Buffer | None, off: np.ndarray | Run, tids, span: Span | None,
+    def write(self, buf: ir.Buffer | None, off: np.ndarray | Run | Prepared, tids, span: Span | None,
               init: np.ndarray | bool = True, *, value: np.ndarray | None = None, nbytes: int | None = None) -> None:
         """Items of ``buf`` written by threads ``tids`` (as :meth:`read`).
 
@@ -791,22 +931,27 @@ class Tracker:
         race.  Reports write-after-write and write-after-read races and overwrites of registers
         an in-flight ``tcgen05.ld``/``tcgen05.st`` uses.
         """
-        nb = self.unit(buf) if nbytes is None else nbytes
+        prep = off if isinstance(off, Prepared) else None
+        nb = prep.nbytes if prep is not None else self.unit(buf) if nbytes is None else nbytes
         if buf is not None and buf.scope == "local":
             self._access_id(span)
-            at, shape, k, locate = self._reg_norm(buf, off, tids, nb)
-            self._reg_write(buf, at, locate, span, self._per_unit(init, int(np.prod(shape)), k))
+            at, shape, k, locate = prep.norm if prep is not None else self._reg_norm(buf, off, tids, nb)
+            ini = self._per_unit(init, math.prod(shape), k)
+            self._reg_write(buf, at, locate, span, ini if prep is None else prep.to_range(ini))
             return
         sp = self.tmem if buf is None else self.spaces.get(buf.name)
         if sp is None:
             return
         aid = self._access_id(span)
-        ix, t, shape, k = self._norm(sp.unit, off, tids, nb)
+        ix, t, shape, k = prep.norm if prep is not None else self._norm(sp.unit, off, tids, nb)
         n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
+        unique = prep is not None and prep.unique
         val = None
-        if value is not None and not isinstance(ix, slice):  # (only a same-call duplicate needs the values)
-            val = _unit_values(value, int(np.prod(shape)) * k, sp.unit)
-        self._space_write(sp, ix, t, n, span, aid, self._per_unit(init, int(np.prod(shape)), k), val)
+        if value is not None and not unique and not isinstance(ix, slice):  # (only a same-call duplicate needs them)
+            val = _unit_values(value, math.prod(shape) * k, sp.unit)
+        ini = self._per_unit(init, math.prod(shape), k)
+        self._space_write(sp, ix, t, n, span, aid, ini if prep is None else prep.to_range(ini), val,
+                          *((prep.rng, unique) if prep is not None else ()))
 
     def event(self, kind: str, tids: np.ndarray, span: Span | None, **info) -> None:
         """A synchronising or asynchronous event of threads ``tids``, in program order.
@@ -820,19 +965,29 @@ class Tracker:
             ``local`` (the register buffer), ``regs`` (byte offsets of 32-bit register words, ``(len(tids), k)``)
             and ``cells`` (TMEM byte offsets ``(lane * 512 + col) * 4`` of 32-bit cells, ``(len(tids), k)``,
             thread ``tids[i]``'s row), for a st optionally ``values`` (the stored words, ``uint32``, same shape;
-            as :meth:`write`'s ``value``).  The tracker does the accesses itself: ld reads the cells and leaves
-            the registers in flight until ``wait_ld``; st reads the registers (in flight until ``wait_st``) and
-            writes the cells.
+            as :meth:`write`'s ``value``), optionally ``prepared`` (:meth:`tcgen_access` of them, kept by the
+            caller for the next run of the same instruction).  The tracker does the accesses itself: ld reads the
+            cells and leaves the registers in flight until ``wait_ld``; st reads the registers (in flight until
+            ``wait_st``) and writes the cells.
         ``wait_ld``, ``wait_st``
             ``tcgen05.wait::ld`` / ``::st`` of ``tids`` (PTX ISA 9.0 §9.7.16.6).
         ``alloc``, ``dealloc``, ``relinquish``
             TMEM allocation events of the issuing warp (PTX ISA 9.0 §9.7.16.7.1): allocated cells start
             uninitialised; a dealloc with a ``tcgen05.st`` in flight is a hazard.
         """
-        tids = np.asarray(tids, np.int64).reshape(-1)
-        if tids.size > 1 and not bool(np.all(tids[1:] > tids[:-1])):  # (the executor's are sorted and unique)
-            tids = np.unique(tids)
-        ev = SyncEvent(kind, self.G, span, tids.astype(np.int32))
+        hit = self._event_tids.get(id(tids))
+        if hit is not None and hit[0] is tids:  # (the executor passes the same thread arrays again and again)
+            _, tids, t32 = hit
+        else:
+            given = tids
+            tids = np.asarray(tids, np.int64).reshape(-1)
+            if tids.size > 1 and not bool(np.all(tids[1:] > tids[:-1])):  # (the executor's are sorted and unique)
+                tids = np.unique(tids)
+            t32 = tids.astype(np.int32)
+            t32.flags.writeable = False
+            if isinstance(given, np.ndarray) and len(self._event_tids) < 256:
+                self._event_tids[id(given)] = (given, tids, t32)  # (kept: its id stays its own)
+        ev = SyncEvent(kind, self.G, span, t32)
         if len(self.report.timeline) < TIMELINE_CAP:
             self.report.timeline.append(ev)
         else:
@@ -842,17 +997,28 @@ class Tracker:
         elif kind in ("tcgen05.ld", "tcgen05.st"):
             self._tcgen(kind, span, info["local"], np.asarray(info["regs"], np.int64),
                         np.asarray(info["cells"], np.int64), np.asarray(info.get("threads", tids), np.int64),
-                        info.get("values"))
+                        info.get("values"), info.get("prepared"))
         elif kind in ("wait_ld", "wait_st"):
             state = _LD if kind == "wait_ld" else _ST
+            t0 = int(tids[0]) if tids.size else 0
+            dense = tids.size and int(tids[-1]) - t0 == tids.size - 1
             for _, p, _ in self.regs.values():
-                rows = p[tids]
+                rows = p[t0:t0 + tids.size] if dense else p[tids]  # (a view where the threads are a range)
                 if rows.any():
                     rows[rows == state] = 0
-                    p[tids] = rows
-            if kind == "wait_st":
-                mine = np.isin(self.st_owner, tids)
-                self.st_owner[mine] = _NONE
+                    if not dense:
+                        p[tids] = rows
+            if kind == "wait_st" and self._st_cells:  # the cells of the stores still in flight, by issue
+                left = []
+                for cix in self._st_cells:
+                    own = _get(self.st_owner, cix)
+                    mine = ((own >= t0) & (own < t0 + tids.size)) if dense else np.isin(own, tids)
+                    if mine.any():
+                        own = np.where(mine, _NONE, own).astype(self.st_owner.dtype)
+                        _set(self.st_owner, cix, own)
+                    if (own != _NONE).any():
+                        left.append(cix)
+                self._st_cells = left
         elif kind == "dealloc":
             left = self.st_owner != _NONE
             if left.any():
@@ -867,54 +1033,65 @@ class Tracker:
                 lanes = np.arange(tc.TMEM_LANES)[:, None] * tc.TMEM_COLS
                 self.tmem.init[(lanes + np.arange(c0, c0 + nc)[None, :]).reshape(-1)] = False
 
-    def _tcgen(self, kind, span, local: ir.Buffer, regs, cells, tids, values=None) -> None:
-        """tcgen05.ld / tcgen05.st issue: regs, cells are byte offsets of 32-bit words ``(len(tids), k)`` (thread
-        ``tids[i]``'s row), ``values`` the words a st stores (same shape; identical broadcast stores go
-        unreported)."""
-        aid = self._access_id(span)
+    def tcgen_access(self, local: ir.Buffer, regs: np.ndarray, cells: np.ndarray,
+                     tids: np.ndarray) -> tuple[Prepared, Prepared]:
+        """The register and TMEM sides of a tcgen05.ld/st (as the ``tcgen05.ld`` event's ``regs``, ``cells``:
+        byte offsets ``(len(tids), k)``) prepared once (:meth:`prepare`), for the event's ``prepared`` whenever
+        the same instruction runs again."""
+        tids = np.asarray(tids, np.int64).reshape(-1)
         t_r = np.broadcast_to(tids[:, None], regs.shape)
-        t_c = np.broadcast_to(tids[:, None], cells.shape)
-        c = cells.reshape(-1) // 4
-        _, pend, paid = self.regs[local.name]
         r0 = regs[0] if regs.shape[0] else regs.reshape(-1)
         if r0.size > 1 and int(r0[-1]) - int(r0[0]) == 4 * (r0.size - 1) and bool(np.all(np.diff(r0) == 4)) \
                 and bool(np.all(regs == r0)):  # the same registers in every thread: a block of slices
-            regs_acc, t_r = Run(int(r0[0]), r0.size, 4), tids
+            reg = self.prepare(local, Run(int(r0[0]), r0.size, 4), tids, 4)
         else:
-            regs_acc = regs
-        at, _, _, _ = self._reg_norm(local, regs_acc, t_r, 4)
+            reg = self.prepare(local, regs, t_r, 4)
+        return reg, self.prepare(None, cells, np.broadcast_to(tids[:, None], cells.shape), 4)
+
+    def _tcgen(self, kind, span, local: ir.Buffer, regs, cells, tids, values=None, prepared=None) -> None:
+        """tcgen05.ld / tcgen05.st issue: regs, cells are byte offsets of 32-bit words ``(len(tids), k)`` (thread
+        ``tids[i]``'s row), ``values`` the words a st stores (same shape; identical broadcast stores go
+        unreported); ``prepared``: :meth:`tcgen_access`'s answer for them."""
+        aid = self._access_id(span)
+        reg, cel = prepared if prepared is not None else self.tcgen_access(local, regs, cells, tids)
+        at = reg.norm[0]  # (the register units, in the prepared access's order)
+        cix, cthreads = cel.norm[0], cel.norm[1]  # (the TMEM cells and their threads, likewise)
+        _, pend, paid = self.regs[local.name]
         if kind == "tcgen05.ld":
-            busy = self.st_owner[c] != _NONE
+            busy = _get(self.st_owner, cix) != _NONE
             if busy.any():
                 i = int(np.argmax(busy))
-                st = self._aid_span[int(self.st_aid[c[i]])]
-                lane, col = divmod(int(c[i]), tc.TMEM_COLS)
-                tci = int(t_c.reshape(-1)[i])
+                cell = _at(cix, i)
+                st = self._aid_span[int(self.st_aid[cell])]
+                lane, col = divmod(cell, tc.TMEM_COLS)
+                tci = int(np.broadcast_to(cthreads, busy.shape)[i])
                 msg = (f"hazard: the tcgen05.ld at {_line(span)} reads TMEM columns the tcgen05.st at {_line(st)} "
                        f"writes, before `wait st` (PTX ISA 9.0 §9.7.16.8.5) (thread {tci}, lane {lane}, "
                        f"column {col})")
                 self._hazard("st-read", ("st-read", st, span), msg, span, st, "TMEM", (lane, col),
-                             (tci, int(self.st_owner[c[i]])))
-            init = self.read(None, cells, t_c, span, 4)
+                             (tci, int(self.st_owner[cell])))
+            init = self.read(None, cel, None, span)
             # the registers are written at issue and in flight until wait::ld
             if init.size == regs.size:
                 ini = init
             else:  # (cells and registers pair up per thread; any other pairing: all-or-nothing per thread)
                 ini = np.repeat(init.reshape(tids.size, -1).all(1), regs.shape[1]).reshape(regs.shape)
-            self.write(local, regs_acc, t_r, span, ini, nbytes=4)
+            self.write(local, reg, None, span, ini)
             pend[at] = _LD
             paid[at] = aid
         else:
-            init = self.read(local, regs_acc, t_r, span, 4)
+            init = self.read(local, reg, None, span)
             if init.size == cells.size:
                 ini = init
             else:
                 ini = np.repeat(init.reshape(tids.size, -1).all(1), cells.shape[1]).reshape(cells.shape)
-            self.write(None, cells, t_c, span, ini, value=values, nbytes=4)
+            self.write(None, cel, None, span, ini, value=None if cel.unique else values)
             pend[at] = np.where(pend[at] == _LD, _LD, _ST)  # (a read of in-flight ld registers: reported)
             paid[at] = aid
-            self.st_owner[c] = t_c.reshape(-1).astype(self.st_owner.dtype)
-            self.st_aid[c] = aid
+            _set(self.st_owner, cix, np.asarray(cthreads).astype(self.st_owner.dtype))
+            _set(self.st_aid, cix, aid)
+            if not any(c is cix for c in self._st_cells):
+                self._st_cells.append(cix)
 
     def incomplete(self, reason: str, span: Span | None) -> None:
         """The analysis cannot decide something at ``span``: the report says "incomplete", never "clean"."""
@@ -946,6 +1123,16 @@ def _item_units(off, tids, unit: int, k: int) -> tuple[np.ndarray, np.ndarray, t
         u = (u[:, None] + np.arange(k)).reshape(-1)
         t = np.repeat(t, k)
     return u, t, off.shape
+
+
+_TRUE = np.ones(1, bool)
+_TRUE.flags.writeable = False
+
+
+def _true(shape) -> np.ndarray:
+    """A read-only broadcast ``True`` of ``shape`` (every item initialised), without ``np.broadcast_to``'s cost."""
+    shape = tuple(shape)
+    return np.ndarray(shape, bool, _TRUE, 0, (0,) * len(shape))
 
 
 def _all_true(a) -> bool:

@@ -24,6 +24,8 @@ run longer than two seconds shows a progress bar (``tqdm.auto``).
 
 from __future__ import annotations
 
+import gc
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -35,7 +37,7 @@ from ..arch import tcgen05 as tc
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
-from .hb import Run, Tracker, garbage, written_and_read
+from .hb import Prepared, Run, Tracker, garbage, written_and_read
 from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
@@ -44,6 +46,16 @@ CHUNK_LANES = 1 << 18
 #: Elements one chunk of a contiguous copy loop moves at most (:meth:`Simulator._copy_runs`: no per-element arrays,
 #: so the bound is only the deadline's granularity).
 RUN_ELEMS = 1 << 22
+#: Items a fixed index array of a copy side may have (:meth:`Simulator._fixed_side`: a 48 KiB shared tile of bytes
+#: fits); larger non-run sides take the chunked general path.
+FIXED_ITEMS = 1 << 16
+#: Bytes the per-structure plans of one run may keep (index arrays, prepared tracker accesses); past it a plan is
+#: used once and not kept (the run stays correct, only slower).
+PLAN_BYTES = 256 << 20
+#: Whether copy loops and consecutive ldmatrix/stmatrix of one op take the batched paths (:meth:`Simulator._copy_runs`,
+#: :meth:`Simulator._ldstmatrix`); the tests turn it off to check that the batched paths give the same memory,
+#: hazards and poison as statement-by-statement execution.
+BATCHED = True
 #: Seconds after which a run shows progress.
 PROGRESS_AFTER_S = 2.0
 
@@ -84,6 +96,17 @@ def _byte_offsets(idx: np.ndarray, unit: int, first: int | None) -> np.ndarray:
     return np.moveaxis(np.add.outer(np.arange(unit, dtype=np.int64), idx * unit), 0, -1)
 
 
+def _array_bytes(x) -> int:
+    """Bytes of the NumPy arrays in ``x`` (nested tuples and lists, and the tracker's prepared accesses)."""
+    if isinstance(x, np.ndarray):
+        return x.nbytes if x.base is None else 0  # (a view costs nothing of its own)
+    if isinstance(x, (tuple, list)):
+        return sum(_array_bytes(y) for y in x)
+    if isinstance(x, Prepared):
+        return _array_bytes((x.norm, x.perm, x.inv))
+    return 0
+
+
 def _all(a) -> bool:
     """``np.all(a)``, in O(1) for a broadcast scalar (what a tracker answers for memory with no poison)."""
     a = np.asarray(a)
@@ -109,32 +132,39 @@ def _stmt_work(s: ir.Stmt) -> int:
     return 1
 
 
-def _affine(e: ir.Expr) -> tuple[dict, list] | None:
-    """``e`` as ``Σ coef_v * v`` over its loop variables plus a loop-free rest (``[(factor, expr), ...]``, evaluated per
-    thread), or None when a loop variable enters through anything but ``+``, ``-`` and ``*`` by a constant, or an
-    index loads from memory.  One pass over the tree."""
-    if isinstance(e, ir.LoopVar):
-        return {e: 1}, []
+_TX = ir.ThreadVar("tx")  # (hash-consed: the one ``tx`` node of every kernel)
+
+
+def _affine(e: ir.Expr, rec: Callable) -> tuple[dict, int, tuple] | None:
+    """``e`` as ``Σ coef_v * v + const + Σ factor * rest`` over its loop variables and ``tx`` (``(coefs, const,
+    rest)``; ``rest`` are loop-free terms evaluated per thread, e.g. ``tx % 32``), or None when a loop variable
+    enters through anything but ``+``, ``-`` and ``*`` by a constant, or an index loads from memory.  ``rec`` gives
+    the children's forms (the simulator memoises them per hash-consed node: a structure is analysed once)."""
+    if isinstance(e, ir.LoopVar) or e is _TX:
+        return {e: 1}, 0, ()
+    if isinstance(e, ir.Const):
+        return {}, int(e.value), ()
     if isinstance(e, ir.Load):
         return None
-    if not isinstance(e, ir.Bin):
-        return {}, [(1, e)]
-    a, b = _affine(e.a), _affine(e.b)
+    if not isinstance(e, ir.Bin):  # another thread coordinate
+        return {}, 0, ((1, e),)
+    a, b = rec(e.a), rec(e.b)
     if a is None or b is None:
         return None
-    if not a[0] and not b[0]:  # loop-free: the whole subtree is one term of the rest
-        return {}, [(1, e)]
     if e.op in ("+", "-"):
         sign = 1 if e.op == "+" else -1
         coefs = dict(a[0])
         for v, c in b[0].items():
             coefs[v] = coefs.get(v, 0) + sign * c
-        return coefs, a[1] + [(sign * f, x) for f, x in b[1]]
+        return coefs, a[1] + sign * b[1], a[2] + tuple((sign * f, x) for f, x in b[2])
     if e.op == "*":
-        for f, k in ((a, e.b), (b, e.a)):
-            if isinstance(k, ir.Const):
-                return {v: c * k.value for v, c in f[0].items()}, [(c * k.value, y) for c, y in f[1]]
-    return None
+        for f, k in ((a, b), (b, a)):
+            if not k[0] and not k[2]:  # times a constant
+                c = k[1]
+                return {v: x * c for v, x in f[0].items()}, f[1] * c, tuple((x * c, y) for x, y in f[2])
+    if any(isinstance(v, ir.LoopVar) for v in (*a[0], *b[0])):
+        return None
+    return {}, 0, ((1, e),)  # loop-free (thread-dependent only): evaluated per thread
 
 
 class _Progress:
@@ -235,6 +265,16 @@ class Simulator:
         self._plans: dict[int, tuple] = {}  # id(Grid) -> (its body as a statement list or None, check, private, copy)
         # per-statement analysis shared by statements of one shape (:meth:`_skey`): ldmatrix/stmatrix fragments
         self._keys: dict[int, tuple] = {}
+        self._forms: dict[int, tuple] = {}  # id(Expr) -> (the node, its affine form): :meth:`_form`
+        self._frees: dict[int, tuple] = {}  # id(Expr) -> (the node, its loop variables): :meth:`_free`
+        self._fixed: dict[tuple, tuple] = {}  # fixed index arrays of copy sides: :meth:`_fixed_side`
+        self._warp_sets: dict[int, tuple] = {}  # id(active threads) -> (them, their warps): :meth:`_warps`
+        self._tc_plans: dict[tuple, tuple] = {}  # tcgen05.ld/st cells and prepared accesses: :meth:`_tc_plan`
+        self._run_rows: dict[tuple, tuple] = {}  # the tracker's threads of a run: :meth:`_run_threads`
+        self._rest_offsets: dict[tuple, tuple] = {}  # a run's per-thread offset terms: :meth:`_run_base`
+        self._copy_plans: dict[tuple, tuple] = {}  # copy loops by structure: :meth:`_copy_plan`
+        self._plan_bytes = 0  # arrays the kept plans hold (:data:`PLAN_BYTES`)
+        self._resolved: dict[tuple, tuple] = {}  # their sides per thread set, less the bases' constants: _resolve
         self._intern: dict[tuple, int] = {}
         self._ldst_plans: dict[tuple, tuple] = {}
         # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
@@ -395,10 +435,18 @@ class Simulator:
 
     # ------------------------------------------------------------------ run
     def run(self) -> dict[str, np.ndarray]:
-        """Execute; return the global buffers as raw bytes (``name -> uint8 array``)."""
+        """Execute; return the global buffers as raw bytes (``name -> uint8 array``).
+
+        Python's cyclic garbage collector is paused for the run (and resumed after it, also on an error): the run
+        makes no reference cycles, only NumPy temporaries and its per-structure plans, and the collector's full
+        passes over the objects of a large kernel (thousands of ops) took a quarter of its time."""
+        collect = gc.isenabled()
+        gc.disable()
         try:
             self.run_stmt(self.k.body, self.tid, {})
         finally:
+            if collect:
+                gc.enable()
             if self._progress is not None:
                 self._progress.close()
         self.tmem.exit_check()
@@ -410,8 +458,27 @@ class Simulator:
         if not tids.size:
             return
         if isinstance(s, ir.Seq):
-            for c in s.body:
+            body, i = s.body, 0
+            while i < len(body):
+                c = body[i]
+                if isinstance(c, ir.LdStMatrix) and BATCHED:  # consecutive ldmatrix/stmatrix of one op: one access
+                    j, n = i + 1, len(body)
+                    ids = [c.addr, c.regs]  # (hash-consed nodes: compared by identity in the plan's key)
+                    sm, lo, op, num, tr, sp = c.smem, c.local, c.op, c.num, c.trans, c.span
+                    while j < n:  # (parts of one op: one direction, shape, buffers and source line)
+                        d = body[j]
+                        if type(d) is not ir.LdStMatrix or d.smem is not sm or d.local is not lo or d.op != op or \
+                                d.num != num or d.trans != tr or not (d.span is sp or d.span == sp):
+                            break
+                        ids.append(d.addr)
+                        ids.append(d.regs)
+                        j += 1
+                    self._tick(c.span, j - i)
+                    self._ldstmatrix(body[i:j], tids, env, tuple(ids))
+                    i = j
+                    continue
                 self.run_stmt(c, tids, env)
+                i += 1
             return
         if isinstance(s, ir.Grid):
             self._grid(s, tids, env)
@@ -432,7 +499,7 @@ class Simulator:
         elif isinstance(s, ir.TcgenLdSt):
             self._ldst(s, tids)
         elif isinstance(s, ir.LdStMatrix):
-            self._ldstmatrix(s, tids, env)
+            self._ldstmatrix((s,), tids, env, (s.addr, s.regs))
         elif isinstance(s, (ir.TcgenAlloc, ir.TcgenRelinquish, ir.TcgenDealloc)):
             self._alloc_op(s, tids)
         else:
@@ -571,15 +638,15 @@ class Simulator:
         if plan is None:  # the body's statements and which buffers a chunk must check: once per loop node
             flat = self._flat_body(s.body)
             flat = None if flat is None else [b for b in flat if not isinstance(b, ir.Comment)]
-            copy = self._copy_plan(s, flat) if flat and len(flat) == 1 else None
-            if copy is not None and copy[1] is not copy[2]:  # (one statement, two buffers, no loads in its indices)
+            copy = self._copy_plan(s, flat) if flat and len(flat) <= 2 else None
+            if copy is not None and copy[1] is not copy[2]:  # (one copy, two buffers, no loads in its indices)
                 plan = (flat, frozenset(), frozenset(), copy)
             else:
                 plan = (flat, *self._needs_check(flat)) if flat else (flat, frozenset(), frozenset())
                 plan += (copy if not plan[1] else None,)
             self._plans[id(s)] = plan
         body, check, private, copy = plan
-        if copy is not None and self._copy_runs(s, copy, tids, env):
+        if copy is not None and BATCHED and self._copy_runs(s, copy, tids, env):
             return
         if body is None:
             for point in np.ndindex(*s.extents):
@@ -595,86 +662,321 @@ class Simulator:
             self._tick(body[0].span, len(body) * (stop - start))
             self._grid_chunk(s, body, tids, env, start, stop, check, private)
 
-    @staticmethod
-    def _copy_plan(s: ir.Grid, body: list) -> tuple | None:
-        """For a loop whose body is one copy statement (a Store of a Load, or a VecMove) between global/shared
-        buffers: the affine forms of its two indices (:func:`_affine`), when both advance by whole items per
-        iteration in row-major order (index = base + iteration x items), else None."""
-        st = body[0]
-        if isinstance(st, ir.Store):
-            if not isinstance(st.value, ir.Load) or st.value.buf.elem_bytes != st.buf.elem_bytes:
+    def _form(self, e: ir.Expr) -> tuple[dict, int, tuple] | None:
+        """:func:`_affine` of ``e``, memoised per (hash-consed) node."""
+        hit = self._forms.get(id(e))
+        if hit is None:
+            hit = self._forms[id(e)] = (e, _affine(e, self._form))  # (the node is kept: its id stays its own)
+        return hit[1]
+
+    def _free(self, e: ir.Expr) -> frozenset | None:
+        """The loop variables ``e`` uses, or None when it loads from memory; memoised per (hash-consed) node."""
+        hit = self._frees.get(id(e))
+        if hit is None:
+            if isinstance(e, ir.LoopVar):
+                v: frozenset | None = frozenset((e,))
+            elif isinstance(e, ir.Load):
+                v = None
+            elif isinstance(e, ir.Bin):
+                a, b = self._free(e.a), self._free(e.b)
+                v = None if a is None or b is None else a | b
+            else:
+                v = frozenset()
+            hit = self._frees[id(e)] = (e, v)
+        return hit[1]
+
+    def _copy_plan(self, s: ir.Grid, body: list) -> tuple | None:
+        """For a loop whose body is one copy between global/shared buffers — a Store of a Load, a VecMove, or the
+        ``ld`` -> register -> ``st`` chain of a vector copy (two VecMoves through one register tile, the scratch
+        of ``gmem_smem``) — the copy's two sides, each with the affine form of its index (:func:`_affine`, None
+        where it is not affine).  The forms are shared by every loop of the same structure (hash-consed indices:
+        the same op on another tile).  None for any other body."""
+        if not all(isinstance(b, ir.VecMove) for b in body):
+            return self._copy_plan_of(s, body)
+        parts = tuple((b.src, b.dst, b.src_index, b.dst_index, b.nbytes, b.elems) for b in body)
+        key = (s.vars, s.extents, tuple(tuple(map(id, p)) for p in parts))
+        hit = self._copy_plans.get(key)
+        if hit is None:
+            hit = (parts, self._copy_plan_of(s, body))  # (the parts kept: their ids stay theirs)
+            if len(self._copy_plans) < 4096:
+                self._copy_plans[key] = hit
+        plan = hit[1]
+        return None if plan is None else (body[0], *plan[1:])
+
+    def _copy_plan_of(self, s: ir.Grid, body: list) -> tuple | None:
+        tmp = None
+        st: ir.Store | ir.VecMove
+        if len(body) == 2:
+            a, b = body
+            if not (isinstance(a, ir.VecMove) and isinstance(b, ir.VecMove) and a.dst is b.src
+                    and a.dst.scope == "local" and a.dst_index is b.src_index and a.nbytes == b.nbytes
+                    and a.elems == b.elems and self._free(a.dst_index) == frozenset()
+                    and not any(isinstance(x, ir.ThreadVar) for x in ir.iter_exprs(a.dst_index))):
                 return None
-            src, dst, se, de, items = st.value.buf, st.buf, st.value.buf.index_expr(st.value.indices), \
-                st.buf.index_expr(st.indices), 1
+            tmp, st = (a.dst, a.dst_index), a
+            src, dst, se, de, items = a.src, b.dst, a.src_index, b.dst_index, a.elems
+        elif isinstance(body[0], ir.Store):
+            st = sto = body[0]
+            if not isinstance(sto.value, ir.Load) or sto.value.buf.elem_bytes != sto.buf.elem_bytes:
+                return None
+            src, dst, se, de, items = sto.value.buf, sto.buf, sto.value.buf.index_expr(sto.value.indices), \
+                sto.buf.index_expr(sto.indices), 1
         else:
-            src, dst, se, de, items = st.src, st.dst, st.src_index, st.dst_index, st.elems
-        if src.scope == "local" or dst.scope == "local" or src.elem_bytes != dst.elem_bytes:
+            st = vm = body[0]
+            src, dst, se, de, items = vm.src, vm.dst, vm.src_index, vm.dst_index, vm.elems
+        if (src.scope == "local" and dst.scope == "local") or src.elem_bytes != dst.elem_bytes or \
+                (tmp is not None and (tmp[0] in (src, dst) or "local" in (src.scope, dst.scope))):
             return None
-        sf, df = _affine(se), _affine(de)
-        if sf is None or df is None:
-            return None
-        forms = (sf, df)
         inner = 1  # per loop variable: the coefficient it must have, in items of the threads' row (x threads x items)
         want = {}
         for v, n in zip(reversed(s.vars), reversed(s.extents)):
             want[v] = inner if n > 1 else None
             inner *= n
-        for coefs, _ in forms:
-            if any(w is not None and coefs.get(v, 0) % items for v, w in want.items()):
+        sides = []
+        for e in (se, de):
+            if self._free(e) is None:
                 return None
-        return st, src, dst, forms[0], forms[1], want
+            f = self._form(e)
+            if f is not None and any(w is not None and f[0].get(v, 0) % items for v, w in want.items()):
+                f = None
+            sides.append((e, f))
+        return st, src, dst, sides[0], sides[1], want, tmp
+
+    def _run_base(self, s: ir.Grid, form: tuple, want: dict, st, tids: np.ndarray, env: dict, per: int,
+                  local: bool = False) -> tuple[int, str] | None:
+        """Where a copy side starts and in which order its items run, when the whole loop is one ascending run:
+        ``"i"`` iteration-major (thread ``tids[j]`` of iteration ``i`` at base + (i x threads + j) x ``per``),
+        ``"t"`` thread-major (at base + (j x iterations + i) x ``per``: each thread a row of a tile); for a
+        register tile (``local``), the same registers of every thread, base + i x ``per`` (order ``"t"``: a
+        block of threads x registers).  None for anything else."""
+        coefs, b0, rest = form
+        m = tids.size
+        iters = math.prod(s.extents)
+        t0 = int(tids[0])
+        dense = int(tids[-1]) - t0 == m - 1  # (the executor's threads: sorted, unique)
+        orders: tuple[str, ...] = ("t",) if local else ("i", "t")
+        for v, w in want.items():
+            if w is not None:
+                c = coefs.get(v, 0)
+                orders = tuple(o for o in orders if c == w * per * (m if o == "i" else 1))
+        if not orders:
+            return None
+        order = orders[0] if m > 1 or len(orders) == 1 else "i"
+        thread_step = 0 if local else per if order == "i" else iters * per  # elements between threads j, j + 1
+        for v, c in coefs.items():
+            if v in want:
+                continue
+            if v is _TX:
+                if local or (m > 1 and (c != thread_step or not dense)):
+                    return None
+                b0 += c * t0
+            elif isinstance(env.get(v), (int, np.integer)):
+                b0 += c * int(env[v])  # (an outer loop's variable, one value here)
+            else:
+                return None
+        if rest:  # thread coordinates other than tx: evaluated (once per form and thread set), the run checked
+            if local:
+                return None
+            key = (tuple((f, id(x)) for f, x in rest), _TX in coefs, id(tids), thread_step)
+            hit = self._rest_offsets.get(key)
+            if hit is None or hit[0] is not tids:
+                b = np.zeros(m, np.int64)
+                ok = True
+                for f, x in rest:
+                    val = np.asarray(self.eval_expr(x, {}, st.span, tids), np.int64)
+                    if val.size not in (1, m):
+                        ok = False
+                        break
+                    b = b + f * val.reshape(-1)
+                ok = ok and (m == 1 or np.array_equal(b - b[0], np.arange(0, m * thread_step, thread_step)
+                                                      if thread_step and _TX not in coefs else np.zeros(m, np.int64)))
+                hit = (tids, rest, int(b[0]) if ok else None)  # (both kept: their ids stay theirs)
+                if len(self._rest_offsets) < 1024:
+                    self._rest_offsets[key] = hit
+            if hit[2] is None:
+                return None
+            b0 += hit[2]
+        return b0, order
+
+    def _fixed_side(self, s: ir.Grid, e: ir.Expr, buf: ir.Buffer, tids: np.ndarray, env: dict, nb: int,
+                    write: bool) -> tuple | None:
+        """A copy side whose index is no run but depends only on the loop's own variables and the thread (a
+        swizzled shared tile): its ``nb``-byte vector indices over the whole loop (iteration-major, threads
+        last) and the tracker's prepared access, computed once per structure and thread set; None (the general
+        path runs, and reports) when misaligned, out of bounds, written twice, or larger than one chunk."""
+        free = self._free(e)
+        if free is None or not free <= set(s.vars) or math.prod(s.extents) * tids.size > FIXED_ITEMS:
+            return None
+        key = (id(e), id(buf), s.vars, s.extents, id(tids), nb, write)  # (LoopVars: one per name per kernel)
+        hit = self._fixed.get(key)
+        if hit is not None and hit[1] is tids:
+            return hit[2]
+        env2, _ = self._env(s, {}, 0, math.prod(s.extents))
+        off = np.asarray(self.eval_expr(e, env2, None, tids), np.int64) * buf.elem_bytes
+        off = np.broadcast_to(off, np.broadcast_shapes(off.shape, tids.shape)).reshape(-1)
+        total = math.prod(s.extents) * tids.size
+        plan = None
+        if off.size == total and not (off % nb).any() and off.min() >= 0 and off.max() + nb <= buf.nbytes and \
+                (not write or np.unique(off).size == off.size):
+            who = np.broadcast_to(tids, (math.prod(s.extents), tids.size)).reshape(-1)
+            prep = self.hb.prepare(buf, off, who, nb) if self.hb.tracks(buf) else None
+            plan = (off // nb, prep)
+        if self._keep(plan):
+            self._fixed[key] = (e, tids, plan)  # (the node and the threads are kept: their ids stay theirs)
+        return plan
+
+    def _keep(self, plan) -> bool:
+        """May a per-structure plan be kept (:data:`PLAN_BYTES`)?  Counts its arrays when it may."""
+        size = _array_bytes(plan)
+        if self._plan_bytes + size > PLAN_BYTES:
+            return False
+        self._plan_bytes += size
+        return True
 
     def _copy_runs(self, s: ir.Grid, plan: tuple, tids: np.ndarray, env: dict) -> bool:
-        """Run a one-statement copy loop (:meth:`_copy_plan`) as slices of at most :data:`RUN_ELEMS` elements, when
-        each chunk's source and destination are one ascending run: one thread, or threads that each take the next
-        item of an iteration (thread ``tids[j]`` at base + ``j`` items) with iterations one CTA-row apart.  No
-        per-element index array is built.  False (the caller runs the loop) for anything else: bases of another
-        shape, an outer loop variable given as an array, a misaligned or out-of-bounds access (which the general
-        path reports, located)."""
-        st, src, dst, sform, dform, want = plan
+        """Run a copy loop (:meth:`_copy_plan`) with no per-element work in Python.  Each side is a run of a
+        global/shared buffer (:meth:`_run_base`: iteration- or thread-major; a slice, no index array), the same
+        registers of every thread (a block of a register tile), or a fixed index array computed once per
+        structure (:meth:`_fixed_side`); the data and the init bits are carried in the source side's order.  The
+        register tile of an ``ld`` -> ``st`` chain ends as the serial loop leaves it (the last iteration's
+        vectors).  False (the caller runs the loop) for anything else: bases of another shape, an outer loop
+        variable given as an array, a misaligned or out-of-bounds access (which the general path reports,
+        located)."""
+        st, src, dst, (se, sform), (de, dform), want, tmp = plan
         eb = dst.elem_bytes
         per = st.elems if isinstance(st, ir.VecMove) else 1  # elements per item
         nb = per * eb
         m = tids.size
-        bases = []
-        for coefs, rest in (sform, dform):
-            b = np.zeros(m, np.int64)
-            for v, w in want.items():  # iteration i of thread j at base + i * m * per + j * per: one run
-                if w is not None and coefs.get(v, 0) != w * m * per:
+        iters = math.prod(s.extents)
+        total = iters * per * m  # elements
+        # the sides less their run bases' constants, kept per structure and thread set (the same op on another
+        # tile differs only there); not where an outer loop's variable enters a base (it changes per call)
+        key = (id(src), id(dst), s.vars, s.extents, per, id(tids), id(tmp[0]) if tmp else None,
+               id(tmp[1]) if tmp else None,
+               *((tuple(f[0].items()), f[2]) if f is not None else id(e) for e, f in ((se, sform), (de, dform))))
+        hit = self._resolved.get(key)
+        if hit is None or hit[0] is not tids:
+            hit = (tids, self._resolve(s, plan, tids, env, per, nb, iters, total), (sform, dform))
+            if hit[1] is not None and hit[1][2] and len(self._resolved) < 4096:
+                self._resolved[key] = hit  # (the threads and the forms kept: their ids stay theirs)
+        res = hit[1]
+        if res is None:
+            return False
+        sides, step, cacheable, rows, r0 = res
+        resolved = []
+        for (kind, order, fixed, off, lim, size), form in zip(sides, (sform, dform)):
+            base = None
+            if kind == "run":
+                base = form[1] + off
+                if (base * eb) % nb or base < 0 or (base + size) * eb > lim:
                     return False
-            for v, c in coefs.items():
-                if v in want:
-                    continue
-                if isinstance(env.get(v), (int, np.integer)):
-                    b += c * int(env[v])  # (an outer loop's variable, one value here)
-                else:
-                    return False
-            for f, x in rest:
-                val = np.asarray(self.eval_expr(x, env, st.span, tids), np.int64)
-                if val.size not in (1, m):
-                    return False
-                b = b + f * val.reshape(-1)
-            b0 = int(b[0])
-            if m > 1 and not np.array_equal(b - b0, np.arange(0, m * per, per)):
-                return False
-            bases.append(b0)
-        total = int(np.prod(s.extents, dtype=np.int64)) * per * m  # elements
-        for buf, base in ((src, bases[0]), (dst, bases[1])):
-            if (base * eb) % nb or base < 0 or (base + total) * eb > buf.nbytes // eb * eb:
-                return False
-        step = max(per * m, RUN_ELEMS // (per * m) * (per * m))  # whole iterations per chunk
-        row = tids.astype(np.int32)  # (the tracker cycles a run's threads over this row)
+            resolved.append((base, order, fixed))
+        (sb, so, sfix), (db, do, dfix) = resolved
+        span = st.span
+        vals = ini = None
         for a in range(0, total, step):
             n = min(step, total - a)
-            self._tick(st.span, n // (per * m))
-            s0, d0 = bases[0] + a, bases[1] + a
-            who = int(tids[0]) if m == 1 else row
-            ini = self.hb.read(src, Run(s0 * eb, n // per, nb), who, st.span, nb) if self.hb.tracks(src) else True
-            self.mem[dst.name][d0 * eb:(d0 + n) * eb] = self.mem[src.name][s0 * eb:(s0 + n) * eb]
-            if self.hb.tracks(dst):
-                self.hb.write(dst, Run(d0 * eb, n // per, nb), who, st.span, True if _all(ini) else ini, nbytes=nb)
+            self._tick(span, n // (per * m))
+            vals, ini = self._side_get(src, sb, so, sfix, a, n, nb, eb, tids, rows, iters, span)
+            if so != do and m > 1:  # (iteration-major <-> thread-major: a transpose of the (iters, threads) grid)
+                shape = (iters, m) if so == "i" else (m, iters)
+                vals = np.asarray(vals).reshape(shape).T.reshape(-1)
+                ini = ini if _all(ini) else np.asarray(ini).reshape(shape).T.reshape(-1)
+            self._side_put(dst, db, do, dfix, a, n, nb, eb, tids, rows, iters, span, vals, ini)
             self.lanes += n // per
+        if tmp is not None and vals is not None:  # the chain's register tile: the last iteration's vectors
+            reg = tmp[0]
+            last = np.asarray(vals).reshape(-1, m)[-1]
+            _vectors(self.local[reg.name][:, r0:r0 + nb], nb)[tids, 0] = last
+            lini = True if _all(ini) else np.asarray(ini).reshape(-1, m)[-1]
+            self.hb.write(reg, Run(r0, 1, nb), tids, span, lini, nbytes=nb)
         return True
+
+    def _resolve(self, s: ir.Grid, plan: tuple, tids: np.ndarray, env: dict, per: int, nb: int, iters: int,
+                 total: int) -> tuple | None:
+        """The structure of a copy loop's two sides for :meth:`_copy_runs`: per side its kind (``"run"``, or a
+        register block, or ``"fixed"``), order, fixed index arrays, the run base less the form's constant, its
+        limit and size; the chunk step; whether an outer loop's variable is in a base (then not kept); the rows of
+        the threads; the byte offset of the chain's register.  None when a side is none of these."""
+        st, src, dst, (se, sform), (de, dform), want, tmp = plan
+        eb = dst.elem_bytes
+        m = tids.size
+        sides: list[tuple] = []
+        cacheable = True
+        for (e, form), buf, write in ((se, sform), src, False), ((de, dform), dst, True):
+            local = buf.scope == "local"
+            at = None if form is None else self._run_base(s, form, want, st, tids, env, per, local)
+            if at is not None:
+                base, order = at
+                cacheable &= all(v in want or v is _TX for v in form[0])
+                size = iters * per if local else total  # (registers: per thread)
+                lim = (self.local[buf.name].shape[1] if local else buf.nbytes) // eb * eb
+                sides.append(("run", order, None, base - form[1], lim, size))
+                continue
+            fixed = None if local else self._fixed_side(s, e, buf, tids, env, nb, write)
+            if fixed is None:
+                return None
+            cacheable &= form is None  # (the key names an affine side by its form less the constant: not here)
+            sides.append(("fixed", "i", fixed, 0, 0, 0))
+        one = any(k == "fixed" for k, *_ in sides) or src.scope == "local" or dst.scope == "local"
+        step = total if one else max(per * m, RUN_ELEMS // (per * m) * (per * m))
+        t0 = int(tids[0])
+        rows = slice(t0, t0 + m) if int(tids[-1]) - t0 == m - 1 else tids
+        r0 = None
+        if tmp is not None:
+            r0 = int(self.eval_expr(tmp[1], {}, st.span, tids[:1]).reshape(-1)[0]) * tmp[0].elem_bytes
+        return sides, step, cacheable, rows, r0
+
+    def _side_get(self, buf, base, order, fixed, a, n, nb, eb, tids, rows, iters, span):
+        """The ``n`` elements from element ``a`` of a copy side (:meth:`_copy_runs`) as vectors in the side's
+        order, and their init bits (True, or one per vector) from the tracker."""
+        if buf.scope == "local":  # the same registers of every thread: (threads, iters)
+            vec = _vectors(self.local[buf.name], nb)
+            ini = self.hb.read(buf, Run(base * eb, iters, nb), tids, span, nb)
+            return vec[rows, base * eb // nb:base * eb // nb + iters].reshape(-1), \
+                True if _all(ini) else np.asarray(ini).reshape(-1)
+        vec = _vectors(self.mem[buf.name], nb)
+        if fixed is not None:
+            return vec[fixed[0]], self.hb.read(buf, fixed[1], None, span) if fixed[1] is not None else True
+        s0 = (base + a) * eb
+        ini = True
+        if self.hb.tracks(buf):
+            who = self._run_threads(tids, order, iters)
+            ini = self.hb.read(buf, Run(s0, n * eb // nb, nb), who, span, nb)
+        return vec[s0 // nb:s0 // nb + n * eb // nb], True if _all(ini) else ini
+
+    def _side_put(self, buf, base, order, fixed, a, n, nb, eb, tids, rows, iters, span, vals, ini) -> None:
+        """Store ``vals`` (vectors in the side's order, their init bits ``ini``) to a copy side."""
+        if buf.scope == "local":
+            b = base * eb // nb
+            _vectors(self.local[buf.name], nb)[rows, b:b + iters] = np.asarray(vals).reshape(tids.size, iters)
+            self.hb.write(buf, Run(base * eb, iters, nb), tids, span,
+                          ini if _all(ini) else np.asarray(ini).reshape(tids.size, iters), nbytes=nb)
+            return
+        vec = _vectors(self.mem[buf.name], nb)
+        if fixed is not None:
+            vec[fixed[0]] = vals
+            if fixed[1] is not None:
+                self.hb.write(buf, fixed[1], None, span, ini)
+            return
+        d0 = (base + a) * eb
+        vec[d0 // nb:d0 // nb + n * eb // nb] = vals
+        if self.hb.tracks(buf):
+            self.hb.write(buf, Run(d0, n * eb // nb, nb), self._run_threads(tids, order, iters), span, ini, nbytes=nb)
+
+    def _run_threads(self, tids: np.ndarray, order: str, iters: int):
+        """The tracker's threads of a run: one thread, the CTA row (iteration-major: the items cycle over it), or
+        each thread repeated over its iterations (thread-major); built once per thread set."""
+        if tids.size == 1:
+            return int(tids[0])
+        key = (id(tids), order, iters)
+        hit = self._run_rows.get(key)
+        if hit is None or hit[0] is not tids:
+            row = tids.astype(np.int32)
+            hit = (tids, row if order == "i" else np.repeat(row, iters))  # (the array is kept: its id stays its own)
+            if len(self._run_rows) < 256:
+                self._run_rows[key] = hit
+        return hit[1]
 
     @staticmethod
     def _ranges(extents: tuple[int, ...], chunk: int):
@@ -850,6 +1152,15 @@ class Simulator:
     # ------------------------------------------------------------------ warp collectives
     def _warps(self, tids: np.ndarray, span) -> np.ndarray:
         """Active warps (every lane active); a partially active warp is an error (.sync.aligned)."""
+        hit = self._warp_sets.get(id(tids))
+        if hit is not None and hit[0] is tids:
+            return hit[1]
+        warps = self._warps_of(tids, span)
+        if len(self._warp_sets) < 64:
+            self._warp_sets[id(tids)] = (tids, warps)  # (the array is kept: its id stays its own)
+        return warps
+
+    def _warps_of(self, tids: np.ndarray, span) -> np.ndarray:
         nw = -(-self.n // 32)
         count = np.bincount(tids // 32, minlength=nw)
         part = (count > 0) & (count < 32)
@@ -880,36 +1191,88 @@ class Simulator:
         self._keys[id(e)] = (e, k)  # (the node is kept, so its id is not reused during the run)
         return k
 
-    def _ldstmatrix(self, s: ir.LdStMatrix, active: np.ndarray, env):
-        """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.arch.ldmatrix.fragment_elements`)."""
+    def _ldstmatrix(self, group, active: np.ndarray, env, ids: tuple):
+        """ldmatrix / stmatrix with PTX's per-thread fragment (:func:`~tilemagic.arch.ldmatrix.fragment_elements`).
+
+        ``group``: consecutive statements of one op (one direction, shape, buffers and source line), run as one
+        access when no register word (ldmatrix) or shared half (stmatrix) is written twice among them — the same
+        result as one by one, since an ldmatrix writes only registers and reads only shared memory (stmatrix the
+        other way round) — else one by one.  The plan (fragment elements, register words, the tracker's prepared
+        accesses) is shared by every group of the same structure (hash-consed addresses: the same op on another
+        tile)."""
+        s = group[0]
         warps = self._warps(active, s.span)
         if not warps.size:
             return
-        keys = [self._skey(e) for e in (s.addr, *s.regs)]
-        key = None if None in keys else (*keys, s.op, s.num, s.trans, s.smem.name, s.local.name, warps.tobytes())
-        plan = self._ldst_plans.get(key) if key is not None else None
+        # ``ids``: every statement's address and its tuple of register expressions.  Hash-consed, the same op on
+        # another tile has the same nodes, which compare by identity, so they name the structure; a plan is kept
+        # only when the expressions depend on the thread alone: no loop variable, no load
+        key = (ids, s.op, s.num, s.trans, id(s.smem), id(s.local), warps.tobytes())
+        hit = self._ldst_plans.get(key)
+        plan: tuple | bool | None = hit[1] if hit is not None else None
         if plan is None:
-            plan = self._ldst_plan(s, warps, env)
-            if key is not None and len(self._ldst_plans) < 4096:
-                self._ldst_plans[key] = plan
-        tids, lo, hi, word, half, rb, who, t3 = plan
+            plan = self._ldst_group_plan(group, warps, env)
+            if all(self._skey(e) is not None for g in group for e in (g.addr, *g.regs)) and self._keep(plan):
+                self._ldst_plans[key] = (tuple(group), plan)
+        if not isinstance(plan, tuple):  # (a word written twice in the group: one by one)
+            for g in group:
+                self._ldstmatrix((g,), active, env, (g.addr, g.regs))
+            return
+        word, half, halves, flat, smem_acc, reg_acc, fast = plan
         self._init = True
         smem = self.mem[s.smem.name].view(np.uint16)
-        regs = self.local[s.local.name].view(np.uint32)
+        regs2 = self.local[s.local.name].view(np.uint32)
+        regs = regs2.reshape(-1)  # (threads x words, flat: one gather)
         self.lanes += word.size
-        if s.op == "ld":
-            ini = self.hb.read(s.smem, half, who, s.span, 2)
-            regs[t3, word] = smem[lo].astype(np.uint32) | (smem[hi].astype(np.uint32) << 16)
-            self.hb.write(s.local, rb, t3, s.span, True if _all(ini) else ini.reshape(word.shape + (2,)).all(-1),
-                          nbytes=4)
+        if s.op == "ld":  # the two 16-bit halves of each word, low first: gathered as pairs, viewed as the word
+            ini = self.hb.read(s.smem, smem_acc, None, s.span)
+            if fast is not None:  # whole aligned words into a block of registers: one gather of 32-bit words
+                regs2[fast[0], fast[1]] = self.mem[s.smem.name].view(np.uint32)[fast[2]]
+            else:
+                regs[flat] = smem[halves].view(np.uint32)[..., 0]
+            self.hb.write(s.local, reg_acc, None, s.span,
+                          True if _all(ini) else ini.reshape(word.shape + (2,)).all(-1))
         else:
-            ini = self.hb.read(s.local, rb, t3, s.span, 4)
-            val = regs[t3, word]
-            smem[lo] = (val & 0xFFFF).astype(np.uint16)
-            smem[hi] = (val >> 16).astype(np.uint16)
-            self.hb.write(s.smem, half, who, s.span,
+            ini = self.hb.read(s.local, reg_acc, None, s.span)
+            if fast is not None and smem_acc.unique:
+                self.mem[s.smem.name].view(np.uint32)[fast[2]] = regs2[fast[0], fast[1]]
+                val = None
+            else:
+                val = regs[flat]
+                smem[halves] = val[..., None].view(np.uint16)
+            self.hb.write(s.smem, smem_acc, None, s.span,
                           True if _all(ini) else np.repeat(np.asarray(ini)[..., None], 2, -1).reshape(half.shape),
-                          value=np.ascontiguousarray(val).view(np.uint16).reshape(half.shape), nbytes=2)
+                          value=None if smem_acc.unique or val is None else val.view(np.uint16).reshape(half.shape))
+
+    def _ldst_group_plan(self, group, warps: np.ndarray, env) -> tuple | bool:
+        """:meth:`_ldst_plan` of each statement of ``group``, joined along the register axis, with the tracker's
+        prepared accesses; False when the group must run one by one (a word written twice)."""
+        parts = [self._ldst_plan(g, warps, env) for g in group]
+        tids = parts[0][0]
+        lo, hi, word, half = (np.concatenate([p[k] for p in parts], -1) for k in (1, 2, 3, 4))
+        if len(group) > 1:
+            written = half.reshape(tids.shape[0], -1) if group[0].op == "st" else \
+                (tids[..., None] * (self.local[group[0].local.name].shape[1] // 4) + word)
+            if np.unique(written).size != written.size:
+                return False
+        rb = word * 4
+        who = np.broadcast_to(tids[..., None], half.shape)
+        t3 = np.broadcast_to(tids[..., None], word.shape)
+        s = group[0]
+        smem_acc = self.hb.prepare(s.smem, half, who, 2)
+        reg_acc = self.hb.prepare(s.local, rb, t3, 4)
+        flat = t3 * (self.local[s.local.name].shape[1] // 4) + word  # (thread, word) -> flat register word
+        fast = None
+        if not (lo % 2).any() and np.array_equal(hi, lo + 1):  # (no .trans: each word is an aligned pair)
+            order = np.argsort(flat.reshape(-1), kind="stable")
+            t_s, w_s = np.broadcast_to(t3, word.shape).reshape(-1)[order], word.reshape(-1)[order]
+            r0, c0 = int(t_s[0]), int(w_s[0])
+            nr = int(t_s[-1]) - r0 + 1
+            nc = t_s.size // nr
+            if nr * nc == t_s.size and np.array_equal(t_s, np.repeat(np.arange(r0, r0 + nr), nc)) and \
+                    np.array_equal(w_s, np.tile(np.arange(c0, c0 + nc), nr)):  # a block of threads x words
+                fast = (slice(r0, r0 + nr), slice(c0, c0 + nc), (lo.reshape(-1)[order] // 2).reshape(nr, nc))
+        return word, half, np.ascontiguousarray(np.stack([lo, hi], -1)), flat, smem_acc, reg_acc, fast
 
     def _ldst_plan(self, s: ir.LdStMatrix, warps: np.ndarray, env) -> tuple:
         """The threads, fragment elements and register words of an ldmatrix/stmatrix (checked: aligned, in bounds)."""
@@ -948,9 +1311,34 @@ class Simulator:
         warps = self._warps(active, s.span)
         if not warps.size:
             return
+        taddr = self._taddr(s.addr, active, s.span)
+        key = (s.shape, s.num, s.row, s.col, s.reg_base, s.regs, s.local.name, s.op, taddr, warps.tobytes(),
+               self.tmem.slots.tobytes())
+        plan = self._tc_plans.get(key)
+        if plan is None:  # the cells, registers and prepared accesses: once per instruction shape and address
+            plan = self._tc_plan(s, warps, taddr)
+            if self._keep(plan):
+                self._tc_plans[key] = plan
+        tids, rb, cb, mine, cells_at, prepared = plan
+        self.lanes += rb.size
+        regs = self.local[s.local.name].view(np.uint32)
+        values = None
+        if s.op == "ld":
+            regs[mine] = self.tmem.cells[cells_at]
+        else:
+            values = np.ascontiguousarray(regs[mine])
+            self.tmem.cells[cells_at] = values
+            self.tmem.touched[cells_at] = True
+        # the tracker does the accesses: ld reads the cells, leaves the registers in flight until wait::ld;
+        # st reads the registers (in flight until wait::st) and writes the cells
+        self.hb.event(f"tcgen05.{s.op}", tids, s.span, local=s.local, regs=rb, cells=cb, values=values,
+                      prepared=prepared)
+
+    def _tc_plan(self, s: ir.TcgenLdSt, warps: np.ndarray, taddr: int) -> tuple:
+        """A tcgen05.ld/st's threads, register words and TMEM cells (checked), with a block of lanes x columns
+        for the cells where they are one (slices, no index arrays) and the tracker's prepared accesses."""
         tids = (warps[:, None] * 32 + np.arange(32)[None, :]).reshape(-1)
-        lane, col = self.tmem.cells_of(s.shape, s.num, tids, self._taddr(s.addr, tids, s.span), s.row, s.col,
-                                       s.span)
+        lane, col = self.tmem.cells_of(s.shape, s.num, tids, taddr, s.row, s.col, s.span)
         regs = self.local[s.local.name].view(np.uint32)
         ridx = s.reg_base + np.arange(s.regs)
         if regs.shape[1] < ridx[-1] + 1:
@@ -958,20 +1346,15 @@ class Simulator:
                               s.span)
         rb = (np.broadcast_to(ridx, lane.shape) * 4).reshape(tids.size, -1)  # threads x register words (bytes)
         cb = ((lane * tc.TMEM_COLS + col) * 4).reshape(tids.size, -1)  # threads x TMEM cells (bytes)
-        self.lanes += lane.size
-        values = None
         t0 = int(tids[0])
         rows = slice(t0, t0 + tids.size) if int(tids[-1]) - t0 == tids.size - 1 else tids[:, None]  # (sorted, unique)
         mine = (rows, slice(int(ridx[0]), int(ridx[-1]) + 1))
-        if s.op == "ld":
-            regs[mine] = self.tmem.cells[lane, col]
-        else:
-            values = np.ascontiguousarray(regs[mine])
-            self.tmem.cells[lane, col] = values
-            self.tmem.touched[lane, col] = True
-        # the tracker does the accesses: ld reads the cells, leaves the registers in flight until wait::ld;
-        # st reads the registers (in flight until wait::st) and writes the cells
-        self.hb.event(f"tcgen05.{s.op}", tids, s.span, local=s.local, regs=rb, cells=cb, values=values)
+        cells_at: tuple = (lane, col)
+        l0, c0 = int(lane[0, 0]), int(col[0, 0])
+        if np.array_equal(lane, np.broadcast_to(np.arange(l0, l0 + lane.shape[0])[:, None], lane.shape)) and \
+                np.array_equal(col, np.broadcast_to(np.arange(c0, c0 + col.shape[1]), col.shape)):
+            cells_at = (slice(l0, l0 + lane.shape[0]), slice(c0, c0 + col.shape[1]))  # thread i: lane l0 + i
+        return tids, rb, cb, mine, cells_at, self.hb.tcgen_access(s.local, rb, cb, tids)
 
     def _alloc_op(self, s, active):
         for w in self._warps(active, s.span):

@@ -110,3 +110,59 @@ wg.copy B <- t"""
     assert all(w == () and "t" in r for r, w in seen["TcgenLdSt.st"])  # the registers a tcgen05.st reads
     assert all(w == ("t",) for r, w in seen["TcgenLdSt.ld"])  # ... and a tcgen05.ld writes
     assert all(w == (k.tmem_addr.name,) for _, w in seen["TcgenAlloc"])
+
+
+# ----------------------------------------------------------------------------- hash-consed expressions
+def test_equal_expressions_are_one_node_and_loop_variables_stay_apart():
+    a = ir.Buffer("a", "local", "int32", (4,), None, per_thread=4)
+    e1 = ir.add(ir.mul(TX, 8), ir.Load(a, (ir.Const(1),)))
+    e2 = ir.add(ir.mul(ir.ThreadVar("tx"), 8), ir.Load(a, (ir.Const(1),)))
+    assert e1 is e2 and ir.Const(3) is ir.Const(3) and ir.Const(3) is not ir.Const(4)
+    assert ir.Const(True) is not ir.Const(1)  # (one value, two types: two nodes, printed apart)
+    i, j = ir.LoopVar("i"), ir.LoopVar("i")
+    assert i is not j and ir.add(i, 1) is not ir.add(j, 1)  # (each loop variable is its own variable)
+    b = ir.Buffer("a", "local", "int32", (4,), None, per_thread=4)  # (another buffer of the same name)
+    assert ir.Load(b, (ir.Const(1),)) is not ir.Load(a, (ir.Const(1),))
+
+
+def test_hash_consed_nodes_pickle_and_die_with_their_last_reference():
+    import gc
+    import pickle
+    import weakref
+
+    e = ir.xor(ir.add(TX, ir.Const(12345)), ir.Const(7))
+    assert pickle.loads(pickle.dumps(e)) is e  # (rebuilt through the constructor: the live node)
+    probe = weakref.ref(e)
+    del e
+    gc.collect()
+    assert probe() is None  # (the table keeps nothing alive)
+    fresh = ir.xor(ir.add(TX, ir.Const(12345)), ir.Const(7))
+    assert pickle.loads(pickle.dumps(fresh)).a.b.value == 12345
+
+
+def test_one_loop_variable_per_name_per_kernel():
+    from helpers import run
+
+    res = run("kernel k threads=128\nglobal A: float32[128, 64]\nglobal B: float32[128, 64] = zeros\n"
+              "shared S: float32[128, 64]\nwg.copy S <- A\ncta_sync\nwg.copy B <- S\ncheck B == A", launch="off")
+    grids = [s for s in ir.walk(res.kernel.body) if isinstance(s, ir.Grid)]
+    assert len(grids) == 2 and grids[0].vars[0] is grids[1].vars[0]
+
+
+def test_the_simulator_pauses_the_cyclic_collector_only_during_a_run():
+    import gc
+
+    out = ir.Buffer("O", "global", "int32", (32,), None, per_thread=32)
+    bad = ir.Kernel("k", 32, (out,), (), (), (), 0, None,
+                    ir.Store(out, (TX,), ir.Bin("//", TX, ir.Const(0))))
+    assert gc.isenabled()
+    with pytest.raises(LaunchError):
+        Simulator(bad, {"O": np.zeros(32, np.int32)}).run()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with pytest.raises(LaunchError):
+            Simulator(bad, {"O": np.zeros(32, np.int32)}).run()
+        assert not gc.isenabled()  # (a caller's own choice is left as it was)
+    finally:
+        gc.enable()

@@ -14,7 +14,7 @@ import pytest
 import tilemagic
 from tilemagic.errors import LaunchError
 from tilemagic.sim import interpreter
-from tilemagic.sim.hb import Run
+from tilemagic.sim.hb import Prepared, Run
 from tilemagic.sim.interpreter import Simulator
 
 
@@ -176,6 +176,9 @@ class _Recorder(interpreter.Tracker):
 
     def _bytes(self, buf, off, tids, nbytes) -> int:
         """Bytes an access covers, checking the interface's contract (items of whole units, never per byte)."""
+        if isinstance(off, Prepared):  # (normalised once by prepare, which checked the same contract)
+            assert off.nbytes % self.unit(buf) == 0
+            return int(np.prod(off.shape)) * off.nbytes
         nb = self.unit(buf) if nbytes is None else nbytes
         assert nb % self.unit(buf) == 0
         if isinstance(off, Run):
@@ -191,14 +194,15 @@ class _Recorder(interpreter.Tracker):
         size = self._bytes(buf, off, tids, nbytes)
         self.log.append(("read", buf.scope if buf is not None else "tmem", size, span))
         ini = super().read(buf, off, tids, span, nbytes)
-        assert np.shape(ini) == (np.shape(off) if not isinstance(off, Run) else
+        assert np.shape(ini) == (off.shape if isinstance(off, Prepared) else np.shape(off) if not isinstance(off, Run) else
                                  (np.size(tids), off.count) if buf is not None and buf.scope == "local" else
                                  (off.count,))
         return ini
 
     def write(self, buf, off, tids, span, init=True, *, value=None, nbytes=None):
         size = self._bytes(buf, off, tids, nbytes)
-        items = (np.size(tids), off.count) if isinstance(off, Run) and buf.scope == "local" else \
+        items = off.shape if isinstance(off, Prepared) else \
+            (np.size(tids), off.count) if isinstance(off, Run) and buf.scope == "local" else \
             (off.count,) if isinstance(off, Run) else np.shape(off)
         assert np.ndim(init) == 0 or np.shape(init) == items
         assert value is None or np.asarray(value).size * np.asarray(value).itemsize == size
