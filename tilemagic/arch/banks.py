@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BANKS", "BANK_BYTES", "WAVEFRONT_BYTES", "Count", "bank_of", "count", "phases"]
+__all__ = ["BANKS", "BANK_BYTES", "WAVEFRONT_BYTES", "Count", "bank_of", "count", "lane_bank_map", "phases"]
 
 BANKS = 32
 BANK_BYTES = 4
@@ -166,3 +166,36 @@ def count(addr, nbytes: int, active=None, matrix: int | None = None) -> Count:
         np.add.at(per_bank, (inst[fresh], words[fresh] % BANKS), 1)
         wf[:, k] = per_bank.max(axis=1) if n_inst else 0
     return Count(wf.sum(axis=1), (wf > 0).sum(axis=1), wf.max(axis=1, initial=0), wf)
+
+
+def lane_bank_map(addr, nbytes: int, active=None, matrix: int | None = None) -> np.ndarray:
+    """Which wavefront of its phase serves each lane's word in each bank, for one warp instruction.
+
+    Parameters
+    ----------
+    addr, nbytes, active, matrix
+        As :func:`count`, for one instance: ``addr`` of shape (32,).
+
+    Returns
+    -------
+    ndarray of int64, shape (32 lanes, 32 banks)
+        ``-1`` where the lane touches no word of the bank; else ``k``: the lane's word is the ``k``-th
+        (0-based, in address order) distinct word of that bank in the lane's phase, so a column with values
+        ``0 .. k`` is a ``(k+1)``-way conflict and lanes sharing a value in a column share a word (a broadcast).
+    """
+    a = np.asarray(addr, np.int64).reshape(32)
+    act = np.ones(32, bool) if active is None else np.asarray(active, bool).reshape(32)
+    width = MATRIX_ROW_BYTES if matrix is not None else nbytes
+    out = np.full((32, BANKS), -1, np.int64)
+    for lanes in phases(nbytes, matrix):
+        sl = [t for t in lanes if act[t]]
+        if not sl:
+            continue
+        words = _words(a[sl], width)
+        for b in range(BANKS):
+            here = np.unique(words[(words >= 0) & (words % BANKS == b)])
+            for i, t in enumerate(sl):
+                w = words[i][(words[i] >= 0) & (words[i] % BANKS == b)]
+                if w.size:
+                    out[t, b] = int(np.searchsorted(here, w[0]))
+    return out

@@ -188,6 +188,11 @@ class Simulator:
         running then ("the simulator ran past --timeout 10 s at L7").
     progress : bool
         Show progress once the run has taken two seconds.
+    trace : callable, optional
+        The address trace (:class:`tilemagic.sim.banks.BankTrace`): ``trace(stmt, tids, env)`` before every
+        Store, VecMove and ldmatrix/stmatrix runs, with its active threads and loop variables (ints, or the
+        arrays of a batched chunk); a one-statement copy loop then runs through the general path, so every
+        statement is seen.
 
     Attributes
     ----------
@@ -199,8 +204,10 @@ class Simulator:
     """
 
     def __init__(self, kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False,
-                 tracker: Tracker | None = None, timeout: float | None = None, progress: bool = False):
+                 tracker: Tracker | None = None, timeout: float | None = None, progress: bool = False,
+                 trace: Callable | None = None):
         self.k = kernel
+        self.trace = trace
         n = kernel.threads
         self.n = n
         self.tid = np.arange(n, dtype=np.int64)
@@ -445,6 +452,8 @@ class Simulator:
         variables are ``(iters, 1)`` arrays, or ints when ``iters == 1``), in serial order: iteration-major, the
         reads before the writes.  A write to a buffer named in ``private`` is also kept per iteration for the
         body's later statements (:attr:`_private`)."""
+        if self.trace is not None:
+            self.trace(s, tids, env)
         if isinstance(s, ir.Store):
             self._store(s, tids, env, iters, private)
         else:
@@ -579,7 +588,7 @@ class Simulator:
                 plan += (copy if not plan[1] else None,)
             self._plans[id(s)] = plan
         body, check, private, copy = plan
-        if copy is not None and self._copy_runs(s, copy, tids, env):
+        if copy is not None and self.trace is None and self._copy_runs(s, copy, tids, env):
             return
         if body is None:
             for point in np.ndindex(*s.extents):
@@ -885,6 +894,8 @@ class Simulator:
         warps = self._warps(active, s.span)
         if not warps.size:
             return
+        if self.trace is not None:
+            self.trace(s, active, env)
         keys = [self._skey(e) for e in (s.addr, *s.regs)]
         key = None if None in keys else (*keys, s.op, s.num, s.trans, s.smem.name, s.local.name, warps.tobytes())
         plan = self._ldst_plans.get(key) if key is not None else None
@@ -992,20 +1003,20 @@ class Simulator:
 
 def simulate(kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False,
              hazards: list | None = None, tracker: Tracker | None = None, timeout: float | None = None,
-             progress: bool = False) -> dict[str, np.ndarray]:
+             progress: bool = False, trace: Callable | None = None) -> dict[str, np.ndarray]:
     """Run ``kernel`` on the CPU; return every global buffer after the kernel, viewed like its input.
 
     ``tracker``, when given, is the :class:`~tilemagic.sim.hb.Tracker` the run reports every access and
     event to (``tracker.finish()`` then gives the happens-before report); ``hazards``, when given, receives
     the ``(message, span)`` of each hazard the run's tracker saw
-    (:attr:`Simulator.hazards`); ``timeout`` and ``progress`` as for :class:`Simulator`.
+    (:attr:`Simulator.hazards`); ``timeout``, ``progress`` and ``trace`` as for :class:`Simulator`.
 
     Raises
     ------
     LaunchError
         A fault of the kernel (located), or the run took longer than ``timeout`` seconds.
     """
-    sim = Simulator(kernel, inputs, strict, tracker, timeout=timeout, progress=progress)
+    sim = Simulator(kernel, inputs, strict, tracker, timeout=timeout, progress=progress, trace=trace)
     raw = sim.run()
     if hazards is not None:
         hazards.extend(sim.hazards)

@@ -124,3 +124,15 @@ def test_many_instances_at_once_and_bad_input():
     with pytest.raises(ValueError, match="1, 2 or 4 matrices"):
         banks.phases(2, matrix=3)
     assert banks.bank_of(132) == 1
+
+
+def test_lane_bank_map():
+    m = banks.lane_bank_map(128 * T, 4)  # a 32-way conflict: all in bank 0, lane t in wavefront t
+    assert m[:, 0].tolist() == list(range(32)) and (m[:, 1:] == -1).all()
+    m = banks.lane_bank_map(4 * (T % 4), 4)  # broadcasts: four words, 8 lanes each, one wavefront
+    assert set(m[m >= 0].tolist()) == {0} and (m[:, 4:] == -1).all() and (m[:, :4] >= 0).sum() == 32
+    m = banks.lane_bank_map(128 * T, 16)  # 16 bytes: lanes cover banks 0-3, 8-way per quarter warp
+    assert m[:8, :4].tolist() == [[k] * 4 for k in range(8)] and m[8:16, :4].tolist() == m[:8, :4].tolist()
+    # the count is the largest rank + 1 of any column of a phase
+    addr = np.random.default_rng(1).integers(0, 256, 32) * 4
+    assert int(banks.lane_bank_map(addr, 4).max()) + 1 == one(addr, 4)[2]
