@@ -16,9 +16,10 @@ The rules (each a hardware fact, written once here):
   a conflict and serialise.  One phase therefore takes as many wavefronts as the largest number of distinct
   words any bank holds among the phase's accesses (at least 1 if a thread of the phase is active, 0 if none is).
 * ``ldmatrix`` / ``stmatrix .m8n8 .x{1,2,4} .b16`` (PTX ISA 9.0, "Warp-level matrix load instruction:
-  ldmatrix" and "Warp-level matrix store instruction: stmatrix"; the fragment itself is :mod:`tilemagic.arch.ldmatrix`): each 8×8 matrix
-  is one phase: its 8 row addresses (threads ``8*i .. 8*i+7`` supply the rows of matrix ``i``), 16 bytes
-  each, 128 bytes per matrix.  ``.x4`` takes at least 4 wavefronts, ``.x1`` at least 1.
+  ldmatrix" and "Warp-level matrix store instruction: stmatrix"; the fragment itself is
+  :mod:`tilemagic.arch.ldmatrix`): each 8×8 matrix is one phase: its 8 row addresses (threads
+  ``8*i .. 8*i+7`` supply the rows of matrix ``i``), 16 bytes each, 128 bytes per matrix.  ``.x4`` takes at
+  least 4 wavefronts, ``.x1`` at least 1.
 
 The count of a warp instruction: ``wavefronts`` (the sum over its phases), ``ideal`` (the number of phases with
 an active thread: each moves at most 128 bytes, one wavefront's worth), ``conflicts = wavefronts - ideal`` (what

@@ -9,9 +9,9 @@
 * registers per thread: a thread has at most 255 32-bit registers (every CUDA GPU since
   sm_35).  A register tile (``local`` buffer) that needs more is accepted with a located
   warning carrying what ptxas makes of it (the tile lives partly on the stack: local
-  memory; registers, stack and spill bytes from ``ptxas -v``); a tile may not pass the
-  512 KiB of local memory a thread has (CUDA C++ Programming Guide, "Technical
-  Specifications per Compute Capability": "Maximum amount of local memory per thread");
+  memory; registers, stack and spill bytes from ``ptxas -v``); the checker caps a tile at
+  8192 elements per thread (``lower/program.py``), far below the 512 KiB of local memory a
+  thread has;
 * tensor memory: an allocation is a power of two of at least 32 and at most 512 32-bit
   columns (PTX ISA 9.0 §9.7.16.7.1);
 * kernel arguments: at most 512 global buffers (CUDA's 32 764 bytes of parameters);
@@ -45,8 +45,6 @@ class TargetLimits:
         the arch has less.
     regs_per_thread : int
         32-bit registers (a larger register tile is a warning, see the module docstring).
-    local_per_thread : int
-        Bytes of local memory per thread: the largest register tile.
     tmem_cols : int
         32-bit TMEM columns of the allocation (emulated on GPUs without TMEM, same limit).
     max_globals : int
@@ -59,7 +57,6 @@ class TargetLimits:
     smem_per_cta: int = 227 * 1024
     static_smem: int = 48 * 1024
     regs_per_thread: int = 255
-    local_per_thread: int = 512 * 1024
     tmem_cols: int = 512
     max_globals: int = 512
     global_bytes: int = 1 << 30

@@ -26,11 +26,15 @@ import subprocess
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..arch.sass import CLASS_NAMES, classify, opcode
 from ..caches import register_cache
 from .logs import scrub_paths, trim_log
 from .nvcc import nvcc_compile
+
+if TYPE_CHECKING:
+    from ..codegen.cuda import CudaSource
 
 __all__ = ["COST_CACHE_SIZE", "CandidateCost", "CostReport", "OpCosts", "Resources", "SassResult",
            "candidate_costs", "compile_unit", "find_nvdisasm", "parse_nvdisasm", "parse_ptxas", "sass_for"]
@@ -401,11 +405,11 @@ def candidate_costs(tp, records, arch: str) -> CostReport:
 
     target = TargetSpec("cuda", arch)
     op_items = [i for i, it in enumerate(tp.items) if isinstance(it, CopyItem)]
-    sources: dict[str, object] = {}  # kernel name -> CudaSource
+    sources: dict[str, CudaSource] = {}
     plan: list[list[tuple[str, str | None, str]]] = []  # per op: (variant, kernel name or None, reason)
     for k, (idx, rec) in enumerate(zip(op_items, records)):
         op = tp.items[idx].op
-        row = []
+        row: list[tuple[str, str | None, str]] = []
         for j, (variant, _) in enumerate(registered_variants(op.op, target.kind)):
             items = list(tp.items)
             items[idx] = CopyItem(dataclasses.replace(op, dispatch=variant))
@@ -418,26 +422,26 @@ def candidate_costs(tp, records, arch: str) -> CostReport:
             sources[name] = generate(dataclasses.replace(kernel, name=name), "native", arch=arch)
             row.append((variant, name, ""))
         plan.append(row)
-    unit_text = translation_unit([s.text for s in sources.values()]) if sources else ""  # type: ignore[attr-defined]
+    unit_text = translation_unit([s.text for s in sources.values()]) if sources else ""
     unit = compile_unit(unit_text, arch) if unit_text else UnitResult(False, "no kernel to compile", "", {}, {})
     offsets = _unit_offsets(unit_text, sources)
     ops = []
     for (idx, rec), row in zip(zip(op_items, records), plan):
         op = tp.items[idx].op
         cands = []
-        for variant, name, reason in row:
-            if name is None:
+        for variant, kname, reason in row:
+            if kname is None:
                 cands.append(CandidateCost(variant, False, reason=reason))
                 continue
-            src = sources[name]
-            res = unit.resources.get(name)
+            src = sources[kname]
+            res = unit.resources.get(kname)
             note = unit.sass_note if unit.ok else (unit.log.splitlines() or ["compile failed"])[0]
             mix: dict[str, int] = {}
             n_op = n_all = 0
-            if name in unit.listings:
-                ins, ul = unit.listings[name]
-                lines = src.lines  # type: ignore[attr-defined]
-                off = offsets.get(name, 0)
+            if kname in unit.listings:
+                ins, ul = unit.listings[kname]
+                lines = src.lines
+                off = offsets.get(kname, 0)
                 for text, u in zip(ins, ul):
                     n_all += 1
                     c = None if u is None else u - off

@@ -29,6 +29,7 @@ from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
 from ..layout.factories import row_major
 from ..layout.swizzle import ComposeLayout, xor_swizzle
+from ..layout.tile import TileLayout
 
 __all__ = ["BankAccess", "BankReport", "BankTrace", "SAMPLES", "suggest_swizzle"]
 
@@ -170,7 +171,7 @@ def _pre_swizzle(buf: ir.Buffer, elem: np.ndarray) -> np.ndarray:
 def _swizzle_text(buf: ir.Buffer, m: int, b: int, s: int) -> str:
     lay = buf.layout
     tile = lay.tile if isinstance(lay, ComposeLayout) else lay
-    if tile is None or (isinstance(lay, ComposeLayout) and lay.bare) or \
+    if not isinstance(tile, TileLayout) or (isinstance(lay, ComposeLayout) and lay.bare) or \
             tile.canonicalize() == row_major(buf.shape).canonicalize():
         return f"swizzle({m}, {b}, {s})"
     return f"swizzle({m}, {b}, {s}, {tile})"

@@ -15,7 +15,7 @@ from html import escape
 import numpy as np
 
 from ..arch.banks import BANKS, lane_bank_map, phases
-from .figures import _new_figure, figure_png
+from .figures import _new_figure
 from .format import MAX_LISTED
 from .html import _MONO, _TABLE, _TD, _TD_R, _TH, FONT, code_pane_html
 
