@@ -6,26 +6,13 @@ import numpy as np
 import pytest
 
 import tilemagic
-from tests.cells import LDSTMATRIX_CASES, fallback_cell, smem_cell
+from tests.cells import LDSTMATRIX_CASES, bank_rows_cell, fallback_cell, smem_cell
 from tilemagic.sim import Tracker, simulate
 from tilemagic.sim.banks import BankTrace
 
 
 def conflicted(smem: str = "") -> str:
-    """Each lane of a warp writes a 128-byte row of an fp32 tile with 16-byte stores: 8-way per quarter warp."""
-    lay = f" @ {smem}" if smem else ""
-    return f"""
-kernel rows threads=32
-global A: float32[32, 32]
-global B: float32[32, 32]
-shared S: float32[32, 32]{lay}
-local a: float32[32, 32] @ S[(32, 32) : (1@laneid, 1)]
-warp.copy a <- A
-warp.copy S <- a
-cta_sync
-warp.copy B <- S
-check B == A
-"""
+    return bank_rows_cell("float32", smem)
 
 
 def banks_of(src: str, **kw):
