@@ -89,7 +89,7 @@ def matrix() -> list[Case]:
                      ("uint8", ""), ("uint8", "swizzle(4, 1, 4)")):
         n = f"reg_{dt}_{'swz' if smem else 'plain'}"
         out.append(Case(n, "reg", _named(bank_rows_cell(dt, smem), n)))
-    layout, rows, cols, scope, threads, dtype = LDSTMATRIX_CASES[8][:6]  # warp, float16[16, 64], 4 x ldmatrix.x4
+    layout, rows, cols, scope, threads, dtype = LDSTMATRIX_CASES[7][:6]  # warp, float16[16, 64], 4 x ldmatrix.x4
     for b in range(4):
         n = f"ldsm_f16_swz3{b}3"
         out.append(Case(n, "ldstmatrix", _named(smem_cell(layout, rows, cols, scope, threads, dtype,

@@ -358,7 +358,7 @@ class CostReport:
         if self.log and not self.ops:
             return f"costs not available: {self.log}"
         out = [f"{self.tool}, --arch {self.arch}; registers per thread, stack and spill bytes per thread from ptxas; "
-               f"SASS instructions by class from nvdisasm (op SASS: the op's line, -lineinfo)"]
+               f"static SASS instructions by class from nvdisasm (op SASS: the op's line, -lineinfo)"]
         notes = {c.sass_note for o in self.ops for c in o.candidates if c.sass_note}
         out += sorted(notes)
         for op in self.ops:

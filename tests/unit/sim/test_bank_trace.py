@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -58,7 +60,7 @@ def test_elected_thread_fallback_one_wavefront_per_element():
 def test_ldmatrix_under_swizzles_0_to_3(swizzle_len):
     """ldmatrix.x4 of 8 x 8 blocks of a float16[16, 64] tile (128-byte rows): swizzle(3, B, 3) spreads each block's
     rows over 2**B bank groups, so the degree is 8 / 2**B."""
-    case = LDSTMATRIX_CASES[8]  # warp, float16[16, 64], four ldmatrix.x4
+    case = LDSTMATRIX_CASES[7]  # warp, float16[16, 64], four ldmatrix.x4
     layout, rows, cols, scope, threads, dtype = case[:6]
     assert (rows, cols, dtype) == (16, 64, "float16")
     r, rep = banks_of(smem_cell(layout, rows, cols, scope, threads, dtype, f"swizzle(3, {swizzle_len}, 3)"))
@@ -102,3 +104,13 @@ def test_no_cost_no_trace(monkeypatch):
     monkeypatch.setattr(banks.BankTrace, "__call__", boom)
     r = tilemagic.tilecopy(conflicted(), launch="sim", emit_warnings=False)
     assert r.banks is None and r.costs is None and not r.sections
+
+
+def test_the_notebooks_programs_are_the_test_cells():
+    """notebooks/src/shared_memory_banks.md shows the cells these tests check."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[3] / "notebooks" / "src" / "shared_memory_banks.md").read_text()
+    literal = {name: body for name, body in re.findall(r'^(\w+) = """\\\n(.*?)"""', text, re.S | re.M)}
+    assert literal["ROWS"] == bank_rows_cell("float32").lstrip("\n")
+    assert literal["LDSM"] == smem_cell(*LDSTMATRIX_CASES[7][:6], "swizzle(3, {b}, 3)").lstrip("\n")
