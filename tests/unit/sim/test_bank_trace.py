@@ -114,3 +114,19 @@ def test_the_notebooks_programs_are_the_test_cells():
     literal = {name: body for name, body in re.findall(r'^(\w+) = """\\\n(.*?)"""', text, re.S | re.M)}
     assert literal["ROWS"] == bank_rows_cell("float32").lstrip("\n")
     assert literal["LDSM"] == smem_cell(*LDSTMATRIX_CASES[7][:6], "swizzle(3, {b}, 3)").lstrip("\n")
+
+
+def test_after_a_gpu_launch_the_simulator_runs_for_the_trace_alone():
+    """A GPU launch has no simulator run: --cost's bank report then comes from one simulator run on the same
+    inputs (pipeline._bank_report), located notes when it cannot."""
+    from tilemagic import pipeline
+    from tilemagic.result import LaunchResult
+
+    r = tilemagic.tilecopy(conflicted(), launch="sim", emit_warnings=False)
+    gpu = LaunchResult("cupy", "native sm_90", "sm_90", "a CUDA device was found", dict(r.launch.inputs), {})
+    rep, note = pipeline._bank_report(r.kernel, r.typed, BankTrace(r.kernel), gpu, r.options, None)
+    assert note is None and rep.totals()["st_conflicts"] == 224
+    bad = tilemagic.tilecopy(conflicted(), launch="off", emit_warnings=False)
+    rep, note = pipeline._bank_report(bad.kernel, bad.typed, BankTrace(bad.kernel), None,
+                                      tilemagic.options.resolve(overrides={"timeout": 1e-9}), None)
+    assert rep is None and note.startswith("--cost: no bank-conflict prediction") and "--timeout" in note
