@@ -41,6 +41,8 @@ __all__ = ["COST_CACHE_SIZE", "CandidateCost", "CostReport", "OpCosts", "Resourc
 
 #: Compiled units (one per cell's candidates, or one kernel's SASS view) kept in memory, least recently used first out.
 COST_CACHE_SIZE = 32
+#: Ops whose candidates are compiled (the first ones); a cell of more ops says how many it left out.
+COST_OPS = 20
 _MAIN = "k.cu"
 
 
@@ -324,12 +326,15 @@ class CostReport:
     arch, tool : str
     log : str
         Why nothing could be compiled, if so.
+    skipped : int
+        Ops after the first :data:`COST_OPS`, not compiled.
     """
 
     ops: tuple[OpCosts, ...]
     arch: str
     tool: str
     log: str = ""
+    skipped: int = 0
 
     def columns(self) -> list[str]:
         """The SASS classes any candidate has (table order)."""
@@ -371,6 +376,8 @@ class CostReport:
                     out.append(f"  {r[0].ljust(widths[0])}  {'no'.ljust(widths[1])}  {r[2]}".rstrip())
                 else:
                     out.append("  " + "  ".join(x.ljust(w) for x, w in zip(r, widths)).rstrip())
+        if self.skipped:
+            out.append(f"… {self.skipped:,} more ops not compiled (the first {COST_OPS} are)")
         return "\n".join(out)
 
 
@@ -396,7 +403,7 @@ def candidate_costs(tp, records, arch: str) -> CostReport:
     Returns
     -------
     CostReport
-        Never raises for a compiler problem (the report's ``log`` says it).
+        The first :data:`COST_OPS` ops; never raises for a compiler problem (the report's ``log`` says it).
     """
     from ..codegen.cuda import generate, translation_unit
     from ..errors import TileMagicError
@@ -405,6 +412,8 @@ def candidate_costs(tp, records, arch: str) -> CostReport:
 
     target = TargetSpec("cuda", arch)
     op_items = [i for i, it in enumerate(tp.items) if isinstance(it, CopyItem)]
+    skipped = max(0, len(op_items) - COST_OPS)
+    op_items = op_items[:COST_OPS]
     sources: dict[str, CudaSource] = {}
     plan: list[list[tuple[str, str | None, str]]] = []  # per op: (variant, kernel name or None, reason)
     for k, (idx, rec) in enumerate(zip(op_items, records)):
@@ -454,7 +463,7 @@ def candidate_costs(tp, records, arch: str) -> CostReport:
             cands.append(CandidateCost(variant, True, variant == rec.chosen, "", res, mix, n_op, n_all, note))
         cands.sort(key=lambda c: (not c.chosen, not c.accepted))
         ops.append(OpCosts(op.span.line, op.text, tuple(cands)))
-    return CostReport(tuple(ops), arch, unit.tool, "" if unit.ok else unit.log)
+    return CostReport(tuple(ops), arch, unit.tool, "" if unit.ok else unit.log, skipped)
 
 
 def _unit_offsets(unit: str, sources: dict) -> dict[str, int]:

@@ -233,3 +233,15 @@ def test_cost_option_everywhere():
     assert resolve().cost is False
     with pytest.raises(tilemagic.TileMagicError):
         tilemagic.tilecopy("%%tilecopy --cost=maybe\nkernel k threads=32\n")
+
+
+@needs_nvcc
+@pytest.mark.nvcc
+def test_many_ops_are_bounded(monkeypatch):
+    from tests.cells import many_ops_cell
+
+    monkeypatch.setattr(costs, "COST_OPS", 3)
+    r = tilemagic.tilecopy(many_ops_cell(3), launch="off", emit_warnings=False)
+    rep = costs.candidate_costs(r.typed, r.dispatch, "sm_100a")
+    assert len(rep.ops) == 3 and rep.skipped == len(r.dispatch) - 3 > 0
+    assert f"… {rep.skipped:,} more ops not compiled (the first 3 are)" in rep.text()
