@@ -163,9 +163,8 @@ def count(addr, nbytes: int, active=None, matrix: int | None = None) -> Count:
         fresh[:, 1:] = words[:, 1:] != words[:, :-1]
         fresh &= words >= 0  # each distinct touched word once (same word: broadcast / one write)
         inst = np.broadcast_to(np.arange(n_inst)[:, None], words.shape)
-        per_bank = np.zeros((n_inst, BANKS), np.int64)
-        np.add.at(per_bank, (inst[fresh], words[fresh] % BANKS), 1)
-        wf[:, k] = per_bank.max(axis=1) if n_inst else 0
+        per_bank = np.bincount(inst[fresh] * BANKS + words[fresh] % BANKS, minlength=n_inst * BANKS)
+        wf[:, k] = per_bank.reshape(n_inst, BANKS).max(axis=1) if n_inst else 0
     return Count(wf.sum(axis=1), (wf > 0).sum(axis=1), wf.max(axis=1, initial=0), wf)
 
 
