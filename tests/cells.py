@@ -257,6 +257,26 @@ LDSTMATRIX_CASES = [
 ]
 
 
+def bank_rows_cell(dtype: str = "float32", smem: str = "") -> str:
+    """Each lane of a warp holds one 128-byte row of a 32-row tile and stores it to shared memory (copy/reg,
+    16-byte vectors: a quarter warp's 8 lanes start 128 bytes apart, all in one group of 4 banks, an 8-way
+    conflict), which copy/gmem_smem reads back row-contiguously (conflict-free).  ``smem``: the shared layout."""
+    cols = 128 // {"float32": 4, "float16": 2, "bfloat16": 2, "uint8": 1, "int8": 1}[dtype]
+    lay = f" @ {smem}" if smem else ""
+    return f"""
+kernel rows threads=32
+global A: {dtype}[32, {cols}]
+global B: {dtype}[32, {cols}]
+shared S: {dtype}[32, {cols}]{lay}
+local a: {dtype}[32, {cols}] @ S[(32, {cols}) : (1@laneid, 1)]
+warp.copy a <- A
+warp.copy S <- a
+cta_sync
+warp.copy B <- S
+check B == A
+"""
+
+
 def golden_cells():
     """One small cell per copy variant for the golden IR/CUDA files: name -> source."""
     return {

@@ -191,6 +191,10 @@ class Options:
                                                "lane, column), data (round-trip values; added when a check fails), "
                                                "none.", check=heatmap_list, metavar="KINDS")
     color_by: str = _opt("warp", "Colour of a TMEM cell: warp, thread, reg or instr.", choices=COLOR_BY_CHOICES)
+    cost: bool = _opt(False, "Show what each choice costs: every accepting variant of every op compiled with "
+                             "nvcc (registers, stack, spills, SASS by class), the SASS with its line map, and the "
+                             "shared-memory bank conflicts of every instruction (from the simulator's address "
+                             "trace).", check=_check_bool, config=True)
 
     # read-only mapping access, as when ``result.options`` was a dict: ``options["launch"]``, ``dict(options)``
     def __getitem__(self, key: str) -> Any:

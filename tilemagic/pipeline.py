@@ -215,24 +215,25 @@ def _strict_hazards(hazards: list, launch: LaunchResult | None) -> None:
 
 
 def _launch(kernel: ir.Kernel, native, emulated, inputs: dict[str, np.ndarray], opts: Options,
-            span: Span | None = None, bench_bytes: int | None = None) -> LaunchResult:
+            span: Span | None = None, bench_bytes: int | None = None, trace=None) -> LaunchResult:
     """Run the kernel: in the launch worker on a GPU (``auto``/``gpu`` when one is found), else in the simulator.
 
     The GPU is only ever touched by the worker process (:mod:`tilemagic.runtime.worker`):
     an illegal address, an emulation trap or a hang there is a LaunchError here, and the
     next launch gets a fresh worker.  Without CuPy no worker is started.  A LaunchError
     that knows no line (a CUDA error, a timeout) is located at ``span``, else at the
-    kernel's first statement.
+    kernel's first statement.  ``trace`` (a :class:`tilemagic.sim.banks.BankTrace`) sees every shared-memory
+    access when the simulator runs.
     """
     try:
-        return _run_backend(kernel, native, emulated, inputs, opts, bench_bytes)
+        return _run_backend(kernel, native, emulated, inputs, opts, bench_bytes, trace)
     except LaunchError as e:
         if e.span is None:
             e.span = span or next((s.span for s in ir.walk(kernel.body) if s.span is not None), None)
         raise
 
 
-def _run_backend(kernel, native, emulated, inputs, opts: Options, bench_bytes=None) -> LaunchResult:
+def _run_backend(kernel, native, emulated, inputs, opts: Options, bench_bytes=None, trace=None) -> LaunchResult:
     if opts.launch in ("auto", "gpu"):
         from .runtime.worker import get_worker
 
@@ -261,7 +262,8 @@ def _run_backend(kernel, native, emulated, inputs, opts: Options, bench_bytes=No
 
     try:
         tracker = Tracker(kernel, kernel.threads, opts.strict)  # the simulator reports every access to it
-        outputs = simulate(kernel, inputs, strict=opts.strict, tracker=tracker, timeout=opts.timeout, progress=True)
+        outputs = simulate(kernel, inputs, strict=opts.strict, tracker=tracker, timeout=opts.timeout, progress=True,
+                           trace=trace)
     except MemoryError:  # (located at the kernel by _launch)
         raise LaunchError("the simulator ran out of memory",
                           hint="simulate smaller global buffers (the simulator keeps them, a copy, and its "
@@ -272,6 +274,49 @@ def _run_backend(kernel, native, emulated, inputs, opts: Options, bench_bytes=No
     mode = "CPU simulator, TMEM modelled in NumPy" if kernel.tmem_cols > 0 else "CPU simulator"
     return LaunchResult("sim", mode, None, reason, dict(inputs), outputs,
                         hazards=[(h.message, h.span) for h in hb.hazards], hb=hb)
+
+
+def _bank_trace(kernel: ir.Kernel):
+    from .sim.banks import BankTrace
+
+    return BankTrace(kernel)
+
+
+def _bank_report(kernel, tp, trace, lres: LaunchResult | None, opts: Options, namespace):
+    """The bank report of ``--cost``: from the launch's own simulator run, else from a simulator run for the
+    address trace alone (a GPU launch or ``--launch off``); and a note when the trace could not be taken."""
+    if lres is None or lres.backend != "sim":
+        from .sim import simulate
+
+        inputs = lres.inputs if lres is not None else make_inputs(tp, opts.seed, namespace)
+        try:
+            simulate(kernel, inputs, timeout=opts.timeout, trace=trace)
+        except (TileMagicError, MemoryError) as e:
+            msg = e.message if isinstance(e, TileMagicError) else "out of memory"
+            return None, f"--cost: no bank-conflict prediction: the simulator's address trace failed ({msg})"
+    return trace.report(), None
+
+
+def _register_tile_warnings(kernel: ir.Kernel, native, arch: str) -> list[tuple[str, Span | None]]:
+    """A located warning per register tile of more than 255 32-bit registers per thread, with what ptxas makes of
+    the kernel (registers, stack, spills: :func:`tilemagic.runtime.costs.sass_for`)."""
+    from .arch.limits import limits_for
+
+    lim = limits_for(arch).regs_per_thread
+    big = [(b, -(-b.nbytes // 4)) for b in kernel.locals if -(-b.nbytes // 4) > lim]
+    if not big:
+        return []
+    from .runtime.costs import sass_for
+
+    res = sass_for(native.text, arch, native.lines).resources
+    if res is None:
+        cost = "its spill cost is unknown (nvcc is not on PATH, or ptxas failed: see result.sass().log)"
+    else:
+        cost = (f"ptxas builds the kernel with {res.registers} registers, {res.stack} bytes of stack, "
+                f"{res.spill_stores} bytes of spill stores and {res.spill_loads} bytes of spill loads per thread "
+                f"(local memory)")
+    return [(f"register tile '{b.name}' needs {words} 32-bit registers per thread, more than a thread's {lim}: "
+             f"{cost}", b.span) for b, words in big]
 
 
 def run_kernel(kernel: ir.Kernel, inputs: dict[str, np.ndarray], *, span: Span | None = None,
@@ -429,10 +474,12 @@ def tilecopy(
         ir_text, ir_lines = print_ir(kernel, arch=arch)
         native = generate(kernel, "native", arch=arch)
         emulated = generate(kernel, "emulated", arch=arch, strict=strict) if uses_tcgen05(kernel) else None
+        warns = warns + _register_tile_warnings(kernel, native, arch)
         lres = None
+        trace = _bank_trace(kernel) if opts.cost else None
         if opts.launch != "off":  # inputs only when something runs on them
             inputs = make_inputs(tp, opts.seed, namespace)
-            lres = _launch(kernel, native, emulated, inputs, opts, tp.kernel_span, bench_bytes)
+            lres = _launch(kernel, native, emulated, inputs, opts, tp.kernel_span, bench_bytes, trace)
             lres.checks = run_checks(tp, lres.outputs, lres.hb)
             warns = warns + [(f"check {c.text} compares elements the kernel never wrote: {c.note.removeprefix('but ')}"
                               f" (give the buffer an initialiser, e.g. `= zeros`, if that is meant)", item.span)
@@ -443,6 +490,14 @@ def tilecopy(
         warns = warns + hazards
         if strict:
             _strict_hazards(hazards, lres)
+        banks = costs = None
+        if opts.cost:
+            banks, note = _bank_report(kernel, tp, trace, lres, opts, namespace)
+            if note:
+                warns.append((note, tp.kernel_span))
+            from .runtime.costs import candidate_costs
+
+            costs = candidate_costs(tp, records, arch)
     except TileMagicError as e:
         if filename != "tilecopy" and not e.filename:
             e.filename = filename
@@ -456,7 +511,12 @@ def tilecopy(
         warnings=[w for w, _ in warns], options=opts,
         ir_lines=ir_lines, cuda_lines=native.lines, typed=tp,
         cuda_emulated_lines=list(emulated.lines) if emulated else [],
+        costs=costs, banks=banks,
     )
+    if opts.cost:
+        from .widgets.costs import cost_sections
+
+        result.sections.extend(ReportSection(t, text, html) for t, text, html in cost_sections(result))
     try:  # an export that fails keeps the launched result: its located error becomes a section and a warning
         if opts.export == "tvmscript":
             result.export_text = result.tvmscript()

@@ -17,6 +17,8 @@ from .options import Options
 
 if TYPE_CHECKING:
     from .export.tvm_compare import TvmComparison
+    from .runtime.costs import CostReport, SassResult
+    from .sim.banks import BankReport
     from .ir.nodes import Kernel
     from .lang.ast import Program
     from .lower.program import TypedProgram
@@ -212,6 +214,11 @@ class TileCopyResult:
         The TVMScript export, with ``--export tvmscript``.
     tvm_comparison : TvmComparison or None
         With ``--compare tvm`` (see :mod:`tilemagic.export.tvm_compare`).
+    costs : CostReport or None
+        With ``--cost``: every accepting variant of every op, compiled (:mod:`tilemagic.runtime.costs`).
+    banks : BankReport or None
+        With ``--cost``: the shared-memory wavefronts and bank conflicts of every instruction
+        (:mod:`tilemagic.sim.banks`).
     """
 
     name: str
@@ -232,6 +239,8 @@ class TileCopyResult:
     sections: list[ReportSection] = field(default_factory=list)
     export_text: str | None = None
     tvm_comparison: TvmComparison | None = None
+    costs: CostReport | None = None
+    banks: BankReport | None = None
 
     # -- exports
     def tvmscript(self, tmem_base: str = "shared") -> str:
@@ -301,6 +310,18 @@ class TileCopyResult:
         from .runtime.ptx import ptx_for
 
         return ptx_for(self.cuda or "", self.options.arch, self.cuda_lines)
+
+    def sass(self) -> SassResult:
+        """SASS of the native CUDA for ``options.arch`` (nvcc + nvdisasm; cached), with a line map.
+
+        Returns
+        -------
+        tilemagic.runtime.costs.SassResult
+            ``ok``, ``text``, ``lines`` (description line per SASS line), ``resources``, ``tool``, ``log``.
+        """
+        from .runtime.costs import sass_for
+
+        return sass_for(self.cuda or "", self.options.arch, self.cuda_lines)
 
     # -- display
     def text(self) -> str:

@@ -6,10 +6,12 @@
   and static shared data is limited to 48 KiB on every target (ptxas rejects more, e.g.
   ``0xc000`` bytes on sm_90); the arch's larger opt-in maximum (227 KiB on sm_90/sm_100)
   is dynamic shared memory only.  The TMEM address slot (16 bytes, aligned) counts;
-* registers per thread: a register tile (``local`` buffer) of a thread, in 32-bit
-  registers, at most 255 (the per-thread maximum of every CUDA GPU since sm_35).  Tiles
-  are checked one by one: several tiles together may exceed it (the compiler keeps the
-  live ones in registers and spills the rest to local memory), one tile may not;
+* registers per thread: a thread has at most 255 32-bit registers (every CUDA GPU since
+  sm_35).  A register tile (``local`` buffer) that needs more is accepted with a located
+  warning carrying what ptxas makes of it (the tile lives partly on the stack: local
+  memory; registers, stack and spill bytes from ``ptxas -v``); the checker caps a tile at
+  8192 elements per thread (``lower/program.py``), far below the 512 KiB of local memory a
+  thread has;
 * tensor memory: an allocation is a power of two of at least 32 and at most 512 32-bit
   columns (PTX ISA 9.0 §9.7.16.7.1);
 * kernel arguments: at most 512 global buffers (CUDA's 32 764 bytes of parameters);
@@ -42,7 +44,7 @@ class TargetLimits:
         Bytes of static ``__shared__`` data (what tilemagic emits): 48 KiB, or less where
         the arch has less.
     regs_per_thread : int
-        32-bit registers.
+        32-bit registers (a larger register tile is a warning, see the module docstring).
     tmem_cols : int
         32-bit TMEM columns of the allocation (emulated on GPUs without TMEM, same limit).
     max_globals : int

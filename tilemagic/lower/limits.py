@@ -29,7 +29,8 @@ def check_tmem_columns(need: int, tmem: Iterable, lim: TargetLimits) -> int:
 
 
 def check_buffers(buffers: Iterable, lim: TargetLimits, *, tmem_slot: bool = False) -> None:
-    """Shared memory, registers per thread, kernel arguments and host memory of a cell's buffers.
+    """Shared memory, kernel arguments and host memory of a cell's buffers (a register tile of more than
+    ``lim.regs_per_thread`` registers is a warning of the pipeline, with ptxas's spill cost).
 
     Parameters
     ----------
@@ -55,13 +56,6 @@ def check_buffers(buffers: Iterable, lim: TargetLimits, *, tmem_slot: bool = Fal
                     f"shared buffers{slot} need {shared} bytes up to '{b.name}'; static shared memory is limited to "
                     f"{lim.static_smem} bytes ({lim.static_smem // 1024} KiB) per CTA on {lim.arch}", b.span,
                     hint="tilemagic declares shared buffers statically (__shared__); use smaller tiles")
-        elif b.scope == "local":
-            words = -(-b.nbytes // 4)
-            if words > lim.regs_per_thread:
-                raise TileTypeError(
-                    f"register tile '{b.name}' needs {words} 32-bit registers per thread; a thread has at most "
-                    f"{lim.regs_per_thread}", b.span,
-                    hint="spread the tile over more threads (a wider thread axis) or use smaller tiles")
         elif b.scope == "global":
             n_globals += 1
             gbytes += b.nbytes

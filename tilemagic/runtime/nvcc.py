@@ -41,7 +41,7 @@ class NvccResult:
 
 
 def nvcc_compile(text: str, arch: str = "sm_100a", *, cubin: bool = True, timeout: float = 120,
-                 flags: tuple[str, ...] = ()) -> NvccResult:
+                 flags: tuple[str, ...] = (), log_lines: int | None = None) -> NvccResult:
     """Compile CUDA source with ``nvcc`` (the ptxas legality check); works without a GPU.
 
     Runs ``nvcc -arch=<arch> -cubin -o k.cubin k.cu`` in a temporary directory
@@ -61,6 +61,9 @@ def nvcc_compile(text: str, arch: str = "sm_100a", *, cubin: bool = True, timeou
         Seconds before nvcc is killed (then ``ok=False``).
     flags : tuple of str, optional
         Extra nvcc flags placed before the input (e.g. ``("-lineinfo",)``).
+    log_lines : int, optional
+        Lines of the log kept (default :data:`tilemagic.runtime.logs.MAX_LOG_LINES`; the cost view keeps
+        every ``ptxas -v`` line of a many-kernel unit).
 
     Returns
     -------
@@ -85,7 +88,8 @@ def nvcc_compile(text: str, arch: str = "sm_100a", *, cubin: bool = True, timeou
             return NvccResult(False, f"nvcc timed out after {timeout:g} s", None, shown)
         except OSError as exc:
             return NvccResult(False, f"nvcc could not run: {exc.strerror or exc}", None, shown)
-        log = trim_log(scrub_paths((proc.stdout or "") + (proc.stderr or ""), tmp))
+        log = scrub_paths((proc.stdout or "") + (proc.stderr or ""), tmp)
+        log = trim_log(log) if log_lines is None else trim_log(log, log_lines)
         ok = proc.returncode == 0
         data = ptx = None
         if ok:

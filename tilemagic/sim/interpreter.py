@@ -218,6 +218,11 @@ class Simulator:
         running then ("the simulator ran past --timeout 10 s at L7").
     progress : bool
         Show progress once the run has taken two seconds.
+    trace : callable, optional
+        The address trace (:class:`tilemagic.sim.banks.BankTrace`): ``trace(stmt, tids, env)`` before every
+        Store, VecMove and ldmatrix/stmatrix runs, with its active threads and loop variables (ints, or the
+        arrays of a batched chunk); copy loops then run through the general path and ldmatrix/stmatrix one by
+        one (:data:`BATCHED` off), so every statement is seen.
 
     Attributes
     ----------
@@ -229,8 +234,11 @@ class Simulator:
     """
 
     def __init__(self, kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False,
-                 tracker: Tracker | None = None, timeout: float | None = None, progress: bool = False):
+                 tracker: Tracker | None = None, timeout: float | None = None, progress: bool = False,
+                 trace: Callable | None = None):
         self.k = kernel
+        self.trace = trace
+        self._batched = BATCHED and trace is None  # (a trace sees every statement: the batched paths are off)
         n = kernel.threads
         self.n = n
         self.tid = np.arange(n, dtype=np.int64)
@@ -461,7 +469,7 @@ class Simulator:
             body, i = s.body, 0
             while i < len(body):
                 c = body[i]
-                if isinstance(c, ir.LdStMatrix) and BATCHED:  # consecutive ldmatrix/stmatrix of one op: one access
+                if isinstance(c, ir.LdStMatrix) and self._batched:  # consecutive ldmatrix/stmatrix of one op: one access
                     j, n = i + 1, len(body)
                     ids = [c.addr, c.regs]  # (hash-consed nodes: compared by identity in the plan's key)
                     sm, lo, op, num, tr, sp = c.smem, c.local, c.op, c.num, c.trans, c.span
@@ -512,6 +520,8 @@ class Simulator:
         variables are ``(iters, 1)`` arrays, or ints when ``iters == 1``), in serial order: iteration-major, the
         reads before the writes.  A write to a buffer named in ``private`` is also kept per iteration for the
         body's later statements (:attr:`_private`)."""
+        if self.trace is not None:
+            self.trace(s, tids, env)
         if isinstance(s, ir.Store):
             self._store(s, tids, env, iters, private)
         else:
@@ -646,7 +656,7 @@ class Simulator:
                 plan += (copy if not plan[1] else None,)
             self._plans[id(s)] = plan
         body, check, private, copy = plan
-        if copy is not None and BATCHED and self._copy_runs(s, copy, tids, env):
+        if copy is not None and self._batched and self._copy_runs(s, copy, tids, env):
             return
         if body is None:
             for point in np.ndindex(*s.extents):
@@ -1204,6 +1214,9 @@ class Simulator:
         warps = self._warps(active, s.span)
         if not warps.size:
             return
+        if self.trace is not None:
+            for g in group:  # (one statement each while tracing: :attr:`_batched` is off)
+                self.trace(g, active, env)
         # ``ids``: every statement's address and its tuple of register expressions.  Hash-consed, the same op on
         # another tile has the same nodes, which compare by identity, so they name the structure; a plan is kept
         # only when the expressions depend on the thread alone: no loop variable, no load
@@ -1375,20 +1388,20 @@ class Simulator:
 
 def simulate(kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False,
              hazards: list | None = None, tracker: Tracker | None = None, timeout: float | None = None,
-             progress: bool = False) -> dict[str, np.ndarray]:
+             progress: bool = False, trace: Callable | None = None) -> dict[str, np.ndarray]:
     """Run ``kernel`` on the CPU; return every global buffer after the kernel, viewed like its input.
 
     ``tracker``, when given, is the :class:`~tilemagic.sim.hb.Tracker` the run reports every access and
     event to (``tracker.finish()`` then gives the happens-before report); ``hazards``, when given, receives
     the ``(message, span)`` of each hazard the run's tracker saw
-    (:attr:`Simulator.hazards`); ``timeout`` and ``progress`` as for :class:`Simulator`.
+    (:attr:`Simulator.hazards`); ``timeout``, ``progress`` and ``trace`` as for :class:`Simulator`.
 
     Raises
     ------
     LaunchError
         A fault of the kernel (located), or the run took longer than ``timeout`` seconds.
     """
-    sim = Simulator(kernel, inputs, strict, tracker, timeout=timeout, progress=progress)
+    sim = Simulator(kernel, inputs, strict, tracker, timeout=timeout, progress=progress, trace=trace)
     raw = sim.run()
     if hazards is not None:
         hazards.extend(sim.hazards)

@@ -481,7 +481,6 @@ wg.copy_async g <- acc
 
 
 @pytest.mark.parametrize("decl,needle", [
-    ("local f: float32[128, 256] @ frag(16x64b)", "needs 256 32-bit registers per thread; a thread has at most 255"),
     ("local f: float32[64, 63] @ frag(32x32b)", "expects even N"),
     ("tmem acc: float32[64, 63] @ datapath(B)", "expects even cols"),
     ("local f: float32[64, 512] @ frag(16x256b)", "rep=64 (from cols=512) is not a legal .num; PTX ISA 9.0 Table 49"),
@@ -490,13 +489,18 @@ wg.copy_async g <- acc
     ("local f: uint8[64, 64] @ frag(16x64b)", "supports 32/16-bit dtypes"),
 ])
 def test_fragment_and_datapath_rules_are_located_at_the_declaration(decl, needle):
-    """Odd N, illegal nums and register overflow are caught where the layout is declared, before dispatch.
-
-    (A 128-row .16x*b fragment holds two slabs: at the shape's max num it needs 256 registers per thread.)
-    """
+    """Odd N and illegal nums are caught where the layout is declared, before dispatch."""
     with pytest.raises(TileTypeError) as e:
         run(f"kernel k threads=128\n{decl}\n")
     assert e.value.line == 2 and needle in e.value.message
+
+
+def test_a_fragment_over_255_registers_is_a_located_warning():
+    """A 128-row .16x*b fragment holds two slabs: at the shape's max num it needs 256 registers per thread; that
+    is accepted (issue 16) with a warning at the declaration (its ptxas cost: tests/unit/runtime/test_costs.py)."""
+    r = run("kernel k threads=128\nlocal f: float32[128, 256] @ frag(16x64b)\n", emit_warnings=False)
+    assert any(w.startswith("register tile 'f' needs 256 32-bit registers per thread, more than a thread's 255")
+               for w in r.warnings)
 
 
 def test_tmem_over_512_columns_is_a_located_lowering_error():

@@ -28,7 +28,7 @@ def run(ip, line, cell):
 def test_defaults_without_config(ip):
     assert magics(ip).defaults() == {"launch": "auto", "arch": "sm_100a", "view": "html", "strict": False,
                                      "allow_fail": False, "seed": 0,
-                                     "timeout": 10.0}
+                                     "timeout": 10.0, "cost": False}
 
 
 def test_config_launch(ip):
