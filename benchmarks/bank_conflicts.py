@@ -380,7 +380,8 @@ def run_ncu(case: Case, result, arch: str, tmp: str) -> tuple[dict | None, dict 
         json.dump(dict(threads=result.kernel.threads, nbytes=[b.nbytes for b in src.params]
                        + [n * 4 for _, _, n in src.extra_params]), f)
     rep = os.path.join(tmp, case.name)
-    cmd = ["ncu", "--metrics", ",".join(METRICS), "--section", "SourceCounters", "--import-source", "yes",
+    cmd = ["ncu", "--clock-control", "none", "--metrics", ",".join(METRICS), "--section", "SourceCounters",
+           "--import-source", "yes",
            "-k", case.name, "-f", "-o", rep, sys.executable, os.path.abspath(__file__), "--child", case.name, cubin,
            spec]
     p = subprocess.run(cmd, capture_output=True, text=True)
