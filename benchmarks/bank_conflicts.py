@@ -368,7 +368,7 @@ def child(argv) -> int:
     return 0
 
 
-def run_ncu(case: Case, result, arch: str, tmp: str) -> tuple[dict | None, dict | None, str]:
+def run_ncu(case: Case, result, arch: str, tmp: str, keep: str | None = None) -> tuple[dict | None, dict | None, str]:
     """The case under ncu: (kernel metrics, per-op wavefronts or None, note)."""
     from tilemagic.codegen.cuda import generate
     from tilemagic.runtime.costs import find_nvdisasm, parse_nvdisasm
@@ -396,9 +396,14 @@ def run_ncu(case: Case, result, arch: str, tmp: str) -> tuple[dict | None, dict 
     rows = parse_source_csv(srcpage)
     per = None
     exe = find_nvdisasm()
+    sass = subprocess.run([exe, "-c", "-g", cubin], capture_output=True, text=True).stdout if exe else ""
+    if keep:  # (ncu's raw and source pages and the listing, as they came: for the record and for the parsers' tests)
+        os.makedirs(keep, exist_ok=True)
+        for suffix, text in (("raw.csv", raw), ("source.csv", srcpage), ("sass.txt", sass)):
+            with open(os.path.join(keep, f"{case.name}.{suffix}"), "w") as f:
+                f.write(text)
     if rows and exe:
-        listing = parse_nvdisasm(subprocess.run([exe, "-c", "-g", cubin], capture_output=True, text=True).stdout,
-                                 f"{case.name}.cu")
+        listing = parse_nvdisasm(sass, f"{case.name}.cu")
         if case.name in listing:
             per = attribute(rows, listing[case.name], src.lines)
     return metrics, per, "" if per is not None else "ncu attributed no SASS (per kernel only)"
@@ -458,6 +463,7 @@ def main(argv=None) -> int:
     p.add_argument("--only", help="comma-separated case names")
     p.add_argument("--probe", action="store_true", help="use the clock64 microbenchmark even when ncu works")
     p.add_argument("--arch", help="compile target (default: the device's sm_XY)")
+    p.add_argument("--keep", help="a folder for ncu's raw and source pages and the nvdisasm listing of each case")
     args = p.parse_args(argv)
     cases = [c for c in matrix() if not args.only or c.name in args.only.split(",")]
     if args.list:
@@ -477,7 +483,7 @@ def main(argv=None) -> int:
             metrics = meas = None
             note = "ncu not on PATH" if not have_ncu else ""
             if have_ncu:
-                metrics, meas, note = run_ncu(c, r, arch, tmp)
+                metrics, meas, note = run_ncu(c, r, arch, tmp, args.keep)
             if metrics is None:
                 for row in run_probes(r, arch, tmp):
                     rows.append(dict(row, case=c.name, variant=c.variant, note=f"{note}; {row['note']}".strip("; ")))
