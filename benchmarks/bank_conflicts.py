@@ -66,6 +66,8 @@ class Case:
     name: str
     variant: str
     source: str
+    #: why the wavefronts may differ (the conflicts must not): the hardware runs other instructions than the IR's
+    exception: str = ""
 
 
 def _named(src: str, name: str) -> str:
@@ -97,8 +99,10 @@ def matrix() -> list[Case]:
     layout, rows, cols, scope, threads, dtype = LDSTMATRIX_CASES[0][:6]
     out.append(Case("ldsm_f16_plain", "ldstmatrix", _named(smem_cell(layout, rows, cols, scope, threads, dtype),
                                                            "ldsm_f16_plain")))
-    out.append(Case("fb_f32", "fallback", _named(fallback_cell("warp", 32, 4, 6), "fb_f32")))
-    out.append(Case("fb_f32_cta", "fallback", _named(fallback_cell("cta", 64, 8, 12), "fb_f32_cta")))
+    merged = ("nvcc merges the elected thread's consecutive 32-bit shared accesses into 128-bit ones (STS.128 / "
+              "LDS.128 in the SASS); the model counts the IR's scalar accesses: 4x the wavefronts, the same conflicts")
+    out.append(Case("fb_f32", "fallback", _named(fallback_cell("warp", 32, 4, 6), "fb_f32"), merged))
+    out.append(Case("fb_f32_cta", "fallback", _named(fallback_cell("cta", 64, 8, 12), "fb_f32_cta"), merged))
     return out
 
 
@@ -217,8 +221,9 @@ def attribute(rows: list[dict], listing: tuple, cuda_lines) -> dict[tuple, dict]
                 "st" if cls == "shared st" or op.startswith("STSM") else None
             where[int(m.group(1), 16)] = (desc, kind)
     out: dict[tuple, dict] = {}
+    base = min((r["address"] for r in rows), default=0)  # (ncu: virtual addresses; nvdisasm: offsets in the kernel)
     for r in rows:
-        desc, kind = where.get(r["address"], (None, None))
+        desc, kind = where.get(r["address"] - base, (None, None))
         if kind is None or not r["wavefronts"]:
             continue
         d = out.setdefault((desc, kind), dict(wavefronts=0.0, ideal=0.0, excessive=0.0))
@@ -251,10 +256,12 @@ def compare(case: Case, per_pred: dict, totals: dict, kernel_metrics: dict | Non
                              pred_conflicts=pc, meas_conflicts=None if mc is None else int(mc),
                              match=mw is not None and mc is not None and int(mw) == pw and int(mc) == pc))
         mw = g("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum")
+        # (shown, not compared: on the H200 it counts 2-3 wavefronts more than op_ld + op_st, which the kernel's own
+        # instructions sum to on ncu's source page — traffic outside them)
         rows.append(dict(case=case.name, variant=case.variant, scope="kernel all", what="ncu shared",
                          pred_wavefronts=totals["wavefronts"], meas_wavefronts=None if mw is None else int(mw),
-                         pred_conflicts=totals["conflicts"], meas_conflicts=None,
-                         match=mw is not None and int(mw) == totals["wavefronts"]))
+                         pred_conflicts=totals["conflicts"], meas_conflicts=None, match=None,
+                         note="info: includes wavefronts outside the kernel's instructions"))
     return rows
 
 
@@ -489,16 +496,23 @@ def main(argv=None) -> int:
                     rows.append(dict(row, case=c.name, variant=c.variant, note=f"{note}; {row['note']}".strip("; ")))
                 continue
             for row in compare(c, per, tot, metrics, meas):
-                rows.append(dict(row, note=note))
+                if row["match"] is False and c.exception and row["meas_conflicts"] == row["pred_conflicts"]:
+                    row = dict(row, match="exception", note=c.exception)
+                rows.append(dict(row, note="; ".join(x for x in (row.get("note"), note) if x)))
             if note:
                 notes.append(f"{c.name}: {note}")
     for r in rows:
-        r["match"] = "yes" if r["match"] else "NO"
+        r["match"] = "-" if r["match"] is None else r["match"] if isinstance(r["match"], str) else \
+            "yes" if r["match"] else "NO"
     head = dict(header(), arch=arch, ncu=shutil.which("ncu") is not None)
     print(f"bank conflicts, predicted vs measured — {head['date']}, commit {head['commit']}, {arch}")
     print(table(rows, COLUMNS))
-    bad = [r for r in rows if r["match"] != "yes"]
-    print(f"{len(rows) - len(bad)} of {len(rows)} rows match" + (f"; exceptions: {len(bad)}" if bad else ""))
+    bad = [r for r in rows if r["match"] == "NO"]
+    excused = [r for r in rows if r["match"] == "exception"]
+    compared = [r for r in rows if r["match"] != "-"]
+    print(f"{len(compared) - len(bad) - len(excused)} of {len(compared)} compared rows match" +
+          (f"; {len(excused)} listed exceptions (their reasons in the note column)" if excused else "") +
+          (f"; {len(bad)} mismatches" if bad else ""))
     out = args.json or (os.path.join(os.environ["OUT"], "bank_conflicts.json") if os.environ.get("OUT") else None)
     if out:
         write_json(out, dict(head, rows=rows, notes=notes))

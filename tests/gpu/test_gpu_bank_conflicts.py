@@ -41,5 +41,6 @@ def test_predicted_equals_measured(bc, name, tmp_path):
     rc = bc.main(["--only", name, "--json", str(out)])
     rows = json.loads(out.read_text())["rows"]
     assert rows, "no rows: nothing was measured"
-    bad = [r for r in rows if r["match"] != "yes"]
+    bad = [r for r in rows if r["match"] == "NO"]  # ("exception": a listed reason, conflicts equal; "-": info)
     assert rc == 0 and not bad, bad
+    assert any(r["match"] == "yes" for r in rows)
