@@ -43,4 +43,4 @@ def test_predicted_equals_measured(bc, name, tmp_path):
     assert rows, "no rows: nothing was measured"
     bad = [r for r in rows if r["match"] == "NO"]  # ("exception": a listed reason, conflicts equal; "-": info)
     assert rc == 0 and not bad, bad
-    assert any(r["match"] == "yes" for r in rows)
+    assert any(r["match"] in ("yes", "exception") for r in rows)  # (something was compared)
