@@ -38,6 +38,38 @@ def _trait(f: dataclasses.Field) -> TraitType:
     return trait.tag(config=True)
 
 
+def magic_after_line_magics(lines: list[str]) -> list[str]:
+    """IPython cleanup transformer: a ``%%tilecopy`` line after the cell's leading line magics.
+
+    IPython runs a cell magic only from a cell's first line, so the README's two lines pasted into one cell
+    (``%load_ext tilemagic``, then ``%%tilecopy ...``) are Python and fail with a bare ``SyntaxError``.  Once
+    the extension is loaded (``load_ipython_extension`` registers this in ``input_transformers_cleanup``), a
+    cell whose lines before a ``%%tilecopy`` line are only line magics (``%load_ext``, ``%config``, ...),
+    comments and blank lines runs those line magics, then the cell magic on the rest; any other cell is left
+    as it is.  Line numbers in the cell's messages count from the ``%%tilecopy`` line, as in a cell of its own.
+
+    Parameters
+    ----------
+    lines : list of str
+        The cell's lines, each with its line end (IPython's transformer protocol).
+
+    Returns
+    -------
+    list of str
+        The same lines, or the line magics followed by one ``run_cell_magic('tilecopy', ...)`` call.
+    """
+    for i, raw in enumerate(lines):
+        text = raw.strip()
+        if text.startswith("%%"):
+            if i == 0 or not (text == "%%tilecopy" or text.startswith(("%%tilecopy ", "%%tilecopy\t"))):
+                return lines  # a cell magic on the first line is IPython's own case; another magic is not ours
+            head, body = text[len("%%tilecopy"):].strip(), "".join(lines[i + 1:])
+            return [*lines[:i], f"get_ipython().run_cell_magic('tilecopy', {head!r}, {body!r})\n"]
+        if text and not (text.startswith("%") or text.startswith("#")):
+            return lines
+    return lines
+
+
 #: The options that are also traits (``%config``), in table order.
 CONFIG = tuple(f for f in FIELDS if f.metadata["config"])
 

@@ -147,3 +147,36 @@ def test_unclosed_quote_on_the_magic_line_is_a_located_error(ip, line):
     quote = min(i for i, c in enumerate(line) if c in "'\"")  # located at the open quote
     assert (r.error_in_exec.line, r.error_in_exec.col) == (1, 12 + quote)
     assert "bad %%tilecopy option line: No closing quotation" in cap.stdout + cap.stderr
+
+
+def test_tilecopy_after_line_magics_in_one_cell(ip):
+    # the README's two cells pasted into one: once loaded, the line magics run, then the cell magic
+    cell = ("%load_ext tilemagic\n# a comment\n%config TileMagics.launch = 'sim'\n\n%%tilecopy pasted\n"
+            "kernel pasted threads=32\nglobal A: float32[8]\nglobal B: float32[8]\nwarp.copy B <- A\ncheck B == A\n")
+    with capture_output():
+        r = ip.run_cell(cell)
+    assert r.success, r.error_in_exec or r.error_before_exec
+    assert isinstance(r.result, TileCopyResult) and r.result.name == "pasted"
+    assert r.result.launch.backend == "sim" and r.result.launch.passed
+    # a located error still counts lines from the %%tilecopy line
+    with capture_output():
+        r = ip.run_cell("%config TileMagics.launch = 'off'\n%%tilecopy\nglobal A: float32[4]\nwarp.copy Q <- A\n")
+    assert isinstance(r.error_in_exec, TileMagicError) and (r.error_in_exec.line, r.error_in_exec.col) == (3, 11)
+
+
+def test_python_before_tilecopy_is_left_to_ipython(ip):
+    with capture_output():
+        r = ip.run_cell("x = 1\n%%tilecopy\nglobal A: float32[4]\n")
+    assert not r.success and "x" not in ip.user_ns  # nothing of the cell ran
+
+
+def test_unload_removes_the_transformer(ip):
+    from tilemagic.magics import magic_after_line_magics
+
+    assert ip.input_transformers_cleanup.count(magic_after_line_magics) == 1
+    ip.extension_manager.load_extension("tilemagic")  # already loaded: no second copy
+    ip.run_line_magic("reload_ext", "tilemagic")
+    assert sum(getattr(t, "__name__", "") == "magic_after_line_magics" for t in ip.input_transformers_cleanup) == 1
+    ip.extension_manager.unload_extension("tilemagic")
+    assert not any(getattr(t, "__name__", "") == "magic_after_line_magics" for t in ip.input_transformers_cleanup)
+    ip.extension_manager.load_extension("tilemagic")  # the fixture unloads it again
