@@ -9,6 +9,7 @@ changes them for the rest of the session; ``--no-strict`` turns a configured boo
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -70,6 +71,18 @@ def magic_after_line_magics(lines: list[str]) -> list[str]:
     return lines
 
 
+def _show_unreported(caught: list[warnings.WarningMessage], reported: list[str]) -> None:
+    """Show the warnings of a cell that its report does not list (each report lists its own in a box).
+
+    The fallback's and the hazards' ``UserWarning`` are in the result's ``warnings``, which every view shows,
+    so the magic does not print them a second time on stderr (where JupyterLab wraps them mid-word); any other
+    warning (an export's failure, one from a library) is shown as Python would.
+    """
+    for w in caught:
+        if not (issubclass(w.category, UserWarning) and str(w.message) in reported):
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno, w.file, w.line)
+
+
 #: The options that are also traits (``%config``), in table order.
 CONFIG = tuple(f for f in FIELDS if f.metadata["config"])
 
@@ -110,12 +123,22 @@ class TileMagics(Magics):
         the report alone).
         """
         source = f"%%tilecopy {line}\n{cell}"
+        reported: list[str] = []  # the warnings the displayed report lists (shown there, not again on stderr)
+        caught: list[warnings.WarningMessage] = []
+        try:
+            with warnings.catch_warnings(record=True) as caught:  # the user's filters still apply ("error" raises)
+                return self._run(source, reported)
+        finally:  # outside the recording, so shown to the user's own warning handler
+            _show_unreported(caught, reported)
+
+    def _run(self, source: str, reported: list[str]) -> Any:
         try:
             opts = cell_options(source, defaults=self.defaults())  # the line, parsed once
             res = tilecopy(source, options=opts, namespace=self.shell.user_ns if self.shell is not None else None)
         except CheckFailed as e:  # the report first (what failed), then the located error fails the cell
             from IPython.display import display
 
+            reported += e.result.warnings
             display(e.result)
             raise
         except (TileMagicError, Warning):  # ours, or a warning the user's filters turned into an error
@@ -127,6 +150,7 @@ class TileMagics(Magics):
                 f"internal error in tilemagic: {type(e).__name__}: {e}",
                 hint="please report it with the cell; `%config TileMagics.short_errors = False` shows the traceback",
             ) from e
+        reported += res.warnings
         return res  # displayed as options.view asks (TileCopyResult._repr_mimebundle_)
 
     @magic_arguments()

@@ -25,13 +25,41 @@ def test_magics_registered_and_demo_runs(ip):
     assert "<img" in bundle["text/html"] and "data-src-line" in bundle["text/html"]
 
 
-def test_fallback_cell_shows_user_warning_and_result(ip):
-    with capture_output(), pytest.warns(UserWarning, match="copy/fallback") as w:
+def test_fallback_cell_shows_its_warnings_once_in_the_report(ip, recwarn):
+    with capture_output() as cap:
         r = ip.run_cell("%%tilecopy fallback_demo --launch sim\n" + body("fallback_demo"))
-    assert r.success
-    assert [(x.filename, x.lineno) for x in w] == [("tilecopy", 6), ("tilecopy", 8)]
-    assert "picked for global -> shared at scope_kind=warp" in str(w[0].message)
-    assert r.result.launch.passed and "text/html" in r.result._repr_mimebundle_()
+    assert r.success and r.result.launch.passed
+    assert [w for w in recwarn if "copy/fallback" in str(w.message)] == []  # not a second time on stderr
+    assert "UserWarning" not in cap.stderr
+    assert len(r.result.warnings) == 2 and "picked for global -> shared at scope_kind=warp" in r.result.warnings[0]
+    bundle = r.result._repr_mimebundle_()
+    assert bundle["text/html"].count("picked for global -&gt; shared") == 1
+    assert "picked for global -> shared" in bundle["text/plain"]
+
+
+def test_the_users_warning_filters_still_apply_in_the_magic(ip):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with capture_output(), pytest.raises(UserWarning, match="copy/fallback"):
+            ip.run_cell_magic("tilecopy", "--launch sim", body("fallback_demo"))
+
+
+def test_a_warning_the_report_does_not_list_is_still_shown(ip, monkeypatch):
+    import warnings
+
+    import tilemagic.magics
+
+    real = tilemagic.magics.tilecopy
+
+    def noisy(source, **kw):
+        warnings.warn("a library's own warning", DeprecationWarning, stacklevel=1)
+        return real(source, **kw)
+
+    monkeypatch.setattr(tilemagic.magics, "tilecopy", noisy)
+    with capture_output(), pytest.warns(DeprecationWarning, match="a library's own warning"):
+        ip.run_cell_magic("tilecopy", "--launch off", "global A: float32[4]\n")
 
 
 def test_error_cell_is_located_and_short(ip):
@@ -65,8 +93,9 @@ def test_out_namespace_and_config(ip):
     ip.run_line_magic("config", "TileMagics.launch = 'sim'")
     ip.run_line_magic("config", "TileMagics.seed = 7")
     cell = "kernel k threads=32\nglobal A: float32[4, 6] = x\nglobal B: float32[4, 6]\nwarp.copy B <- A\ncheck B == A\n"
-    with capture_output(), pytest.warns(UserWarning, match="global -> global"):
+    with capture_output():
         res = ip.run_cell_magic("tilecopy", "--out R", cell)
+    assert any("global -> global" in w for w in res.warnings)
     assert ip.user_ns["R"] is res and res.options.launch == "sim" and res.options.seed == 7
     np.testing.assert_array_equal(res.launch.outputs["B"], ip.user_ns["x"])
 
