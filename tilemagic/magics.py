@@ -9,30 +9,38 @@ changes them for the rest of the session; ``--no-strict`` turns a configured boo
 from __future__ import annotations
 
 import dataclasses
+import re
+import textwrap
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_arguments, parse_argstring
-from traitlets import Bool, CaselessStrEnum, Float, Int, TraitError, TraitType, Unicode, validate
+from traitlets import Bool, Float, Int, TraitError, TraitType, Unicode, validate
 
 from .errors import CheckFailed, InternalError, TileMagicError
-from .options import FIELDS, OptionError, add_arguments, check_value, flag
+from .options import FIELDS, OptionError, add_arguments, check_value, flag, usage
 from .pipeline import cell_options, tilecopy
 
 
 def _with_usage(fn: Callable) -> Callable:
     """``%%tilecopy?`` shows the usage and option help generated from the option table, once."""
-    fn.__doc__ = add_arguments(MagicArgumentParser(prog="%tilecopy", description=fn.__doc__)).format_help()
+    # IPython's help formatter prints "%" before the usage; "%%" is argparse's "%": it reads "%%tilecopy [NAME] ..."
+    # (wrapped between options, never inside one: the spaces inside [...] are held together while filling)
+    held = re.sub(r"\[[^\]]*\]", lambda m: m.group(0).replace(" ", "\0"), "%tilecopy " + usage())
+    line = textwrap.fill(held, width=100, subsequent_indent=" " * 12, break_on_hyphens=False).replace("\0", " ")
+    parser = MagicArgumentParser(prog="%tilecopy", usage=line.replace("%", "%%"), description=fn.__doc__)
+    fn.__doc__ = add_arguments(parser).format_help()
     return fn
 
 
 def _trait(f: dataclasses.Field) -> TraitType:
     """The ``%config TileMagics.<name>`` trait of an option: its default and help from the table."""
     m, text = f.metadata, f"Default {flag(f)}: {f.metadata['help']}"
-    if m["choices"]:
-        trait: TraitType = CaselessStrEnum(m["choices"], default_value=f.default, help=text)
+    if m["choices"]:  # (case folded and checked by the option table, which names the option in its message)
+        trait: TraitType = Unicode(str(f.default), help=text)
     else:
         kind = {bool: Bool, int: Int, float: Float, str: Unicode}[type(f.default)]
         trait = kind(f.default, help=text)
@@ -104,6 +112,18 @@ class TileMagics(Magics):
         except OptionError as e:
             raise TraitError(f"TileMagics.{name}: {e}") from None
 
+    def update_config(self, config: Any) -> None:
+        """``%config TileMagics.<name> = value``: a refused value is one line on stderr, the option unchanged.
+
+        IPython's ``%config`` logs a configurable's exception through the root logger (``ERROR:root:...``);
+        the magic says it itself, as ``%config: TileMagics.seed: --seed must be ...``.  Setting the attribute
+        from Python still raises ``TraitError``.
+        """
+        try:
+            super().update_config(config)
+        except TraitError as e:
+            print(f"%config: {e} (unchanged)", file=sys.stderr)
+
     def defaults(self) -> dict[str, Any]:
         """The session defaults of ``%%tilecopy`` (``%config TileMagics.<name>``)."""
         return {f.name: getattr(self, f.name) for f in CONFIG}
@@ -114,7 +134,8 @@ class TileMagics(Magics):
     def tilecopy(self, line: str, cell: str) -> Any:
         """Describe a tile-copy kernel; dispatch, lower, show IR ∥ CUDA and TMEM, and run it.
 
-        The cell language is described in docs/language.md of the tilemagic repository.  The cell returns a
+        The cell language: docs/language.md in the tilemagic repository (every statement, layout and rule);
+        ``%tilemagic status`` tells what a launch would use here.  The cell returns a
         ``TileCopyResult``: per op the dispatch why-table, the TIR-like IR and the
         CUDA side by side, a TMEM heatmap, and the round trip (which backend ran,
         each ``check`` PASS/FAIL).  Description errors and bad options are shown as one located

@@ -355,7 +355,7 @@ def dispatch_html(result) -> str:
             badge = f'<span style="{_BADGE};{_VERDICT.get(v, _VERDICT["not tried"])}">{escape(v)}</span>'
             weight = "font-weight:600;" if c.chosen else ""
             rows.append(
-                f'<tr class="tm-cand"><td style="{_TD};{_MONO};{weight}">{escape(c.variant)}</td>'
+                f'<tr class="tm-cand"><td style="{_TD};{_MONO};white-space:nowrap;{weight}">{escape(c.variant)}</td>'
                 f'<td style="{_TD_R}">{int(c.priority)}</td>'
                 f'<td style="{_TD}">{badge}</td><td style="{_TD}">{_reasons_cell(rec, c)}</td></tr>'
             )

@@ -396,3 +396,19 @@ def test_lowered_op_markers_carry_the_variant_and_rewording_keeps_the_legend():
     for m in markers:
         m.text = f"op at line {m.span.line}"
     assert [i["variants"] for i in placement.shared_writers(r.kernel)] == before == [["copy/fallback"]]
+
+
+def test_variant_names_do_not_wrap_in_the_why_table():
+    import tilemagic
+
+    res = tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="off")
+    cells = re.findall(r'<tr class="tm-cand"><td style="([^"]*)">tmem&lt;-&gt;local</td>', res.html())
+    assert cells and all("white-space:nowrap" in c for c in cells)
+
+
+def test_swizzle_xor_is_printed_with_parentheses():
+    import tilemagic
+
+    res = tilemagic.tilecopy("kernel k threads=128\nglobal A: float16[64, 64]\n"
+                             "shared S: float16[64, 64] @ swizzle(3, 3, 3)\ncta.copy S <- A\n", launch="off")
+    assert "offset=(i * 1024 + tx * 8) ^ ((i * 1024 + tx * 8) // 64 % 8 * 8)" in res.ir
