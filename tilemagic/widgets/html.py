@@ -1,10 +1,18 @@
 """Static ``text/html`` report of a :class:`~tilemagic.result.TileCopyResult`.
 
 One self-contained fragment that renders the same in JupyterLab, VS Code, nbviewer,
-nbconvert and GitHub: inline styles for everything visible (Pygments with
-``HtmlFormatter(noclasses=True)``), the heatmaps as ``data:image/png;base64`` images, no
-external resources and no random ids, so the HTML is deterministic (nbval compares
-``text/html``).  Class names all start with ``tm-``.
+nbconvert and GitHub: inline styles for everything visible (Pygments tokens as inline
+colours), the heatmaps as ``data:image/png;base64`` images, no external resources and no
+random ids, so the HTML is deterministic (nbval compares ``text/html``).  Class names all
+start with ``tm-``.
+
+Themes.  Every text colour, background and border of the report is a JupyterLab CSS variable
+with the light value as fallback (``color:var(--jp-content-font-color1,#1f2328)``; code tokens
+``var(--jp-mirror-editor-keyword-color,#008000)``, the editor's own colours in both themes), so
+JupyterLab Dark shows light text on its own background and nbconvert, VS Code or a saved file
+look as before; banners, warnings and line highlights are translucent tints, the verdict badges
+carry their own background and text; the pictures have a transparent background and mid-grey
+ink (:data:`~tilemagic.widgets.figures.NEUTRAL`).
 
 Line mapping.  Every line of the description, IR, CUDA (native and emulated) panes is
 ``<span class="tm-line tm-L{N}" data-src-line="N">`` with ``N`` the description line
@@ -100,14 +108,14 @@ __all__ = [
 FONT = "font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif"
 _MONO = "font-family:SFMono-Regular,Menlo,Consolas,'Liberation Mono',monospace"
 _PRE = (f"margin:0;padding:6px 8px;{_MONO};font-size:12px;line-height:1.4;white-space:pre;"
-        "background:#f8f8f8;color:#1f2328;text-align:left")
-_PANE = "border:1px solid #d0d7de;border-radius:6px;overflow:auto;max-height:480px;min-width:0;background:#f8f8f8"
-_PANE_HEAD = (f"{FONT};font-size:12px;font-weight:600;padding:4px 8px;background:#eef1f4;"
-              "border-bottom:1px solid #d0d7de;position:sticky;top:0")
-_H = f"{FONT};font-size:14px;font-weight:600;margin:14px 0 6px 0;color:#1f2328"
+        "background:var(--jp-cell-editor-background,#f8f8f8);color:var(--jp-content-font-color1,#1f2328);text-align:left")
+_PANE = "border:1px solid var(--jp-border-color1,#d0d7de);border-radius:6px;overflow:auto;max-height:480px;min-width:0;background:var(--jp-cell-editor-background,#f8f8f8)"
+_PANE_HEAD = (f"{FONT};font-size:12px;font-weight:600;padding:4px 8px;background:var(--jp-layout-color2,#eef1f4);"
+              "border-bottom:1px solid var(--jp-border-color1,#d0d7de);position:sticky;top:0")
+_H = f"{FONT};font-size:14px;font-weight:600;margin:14px 0 6px 0;color:var(--jp-content-font-color1,#1f2328)"
 _TABLE = f"border-collapse:collapse;{FONT};font-size:12px;margin:4px 0 10px 0"
-_TH = "text-align:left;padding:3px 8px;border-bottom:2px solid #d0d7de;background:#f6f8fa"
-_TD = "text-align:left;vertical-align:top;padding:3px 8px;border-bottom:1px solid #eaeef2"
+_TH = "text-align:left;padding:3px 8px;border-bottom:2px solid var(--jp-border-color1,#d0d7de);background:var(--jp-layout-color2,#f6f8fa)"
+_TD = "text-align:left;vertical-align:top;padding:3px 8px;border-bottom:1px solid var(--jp-border-color2,#eaeef2)"
 _TD_R = _TD.replace("text-align:left", "text-align:right")
 _VERDICT = {
     "chosen": "background:#dafbe1;color:#116329;border:1px solid #4ac26b",
@@ -136,9 +144,60 @@ def _formatter():
         with _PYGMENTS_LOCK:
             from pygments.formatters import HtmlFormatter
 
-            f = _CACHE.get("fmt") or HtmlFormatter(noclasses=True, nowrap=True, style="default")
+            f = _CACHE.get("fmt") or HtmlFormatter(nowrap=True, style="default")  # class names, replaced below
             _CACHE["fmt"] = f
     return f
+
+
+#: JupyterLab's editor colour of each token family (the ``--jp-mirror-editor-*-color`` variables, defined by the
+#: light and the dark theme), most specific first; the fallback is Pygments' ``default`` style colour, so outside
+#: JupyterLab (nbconvert's light page, VS Code, a saved HTML file) the report reads as before.
+_TOKEN_VARS = (
+    ("Keyword.Type", "variable-3"), ("Keyword", "keyword"), ("Operator.Word", "keyword"),
+    ("Name.Function", "def"), ("Name.Class", "def"), ("Name.Builtin", "builtin"), ("Name.Decorator", "meta"),
+    ("Name.Attribute", "property"), ("Name.Property", "property"), ("Name.Variable", "variable-2"),
+    ("Name.Tag", "tag"), ("Name.Label", "meta"), ("Comment.Preproc", "meta"), ("Comment", "comment"),
+    ("String", "string"), ("Number", "number"), ("Operator", "operator"), ("Punctuation", "punctuation"),
+    ("Generic.Error", "error"), ("Error", "error"),
+)
+
+
+def _token_styles() -> dict[str, str]:
+    """Pygments short class (``k``, ``nf``, ...) -> inline style with a theme variable and a light fallback."""
+    styles = _CACHE.get("styles")
+    if styles is None:
+        from pygments.token import STANDARD_TYPES, Whitespace
+
+        style = _formatter().style
+        styles = {}
+        for tt, cls in STANDARD_TYPES.items():
+            if not cls or tt in Whitespace:  # (a blank's colour shows nothing)
+                continue
+            name = str(tt).removeprefix("Token.").removeprefix("Literal.")
+            var = next((v for fam, v in _TOKEN_VARS if name == fam or name.startswith(fam + ".")), None)
+            info = style.style_for_token(tt)
+            css = []
+            if info["color"]:  # (a token of no family: the editor's plain variable colour, which every theme sets)
+                css.append(f"color:var(--jp-mirror-editor-{var or 'variable'}-color,#{info['color']})")
+            if info["bold"]:
+                css.append("font-weight:bold")
+            if info["italic"]:
+                css.append("font-style:italic")
+            if css:
+                styles[cls] = ";".join(css)
+        _CACHE["styles"] = styles
+    return styles
+
+
+_CLASS_SPAN = re.compile(r'<span class="([\w-]+)">([^<]*)</span>')  # one token (Pygments never nests them)
+
+
+def _inline_token_styles(html: str) -> str:
+    """Pygments' ``<span class="k">for</span>`` as ``<span style="color:var(--jp-mirror-editor-keyword-color,
+    #008000);...">for</span>``; a token without a colour is its bare text."""
+    styles = _token_styles()
+    return _CLASS_SPAN.sub(lambda m: f'<span style="{styles[m.group(1)]}">{m.group(2)}</span>'
+                           if m.group(1) in styles else m.group(2), html)
 
 
 def _lexer(language: str):
@@ -183,7 +242,7 @@ def _highlight_cached(text: str, language: str) -> tuple:
     from pygments import highlight
 
     src = "\n".join(lines) + "\n"
-    out = highlight(src, _lexer(language), _formatter()).split("\n")
+    out = _inline_token_styles(highlight(src, _lexer(language), _formatter())).split("\n")
     if out and out[-1] == "":
         out.pop()
     if len(out) != len(lines):  # pragma: no cover - defensive
@@ -201,8 +260,8 @@ def _line_attr(src_line: int | None) -> str:
 
 
 #: Background of a highlighted (hovered, pinned or selected) line, and its left marker.
-HIGHLIGHT = "background:#fff1a8;box-shadow:inset 3px 0 0 #d4a72c"
-_PINNED = "background:#ffd76e;box-shadow:inset 3px 0 0 #9a6700"
+HIGHLIGHT = "background:rgba(255,213,0,0.33);box-shadow:inset 3px 0 0 #d4a72c"
+_PINNED = "background:rgba(255,170,0,0.5);box-shadow:inset 3px 0 0 #9a6700"
 _BLOCK_LINE = "display:inline-block;min-width:100%;box-sizing:border-box"
 
 
@@ -285,25 +344,25 @@ def banner_html(result) -> str:
     launch = result.launch
     native = is_native_blackwell(launch)
     if launch is None or launch.backend == "off":
-        colours = "background:#f6f8fa;border:1px solid #d0d7de"
+        colours = "background:rgba(175,184,193,0.12);border:1px solid var(--jp-border-color1,#d0d7de)"
     elif native:
-        colours = "background:#dafbe1;border:1px solid #4ac26b"
+        colours = "background:rgba(74,194,107,0.15);border:1px solid #4ac26b"
     else:
-        colours = "background:#ddf4ff;border:1px solid #54aeff"
+        colours = "background:rgba(84,174,255,0.15);border:1px solid #54aeff"
     threads = getattr(result.kernel, "threads", None)
     parts = [f'<span style="font-size:15px;font-weight:700">{escape(result.name)}</span>']
     if threads is not None:
         parts.append(f"{int(threads)} threads")
     parts.append(escape(launch_headline(result)))
-    head = ' <span style="color:#57606a">·</span> '.join(parts)
+    head = ' <span style="color:var(--jp-content-font-color2,#57606a)">·</span> '.join(parts)
     note = escape(execution_note(result))
     if uses_tmem(result) and not native:
         note = f"<b>{note}</b>"
     reason = ""
     if launch is not None and launch.reason:
-        reason = f'<div style="color:#57606a;font-size:12px">reason: {escape(launch.reason)}</div>'
+        reason = f'<div style="color:var(--jp-content-font-color2,#57606a);font-size:12px">reason: {escape(launch.reason)}</div>'
     return (f'<div class="tm-banner" style="{FONT};{colours};border-radius:6px;padding:8px 12px;'
-            f'margin:0 0 8px 0;color:#1f2328">'
+            f'margin:0 0 8px 0;color:var(--jp-content-font-color1,#1f2328)">'
             f"<div>{head}</div><div style=\"font-size:13px;margin-top:2px\">{note}</div>{reason}</div>")
 
 
@@ -318,7 +377,7 @@ def source_html(result, highlight: int | None = None) -> str:
     width = len(str(len(lines))) if lines else 1
     head, tail = shown_lines(len(lines))
     spans = [
-        _line_span(f'<span style="color:#8c959f;user-select:none">{str(i).rjust(width)} </span>'
+        _line_span(f'<span style="color:var(--jp-content-font-color3,#8c959f);user-select:none">{str(i).rjust(width)} </span>'
                    f"{escape(clip_line(lines[i - 1]))}", i if i in mapped else None, highlight)
         for i in [*range(1, head + 1), *range(len(lines) - tail + 1, len(lines) + 1)]
     ]
@@ -332,7 +391,7 @@ def source_html(result, highlight: int | None = None) -> str:
 
 def _reasons_cell(rec, c) -> str:
     """The why-table lines of ``c`` (DispatchRecord.why); the predicates that held in grey."""
-    return "<br>".join(f'<span style="color:#8c959f;font-size:11px">{escape(clip_line(w))}</span>'
+    return "<br>".join(f'<span style="color:var(--jp-content-font-color3,#8c959f);font-size:11px">{escape(clip_line(w))}</span>'
                        if w.startswith("ok: ") else escape(clip_line(w)) for w in rec.why(c)[:MAX_LISTED])
 
 
@@ -344,7 +403,7 @@ def dispatch_html(result) -> str:
     :data:`~tilemagic.widgets.format.MAX_LINE_CHARS` characters.
     """
     if not result.dispatch:
-        return f'<div style="{FONT};font-size:12px;color:#57606a">(no copy ops)</div>'
+        return f'<div style="{FONT};font-size:12px;color:var(--jp-content-font-color2,#57606a)">(no copy ops)</div>'
     out = []
     for rec in result.dispatch[:MAX_LISTED]:
         head = f"L{rec.line}: {clip_line(rec.text)}"
@@ -363,7 +422,7 @@ def dispatch_html(result) -> str:
             f'<div class="tm-dispatch"{_line_attr(rec.line)}>'
             f'<div style="{FONT};font-size:12px;margin-top:6px"><code class="tm-line tm-L{int(rec.line)}"'
             f'{_line_attr(rec.line)} style="{_MONO}">{escape(head)}</code> '
-            f'<span style="color:#57606a">{escape(tag)}</span></div>'
+            f'<span style="color:var(--jp-content-font-color2,#57606a)">{escape(tag)}</span></div>'
             f'<table style="{_TABLE}"><thead><tr><th style="{_TH}">variant</th><th style="{_TH}">priority</th>'
             f'<th style="{_TH}">verdict</th><th style="{_TH}">reason</th></tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>'
@@ -375,7 +434,7 @@ def dispatch_html(result) -> str:
     return "".join(out)
 
 
-_ELIDED = "color:#57606a;font-style:italic;background:#eef1f4"
+_ELIDED = "color:var(--jp-content-font-color2,#57606a);font-style:italic;background:var(--jp-layout-color2,#eef1f4)"
 
 
 def _pane_lines(text: str, src_lines: Sequence[int | None] | None, language: str, highlight: int | None,
@@ -488,7 +547,7 @@ def _img(png: bytes, alt: str, kind: str) -> str:
 
 
 def _note(text: str, error: bool = False) -> str:
-    colour = "#a40e26" if error else "#57606a"
+    colour = "var(--jp-error-color1,#a40e26)" if error else "var(--jp-content-font-color2,#57606a)"
     return f'<div style="{FONT};font-size:12px;color:{colour}">{escape(text)}</div>'
 
 
@@ -565,7 +624,7 @@ def launch_html(result) -> str:
     mismatches, at most :data:`~tilemagic.widgets.format.MAX_LISTED`, with the count), timings with ``--bench``."""
     launch = result.launch
     if launch is None or launch.backend == "off":
-        return f'<div style="{FONT};font-size:12px;color:#57606a">{escape(NOT_LAUNCHED)}</div>'
+        return f'<div style="{FONT};font-size:12px;color:var(--jp-content-font-color2,#57606a)">{escape(NOT_LAUNCHED)}</div>'
     parts = [f'<div style="{FONT};font-size:12px;margin-bottom:4px">{escape(launch.summary())}</div>']
     parts.append(_arrays_table("inputs", launch.inputs))
     parts.append(_arrays_table("outputs", launch.outputs))
@@ -585,7 +644,7 @@ def launch_html(result) -> str:
     if more:
         checks.append(f'<div class="tm-checks-more" style="{FONT};font-size:12px;margin:2px 0">{escape(more[0])}'
                       f'<pre style="{_PRE}">{escape(chr(10).join(more[1:]))}</pre></div>')
-    parts.append("".join(checks) or f'<div style="{FONT};font-size:12px;color:#57606a">(no checks)</div>')
+    parts.append("".join(checks) or f'<div style="{FONT};font-size:12px;color:var(--jp-content-font-color2,#57606a)">(no checks)</div>')
     hb = launch.hb_summary()
     if hb:
         parts.append(f'<div class="tm-hb" style="{FONT};font-size:12px;margin:2px 0">{escape(hb)}</div>')
@@ -603,8 +662,8 @@ def warnings_html(result) -> str:
     shown = capped_list([elided_text(w, "result.warnings") for w in result.warnings[:MAX_LISTED]],
                         "warnings (all: result.warnings)", total=len(result.warnings))
     items = "".join(f'<li style="white-space:pre-wrap">{escape(w)}</li>' for w in shown)
-    return (f'<div class="tm-warnings" style="{FONT};font-size:12px;background:#fff8c5;border:1px solid #d4a72c;'
-            f'border-radius:6px;padding:6px 12px;margin:8px 0;color:#3b2300"><b>Warnings</b>'
+    return (f'<div class="tm-warnings" style="{FONT};font-size:12px;background:rgba(212,167,44,0.15);'
+            f'border:1px solid #d4a72c;border-radius:6px;padding:6px 12px;margin:8px 0;color:var(--jp-content-font-color1,#1f2328)"><b>Warnings</b>'
             f'<ul style="margin:4px 0 0 0;padding-left:18px">{items}</ul></div>')
 
 
@@ -653,7 +712,7 @@ def render_html(result) -> str:
         warnings_html(result),
         _section("Dispatch", dispatch_html(result)),
         _section("Description, IR and CUDA",
-                 f'<div class="tm-hint" style="{FONT};font-size:11px;color:#57606a;margin:0 0 4px 0">'
+                 f'<div class="tm-hint" style="{FONT};font-size:11px;color:var(--jp-content-font-color2,#57606a);margin:0 0 4px 0">'
                  "hover a line to light up the lines it maps to in the other panes; click to pin</div>"
                  f'<div class="tm-source" style="margin:0 0 8px 0">{source_html(result)}</div>'
                  + code_grid_html(result)),
@@ -664,7 +723,7 @@ def render_html(result) -> str:
     ]
     html = "".join(b for b in body if b)
     style = line_map_style(shown_src_lines(html))  # rules only for the lines the (collapsed) panes show
-    return (f'<div class="tm-report" style="{FONT};color:#1f2328;max-width:100%">'
+    return (f'<div class="tm-report" style="{FONT};color:var(--jp-content-font-color1,#1f2328);max-width:100%">'
             + style + html + (PIN_SCRIPT if style else "") + "</div>")
 
 

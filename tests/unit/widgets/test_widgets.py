@@ -245,15 +245,15 @@ def test_widget_line_select_highlights_mapped_lines():
     box = make_tmem_result().widget()
     assert [v for _, v in box.line_select.options] == [0, 8, 11]
     assert box.line_select.options[1][0] == "L8: wg.copy_async T <- a"
-    assert "#fff1a8" not in box.panes["IR"].value
+    assert "rgba(255,213,0,0.33)" not in box.panes["IR"].value
     box.line_select.value = 8
     for title, n in (("IR", 2), ("CUDA", 2), ("CUDA (emulated)", 1), ("Description", 1)):
-        assert box.panes[title].value.count("#fff1a8") == n, title
-    hl = re.findall(r'<span class="tm-line tm-L(\d+)" data-src-line="\d+" style="background:#fff1a8',
+        assert box.panes[title].value.count("rgba(255,213,0,0.33)") == n, title
+    hl = re.findall(r'<span class="tm-line tm-L(\d+)" data-src-line="\d+" style="background:rgba\(255,213,0,0.33\)',
                     box.panes["IR"].value)
     assert hl == ["8", "8"]
     box.line_select.value = 0
-    assert "#fff1a8" not in box.panes["IR"].value
+    assert "rgba(255,213,0,0.33)" not in box.panes["IR"].value
 
 
 def test_widget_heatmap_controls_redraw():
@@ -286,7 +286,7 @@ def test_widget_ptx_tab_compiles_lazily_and_maps_lines():
     line = re.search(r'<span class="tm-line tm-L9" data-src-line="9" style="[^"]*">([^\n]*tcgen05[^\n]*)', ptx)
     assert line and "st" in re.sub("<[^>]+>", "", line.group(1))
     box.line_select.value = 12
-    assert re.search(r'tm-L12" data-src-line="12" style="background:#fff1a8[^>]*>[^\n]*tcgen05', box.panes["PTX"].value)
+    assert re.search(r'tm-L12" data-src-line="12" style="background:rgba\(255,213,0,0.33\)[^>]*>[^\n]*tcgen05', box.panes["PTX"].value)
 
 
 def test_widget_view_renders_for_every_demo_without_error():
@@ -412,3 +412,43 @@ def test_swizzle_xor_is_printed_with_parentheses():
     res = tilemagic.tilecopy("kernel k threads=128\nglobal A: float16[64, 64]\n"
                              "shared S: float16[64, 64] @ swizzle(3, 3, 3)\ncta.copy S <- A\n", launch="off")
     assert "offset=(i * 1024 + tx * 8) ^ ((i * 1024 + tx * 8) // 64 % 8 * 8)" in res.ir
+
+
+def test_report_colours_follow_the_jupyterlab_theme_with_light_fallbacks():
+    # dark theme: every text colour and background of the report's own chrome is a JupyterLab variable
+    # with the light value as fallback; only the verdict badges (their own light background and dark text) and
+    # translucent tints keep fixed colours
+    import tilemagic
+    from tilemagic.widgets import html as H
+
+    res = tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="sim")
+    page = res.html()
+    badges = set(H._VERDICT.values())
+    for style in re.findall(r'style="([^"]*)"', page):
+        if any(b in style for b in badges):
+            continue
+        for prop, value in re.findall(r"(?:^|;)\s*(color|background)\s*:\s*([^;]+)", style):
+            if "#" in value:
+                assert "var(--jp-" in value, (prop, value, style)
+    assert "color:var(--jp-content-font-color1,#1f2328)" in page  # headings and the report's text
+    assert "var(--jp-mirror-editor-keyword-color," in page  # code tokens in the editor's theme colours
+
+
+def test_pictures_have_a_transparent_background_and_neutral_ink():
+    import io
+
+    import tilemagic
+    from PIL import Image
+
+    from tilemagic.widgets.figures import NEUTRAL
+    from tilemagic.widgets.png import picture_png
+
+    res = tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="sim")
+    for kind in ("tmem", "fragment"):
+        im = Image.open(io.BytesIO(picture_png(res, kind))).convert("RGBA")
+        assert im.getpixel((2, 2))[3] == 0, kind  # the page shows through: no white block in the dark theme
+        px = np.asarray(im)
+        for region in (px[:50, :], px[:, 640:]):  # the titles and the legend column (text on the page itself)
+            dark = (region[..., 3] > 200) & (region[..., :3].max(axis=-1) < 40)
+            assert not dark.any(), kind  # no black text, which would vanish on a dark page
+    assert NEUTRAL.startswith("#")
