@@ -79,6 +79,20 @@ def magic_after_line_magics(lines: list[str]) -> list[str]:
     return lines
 
 
+def _show_fallback(res: Any) -> None:
+    """With ``--view widget``, display the static report first (:func:`tilemagic.widgets.html.fallback_html`):
+    a reopened notebook without widget state, nbconvert and GitHub show it where the widget cannot be; it hides
+    itself beside a live view.  The result's own display then carries the widget and a pointer line."""
+    if res.options.view != "widget":
+        return
+    from IPython.display import display
+
+    from .widgets.html import fallback_html
+
+    display({"text/html": fallback_html(res), "text/plain": res.text()}, raw=True)
+    res._fallback_shown = True
+
+
 def _show_unreported(caught: list[warnings.WarningMessage], reported: list[str]) -> None:
     """Show the warnings of a cell that its report does not list (each report lists its own in a box).
 
@@ -160,6 +174,7 @@ class TileMagics(Magics):
             from IPython.display import display
 
             reported += e.result.warnings
+            _show_fallback(e.result)
             display(e.result)
             raise
         except (TileMagicError, Warning):  # ours, or a warning the user's filters turned into an error
@@ -172,6 +187,7 @@ class TileMagics(Magics):
                 hint="please report it with the cell; `%config TileMagics.short_errors = False` shows the traceback",
             ) from e
         reported += res.warnings
+        _show_fallback(res)
         return res  # displayed as options.view asks (TileCopyResult._repr_mimebundle_)
 
     @magic_arguments()

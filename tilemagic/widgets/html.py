@@ -89,6 +89,8 @@ __all__ = [
     "emulated_html",
     "emulated_pane_html",
     "extra_sections",
+    "fallback_html",
+    "stripped_note_html",
     "heatmap_html",
     "heatmap_kinds",
     "highlight_lines",
@@ -314,12 +316,27 @@ def line_map_style(lines: Sequence[int]) -> str:
     if not ns:
         return ""
     rules = [f".tm-report .tm-code .tm-line{{{_BLOCK_LINE}}}",
-             ".tm-report .tm-line[data-src-line]{cursor:pointer}"]
+             ".tm-report .tm-line[data-src-line]{cursor:pointer}",
+             ".tm-report .tm-stripped{display:none}"]  # the note that says this style is gone hides itself
     for n in ns:
         rules.append(f".tm-report:has(.tm-L{n}:hover) .tm-L{n}{{{HIGHLIGHT} !important}}")
     for n in ns:
         rules.append(f'.tm-report[data-tm-pin="{n}"] .tm-L{n}{{{_PINNED} !important}}')
     return "<style>" + "\n".join(rules) + "</style>"
+
+
+#: The note shown only where the report's ``<style>`` was removed (the style hides it): JupyterLab drops the
+#: ``<style>`` and ``<script>`` of an untrusted notebook's outputs, and hovering a line then does nothing.
+STRIPPED_NOTE = ("Hovering and pinning lines is off here: this output's stylesheet was removed, as JupyterLab "
+                 "does for a notebook it does not trust. Trust the notebook (command palette: “Trust Notebook”, "
+                 "or jupyter trust NOTEBOOK.ipynb in a shell) and reopen it, or run the cell again.")
+
+
+def stripped_note_html() -> str:
+    """The :data:`STRIPPED_NOTE` element: visible by default, hidden by :func:`line_map_style`'s own rule, so it
+    shows exactly where that style did not survive (an untrusted notebook in JupyterLab, GitHub)."""
+    return (f'<div class="tm-stripped" style="{FONT};font-size:11px;color:var(--jp-content-font-color2,#57606a);'
+            f'border-left:3px solid #d4a72c;padding:2px 8px;margin:0 0 4px 0">{escape(STRIPPED_NOTE)}</div>')
 
 
 #: Click-to-pin for the line mapping: one delegated listener per page (idempotent), no ids.
@@ -723,8 +740,40 @@ def render_html(result) -> str:
     ]
     html = "".join(b for b in body if b)
     style = line_map_style(shown_src_lines(html))  # rules only for the lines the (collapsed) panes show
+    if style:  # (after the banner: the note is about the panes, the banner comes first)
+        html = html.replace('<div style="' + _H + '">Description, IR and CUDA</div>',
+                            '<div style="' + _H + '">Description, IR and CUDA</div>' + stripped_note_html(), 1)
     return (f'<div class="tm-report" style="{FONT};color:var(--jp-content-font-color1,#1f2328);max-width:100%">'
             + style + html + (PIN_SCRIPT if style else "") + "</div>")
+
+
+#: The class of the widget view's root element (:class:`~tilemagic.widgets.view.WidgetView`), which the
+#: fallback's style looks for.
+WIDGET_CLASS = "tm-widget-view"
+#: The fallback hides itself where the live widget view rendered in the same output area (JupyterLab,
+#: Notebook 7 and nbconvert's lab template call it ``jp-OutputArea``).
+_FALLBACK_STYLE = (f"<style>.jp-OutputArea:has(.{WIDGET_CLASS}) .tm-fallback{{display:none}}</style>")
+
+
+def fallback_html(result) -> str:
+    """The static report shown beside a widget view wherever the live widget cannot be.
+
+    A notebook saved without widget state (JupyterLab's default) and reopened shows "Error displaying widget:
+    model not found" for the widget output, and nbconvert's HTML an empty one; the magic therefore displays
+    this output before the widget.  Its own ``<style>`` hides it where the live view rendered in the same cell
+    (``.jp-OutputArea:has(.tm-widget-view)``), so a live session shows the widget alone, and everywhere else
+    (reopened, exported, untrusted: the style is dropped with the rest) the report is there.
+
+    Returns
+    -------
+    str
+        ``<div class="tm-fallback">`` with the style, one line saying what it is, and :func:`render_html`.
+    """
+    note = ("The live stage view (--view widget) is not available here (its widget state was not saved, or "
+            "this is a static export): the static report.")
+    return (f'<div class="tm-fallback">{_FALLBACK_STYLE}<div style="{FONT};font-size:11px;'
+            f'color:var(--jp-content-font-color2,#57606a);margin:0 0 4px 0">{escape(note)}</div>'
+            f"{render_html(result)}</div>")
 
 
 _MAPPED = re.compile(r'data-src-line="(\d+)"')

@@ -138,7 +138,9 @@ class WidgetView(W.VBox):
 
     def __init__(self, result):
         super().__init__()
+        self.add_class(H.WIDGET_CLASS)  # where it renders live, the static fallback beside it hides itself
         self.result = result
+        self.fallback_shown = False  # the magic displayed html.fallback_html just before this view
         self._ptx_opened = False
         self.panes = {t: _pane(self._render(t, None)) for t in ("Description", "Dispatch", "IR", "CUDA")}
         if result.cuda_emulated:
@@ -194,6 +196,9 @@ class WidgetView(W.VBox):
 
     def _repr_mimebundle_(self, **kwargs):
         data = dict(super()._repr_mimebundle_(**kwargs) or {})
+        if self.fallback_shown:  # the report is the output above: a front end without widgets shows it once
+            data["text/plain"] = f"(stage view of {self.result.name}: the static report is the output above)"
+            return data
         data["text/plain"] = self.result.text()
         data["text/html"] = self.result.html()
         return data

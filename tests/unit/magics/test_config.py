@@ -62,6 +62,7 @@ def test_config_view(ip):
     ip.run_line_magic("config", "TileMagics.view = 'widget'")
     w = ip.run_cell_magic("tilecopy", "", body("tmem_roundtrip"))  # the result, shown as the widget
     assert isinstance(w, TileCopyResult)
+    assert {"application/vnd.jupyter.widget-view+json", "text/plain"} <= set(w._repr_mimebundle_())
     assert {"application/vnd.jupyter.widget-view+json", "text/html", "text/plain"} <= set(w._repr_mimebundle_())
     res = ip.run_cell_magic("tilecopy", "--view html", body("tmem_roundtrip"))
     assert isinstance(res, TileCopyResult) and "text/html" in res._repr_mimebundle_()

@@ -110,7 +110,8 @@ def test_widget_view_has_static_fallbacks(ip):
 
     w = ip.run_cell_magic("tilecopy", "--view widget --launch sim", body("tmem_roundtrip"))
     assert isinstance(w.widget(), W.VBox) and "IR" in w.widget().tab.titles
-    bundle = w._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in w._repr_mimebundle_()  # (the fallback went first)
+    bundle = w._repr_mimebundle_()  # displayed again: whole
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["text/plain"] == w.text() and "<img" in bundle["text/html"]
 
@@ -209,3 +210,26 @@ def test_unload_removes_the_transformer(ip):
     ip.extension_manager.unload_extension("tilemagic")
     assert not any(getattr(t, "__name__", "") == "magic_after_line_magics" for t in ip.input_transformers_cleanup)
     ip.extension_manager.load_extension("tilemagic")  # the fixture unloads it again
+
+
+def test_widget_cell_shows_the_static_report_where_the_widget_cannot_be(ip):
+    from tilemagic.widgets.html import WIDGET_CLASS
+
+    with capture_output() as cap:
+        res = ip.run_cell_magic("tilecopy", "rt --view widget --launch sim", body("tmem_roundtrip"))
+    (fallback,) = [o.data for o in cap.outputs]  # displayed before the cell's own result
+    page = fallback["text/html"]
+    assert page.startswith('<div class="tm-fallback"><style>.jp-OutputArea:has(.tm-widget-view) .tm-fallback')
+    assert 'class="tm-report"' in page and "check B == A" in page and "data:image/png;base64," in page
+    assert fallback["text/plain"] == res.text()
+    bundle = res._repr_mimebundle_()  # the cell's result: the live view, and no second copy of the report
+    assert "application/vnd.jupyter.widget-view+json" in bundle and "text/html" not in bundle
+    assert "static report is the output above" in bundle["text/plain"]
+    assert "text/html" in res._repr_mimebundle_()  # a later display of the result is whole again
+    assert WIDGET_CLASS in res.widget()._dom_classes
+
+
+def test_html_view_cells_have_no_fallback_output(ip):
+    with capture_output() as cap:
+        ip.run_cell("%%tilecopy rt --launch off\n" + body("tmem_roundtrip"))
+    assert cap.outputs == []

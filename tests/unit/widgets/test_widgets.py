@@ -452,3 +452,17 @@ def test_pictures_have_a_transparent_background_and_neutral_ink():
             dark = (region[..., 3] > 200) & (region[..., :3].max(axis=-1) < 40)
             assert not dark.any(), kind  # no black text, which would vanish on a dark page
     assert NEUTRAL.startswith("#")
+
+
+def test_the_stripped_hover_note_shows_only_without_the_style():
+    import tilemagic
+    from tilemagic.widgets.html import STRIPPED_NOTE
+
+    page = tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="off").html()
+    assert ".tm-report .tm-stripped{display:none}" in page  # the style hides the note ...
+    note = re.search(r'<div class="tm-stripped" style="([^"]*)">([^<]*)</div>', page)
+    assert note and "display" not in note.group(1)  # ... and nothing else does, so without the style it shows
+    assert "jupyter trust NOTEBOOK.ipynb" in note.group(2) and note.group(2) == __import__("html").escape(STRIPPED_NOTE)
+    # a report with no mapped line has no hover, no style and no note
+    bare = tilemagic.tilecopy("global A: float32[4]\n", launch="off").html()
+    assert "<style>" not in bare and "tm-stripped" not in bare
