@@ -106,18 +106,29 @@ __all__ = [
     "warnings_html",
 ]
 
+#: Theme colours: JupyterLab's CSS variables (the light and the dark theme define them) with the light value
+#: as fallback for pages without them (nbconvert's classic page, VS Code, GitHub, a saved HTML file).
+FG = "var(--jp-content-font-color1,#1f2328)"
+MUTED = "var(--jp-content-font-color2,#57606a)"
+FAINT = "var(--jp-content-font-color3,#8c959f)"
+CODE_BG = "var(--jp-cell-editor-background,#f8f8f8)"
+HEAD_BG = "var(--jp-layout-color2,#eef1f4)"
+TH_BG = "var(--jp-layout-color2,#f6f8fa)"
+BORDER = "var(--jp-border-color1,#d0d7de)"
+BORDER2 = "var(--jp-border-color2,#eaeef2)"
+ERROR_FG = "var(--jp-error-color1,#a40e26)"
 #: The sans-serif font stack of every heading, table and note.
 FONT = "font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif"
 _MONO = "font-family:SFMono-Regular,Menlo,Consolas,'Liberation Mono',monospace"
 _PRE = (f"margin:0;padding:6px 8px;{_MONO};font-size:12px;line-height:1.4;white-space:pre;"
-        "background:var(--jp-cell-editor-background,#f8f8f8);color:var(--jp-content-font-color1,#1f2328);text-align:left")
-_PANE = "border:1px solid var(--jp-border-color1,#d0d7de);border-radius:6px;overflow:auto;max-height:480px;min-width:0;background:var(--jp-cell-editor-background,#f8f8f8)"
-_PANE_HEAD = (f"{FONT};font-size:12px;font-weight:600;padding:4px 8px;background:var(--jp-layout-color2,#eef1f4);"
-              "border-bottom:1px solid var(--jp-border-color1,#d0d7de);position:sticky;top:0")
-_H = f"{FONT};font-size:14px;font-weight:600;margin:14px 0 6px 0;color:var(--jp-content-font-color1,#1f2328)"
+        f"background:{CODE_BG};color:{FG};text-align:left")
+_PANE = f"border:1px solid {BORDER};border-radius:6px;overflow:auto;max-height:480px;min-width:0;background:{CODE_BG}"
+_PANE_HEAD = (f"{FONT};font-size:12px;font-weight:600;padding:4px 8px;background:{HEAD_BG};"
+              f"border-bottom:1px solid {BORDER};position:sticky;top:0")
+_H = f"{FONT};font-size:14px;font-weight:600;margin:14px 0 6px 0;color:{FG}"
 _TABLE = f"border-collapse:collapse;{FONT};font-size:12px;margin:4px 0 10px 0"
-_TH = "text-align:left;padding:3px 8px;border-bottom:2px solid var(--jp-border-color1,#d0d7de);background:var(--jp-layout-color2,#f6f8fa)"
-_TD = "text-align:left;vertical-align:top;padding:3px 8px;border-bottom:1px solid var(--jp-border-color2,#eaeef2)"
+_TH = f"text-align:left;padding:3px 8px;border-bottom:2px solid {BORDER};background:{TH_BG}"
+_TD = f"text-align:left;vertical-align:top;padding:3px 8px;border-bottom:1px solid {BORDER2}"
 _TD_R = _TD.replace("text-align:left", "text-align:right")
 _VERDICT = {
     "chosen": "background:#dafbe1;color:#116329;border:1px solid #4ac26b",
@@ -335,7 +346,7 @@ STRIPPED_NOTE = ("Hovering and pinning lines is off here: this output's styleshe
 def stripped_note_html() -> str:
     """The :data:`STRIPPED_NOTE` element: visible by default, hidden by :func:`line_map_style`'s own rule, so it
     shows exactly where that style did not survive (an untrusted notebook in JupyterLab, GitHub)."""
-    return (f'<div class="tm-stripped" style="{FONT};font-size:11px;color:var(--jp-content-font-color2,#57606a);'
+    return (f'<div class="tm-stripped" style="{FONT};font-size:11px;color:{MUTED};'
             f'border-left:3px solid #d4a72c;padding:2px 8px;margin:0 0 4px 0">{escape(STRIPPED_NOTE)}</div>')
 
 
@@ -361,7 +372,7 @@ def banner_html(result) -> str:
     launch = result.launch
     native = is_native_blackwell(launch)
     if launch is None or launch.backend == "off":
-        colours = "background:rgba(175,184,193,0.12);border:1px solid var(--jp-border-color1,#d0d7de)"
+        colours = f"background:rgba(175,184,193,0.12);border:1px solid {BORDER}"
     elif native:
         colours = "background:rgba(74,194,107,0.15);border:1px solid #4ac26b"
     else:
@@ -371,15 +382,15 @@ def banner_html(result) -> str:
     if threads is not None:
         parts.append(f"{int(threads)} threads")
     parts.append(escape(launch_headline(result)))
-    head = ' <span style="color:var(--jp-content-font-color2,#57606a)">·</span> '.join(parts)
+    head = f' <span style="color:{MUTED}">·</span> '.join(parts)
     note = escape(execution_note(result))
     if uses_tmem(result) and not native:
         note = f"<b>{note}</b>"
     reason = ""
     if launch is not None and launch.reason:
-        reason = f'<div style="color:var(--jp-content-font-color2,#57606a);font-size:12px">reason: {escape(launch.reason)}</div>'
+        reason = f'<div style="color:{MUTED};font-size:12px">reason: {escape(launch.reason)}</div>'
     return (f'<div class="tm-banner" style="{FONT};{colours};border-radius:6px;padding:8px 12px;'
-            f'margin:0 0 8px 0;color:var(--jp-content-font-color1,#1f2328)">'
+            f'margin:0 0 8px 0;color:{FG}">'
             f"<div>{head}</div><div style=\"font-size:13px;margin-top:2px\">{note}</div>{reason}</div>")
 
 
@@ -394,7 +405,7 @@ def source_html(result, highlight: int | None = None) -> str:
     width = len(str(len(lines))) if lines else 1
     head, tail = shown_lines(len(lines))
     spans = [
-        _line_span(f'<span style="color:var(--jp-content-font-color3,#8c959f);user-select:none">{str(i).rjust(width)} </span>'
+        _line_span(f'<span style="color:{FAINT};user-select:none">{str(i).rjust(width)} </span>'
                    f"{escape(clip_line(lines[i - 1]))}", i if i in mapped else None, highlight)
         for i in [*range(1, head + 1), *range(len(lines) - tail + 1, len(lines) + 1)]
     ]
@@ -408,7 +419,7 @@ def source_html(result, highlight: int | None = None) -> str:
 
 def _reasons_cell(rec, c) -> str:
     """The why-table lines of ``c`` (DispatchRecord.why); the predicates that held in grey."""
-    return "<br>".join(f'<span style="color:var(--jp-content-font-color3,#8c959f);font-size:11px">{escape(clip_line(w))}</span>'
+    return "<br>".join(f'<span style="color:{FAINT};font-size:11px">{escape(clip_line(w))}</span>'
                        if w.startswith("ok: ") else escape(clip_line(w)) for w in rec.why(c)[:MAX_LISTED])
 
 
@@ -420,7 +431,7 @@ def dispatch_html(result) -> str:
     :data:`~tilemagic.widgets.format.MAX_LINE_CHARS` characters.
     """
     if not result.dispatch:
-        return f'<div style="{FONT};font-size:12px;color:var(--jp-content-font-color2,#57606a)">(no copy ops)</div>'
+        return f'<div style="{FONT};font-size:12px;color:{MUTED}">(no copy ops)</div>'
     out = []
     for rec in result.dispatch[:MAX_LISTED]:
         head = f"L{rec.line}: {clip_line(rec.text)}"
@@ -439,7 +450,7 @@ def dispatch_html(result) -> str:
             f'<div class="tm-dispatch"{_line_attr(rec.line)}>'
             f'<div style="{FONT};font-size:12px;margin-top:6px"><code class="tm-line tm-L{int(rec.line)}"'
             f'{_line_attr(rec.line)} style="{_MONO}">{escape(head)}</code> '
-            f'<span style="color:var(--jp-content-font-color2,#57606a)">{escape(tag)}</span></div>'
+            f'<span style="color:{MUTED}">{escape(tag)}</span></div>'
             f'<table style="{_TABLE}"><thead><tr><th style="{_TH}">variant</th><th style="{_TH}">priority</th>'
             f'<th style="{_TH}">verdict</th><th style="{_TH}">reason</th></tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>'
@@ -451,7 +462,7 @@ def dispatch_html(result) -> str:
     return "".join(out)
 
 
-_ELIDED = "color:var(--jp-content-font-color2,#57606a);font-style:italic;background:var(--jp-layout-color2,#eef1f4)"
+_ELIDED = f"color:{MUTED};font-style:italic;background:{HEAD_BG}"
 
 
 def _pane_lines(text: str, src_lines: Sequence[int | None] | None, language: str, highlight: int | None,
@@ -564,7 +575,7 @@ def _img(png: bytes, alt: str, kind: str) -> str:
 
 
 def _note(text: str, error: bool = False) -> str:
-    colour = "var(--jp-error-color1,#a40e26)" if error else "var(--jp-content-font-color2,#57606a)"
+    colour = ERROR_FG if error else MUTED
     return f'<div style="{FONT};font-size:12px;color:{colour}">{escape(text)}</div>'
 
 
@@ -641,7 +652,7 @@ def launch_html(result) -> str:
     mismatches, at most :data:`~tilemagic.widgets.format.MAX_LISTED`, with the count), timings with ``--bench``."""
     launch = result.launch
     if launch is None or launch.backend == "off":
-        return f'<div style="{FONT};font-size:12px;color:var(--jp-content-font-color2,#57606a)">{escape(NOT_LAUNCHED)}</div>'
+        return f'<div style="{FONT};font-size:12px;color:{MUTED}">{escape(NOT_LAUNCHED)}</div>'
     parts = [f'<div style="{FONT};font-size:12px;margin-bottom:4px">{escape(launch.summary())}</div>']
     parts.append(_arrays_table("inputs", launch.inputs))
     parts.append(_arrays_table("outputs", launch.outputs))
@@ -661,7 +672,7 @@ def launch_html(result) -> str:
     if more:
         checks.append(f'<div class="tm-checks-more" style="{FONT};font-size:12px;margin:2px 0">{escape(more[0])}'
                       f'<pre style="{_PRE}">{escape(chr(10).join(more[1:]))}</pre></div>')
-    parts.append("".join(checks) or f'<div style="{FONT};font-size:12px;color:var(--jp-content-font-color2,#57606a)">(no checks)</div>')
+    parts.append("".join(checks) or f'<div style="{FONT};font-size:12px;color:{MUTED}">(no checks)</div>')
     hb = launch.hb_summary()
     if hb:
         parts.append(f'<div class="tm-hb" style="{FONT};font-size:12px;margin:2px 0">{escape(hb)}</div>')
@@ -680,7 +691,7 @@ def warnings_html(result) -> str:
                         "warnings (all: result.warnings)", total=len(result.warnings))
     items = "".join(f'<li style="white-space:pre-wrap">{escape(w)}</li>' for w in shown)
     return (f'<div class="tm-warnings" style="{FONT};font-size:12px;background:rgba(212,167,44,0.15);'
-            f'border:1px solid #d4a72c;border-radius:6px;padding:6px 12px;margin:8px 0;color:var(--jp-content-font-color1,#1f2328)"><b>Warnings</b>'
+            f'border:1px solid #d4a72c;border-radius:6px;padding:6px 12px;margin:8px 0;color:{FG}"><b>Warnings</b>'
             f'<ul style="margin:4px 0 0 0;padding-left:18px">{items}</ul></div>')
 
 
@@ -729,7 +740,7 @@ def render_html(result) -> str:
         warnings_html(result),
         _section("Dispatch", dispatch_html(result)),
         _section("Description, IR and CUDA",
-                 f'<div class="tm-hint" style="{FONT};font-size:11px;color:var(--jp-content-font-color2,#57606a);margin:0 0 4px 0">'
+                 f'<div class="tm-hint" style="{FONT};font-size:11px;color:{MUTED};margin:0 0 4px 0">'
                  "hover a line to light up the lines it maps to in the other panes; click to pin</div>"
                  f'<div class="tm-source" style="margin:0 0 8px 0">{source_html(result)}</div>'
                  + code_grid_html(result)),
@@ -743,7 +754,7 @@ def render_html(result) -> str:
     if style:  # (after the banner: the note is about the panes, the banner comes first)
         html = html.replace('<div style="' + _H + '">Description, IR and CUDA</div>',
                             '<div style="' + _H + '">Description, IR and CUDA</div>' + stripped_note_html(), 1)
-    return (f'<div class="tm-report" style="{FONT};color:var(--jp-content-font-color1,#1f2328);max-width:100%">'
+    return (f'<div class="tm-report" style="{FONT};color:{FG};max-width:100%">'
             + style + html + (PIN_SCRIPT if style else "") + "</div>")
 
 
@@ -772,7 +783,7 @@ def fallback_html(result) -> str:
     note = ("The live stage view (--view widget) is not available here (its widget state was not saved, or "
             "this is a static export): the static report.")
     return (f'<div class="tm-fallback">{_FALLBACK_STYLE}<div style="{FONT};font-size:11px;'
-            f'color:var(--jp-content-font-color2,#57606a);margin:0 0 4px 0">{escape(note)}</div>'
+            f'color:{MUTED};margin:0 0 4px 0">{escape(note)}</div>'
             f"{render_html(result)}</div>")
 
 

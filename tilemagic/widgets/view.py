@@ -100,10 +100,10 @@ class HeatmapPane(W.VBox):
         try:
             png = picture_png(self.result, kind, color_by=self.color_by.value, instr=instr, check=self.check.value)
         except ValueError as e:
-            self.note.value = f'<span style="color:var(--jp-content-font-color2,#57606a)">{escape(str(e))}</span>'
+            self.note.value = f'<span style="color:{H.MUTED}">{escape(str(e))}</span>'
             return
         except Exception as e:  # noqa: BLE001 - keep the other tabs usable
-            self.note.value = (f'<span style="color:var(--jp-error-color1,#a40e26)">heatmap unavailable: {escape(type(e).__name__)}: '
+            self.note.value = (f'<span style="color:{H.ERROR_FG}">heatmap unavailable: {escape(type(e).__name__)}: '
                                f"{escape(str(e))}</span>")
             return
         self.note.value = ""
@@ -145,7 +145,7 @@ class WidgetView(W.VBox):
         self.panes = {t: _pane(self._render(t, None)) for t in ("Description", "Dispatch", "IR", "CUDA")}
         if result.cuda_emulated:
             self.panes["CUDA (emulated)"] = _pane(self._render("CUDA (emulated)", None))
-        self.panes["PTX"] = _pane(f'<div style="{H.FONT};font-size:12px;color:var(--jp-content-font-color2,#57606a)">'
+        self.panes["PTX"] = _pane(f'<div style="{H.FONT};font-size:12px;color:{H.MUTED}">'
                                   "PTX is compiled when this tab is opened (nvcc -ptx -lineinfo, or NVRTC).</div>")
         for title, body in H.extra_sections(result):
             self.panes.setdefault(title, _pane(body))
@@ -178,7 +178,7 @@ class WidgetView(W.VBox):
         """The PTX pane (compiles on first use), or a note saying why there is none."""
         res = self.result.ptx()
         if not res.ok:
-            return (f'<div style="{H.FONT};font-size:12px;color:var(--jp-content-font-color2,#57606a)">No PTX: '
+            return (f'<div style="{H.FONT};font-size:12px;color:{H.MUTED}">No PTX: '
                     f"{escape(res.log.splitlines()[0] if res.log else 'no compiler')}</div>")
         title = f"PTX ({res.arch}, {res.tool}, -lineinfo: each line mapped through its CUDA line)"
         return H.code_pane_html(title, res.text, res.lines, "ptx", role="tm-ptx", highlight=highlight,
