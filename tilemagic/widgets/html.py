@@ -219,7 +219,10 @@ def _lexer(language: str):
         with _PYGMENTS_LOCK:
             from pygments.lexers import CudaLexer, PtxLexer, PythonLexer, TextLexer
 
-            cls = {"python": PythonLexer, "cuda": CudaLexer, "ptx": PtxLexer}.get(language, TextLexer)
+            from ..lang.highlight import TileCopyLexer
+
+            cls = {"python": PythonLexer, "cuda": CudaLexer, "ptx": PtxLexer,
+                   "tilecopy": TileCopyLexer}.get(language, TextLexer)
             # stripnl=False: keep leading/trailing blank lines so line i stays line i
             lx = _CACHE.get(language) or cls(stripnl=False, ensurenl=True)
             _CACHE[language] = lx
@@ -233,9 +236,9 @@ def highlight_lines(text: str, language: str) -> list[str]:
     ----------
     text : str
         Source text; line ``i`` of the result is line ``i`` of ``text``.
-    language : {"python", "cuda", "ptx", "text"}
+    language : {"python", "cuda", "ptx", "tilecopy", "text"}
         ``PythonLexer`` for the TIR-like IR (as TVM's ``cprint`` does), ``CudaLexer``
-        for CUDA C++, ``PtxLexer`` for PTX.
+        for CUDA C++, ``PtxLexer`` for PTX, :class:`~tilemagic.lang.highlight.TileCopyLexer` for the description.
 
     Returns
     -------
@@ -328,12 +331,40 @@ def line_map_style(lines: Sequence[int]) -> str:
         return ""
     rules = [f".tm-report .tm-code .tm-line{{{_BLOCK_LINE}}}",
              ".tm-report .tm-line[data-src-line]{cursor:pointer}",
-             ".tm-report .tm-stripped{display:none}"]  # the note that says this style is gone hides itself
+             ".tm-report .tm-stripped{display:none}",  # the note that says this style is gone hides itself
+             *_PANE_RULES]
     for n in ns:
         rules.append(f".tm-report:has(.tm-L{n}:hover) .tm-L{n}{{{HIGHLIGHT} !important}}")
     for n in ns:
         rules.append(f'.tm-report[data-tm-pin="{n}"] .tm-L{n}{{{_PINNED} !important}}')
     return "<style>" + "\n".join(rules) + "</style>"
+
+
+#: The code panes' options, switched by the toolbar's buttons (:data:`PIN_SCRIPT` sets ``data-tm-wrap``,
+#: ``data-tm-numbers``, ``data-tm-stack`` on the report): long lines wrapped, line numbers (a CSS counter per pane;
+#: a collapsed pane's elision line sets it to the first tail line's number), IR and CUDA stacked.  The toolbar is
+#: shown by this style only (it needs the script too, and both are stripped together).
+_PANE_RULES = (
+    ".tm-report .tm-tools{display:flex !important}",
+    ".tm-report[data-tm-wrap] .tm-code{white-space:pre-wrap !important;overflow-wrap:anywhere}",
+    ".tm-report[data-tm-numbers] .tm-code:not(.tm-src){counter-reset:tm-ln}",
+    ".tm-report[data-tm-numbers] .tm-code:not(.tm-src)>.tm-line:not(.tm-elided)::before{counter-increment:tm-ln;"
+    f"content:counter(tm-ln);display:inline-block;min-width:2.6em;padding-right:0.8em;text-align:right;"
+    f"color:{FAINT};user-select:none}}",
+    ".tm-report[data-tm-stack] .tm-grid{grid-template-columns:minmax(0,1fr) !important}",
+    ".tm-report .tm-tools button[aria-pressed=true]{background:rgba(84,174,255,0.25)}",
+)
+#: The toolbar's buttons: (option, label).
+PANE_OPTIONS = (("wrap", "wrap long lines"), ("numbers", "line numbers"), ("stack", "stack IR and CUDA"))
+
+
+def tools_html() -> str:
+    """The code panes' toolbar (hidden unless the report's style survived; :data:`_PANE_RULES`)."""
+    btn = (f"{FONT};font-size:11px;padding:1px 8px;border:1px solid {BORDER};border-radius:4px;"
+           f"background:transparent;color:{FG};cursor:pointer")
+    buttons = "".join(f'<button type="button" data-tm-toggle="{k}" aria-pressed="false" style="{btn}">'
+                      f"{escape(label)}</button>" for k, label in PANE_OPTIONS)
+    return f'<div class="tm-tools" style="display:none;gap:6px;margin:0 0 4px 0">{buttons}</div>'
 
 
 #: The note shown only where the report's ``<style>`` was removed (the style hides it): JupyterLab drops the
@@ -350,11 +381,15 @@ def stripped_note_html() -> str:
             f'border-left:3px solid #d4a72c;padding:2px 8px;margin:0 0 4px 0">{escape(STRIPPED_NOTE)}</div>')
 
 
-#: Click-to-pin for the line mapping: one delegated listener per page (idempotent), no ids.
-#: A pin also scrolls the other panes of the report to their first line of the pinned source line.
+#: Click-to-pin for the line mapping and the panes' toolbar: one delegated listener per page (idempotent), no
+#: ids.  A pin also scrolls the other panes of the report to their first line of the pinned source line.
 PIN_SCRIPT = (
     "<script>(function(){if(window.__tilemagicPin)return;window.__tilemagicPin=true;"
     "document.addEventListener('click',function(e){var t=e.target;if(!t||!t.closest)return;"
+    "var b=t.closest('.tm-report .tm-tools [data-tm-toggle]');if(b){var rr=b.closest('.tm-report');"
+    "var a='data-tm-'+b.getAttribute('data-tm-toggle');var on=!rr.hasAttribute(a);"
+    "if(on)rr.setAttribute(a,'');else rr.removeAttribute(a);b.setAttribute('aria-pressed',on?'true':'false');"
+    "return;}"
     "var l=t.closest('.tm-report .tm-line[data-src-line]');if(!l)return;var r=l.closest('.tm-report');"
     "var n=l.getAttribute('data-src-line');"
     "if(r.getAttribute('data-tm-pin')===n){r.removeAttribute('data-tm-pin');return;}"
@@ -395,7 +430,8 @@ def banner_html(result) -> str:
 
 
 def source_html(result, highlight: int | None = None) -> str:
-    """The description, numbered; each line ``<span class="tm-line tm-Ln" data-src-line="n">`` (1-based).
+    """The description, numbered and highlighted (:class:`~tilemagic.lang.highlight.TileCopyLexer`); each line
+    ``<span class="tm-line tm-Ln" data-src-line="n">`` (1-based).
 
     Lines that produced no IR/CUDA (declarations, comments) are numbered but unmapped; a long
     description is collapsed as the code panes are (:func:`code_pane_html`).
@@ -404,10 +440,12 @@ def source_html(result, highlight: int | None = None) -> str:
     mapped = set(linked_lines(result))
     width = len(str(len(lines))) if lines else 1
     head, tail = shown_lines(len(lines))
+    shown = [*range(1, head + 1), *range(len(lines) - tail + 1, len(lines) + 1)]
+    coloured = highlight_lines("\n".join(clip_line(lines[i - 1]) for i in shown), "tilecopy")
     spans = [
         _line_span(f'<span style="color:{FAINT};user-select:none">{str(i).rjust(width)} </span>'
-                   f"{escape(clip_line(lines[i - 1]))}", i if i in mapped else None, highlight)
-        for i in [*range(1, head + 1), *range(len(lines) - tail + 1, len(lines) + 1)]
+                   f"{h}", i if i in mapped else None, highlight)
+        for i, h in zip(shown, coloured)
     ]
     if tail:
         spans.insert(head, f'<span class="tm-line tm-elided" style="{_ELIDED}">'
@@ -481,7 +519,8 @@ def _pane_lines(text: str, src_lines: Sequence[int | None] | None, language: str
     hidden = len(lines) - len(first) - len(last)
     if hidden:
         note = escape(elision_note(hidden, where))
-        return [*first, f'<span class="tm-line tm-elided" style="{_ELIDED}">{note}</span>', *last]
+        numbering = f"counter-set:tm-ln {len(lines) - len(last)}"  # the line numbers go on at the first tail line
+        return [*first, f'<span class="tm-line tm-elided" style="{_ELIDED};{numbering}">{note}</span>', *last]
     return out
 
 
@@ -539,9 +578,15 @@ def emulated_pane_html(result, highlight: int | None = None) -> str:
 
 
 def code_grid_html(result, highlight: int | None = None) -> str:
-    """IR and native CUDA side by side (CSS grid, two equal columns)."""
-    return (f'<div class="tm-grid" style="display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);'
+    """IR and native CUDA side by side (CSS grid, two equal columns), stacked in an output narrower than two
+    480 px panes or with the toolbar's "stack" button."""
+    return (f'<div class="tm-grid" style="display:grid;{_GRID_COLUMNS};'
             f'gap:8px;align-items:start">{ir_pane_html(result, highlight)}{cuda_pane_html(result, highlight)}</div>')
+
+
+#: Two columns where the output is wide enough for two panes of 480 px, else one under the other (no style sheet
+#: needed: it holds in a stripped output too).
+_GRID_COLUMNS = "grid-template-columns:repeat(auto-fit,minmax(min(100%,480px),1fr))"
 
 
 def emulated_html(result) -> str:
@@ -742,6 +787,7 @@ def render_html(result) -> str:
         _section("Description, IR and CUDA",
                  f'<div class="tm-hint" style="{FONT};font-size:11px;color:{MUTED};margin:0 0 4px 0">'
                  "hover a line to light up the lines it maps to in the other panes; click to pin</div>"
+                 + tools_html() +
                  f'<div class="tm-source" style="margin:0 0 8px 0">{source_html(result)}</div>'
                  + code_grid_html(result)),
         emulated_html(result),

@@ -466,3 +466,29 @@ def test_the_stripped_hover_note_shows_only_without_the_style():
     # a report with no mapped line has no hover, no style and no note
     bare = tilemagic.tilecopy("global A: float32[4]\n", launch="off").html()
     assert "<style>" not in bare and "tm-stripped" not in bare
+
+
+def test_code_panes_offer_wrap_numbers_and_stacking():
+    import tilemagic
+    from tilemagic.widgets import html as H
+
+    page = tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="off").html()
+    tools = re.search(r'<div class="tm-tools" style="([^"]*)">(.*?)</div>', page)
+    assert tools and "display:none" in tools.group(1)  # shown by the report's style only (with the script)
+    assert re.findall(r'data-tm-toggle="(\w+)"', tools.group(2)) == ["wrap", "numbers", "stack"]
+    assert ".tm-report .tm-tools{display:flex !important}" in page
+    assert ".tm-report[data-tm-wrap] .tm-code{white-space:pre-wrap !important" in page
+    assert ".tm-report[data-tm-stack] .tm-grid{grid-template-columns:minmax(0,1fr) !important}" in page
+    assert "counter-increment:tm-ln" in page and "data-tm-toggle" in H.PIN_SCRIPT
+    # narrow outputs stack by themselves (an inline style: also where the style sheet was removed)
+    assert 'class="tm-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,480px),1fr))' in page
+
+
+def test_a_collapsed_pane_numbers_its_tail_lines_as_in_the_text():
+    from tilemagic.widgets import html as H
+    from tilemagic.widgets.format import HEAD_LINES, TAIL_LINES
+
+    n = HEAD_LINES + TAIL_LINES + 100
+    pane = H.code_pane_html("IR", "\n".join(f"x{i} = {i}" for i in range(n)), [1] * n, "python")
+    elided = re.search(r'<span class="tm-line tm-elided" style="([^"]*)">', pane)
+    assert elided and f"counter-set:tm-ln {n - TAIL_LINES}" in elided.group(1)  # the next line is line n-49
