@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import MagicArgumentParser, argument, magic_arguments, parse_argstring
 from traitlets import Bool, Float, Int, TraitError, TraitType, Unicode, validate
@@ -160,6 +161,7 @@ class TileMagics(Magics):
         source = f"%%tilecopy {line}\n{cell}"
         reported: list[str] = []  # the warnings the displayed report lists (shown there, not again on stderr)
         caught: list[warnings.WarningMessage] = []
+        self.last: Any = None  # what `%tilemagic grade` grades: this cell's result, or the error it raised
         try:
             with warnings.catch_warnings(record=True) as caught:  # the user's filters still apply ("error" raises)
                 return self._run(source, reported)
@@ -173,11 +175,15 @@ class TileMagics(Magics):
         except CheckFailed as e:  # the report first (what failed), then the located error fails the cell
             from IPython.display import display
 
+            self.last = e
             reported += e.result.warnings
             _show_fallback(e.result)
             display(e.result)
             raise
-        except (TileMagicError, Warning):  # ours, or a warning the user's filters turned into an error
+        except TileMagicError as e:
+            self.last = e
+            raise
+        except Warning:  # a warning the user's filters turned into an error
             raise
         except Exception as e:  # a bug of ours: one message, never a dead kernel
             if not self.short_errors:
@@ -186,19 +192,28 @@ class TileMagics(Magics):
                 f"internal error in tilemagic: {type(e).__name__}: {e}",
                 hint="please report it with the cell; `%config TileMagics.short_errors = False` shows the traceback",
             ) from e
+        self.last = res
         reported += res.warnings
         _show_fallback(res)
         return res  # displayed as options.view asks (TileCopyResult._repr_mimebundle_)
 
     @magic_arguments()
-    @argument("command", nargs="?", default="status", choices=("status", "variants"),
+    @argument("command", nargs="?", default="status", choices=("status", "variants", "grade"),
               help="status (default): CuPy, driver, device, NVRTC/nvcc, how launches would run and the session "
                    "defaults (``%%config TileMagics.<name> = ...``); variants: the registered dispatch variants "
-                   "with their priorities.")
+                   "with their priorities; grade EXERCISE: grade the last %%tilecopy cell (tilemagic.exercises).")
+    @argument("exercise", nargs="?", default=None, help="the exercise id, with grade")
     @line_magic
-    def tilemagic(self, line: str) -> None:
-        """What tilemagic sees: ``%tilemagic status`` or ``%tilemagic variants``."""
-        if parse_argstring(self.tilemagic, line).command == "status":
+    def tilemagic(self, line: str) -> Any:
+        """What tilemagic sees: ``%tilemagic status``, ``%tilemagic variants``; ``%tilemagic grade EXERCISE``."""
+        args = parse_argstring(self.tilemagic, line)
+        if args.command == "grade":
+            from .exercises import EXERCISES, check
+
+            if args.exercise not in EXERCISES:
+                raise UsageError(f"%tilemagic grade EXERCISE: one of {', '.join(EXERCISES)}")
+            return check(getattr(self, "last", None), args.exercise)
+        if args.command == "status":
             from .runtime.status import status_report
 
             print(status_report(defaults=self.defaults()))
