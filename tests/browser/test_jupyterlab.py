@@ -126,6 +126,12 @@ def jupyterlab(tmp_path_factory):
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}', encoding="utf-8")
     env["JUPYTERLAB_SETTINGS_DIR"] = str(home / "lab-settings")
     env["JUPYTER_DATA_DIR"] = str(home / "data")  # (the notebook signatures: a fresh database)
+    # the repository's prebuilt labextension (what the wheel ships), whatever copy is installed
+    ext = home / "jupyter-path" / "labextensions" / "tilemagic-labextension"
+    ext.parent.mkdir(parents=True)
+    ext.symlink_to(ROOT / "tilemagic" / "labextension", target_is_directory=True)
+    env["JUPYTER_PATH"] = os.pathsep.join([str(home / "jupyter-path")] + [p for p in env.get("JUPYTER_PATH", "")
+                                                                            .split(os.pathsep) if p])
     subprocess.run([sys.executable, "-m", "jupyter", "trust", str(root / "reopened_trusted.ipynb")], env=env,
                    check=True, capture_output=True)
     log = open(home / "jupyterlab.log", "w", encoding="utf-8")  # noqa: SIM115 - closed below
@@ -248,6 +254,13 @@ def open_notebook(browser, jupyterlab, name):
     page.goto(f"{base}/lab/tree/{name}?token={token}&reset")
     page.wait_for_selector(".jp-Notebook .jp-Cell")
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=TIMEOUT_MS)
+    page.wait_for_timeout(1000)
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count():  # (a dialog over the notebook would swallow every click: say what it said)
+        text = dialog.first.inner_text()
+        print(f"DIALOG on {name}: {text!r}")
+        assert "rror" not in text, text
+        dialog.first.locator(".jp-Dialog-button.jp-mod-accept").first.click()
     return page
 
 
@@ -265,6 +278,25 @@ def test_quickstart_in_jupyterlab(browser, jupyterlab, artifacts):
     a, b = ir_pane.bounding_box(), cu_pane.bounding_box()
     assert abs(a["y"] - b["y"]) < 2 and b["x"] >= a["x"] + a["width"] - 1 and a["width"] > 300
     assert "IR (TIR-like)" in ir_pane.inner_text() and "CUDA (native, sm_100a)" in cu_pane.inner_text()
+
+    # the labextension: the %%tilecopy cell's editor is the cell language, its words get CodeMirror token classes
+    editor = page.locator(".jp-CodeCell .jp-InputArea .cm-content", has_text="%%tilecopy tmem_roundtrip").first
+    editor.scroll_into_view_if_needed()
+    assert editor.get_attribute("data-language") == "tilecopy"
+    keyword_colour = page.evaluate("getComputedStyle(document.body).getPropertyValue('--jp-mirror-editor-keyword-color')")
+    for word in ("kernel", "global", "tmem", "copy_async", "wait", "check"):
+        tok = editor.locator("span", has_text=re.compile(f"^{word}$")).first
+        assert tok.get_attribute("class"), word  # a CodeMirror highlight class
+        assert tok.evaluate("e => getComputedStyle(e).color") == page.evaluate(
+            "c => { const d = document.createElement('span'); d.style.color = c; document.body.appendChild(d); "
+            "const v = getComputedStyle(d).color; d.remove(); return v; }", keyword_colour.strip()), word
+    kinds = {w: editor.locator("span", has_text=re.compile(f"^{re.escape(w)}$")).first.get_attribute("class")
+             for w in ("float16", "tid_in_wg", "128", "wg")}
+    assert len(set(kinds.values()) | {editor.locator("span", has_text=re.compile("^kernel$")).first
+                                      .get_attribute("class")}) >= 4, kinds  # dtypes, axes, numbers, keywords differ
+    comment = page.locator(".jp-CodeCell .cm-content", has_text="%load_ext tilemagic").first
+    assert comment.get_attribute("data-language") != "tilecopy"  # other cells stay IPython
+    editor.screenshot(path=str(artifacts / "jupyterlab_tilecopy_cell_highlighted.png"))
 
     # the why-table
     table = report.locator(".tm-dispatch table").first

@@ -112,3 +112,23 @@ def test_the_description_pane_is_highlighted():
     src = src[:src.index("</pre>")]
     assert '<span style="color:var(--jp-mirror-editor-keyword-color,#008000);font-weight:bold">kernel</span>' in src
     assert "float16</span>" in src and "tid_in_wg</span>" in src
+
+
+def test_the_labextension_word_lists_are_the_packages():
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, str(ROOT / "tools" / "labextension_words.py"), "--check"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_the_prebuilt_labextension_is_shipped():
+    import json
+
+    meta = json.loads((ROOT / "tilemagic" / "labextension" / "package.json").read_text())
+    entry = ROOT / "tilemagic" / "labextension" / meta["jupyterlab"]["_build"]["load"]
+    assert meta["name"] == "tilemagic-labextension" and entry.is_file()
+    assert "text/x-tilecopy" in "".join(p.read_text() for p in entry.parent.glob("*.js"))
+    text = (ROOT / "pyproject.toml").read_text()
+    assert '"share/jupyter/labextensions/tilemagic-labextension/static" = ["tilemagic/labextension/static/*"]' in text
