@@ -29,13 +29,17 @@ __version__ = "0.1.0"
 
 def load_ipython_extension(ip):
     """``%load_ext tilemagic``: register ``%%tilecopy`` and ``%tilemagic`` (idempotent)."""
-    from .magics import TileMagics
+    from .magics import TileMagics, magic_after_line_magics
 
     ip.register_magics(TileMagics(shell=ip))  # Magics.__init__ adds it to ip.configurables (%config)
+    if magic_after_line_magics not in ip.input_transformers_cleanup:  # `%load_ext tilemagic` + `%%tilecopy`
+        ip.input_transformers_cleanup.append(magic_after_line_magics)
 
 
 def unload_ipython_extension(ip):
     """``%unload_ext tilemagic``: remove the magics again."""
+    ip.input_transformers_cleanup[:] = [t for t in ip.input_transformers_cleanup
+                                         if getattr(t, "__name__", "") != "magic_after_line_magics"]
     mm = ip.magics_manager
     for kind, name in (("cell", "tilecopy"), ("line", "tilemagic")):
         mm.magics[kind].pop(name, None)

@@ -49,7 +49,9 @@ def _report(sources: list[tuple], args) -> int:
     for label, src, filename in sources:
         try:
             res = _run_one(src, args, label, filename or "tilecopy")
-        except KeyboardInterrupt:  # LaunchInterrupted too: Ctrl-C ends the run, not just this description
+        except KeyboardInterrupt as e:  # LaunchInterrupted too: Ctrl-C ends the run, not just this description
+            if isinstance(e, TileMagicError):
+                e.filename = filename or "tilecopy"  # main() prints it: located in the file, as every error
             raise
         except CheckFailed as e:  # the report, then the located failure: as the magic shows it
             e.filename = filename
@@ -102,7 +104,7 @@ def _main(argv: list[str] | None) -> int:
     p = argparse.ArgumentParser(prog="tilemagic", description="TIRx-style tile-copy dispatch, lowering and launch.",
                                 epilog="exit status: 0 when every check passed, 1 when one failed, 2 on a "
                                        "description, launch or usage error")
-    sub = p.add_subparsers(dest="cmd", required=True, metavar="{run,demo,status}")
+    sub = p.add_subparsers(dest="cmd", metavar="{run,demo,status}")
 
     def common(sp):  # the %%tilecopy options of the shared table, and the command line's own
         add_arguments(sp, cli=True)
@@ -115,6 +117,9 @@ def _main(argv: list[str] | None) -> int:
     common(d)
     sub.add_parser("status", help="CuPy, driver, device, NVRTC/nvcc, and how launches would run")
     args = p.parse_args(argv)
+    if args.cmd is None:  # bare `tilemagic`: the help, not argparse's "required: cmd"
+        p.print_help()
+        return 0
 
     if args.cmd == "status":
         from .runtime.status import status_report

@@ -167,7 +167,8 @@ class Options:
     arch: str = _opt("sm_100a", "Target of the shown CUDA (tcgen05 needs sm_100a, sm_100f, sm_103a, ...).",
                      check=check_arch, config=True)
     view: str = _opt("html", "html, text or widget.", choices=VIEW_CHOICES, config=True, cli=False)
-    out: str | None = _opt(None, "Also store the TileCopyResult in this notebook variable.", check=_check_out,
+    out: str | None = _opt(None, "Also store the TileCopyResult in the notebook variable VAR (a Python name).",
+                           check=_check_out,
                            metavar="VAR", cli=False)
     strict: bool = _opt(False, "Flag TMEM addresses whose lane-quadrant bits differ from warp_id % 4; "
                                "happens-before hazards are errors (HazardError), not warnings.",
@@ -295,8 +296,12 @@ register_cache("options.parser", build_parser.cache_clear, "the %%tilecopy optio
 
 
 def usage() -> str:
-    """The generated one-line usage, ``[NAME] [--launch auto|sim|gpu|off] ...`` (error hints)."""
-    return " ".join(build_parser().format_usage().split()[2:])
+    """The generated one-line usage, ``[NAME] [--launch auto|sim|gpu|off] ...`` (error hints, ``%%tilecopy?``).
+
+    ``[NAME]`` first, as a cell's line is written (argparse lists positionals last).
+    """
+    words = " ".join(build_parser().format_usage().split()[2:])
+    return "[NAME] " + words.replace(" [NAME]", "") if words.endswith(" [NAME]") else words
 
 
 def parse(line: str) -> argparse.Namespace:

@@ -253,8 +253,11 @@ def _run_backend(kernel, native, emulated, inputs, opts: Options, bench_bytes=No
                                 dict(inputs), run.outputs, device=run.device, timing=run.timing,
                                 compile=getattr(run, "compile", None))
         if opts.launch == "gpu":
+            from .runtime.device import INSTALL_HINT, NO_CUPY
+
+            install = f"install CuPy ({INSTALL_HINT}), or " if st.reason.startswith(NO_CUPY) else ""
             raise LaunchError(f"--launch gpu: no GPU available ({st.reason})",
-                              hint="use --launch sim for the CPU simulator, or --launch auto")
+                              hint=f"{install}use --launch sim for the CPU simulator, or --launch auto")
         reason = f"no CUDA device — {st.reason} — so the CPU simulator ran"
     else:
         reason = "--launch sim"

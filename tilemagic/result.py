@@ -241,6 +241,8 @@ class TileCopyResult:
     tvm_comparison: TvmComparison | None = None
     costs: CostReport | None = None
     banks: BankReport | None = None
+    #: Set by the magic when it displayed the static fallback just before this result's widget view.
+    _fallback_shown: bool = field(default=False, repr=False, compare=False)
 
     # -- exports
     def tvmscript(self, tmem_base: str = "shared") -> str:
@@ -348,7 +350,9 @@ class TileCopyResult:
         ``widget`` (the widget view's bundle, with the HTML and the text as fallbacks)."""
         view = self.options.view
         if view == "widget":
-            return self.widget()._repr_mimebundle_(include=include, exclude=exclude)
+            w = self.widget()
+            w.fallback_shown, self._fallback_shown = self._fallback_shown, False  # (once: a later display is whole)
+            return w._repr_mimebundle_(include=include, exclude=exclude)
         data = {"text/plain": self.text()}
         if view == "html":
             data["text/html"] = self.html()

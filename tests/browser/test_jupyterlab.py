@@ -35,8 +35,8 @@ import pytest
 
 pytestmark = pytest.mark.browser
 
-HIGHLIGHT = "rgb(255, 241, 168)"  # html.HIGHLIGHT background #fff1a8
-PINNED = "rgb(255, 215, 110)"  # #ffd76e
+HIGHLIGHT = "rgba(255, 213, 0, 0.33)"  # html.HIGHLIGHT background
+PINNED = "rgba(255, 170, 0, 0.5)"  # html._PINNED
 TIMEOUT_MS = 240_000
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -85,6 +85,14 @@ def _strip_outputs(src: Path, dst: Path):
     dst.write_text(json.dumps(nb, indent=1), encoding="utf-8")
 
 
+def _without_widget_state(src: Path, dst: Path):
+    nb = json.loads(src.read_text(encoding="utf-8"))
+    nb["metadata"].pop("widgets", None)
+    # (a signature is the notebook's digest: two identical copies would be trusted together)
+    nb["metadata"]["tilemagic_copy"] = dst.name
+    dst.write_text(json.dumps(nb, indent=1), encoding="utf-8")
+
+
 @pytest.fixture(scope="session")
 def jupyterlab(tmp_path_factory):
     """A JupyterLab server on 127.0.0.1 (random free port, random token) serving a copy of the notebooks.
@@ -101,6 +109,10 @@ def jupyterlab(tmp_path_factory):
     for nb in (ROOT / "notebooks").glob("*.ipynb"):
         _strip_outputs(nb, root / nb.name)
     home = tmp_path_factory.mktemp("home")
+    # the stored quickstart as JupyterLab saves it by default (outputs kept, no widget state), reopened: once
+    # untrusted (never run here: JupyterLab sanitises its outputs), once trusted (`jupyter trust`, below)
+    for name in ("reopened_untrusted.ipynb", "reopened_trusted.ipynb"):
+        _without_widget_state(ROOT / "notebooks" / "quickstart.ipynb", root / name)
     port, token = _free_port(), secrets.token_hex(16)
     env = dict(os.environ)
     env.update(
@@ -113,6 +125,15 @@ def jupyterlab(tmp_path_factory):
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}', encoding="utf-8")
     env["JUPYTERLAB_SETTINGS_DIR"] = str(home / "lab-settings")
+    env["JUPYTER_DATA_DIR"] = str(home / "data")  # (the notebook signatures: a fresh database)
+    # the repository's prebuilt labextension (what the wheel ships), whatever copy is installed
+    ext = home / "jupyter-path" / "labextensions" / "tilemagic-labextension"
+    ext.parent.mkdir(parents=True)
+    ext.symlink_to(ROOT / "tilemagic" / "labextension", target_is_directory=True)
+    env["JUPYTER_PATH"] = os.pathsep.join([str(home / "jupyter-path")] + [p for p in env.get("JUPYTER_PATH", "")
+                                                                            .split(os.pathsep) if p])
+    subprocess.run([sys.executable, "-m", "jupyter", "trust", str(root / "reopened_trusted.ipynb")], env=env,
+                   check=True, capture_output=True)
     log = open(home / "jupyterlab.log", "w", encoding="utf-8")  # noqa: SIM115 - closed below
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
            "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
@@ -163,6 +184,50 @@ def bg(locator) -> str:
     return locator.evaluate("e => getComputedStyle(e).backgroundColor")
 
 
+#: The WCAG contrast ratio of an element's text against the first opaque background behind it (translucent
+#: tints composed over it), in the browser: computed colours, not stylesheet text.
+CONTRAST_JS = """e => {
+  const rgba = s => { const m = s.match(/[\\d.]+/g).map(Number); return [m[0], m[1], m[2], m.length > 3 ? m[3] : 1]; };
+  const over = (a, b) => [0, 1, 2].map(i => a[i] * a[3] + b[i] * (1 - a[3])).concat([1]);
+  let layers = [], n = e;
+  while (n && n.nodeType === 1) { const c = rgba(getComputedStyle(n).backgroundColor); if (c[3] > 0) layers.push(c);
+    if (c[3] >= 1) break; n = n.parentElement; }
+  let bgc = [255, 255, 255, 1];
+  for (let i = layers.length - 1; i >= 0; i--) bgc = over(layers[i], bgc);
+  const fg = over(rgba(getComputedStyle(e).color), bgc);
+  const lum = c => { const v = c.slice(0, 3).map(x => { x /= 255; return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * v[0] + 0.7152 * v[1] + 0.0722 * v[2]; };
+  const [a, b] = [lum(fg), lum(bgc)].sort((x, y) => y - x);
+  return (a + 0.05) / (b + 0.05);
+}"""
+
+
+def assert_legible(report, what: str, minimum: float = 4.5):
+    """Section headings, table headers, captions, pane headers and code of ``report`` read against their
+    backgrounds (WCAG AA: 4.5:1; the badges carry their own colours)."""
+    checks = {
+        "section heading": report.locator("div", has_text=re.compile("^Dispatch$")).first,
+        "table header": report.locator(".tm-dispatch th").first,
+        "pane header": report.locator(".tm-grid .tm-pane > div").first,
+        "caption": report.locator("div", has_text=re.compile("^allocated ")).first,
+        "banner": report.locator(".tm-banner").first,
+        "code": report.locator(".tm-ir .tm-line").first,
+    }
+    for name, loc in checks.items():
+        ratio = loc.evaluate(CONTRAST_JS)
+        assert ratio >= minimum, f"{what}: {name} contrast {ratio:.2f} < {minimum}"
+
+
+def set_theme(page, name: str):
+    """Settings › Theme › NAME, then wait for JupyterLab to apply it."""
+    page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Settings$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).click()
+    page.locator(".lm-Menu-itemLabel", has_text=re.compile("^" + re.escape(name) + "$")).click()
+    light = "true" if "Light" in name else "false"
+    page.wait_for_selector(f"body[data-jp-theme-light='{light}']", state="attached", timeout=30_000)
+    page.wait_for_timeout(500)  # (the theme's stylesheet swaps in)
+
+
 def run_all_cells(page):
     """Run every cell from the top; after an error cell (tagged raises-exception) go on below it."""
     page.locator(".jp-Notebook .jp-Cell").first.click()
@@ -189,6 +254,13 @@ def open_notebook(browser, jupyterlab, name):
     page.goto(f"{base}/lab/tree/{name}?token={token}&reset")
     page.wait_for_selector(".jp-Notebook .jp-Cell")
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=TIMEOUT_MS)
+    page.wait_for_timeout(1000)
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count():  # (a dialog over the notebook would swallow every click: say what it said)
+        text = dialog.first.inner_text()
+        print(f"DIALOG on {name}: {text!r}")
+        assert "rror" not in text, text
+        dialog.first.locator(".jp-Dialog-button.jp-mod-accept").first.click()
     return page
 
 
@@ -206,6 +278,25 @@ def test_quickstart_in_jupyterlab(browser, jupyterlab, artifacts):
     a, b = ir_pane.bounding_box(), cu_pane.bounding_box()
     assert abs(a["y"] - b["y"]) < 2 and b["x"] >= a["x"] + a["width"] - 1 and a["width"] > 300
     assert "IR (TIR-like)" in ir_pane.inner_text() and "CUDA (native, sm_100a)" in cu_pane.inner_text()
+
+    # the labextension: the %%tilecopy cell's editor is the cell language, its words get CodeMirror token classes
+    editor = page.locator(".jp-CodeCell .jp-InputArea .cm-content", has_text="%%tilecopy tmem_roundtrip").first
+    editor.scroll_into_view_if_needed()
+    assert editor.get_attribute("data-language") == "tilecopy"
+    keyword_colour = page.evaluate("getComputedStyle(document.body).getPropertyValue('--jp-mirror-editor-keyword-color')")
+    for word in ("kernel", "global", "tmem", "copy_async", "wait", "check"):
+        tok = editor.locator("span", has_text=re.compile(f"^{word}$")).first
+        assert tok.get_attribute("class"), word  # a CodeMirror highlight class
+        assert tok.evaluate("e => getComputedStyle(e).color") == page.evaluate(
+            "c => { const d = document.createElement('span'); d.style.color = c; document.body.appendChild(d); "
+            "const v = getComputedStyle(d).color; d.remove(); return v; }", keyword_colour.strip()), word
+    kinds = {w: editor.locator("span", has_text=re.compile(f"^{re.escape(w)}$")).first.get_attribute("class")
+             for w in ("float16", "tid_in_wg", "128", "wg")}
+    assert len(set(kinds.values()) | {editor.locator("span", has_text=re.compile("^kernel$")).first
+                                      .get_attribute("class")}) >= 4, kinds  # dtypes, axes, numbers, keywords differ
+    comment = page.locator(".jp-CodeCell .cm-content", has_text="%load_ext tilemagic").first
+    assert comment.get_attribute("data-language") != "tilecopy"  # other cells stay IPython
+    editor.screenshot(path=str(artifacts / "jupyterlab_tilecopy_cell_highlighted.png"))
 
     # the why-table
     table = report.locator(".tm-dispatch table").first
@@ -247,9 +338,49 @@ def test_quickstart_in_jupyterlab(browser, jupyterlab, artifacts):
     src.click()
     assert report.get_attribute("data-tm-pin") is None
 
+    # the panes' toolbar: wrap long lines, line numbers, stacked panes
+    assert report.locator(".tm-stripped").first.is_hidden()  # trusted here: the hover note hides itself
+    long_line = report.locator(".tm-cu .tm-line", has_text="tcgen05.st").first
+    one_line = long_line.evaluate("e => e.getBoundingClientRect().height")
+    report.locator("[data-tm-toggle=wrap]").click()
+    assert report.get_attribute("data-tm-wrap") == ""
+    assert long_line.evaluate("e => e.getBoundingClientRect().height") > 1.5 * one_line  # wrapped, all visible
+    assert cu_pane.evaluate("p => p.scrollWidth <= p.clientWidth + 1")  # nothing cut off at the right
+    report.locator("[data-tm-toggle=numbers]").click()
+    first_ir = report.locator(".tm-ir .tm-line").first
+    assert first_ir.evaluate("e => getComputedStyle(e, '::before').content") == "counter(tm-ln)" or \
+        first_ir.evaluate("e => getComputedStyle(e, '::before').content") not in ("none", "normal", "")
+    assert first_ir.evaluate("e => e.getBoundingClientRect().left") < \
+        first_ir.evaluate("e => { const r = document.createRange(); r.selectNodeContents(e); "
+                          "return [...r.getClientRects()].pop().left; }") + 1
+    report.locator("[data-tm-toggle=stack]").click()
+    a, b = ir_pane.bounding_box(), cu_pane.bounding_box()
+    assert b["y"] >= a["y"] + a["height"] - 1 and abs(a["x"] - b["x"]) < 2  # one under the other
+    report.locator(".tm-grid").scroll_into_view_if_needed()
+    page.screenshot(path=str(artifacts / "jupyterlab_quickstart_wrap_numbers_stacked.png"))
+    for k in ("wrap", "numbers", "stack"):
+        report.locator(f"[data-tm-toggle={k}]").click()
+    assert report.get_attribute("data-tm-wrap") is None
+
+    # legible in both themes: computed text colours against the computed backgrounds
+    assert_legible(report, "JupyterLab Light")
+    set_theme(page, "JupyterLab Dark")
+    assert_legible(report, "JupyterLab Dark")
+    report.locator(".tm-source").evaluate("e => e.scrollIntoView({block: 'start'})")
+    page.screenshot(path=str(artifacts / "jupyterlab_quickstart_dark.png"))
+    img = report.locator(".tm-heatmap img").first
+    img.scroll_into_view_if_needed()
+    assert img.evaluate("i => { const c = document.createElement('canvas'); c.width = 4; c.height = 4; "
+                        "const x = c.getContext('2d'); x.drawImage(i, 0, 0, 4, 4, 0, 0, 4, 4); "
+                        "return x.getImageData(1, 1, 1, 1).data[3]; }") == 0  # transparent: no white block
+    page.screenshot(path=str(artifacts / "jupyterlab_quickstart_dark_heatmap.png"))
+    set_theme(page, "JupyterLab Light")
+
     # the widget stage view: tabs, a live source-line selector (kernel round trip), the heatmap image
-    view = page.locator(".jp-OutputArea-output .widget-vbox").first
+    view = page.locator(".jp-OutputArea-output .tm-widget-view").first
     view.scroll_into_view_if_needed()
+    area = view.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea ')][1]")
+    assert area.locator(".tm-fallback").count() == 1 and area.locator(".tm-fallback").is_hidden()
     tabs = view.locator(".lm-TabBar-tab")
     titles = [t.strip() for t in tabs.all_inner_texts()]
     assert titles == ["Description", "Dispatch", "IR", "CUDA", "CUDA (emulated)", "PTX", "Heatmaps", "Launch"]
@@ -270,6 +401,50 @@ def test_quickstart_in_jupyterlab(browser, jupyterlab, artifacts):
     texts = " ".join(errors.all_inner_texts())
     assert "Traceback" not in texts and "internal error" not in texts
     page.close()
+
+
+def _reopened(browser, jupyterlab, name):
+    page = open_notebook(browser, jupyterlab, name)
+    page.wait_for_selector(".jp-OutputArea-output .tm-report")
+    return page
+
+
+def test_a_reopened_notebook_shows_the_static_report_where_the_widget_was(browser, jupyterlab, artifacts):
+    for name in ("reopened_trusted.ipynb", "reopened_untrusted.ipynb"):
+        page = _reopened(browser, jupyterlab, name)
+        if name == "reopened_trusted.ipynb":  # the widget renderer runs and finds no model
+            broken = page.locator(".jp-OutputArea-output", has_text="Error displaying widget").first
+            broken.wait_for(timeout=60_000)
+            area = broken.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea ')][1]")
+        else:  # untrusted: JupyterLab does not render the widget at all (it shows the bundle's text)
+            page.locator(".tm-fallback").first.scroll_into_view_if_needed()
+            area = page.locator(".tm-fallback").first.locator(
+                "xpath=ancestor::div[contains(@class, 'jp-OutputArea ')][1]")
+            area.scroll_into_view_if_needed()
+            assert "static report is the output above" in area.inner_text()
+        fallback = area.locator(".tm-fallback .tm-report").first  # the static report, in the widget's cell
+        fallback.scroll_into_view_if_needed()
+        assert fallback.is_visible() and fallback.locator(".tm-grid .tm-pane").count() == 2
+        assert "IR (TIR-like)" in fallback.inner_text()
+        page.screenshot(path=str(artifacts / f"jupyterlab_{name.removesuffix('.ipynb')}_widget_fallback.png"))
+        page.close()
+
+
+def test_an_untrusted_notebook_says_why_hover_is_off(browser, jupyterlab, artifacts):
+    page = _reopened(browser, jupyterlab, "reopened_untrusted.ipynb")
+    report = page.locator(".jp-OutputArea-output .tm-report").first
+    report.scroll_into_view_if_needed()
+    assert report.locator("style").count() == 0  # JupyterLab sanitised the untrusted output
+    note = report.locator(".tm-stripped")
+    assert note.is_visible() and "Trust" in note.inner_text() and "jupyter trust" in note.inner_text()
+    assert report.locator(".tm-tools").is_hidden()  # the toolbar needs the script: not offered
+    assert_legible(report, "untrusted, light")
+    page.screenshot(path=str(artifacts / "jupyterlab_untrusted_note.png"))
+    page.close()
+    trusted = _reopened(browser, jupyterlab, "reopened_trusted.ipynb")
+    report = trusted.locator(".jp-OutputArea-output .tm-report").first
+    assert report.locator(".tm-stripped").first.is_hidden()  # the style survived: no note
+    trusted.close()
 
 
 def test_static_html_export_keeps_the_line_mapping(browser, tmp_path, artifacts):
@@ -293,4 +468,9 @@ def test_static_html_export_keeps_the_line_mapping(browser, tmp_path, artifacts)
     page.mouse.move(2, 2)
     assert report.get_attribute("data-tm-pin") == n
     page.screenshot(path=str(artifacts / "nbconvert_quickstart.png"))
+    # the widget cell: the static report is in the export and visible (no live widget in a static page)
+    fallback = page.locator(".tm-fallback .tm-report").first
+    fallback.scroll_into_view_if_needed()
+    assert fallback.is_visible() and fallback.locator(".tm-grid .tm-pane").count() == 2
+    page.screenshot(path=str(artifacts / "nbconvert_quickstart_widget_fallback.png"))
     page.close()

@@ -95,4 +95,38 @@ def test_an_interrupted_launch_ends_the_run_with_status_130(tmp_path, capsys, mo
     monkeypatch.setattr(tilemagic.pipeline, "tilecopy", interrupted)
     assert main(["demo", "--launch", "sim"]) == 130
     assert len(calls) == 1  # the second demo is not run: Ctrl-C ends the command
-    assert "tilecopy:1:1: LaunchInterrupted: launch interrupted while running 'k'" in capsys.readouterr().err
+    assert "tmem_roundtrip.tile:1:1: LaunchInterrupted: launch interrupted while running 'k'" in capsys.readouterr().err
+
+
+def test_bare_command_prints_the_help(capsys):
+    assert main([]) == 0
+    out = capsys.readouterr()
+    assert out.out.startswith("usage: tilemagic") and "run" in out.out and "status" in out.out
+    assert "required" not in out.err
+
+
+def test_an_interrupted_launch_is_located_in_the_file(tmp_path, capsys, monkeypatch):
+    import tilemagic.pipeline
+    from tilemagic.errors import LaunchInterrupted, Span
+
+    def interrupted(source, **kw):
+        raise LaunchInterrupted("launch interrupted while running 'k'", Span.point(3, 1), source=source)
+
+    monkeypatch.setattr(tilemagic.pipeline, "tilecopy", interrupted)
+    f = tmp_path / "slow.tile"
+    f.write_text("kernel k threads=32\nglobal A: float32[4]\nglobal B: float32[4]\nwarp.copy B <- A\n")
+    assert main(["run", str(f)]) == 130
+    err = capsys.readouterr().err
+    assert f"{f}:3:1: LaunchInterrupted" in err and "tilecopy:" not in err
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    # `tilemagic demo | head -1`: the reader is gone (its end of the pipe closed before the report is written,
+    # so every write fails: deterministic)
+    exe = shutil.which("tilemagic") or str(__import__("pathlib").Path(sys.executable).parent / "tilemagic")
+    p = subprocess.Popen([exe, "demo", "--launch", "off"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    p.wait(timeout=120)
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

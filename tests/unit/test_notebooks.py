@@ -263,8 +263,10 @@ def test_classroom_stored_outputs_tell_the_story():
     for shape, num in (("32x32b", "x8"), ("16x64b", "x4"), ("16x128b", "x2"), ("16x256b", "x2")):
         report = text(f"shape_{shape}")
         assert f"tcgen05.st.sync.aligned.{shape}.{num}.b32" in report, shape
-    assert "UserWarning: copy/fallback" in text("fallback_demo")
-    assert "UserWarning" not in text("gmem_smem_4x8")
+    # the fallback's warning, once: in the report (the magic does not repeat it on stderr)
+    assert "copy/fallback (scalar single-thread) picked" in text("fallback_demo")
+    assert "UserWarning" not in text("fallback_demo")
+    assert "copy/fallback" not in text("gmem_smem_4x8")
     assert "gmem_smem   10    chosen" in text("gmem_smem_4x8")
     assert "tilecopy:5:1: DispatchError" in text("b_mistake") and "frag(32x32b)" in text("b_mistake")
     for name in ("f_halves", "b_readback"):
@@ -273,3 +275,16 @@ def test_classroom_stored_outputs_tell_the_story():
     for name in ("shape_16x64b", "quadrants"):
         html = by_name[name].outputs[-1].data["text/html"]
         assert "data:image/png;base64," in html
+
+
+def test_the_exercise_cells_are_the_graders_starters():
+    from tilemagic.exercises import EXERCISES
+
+    shown = [c.source for c in _stored("exercises_tmem").cells if c.source.startswith("%%tilecopy")]
+    assert shown == [e.starter.rstrip("\n") for e in EXERCISES.values()]
+    grades = [c.source for c in _stored("exercises_tmem").cells if c.source.startswith("%tilemagic grade")]
+    assert grades == [f"%tilemagic grade {k}" for k in EXERCISES]
+    solutions = _stored("exercises_tmem_solutions").cells
+    for k in EXERCISES:  # every exercise has an asserted accepted solution and an asserted rejected mistake
+        assert any(f"grade = %tilemagic grade {k}\nassert grade.passed" in c.source for c in solutions), k
+        assert any(f"grade = %tilemagic grade {k}\nassert not grade.passed" in c.source for c in solutions), k

@@ -12,6 +12,7 @@ from ..arch.threads import THREAD_AXES, axis_def
 from . import nodes as ir
 
 # Python precedence: comparisons < ^ < + - < * // %
+_XOR_OPERAND = 6  # binds tighter than every operator: an XOR's non-atomic operands are parenthesised
 _PREC = {"and": 1, "==": 2, "!=": 2, "<": 2, "<=": 2, ">": 2, ">=": 2, "^": 3, "+": 4, "-": 4, "*": 5, "//": 5, "%": 5}
 
 
@@ -57,7 +58,10 @@ def expr_str(e: ir.Expr, prec: int = 0) -> str:
         return f"{e.buf.name}[{', '.join(expr_str(i) for i in e.indices)}]"
     if isinstance(e, ir.Bin):
         p = _PREC[e.op]
-        s = f"{expr_str(e.a, p)} {e.op} {expr_str(e.b, p + 1)}"
+        if e.op == "^":  # a swizzle: each side bracketed unless an atom, so `t ^ (t // 64 % 8 * 8)` reads right
+            s = f"{expr_str(e.a, _XOR_OPERAND)} ^ {expr_str(e.b, _XOR_OPERAND)}"
+        else:
+            s = f"{expr_str(e.a, p)} {e.op} {expr_str(e.b, p + 1)}"
         return f"({s})" if p < prec else s
     raise TypeError(e)
 

@@ -26,6 +26,10 @@ from ..caches import register_cache
 INSTALL_HINT = ("pip install -e '.[cuda13]' in the tilemagic checkout "
                 "(or pip install cupy-cuda13x; cuda12: cupy-cuda12x)")
 
+#: The reason of a machine without CuPy: short, as every result banner shows it; the install hint is said once,
+#: by ``%tilemagic status`` (and a ``--launch gpu`` error's hint).
+NO_CUPY = "CuPy is not installed"
+
 # distributions that provide the ``cupy`` module, most specific first
 _CUPY_DISTS = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
 
@@ -153,11 +157,11 @@ def _probe() -> DeviceStatus:
     try:
         import cupy  # noqa: F401  (lazy: the only place the probe touches CuPy)
     except ImportError:
-        return DeviceStatus(False, f"CuPy is not installed; {INSTALL_HINT}")
+        return DeviceStatus(False, NO_CUPY)
     except Exception as exc:  # broken install, missing shared libraries ...
         return DeviceStatus(False, f"CuPy failed to import: {type(exc).__name__}: {exc}".strip())
     if cupy is None:  # pragma: no cover - sys.modules["cupy"] = None raises ImportError
-        return DeviceStatus(False, f"CuPy is not installed; {INSTALL_HINT}")
+        return DeviceStatus(False, NO_CUPY)
 
     common: dict[str, Any] = dict(
         cupy_version=str(getattr(cupy, "__version__", "unknown")),

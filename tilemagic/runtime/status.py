@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..options import FIELDS
-from .device import INSTALL_HINT, DeviceStatus, format_cuda_version, nvcc_version, probe
+from .device import INSTALL_HINT, NO_CUPY, DeviceStatus, format_cuda_version, nvcc_version, probe
 from .nvcc import nvcc_compile
 from .nvrtc import arch_for_device
 
@@ -104,7 +104,7 @@ def status_report(*, status: DeviceStatus | None = None, check_nvcc: bool = True
     rows = []
     if st.cupy_version is None:
         rows.append(("CuPy", f"not installed ({INSTALL_HINT})"
-                     if st.reason.startswith("CuPy is not installed") else st.reason))
+                     if st.reason.startswith(NO_CUPY) else st.reason))
     else:
         rows.append(("CuPy", f"{st.cupy_version} ({st.cuda_flavour or 'unknown wheel'})"))
     if st.cupy_version is not None:

@@ -394,12 +394,12 @@ class LaunchWorker:
             Only this: ``KeyboardInterrupt`` while the worker starts or answers (it was killed);
             every other failure is an unavailable status naming it.
         """
-        from .device import INSTALL_HINT, DeviceStatus
+        from .device import NO_CUPY, DeviceStatus
 
         if self._status is not None and not refresh:
             return self._status
         if self.need_cupy and not cupy_installed():
-            self._status = DeviceStatus(False, f"CuPy is not installed; {INSTALL_HINT}")
+            self._status = DeviceStatus(False, NO_CUPY)
             return self._status
         try:
             self._status = self._request("probe", None, first_timeout=self.start_timeout,

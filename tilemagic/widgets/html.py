@@ -1,10 +1,18 @@
 """Static ``text/html`` report of a :class:`~tilemagic.result.TileCopyResult`.
 
 One self-contained fragment that renders the same in JupyterLab, VS Code, nbviewer,
-nbconvert and GitHub: inline styles for everything visible (Pygments with
-``HtmlFormatter(noclasses=True)``), the heatmaps as ``data:image/png;base64`` images, no
-external resources and no random ids, so the HTML is deterministic (nbval compares
-``text/html``).  Class names all start with ``tm-``.
+nbconvert and GitHub: inline styles for everything visible (Pygments tokens as inline
+colours), the heatmaps as ``data:image/png;base64`` images, no external resources and no
+random ids, so the HTML is deterministic (nbval compares ``text/html``).  Class names all
+start with ``tm-``.
+
+Themes.  Every text colour, background and border of the report is a JupyterLab CSS variable
+with the light value as fallback (``color:var(--jp-content-font-color1,#1f2328)``; code tokens
+``var(--jp-mirror-editor-keyword-color,#008000)``, the editor's own colours in both themes), so
+JupyterLab Dark shows light text on its own background and nbconvert, VS Code or a saved file
+look as before; banners, warnings and line highlights are translucent tints, the verdict badges
+carry their own background and text; the pictures have a transparent background and mid-grey
+ink (:data:`~tilemagic.widgets.figures.NEUTRAL`).
 
 Line mapping.  Every line of the description, IR, CUDA (native and emulated) panes is
 ``<span class="tm-line tm-L{N}" data-src-line="N">`` with ``N`` the description line
@@ -81,6 +89,8 @@ __all__ = [
     "emulated_html",
     "emulated_pane_html",
     "extra_sections",
+    "fallback_html",
+    "stripped_note_html",
     "heatmap_html",
     "heatmap_kinds",
     "highlight_lines",
@@ -96,18 +106,29 @@ __all__ = [
     "warnings_html",
 ]
 
+#: Theme colours: JupyterLab's CSS variables (the light and the dark theme define them) with the light value
+#: as fallback for pages without them (nbconvert's classic page, VS Code, GitHub, a saved HTML file).
+FG = "var(--jp-content-font-color1,#1f2328)"
+MUTED = "var(--jp-content-font-color2,#57606a)"
+FAINT = "var(--jp-content-font-color3,#8c959f)"
+CODE_BG = "var(--jp-cell-editor-background,#f8f8f8)"
+HEAD_BG = "var(--jp-layout-color2,#eef1f4)"
+TH_BG = "var(--jp-layout-color2,#f6f8fa)"
+BORDER = "var(--jp-border-color1,#d0d7de)"
+BORDER2 = "var(--jp-border-color2,#eaeef2)"
+ERROR_FG = "var(--jp-error-color1,#a40e26)"
 #: The sans-serif font stack of every heading, table and note.
 FONT = "font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif"
 _MONO = "font-family:SFMono-Regular,Menlo,Consolas,'Liberation Mono',monospace"
 _PRE = (f"margin:0;padding:6px 8px;{_MONO};font-size:12px;line-height:1.4;white-space:pre;"
-        "background:#f8f8f8;color:#1f2328;text-align:left")
-_PANE = "border:1px solid #d0d7de;border-radius:6px;overflow:auto;max-height:480px;min-width:0;background:#f8f8f8"
-_PANE_HEAD = (f"{FONT};font-size:12px;font-weight:600;padding:4px 8px;background:#eef1f4;"
-              "border-bottom:1px solid #d0d7de;position:sticky;top:0")
-_H = f"{FONT};font-size:14px;font-weight:600;margin:14px 0 6px 0;color:#1f2328"
+        f"background:{CODE_BG};color:{FG};text-align:left")
+_PANE = f"border:1px solid {BORDER};border-radius:6px;overflow:auto;max-height:480px;min-width:0;background:{CODE_BG}"
+_PANE_HEAD = (f"{FONT};font-size:12px;font-weight:600;padding:4px 8px;background:{HEAD_BG};"
+              f"border-bottom:1px solid {BORDER};position:sticky;top:0")
+_H = f"{FONT};font-size:14px;font-weight:600;margin:14px 0 6px 0;color:{FG}"
 _TABLE = f"border-collapse:collapse;{FONT};font-size:12px;margin:4px 0 10px 0"
-_TH = "text-align:left;padding:3px 8px;border-bottom:2px solid #d0d7de;background:#f6f8fa"
-_TD = "text-align:left;vertical-align:top;padding:3px 8px;border-bottom:1px solid #eaeef2"
+_TH = f"text-align:left;padding:3px 8px;border-bottom:2px solid {BORDER};background:{TH_BG}"
+_TD = f"text-align:left;vertical-align:top;padding:3px 8px;border-bottom:1px solid {BORDER2}"
 _TD_R = _TD.replace("text-align:left", "text-align:right")
 _VERDICT = {
     "chosen": "background:#dafbe1;color:#116329;border:1px solid #4ac26b",
@@ -136,9 +157,60 @@ def _formatter():
         with _PYGMENTS_LOCK:
             from pygments.formatters import HtmlFormatter
 
-            f = _CACHE.get("fmt") or HtmlFormatter(noclasses=True, nowrap=True, style="default")
+            f = _CACHE.get("fmt") or HtmlFormatter(nowrap=True, style="default")  # class names, replaced below
             _CACHE["fmt"] = f
     return f
+
+
+#: JupyterLab's editor colour of each token family (the ``--jp-mirror-editor-*-color`` variables, defined by the
+#: light and the dark theme), most specific first; the fallback is Pygments' ``default`` style colour, so outside
+#: JupyterLab (nbconvert's light page, VS Code, a saved HTML file) the report reads as before.
+_TOKEN_VARS = (
+    ("Keyword.Type", "variable-3"), ("Keyword", "keyword"), ("Operator.Word", "keyword"),
+    ("Name.Function", "def"), ("Name.Class", "def"), ("Name.Builtin", "builtin"), ("Name.Decorator", "meta"),
+    ("Name.Attribute", "property"), ("Name.Property", "property"), ("Name.Variable", "variable-2"),
+    ("Name.Tag", "tag"), ("Name.Label", "meta"), ("Comment.Preproc", "meta"), ("Comment", "comment"),
+    ("String", "string"), ("Number", "number"), ("Operator", "operator"), ("Punctuation", "punctuation"),
+    ("Generic.Error", "error"), ("Error", "error"),
+)
+
+
+def _token_styles() -> dict[str, str]:
+    """Pygments short class (``k``, ``nf``, ...) -> inline style with a theme variable and a light fallback."""
+    styles = _CACHE.get("styles")
+    if styles is None:
+        from pygments.token import STANDARD_TYPES, Whitespace
+
+        style = _formatter().style
+        styles = {}
+        for tt, cls in STANDARD_TYPES.items():
+            if not cls or tt in Whitespace:  # (a blank's colour shows nothing)
+                continue
+            name = str(tt).removeprefix("Token.").removeprefix("Literal.")
+            var = next((v for fam, v in _TOKEN_VARS if name == fam or name.startswith(fam + ".")), None)
+            info = style.style_for_token(tt)
+            css = []
+            if info["color"]:  # (a token of no family: the editor's plain variable colour, which every theme sets)
+                css.append(f"color:var(--jp-mirror-editor-{var or 'variable'}-color,#{info['color']})")
+            if info["bold"]:
+                css.append("font-weight:bold")
+            if info["italic"]:
+                css.append("font-style:italic")
+            if css:
+                styles[cls] = ";".join(css)
+        _CACHE["styles"] = styles
+    return styles
+
+
+_CLASS_SPAN = re.compile(r'<span class="([\w-]+)">([^<]*)</span>')  # one token (Pygments never nests them)
+
+
+def _inline_token_styles(html: str) -> str:
+    """Pygments' ``<span class="k">for</span>`` as ``<span style="color:var(--jp-mirror-editor-keyword-color,
+    #008000);...">for</span>``; a token without a colour is its bare text."""
+    styles = _token_styles()
+    return _CLASS_SPAN.sub(lambda m: f'<span style="{styles[m.group(1)]}">{m.group(2)}</span>'
+                           if m.group(1) in styles else m.group(2), html)
 
 
 def _lexer(language: str):
@@ -147,7 +219,10 @@ def _lexer(language: str):
         with _PYGMENTS_LOCK:
             from pygments.lexers import CudaLexer, PtxLexer, PythonLexer, TextLexer
 
-            cls = {"python": PythonLexer, "cuda": CudaLexer, "ptx": PtxLexer}.get(language, TextLexer)
+            from ..lang.highlight import TileCopyLexer
+
+            cls = {"python": PythonLexer, "cuda": CudaLexer, "ptx": PtxLexer,
+                   "tilecopy": TileCopyLexer}.get(language, TextLexer)
             # stripnl=False: keep leading/trailing blank lines so line i stays line i
             lx = _CACHE.get(language) or cls(stripnl=False, ensurenl=True)
             _CACHE[language] = lx
@@ -161,9 +236,9 @@ def highlight_lines(text: str, language: str) -> list[str]:
     ----------
     text : str
         Source text; line ``i`` of the result is line ``i`` of ``text``.
-    language : {"python", "cuda", "ptx", "text"}
+    language : {"python", "cuda", "ptx", "tilecopy", "text"}
         ``PythonLexer`` for the TIR-like IR (as TVM's ``cprint`` does), ``CudaLexer``
-        for CUDA C++, ``PtxLexer`` for PTX.
+        for CUDA C++, ``PtxLexer`` for PTX, :class:`~tilemagic.lang.highlight.TileCopyLexer` for the description.
 
     Returns
     -------
@@ -183,7 +258,7 @@ def _highlight_cached(text: str, language: str) -> tuple:
     from pygments import highlight
 
     src = "\n".join(lines) + "\n"
-    out = highlight(src, _lexer(language), _formatter()).split("\n")
+    out = _inline_token_styles(highlight(src, _lexer(language), _formatter())).split("\n")
     if out and out[-1] == "":
         out.pop()
     if len(out) != len(lines):  # pragma: no cover - defensive
@@ -201,8 +276,8 @@ def _line_attr(src_line: int | None) -> str:
 
 
 #: Background of a highlighted (hovered, pinned or selected) line, and its left marker.
-HIGHLIGHT = "background:#fff1a8;box-shadow:inset 3px 0 0 #d4a72c"
-_PINNED = "background:#ffd76e;box-shadow:inset 3px 0 0 #9a6700"
+HIGHLIGHT = "background:rgba(255,213,0,0.33);box-shadow:inset 3px 0 0 #d4a72c"
+_PINNED = "background:rgba(255,170,0,0.5);box-shadow:inset 3px 0 0 #9a6700"
 _BLOCK_LINE = "display:inline-block;min-width:100%;box-sizing:border-box"
 
 
@@ -255,7 +330,9 @@ def line_map_style(lines: Sequence[int]) -> str:
     if not ns:
         return ""
     rules = [f".tm-report .tm-code .tm-line{{{_BLOCK_LINE}}}",
-             ".tm-report .tm-line[data-src-line]{cursor:pointer}"]
+             ".tm-report .tm-line[data-src-line]{cursor:pointer}",
+             ".tm-report .tm-stripped{display:none}",  # the note that says this style is gone hides itself
+             *_PANE_RULES]
     for n in ns:
         rules.append(f".tm-report:has(.tm-L{n}:hover) .tm-L{n}{{{HIGHLIGHT} !important}}")
     for n in ns:
@@ -263,11 +340,56 @@ def line_map_style(lines: Sequence[int]) -> str:
     return "<style>" + "\n".join(rules) + "</style>"
 
 
-#: Click-to-pin for the line mapping: one delegated listener per page (idempotent), no ids.
-#: A pin also scrolls the other panes of the report to their first line of the pinned source line.
+#: The code panes' options, switched by the toolbar's buttons (:data:`PIN_SCRIPT` sets ``data-tm-wrap``,
+#: ``data-tm-numbers``, ``data-tm-stack`` on the report): long lines wrapped, line numbers (a CSS counter per pane;
+#: a collapsed pane's elision line sets it to the first tail line's number), IR and CUDA stacked.  The toolbar is
+#: shown by this style only (it needs the script too, and both are stripped together).
+_PANE_RULES = (
+    ".tm-report .tm-tools{display:flex !important}",
+    ".tm-report[data-tm-wrap] .tm-code{white-space:pre-wrap !important;overflow-wrap:anywhere}",
+    ".tm-report[data-tm-numbers] .tm-code:not(.tm-src){counter-reset:tm-ln}",
+    ".tm-report[data-tm-numbers] .tm-code:not(.tm-src)>.tm-line:not(.tm-elided)::before{counter-increment:tm-ln;"
+    f"content:counter(tm-ln);display:inline-block;min-width:2.6em;padding-right:0.8em;text-align:right;"
+    f"color:{FAINT};user-select:none}}",
+    ".tm-report[data-tm-stack] .tm-grid{grid-template-columns:minmax(0,1fr) !important}",
+    ".tm-report .tm-tools button[aria-pressed=true]{background:rgba(84,174,255,0.25)}",
+)
+#: The toolbar's buttons: (option, label).
+PANE_OPTIONS = (("wrap", "wrap long lines"), ("numbers", "line numbers"), ("stack", "stack IR and CUDA"))
+
+
+def tools_html() -> str:
+    """The code panes' toolbar (hidden unless the report's style survived; :data:`_PANE_RULES`)."""
+    btn = (f"{FONT};font-size:11px;padding:1px 8px;border:1px solid {BORDER};border-radius:4px;"
+           f"background:transparent;color:{FG};cursor:pointer")
+    buttons = "".join(f'<button type="button" data-tm-toggle="{k}" aria-pressed="false" style="{btn}">'
+                      f"{escape(label)}</button>" for k, label in PANE_OPTIONS)
+    return f'<div class="tm-tools" style="display:none;gap:6px;margin:0 0 4px 0">{buttons}</div>'
+
+
+#: The note shown only where the report's ``<style>`` was removed (the style hides it): JupyterLab drops the
+#: ``<style>`` and ``<script>`` of an untrusted notebook's outputs, and hovering a line then does nothing.
+STRIPPED_NOTE = ("Hovering and pinning lines is off here: this output's stylesheet was removed, as JupyterLab "
+                 "does for a notebook it does not trust. Trust the notebook (command palette: “Trust Notebook”, "
+                 "or jupyter trust NOTEBOOK.ipynb in a shell) and reopen it, or run the cell again.")
+
+
+def stripped_note_html() -> str:
+    """The :data:`STRIPPED_NOTE` element: visible by default, hidden by :func:`line_map_style`'s own rule, so it
+    shows exactly where that style did not survive (an untrusted notebook in JupyterLab, GitHub)."""
+    return (f'<div class="tm-stripped" style="{FONT};font-size:11px;color:{MUTED};'
+            f'border-left:3px solid #d4a72c;padding:2px 8px;margin:0 0 4px 0">{escape(STRIPPED_NOTE)}</div>')
+
+
+#: Click-to-pin for the line mapping and the panes' toolbar: one delegated listener per page (idempotent), no
+#: ids.  A pin also scrolls the other panes of the report to their first line of the pinned source line.
 PIN_SCRIPT = (
     "<script>(function(){if(window.__tilemagicPin)return;window.__tilemagicPin=true;"
     "document.addEventListener('click',function(e){var t=e.target;if(!t||!t.closest)return;"
+    "var b=t.closest('.tm-report .tm-tools [data-tm-toggle]');if(b){var rr=b.closest('.tm-report');"
+    "var a='data-tm-'+b.getAttribute('data-tm-toggle');var on=!rr.hasAttribute(a);"
+    "if(on)rr.setAttribute(a,'');else rr.removeAttribute(a);b.setAttribute('aria-pressed',on?'true':'false');"
+    "return;}"
     "var l=t.closest('.tm-report .tm-line[data-src-line]');if(!l)return;var r=l.closest('.tm-report');"
     "var n=l.getAttribute('data-src-line');"
     "if(r.getAttribute('data-tm-pin')===n){r.removeAttribute('data-tm-pin');return;}"
@@ -285,30 +407,31 @@ def banner_html(result) -> str:
     launch = result.launch
     native = is_native_blackwell(launch)
     if launch is None or launch.backend == "off":
-        colours = "background:#f6f8fa;border:1px solid #d0d7de"
+        colours = f"background:rgba(175,184,193,0.12);border:1px solid {BORDER}"
     elif native:
-        colours = "background:#dafbe1;border:1px solid #4ac26b"
+        colours = "background:rgba(74,194,107,0.15);border:1px solid #4ac26b"
     else:
-        colours = "background:#ddf4ff;border:1px solid #54aeff"
+        colours = "background:rgba(84,174,255,0.15);border:1px solid #54aeff"
     threads = getattr(result.kernel, "threads", None)
     parts = [f'<span style="font-size:15px;font-weight:700">{escape(result.name)}</span>']
     if threads is not None:
         parts.append(f"{int(threads)} threads")
     parts.append(escape(launch_headline(result)))
-    head = ' <span style="color:#57606a">·</span> '.join(parts)
+    head = f' <span style="color:{MUTED}">·</span> '.join(parts)
     note = escape(execution_note(result))
     if uses_tmem(result) and not native:
         note = f"<b>{note}</b>"
     reason = ""
     if launch is not None and launch.reason:
-        reason = f'<div style="color:#57606a;font-size:12px">reason: {escape(launch.reason)}</div>'
+        reason = f'<div style="color:{MUTED};font-size:12px">reason: {escape(launch.reason)}</div>'
     return (f'<div class="tm-banner" style="{FONT};{colours};border-radius:6px;padding:8px 12px;'
-            f'margin:0 0 8px 0;color:#1f2328">'
+            f'margin:0 0 8px 0;color:{FG}">'
             f"<div>{head}</div><div style=\"font-size:13px;margin-top:2px\">{note}</div>{reason}</div>")
 
 
 def source_html(result, highlight: int | None = None) -> str:
-    """The description, numbered; each line ``<span class="tm-line tm-Ln" data-src-line="n">`` (1-based).
+    """The description, numbered and highlighted (:class:`~tilemagic.lang.highlight.TileCopyLexer`); each line
+    ``<span class="tm-line tm-Ln" data-src-line="n">`` (1-based).
 
     Lines that produced no IR/CUDA (declarations, comments) are numbered but unmapped; a long
     description is collapsed as the code panes are (:func:`code_pane_html`).
@@ -317,10 +440,12 @@ def source_html(result, highlight: int | None = None) -> str:
     mapped = set(linked_lines(result))
     width = len(str(len(lines))) if lines else 1
     head, tail = shown_lines(len(lines))
+    shown = [*range(1, head + 1), *range(len(lines) - tail + 1, len(lines) + 1)]
+    coloured = highlight_lines("\n".join(clip_line(lines[i - 1]) for i in shown), "tilecopy")
     spans = [
-        _line_span(f'<span style="color:#8c959f;user-select:none">{str(i).rjust(width)} </span>'
-                   f"{escape(clip_line(lines[i - 1]))}", i if i in mapped else None, highlight)
-        for i in [*range(1, head + 1), *range(len(lines) - tail + 1, len(lines) + 1)]
+        _line_span(f'<span style="color:{FAINT};user-select:none">{str(i).rjust(width)} </span>'
+                   f"{h}", i if i in mapped else None, highlight)
+        for i, h in zip(shown, coloured)
     ]
     if tail:
         spans.insert(head, f'<span class="tm-line tm-elided" style="{_ELIDED}">'
@@ -332,7 +457,7 @@ def source_html(result, highlight: int | None = None) -> str:
 
 def _reasons_cell(rec, c) -> str:
     """The why-table lines of ``c`` (DispatchRecord.why); the predicates that held in grey."""
-    return "<br>".join(f'<span style="color:#8c959f;font-size:11px">{escape(clip_line(w))}</span>'
+    return "<br>".join(f'<span style="color:{FAINT};font-size:11px">{escape(clip_line(w))}</span>'
                        if w.startswith("ok: ") else escape(clip_line(w)) for w in rec.why(c)[:MAX_LISTED])
 
 
@@ -344,7 +469,7 @@ def dispatch_html(result) -> str:
     :data:`~tilemagic.widgets.format.MAX_LINE_CHARS` characters.
     """
     if not result.dispatch:
-        return f'<div style="{FONT};font-size:12px;color:#57606a">(no copy ops)</div>'
+        return f'<div style="{FONT};font-size:12px;color:{MUTED}">(no copy ops)</div>'
     out = []
     for rec in result.dispatch[:MAX_LISTED]:
         head = f"L{rec.line}: {clip_line(rec.text)}"
@@ -355,7 +480,7 @@ def dispatch_html(result) -> str:
             badge = f'<span style="{_BADGE};{_VERDICT.get(v, _VERDICT["not tried"])}">{escape(v)}</span>'
             weight = "font-weight:600;" if c.chosen else ""
             rows.append(
-                f'<tr class="tm-cand"><td style="{_TD};{_MONO};{weight}">{escape(c.variant)}</td>'
+                f'<tr class="tm-cand"><td style="{_TD};{_MONO};white-space:nowrap;{weight}">{escape(c.variant)}</td>'
                 f'<td style="{_TD_R}">{int(c.priority)}</td>'
                 f'<td style="{_TD}">{badge}</td><td style="{_TD}">{_reasons_cell(rec, c)}</td></tr>'
             )
@@ -363,7 +488,7 @@ def dispatch_html(result) -> str:
             f'<div class="tm-dispatch"{_line_attr(rec.line)}>'
             f'<div style="{FONT};font-size:12px;margin-top:6px"><code class="tm-line tm-L{int(rec.line)}"'
             f'{_line_attr(rec.line)} style="{_MONO}">{escape(head)}</code> '
-            f'<span style="color:#57606a">{escape(tag)}</span></div>'
+            f'<span style="color:{MUTED}">{escape(tag)}</span></div>'
             f'<table style="{_TABLE}"><thead><tr><th style="{_TH}">variant</th><th style="{_TH}">priority</th>'
             f'<th style="{_TH}">verdict</th><th style="{_TH}">reason</th></tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>'
@@ -375,7 +500,7 @@ def dispatch_html(result) -> str:
     return "".join(out)
 
 
-_ELIDED = "color:#57606a;font-style:italic;background:#eef1f4"
+_ELIDED = f"color:{MUTED};font-style:italic;background:{HEAD_BG}"
 
 
 def _pane_lines(text: str, src_lines: Sequence[int | None] | None, language: str, highlight: int | None,
@@ -394,7 +519,8 @@ def _pane_lines(text: str, src_lines: Sequence[int | None] | None, language: str
     hidden = len(lines) - len(first) - len(last)
     if hidden:
         note = escape(elision_note(hidden, where))
-        return [*first, f'<span class="tm-line tm-elided" style="{_ELIDED}">{note}</span>', *last]
+        numbering = f"counter-set:tm-ln {len(lines) - len(last)}"  # the line numbers go on at the first tail line
+        return [*first, f'<span class="tm-line tm-elided" style="{_ELIDED};{numbering}">{note}</span>', *last]
     return out
 
 
@@ -452,9 +578,15 @@ def emulated_pane_html(result, highlight: int | None = None) -> str:
 
 
 def code_grid_html(result, highlight: int | None = None) -> str:
-    """IR and native CUDA side by side (CSS grid, two equal columns)."""
-    return (f'<div class="tm-grid" style="display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);'
+    """IR and native CUDA side by side (CSS grid, two equal columns), stacked in an output narrower than two
+    480 px panes or with the toolbar's "stack" button."""
+    return (f'<div class="tm-grid" style="display:grid;{_GRID_COLUMNS};'
             f'gap:8px;align-items:start">{ir_pane_html(result, highlight)}{cuda_pane_html(result, highlight)}</div>')
+
+
+#: Two columns where the output is wide enough for two panes of 480 px, else one under the other (no style sheet
+#: needed: it holds in a stripped output too).
+_GRID_COLUMNS = "grid-template-columns:repeat(auto-fit,minmax(min(100%,480px),1fr))"
 
 
 def emulated_html(result) -> str:
@@ -488,7 +620,7 @@ def _img(png: bytes, alt: str, kind: str) -> str:
 
 
 def _note(text: str, error: bool = False) -> str:
-    colour = "#a40e26" if error else "#57606a"
+    colour = ERROR_FG if error else MUTED
     return f'<div style="{FONT};font-size:12px;color:{colour}">{escape(text)}</div>'
 
 
@@ -565,7 +697,7 @@ def launch_html(result) -> str:
     mismatches, at most :data:`~tilemagic.widgets.format.MAX_LISTED`, with the count), timings with ``--bench``."""
     launch = result.launch
     if launch is None or launch.backend == "off":
-        return f'<div style="{FONT};font-size:12px;color:#57606a">{escape(NOT_LAUNCHED)}</div>'
+        return f'<div style="{FONT};font-size:12px;color:{MUTED}">{escape(NOT_LAUNCHED)}</div>'
     parts = [f'<div style="{FONT};font-size:12px;margin-bottom:4px">{escape(launch.summary())}</div>']
     parts.append(_arrays_table("inputs", launch.inputs))
     parts.append(_arrays_table("outputs", launch.outputs))
@@ -585,7 +717,7 @@ def launch_html(result) -> str:
     if more:
         checks.append(f'<div class="tm-checks-more" style="{FONT};font-size:12px;margin:2px 0">{escape(more[0])}'
                       f'<pre style="{_PRE}">{escape(chr(10).join(more[1:]))}</pre></div>')
-    parts.append("".join(checks) or f'<div style="{FONT};font-size:12px;color:#57606a">(no checks)</div>')
+    parts.append("".join(checks) or f'<div style="{FONT};font-size:12px;color:{MUTED}">(no checks)</div>')
     hb = launch.hb_summary()
     if hb:
         parts.append(f'<div class="tm-hb" style="{FONT};font-size:12px;margin:2px 0">{escape(hb)}</div>')
@@ -603,8 +735,8 @@ def warnings_html(result) -> str:
     shown = capped_list([elided_text(w, "result.warnings") for w in result.warnings[:MAX_LISTED]],
                         "warnings (all: result.warnings)", total=len(result.warnings))
     items = "".join(f'<li style="white-space:pre-wrap">{escape(w)}</li>' for w in shown)
-    return (f'<div class="tm-warnings" style="{FONT};font-size:12px;background:#fff8c5;border:1px solid #d4a72c;'
-            f'border-radius:6px;padding:6px 12px;margin:8px 0;color:#3b2300"><b>Warnings</b>'
+    return (f'<div class="tm-warnings" style="{FONT};font-size:12px;background:rgba(212,167,44,0.15);'
+            f'border:1px solid #d4a72c;border-radius:6px;padding:6px 12px;margin:8px 0;color:{FG}"><b>Warnings</b>'
             f'<ul style="margin:4px 0 0 0;padding-left:18px">{items}</ul></div>')
 
 
@@ -653,8 +785,9 @@ def render_html(result) -> str:
         warnings_html(result),
         _section("Dispatch", dispatch_html(result)),
         _section("Description, IR and CUDA",
-                 f'<div class="tm-hint" style="{FONT};font-size:11px;color:#57606a;margin:0 0 4px 0">'
+                 f'<div class="tm-hint" style="{FONT};font-size:11px;color:{MUTED};margin:0 0 4px 0">'
                  "hover a line to light up the lines it maps to in the other panes; click to pin</div>"
+                 + tools_html() +
                  f'<div class="tm-source" style="margin:0 0 8px 0">{source_html(result)}</div>'
                  + code_grid_html(result)),
         emulated_html(result),
@@ -664,8 +797,40 @@ def render_html(result) -> str:
     ]
     html = "".join(b for b in body if b)
     style = line_map_style(shown_src_lines(html))  # rules only for the lines the (collapsed) panes show
-    return (f'<div class="tm-report" style="{FONT};color:#1f2328;max-width:100%">'
+    if style:  # (after the banner: the note is about the panes, the banner comes first)
+        html = html.replace('<div style="' + _H + '">Description, IR and CUDA</div>',
+                            '<div style="' + _H + '">Description, IR and CUDA</div>' + stripped_note_html(), 1)
+    return (f'<div class="tm-report" style="{FONT};color:{FG};max-width:100%">'
             + style + html + (PIN_SCRIPT if style else "") + "</div>")
+
+
+#: The class of the widget view's root element (:class:`~tilemagic.widgets.view.WidgetView`), which the
+#: fallback's style looks for.
+WIDGET_CLASS = "tm-widget-view"
+#: The fallback hides itself where the live widget view rendered in the same output area (JupyterLab,
+#: Notebook 7 and nbconvert's lab template call it ``jp-OutputArea``).
+_FALLBACK_STYLE = (f"<style>.jp-OutputArea:has(.{WIDGET_CLASS}) .tm-fallback{{display:none}}</style>")
+
+
+def fallback_html(result) -> str:
+    """The static report shown beside a widget view wherever the live widget cannot be.
+
+    A notebook saved without widget state (JupyterLab's default) and reopened shows "Error displaying widget:
+    model not found" for the widget output, and nbconvert's HTML an empty one; the magic therefore displays
+    this output before the widget.  Its own ``<style>`` hides it where the live view rendered in the same cell
+    (``.jp-OutputArea:has(.tm-widget-view)``), so a live session shows the widget alone, and everywhere else
+    (reopened, exported, untrusted: the style is dropped with the rest) the report is there.
+
+    Returns
+    -------
+    str
+        ``<div class="tm-fallback">`` with the style, one line saying what it is, and :func:`render_html`.
+    """
+    note = ("The live stage view (--view widget) is not available here (its widget state was not saved, or "
+            "this is a static export): the static report.")
+    return (f'<div class="tm-fallback">{_FALLBACK_STYLE}<div style="{FONT};font-size:11px;'
+            f'color:{MUTED};margin:0 0 4px 0">{escape(note)}</div>'
+            f"{render_html(result)}</div>")
 
 
 _MAPPED = re.compile(r'data-src-line="(\d+)"')

@@ -100,10 +100,10 @@ class HeatmapPane(W.VBox):
         try:
             png = picture_png(self.result, kind, color_by=self.color_by.value, instr=instr, check=self.check.value)
         except ValueError as e:
-            self.note.value = f'<span style="color:#57606a">{escape(str(e))}</span>'
+            self.note.value = f'<span style="color:{H.MUTED}">{escape(str(e))}</span>'
             return
         except Exception as e:  # noqa: BLE001 - keep the other tabs usable
-            self.note.value = (f'<span style="color:#a40e26">heatmap unavailable: {escape(type(e).__name__)}: '
+            self.note.value = (f'<span style="color:{H.ERROR_FG}">heatmap unavailable: {escape(type(e).__name__)}: '
                                f"{escape(str(e))}</span>")
             return
         self.note.value = ""
@@ -138,12 +138,14 @@ class WidgetView(W.VBox):
 
     def __init__(self, result):
         super().__init__()
+        self.add_class(H.WIDGET_CLASS)  # where it renders live, the static fallback beside it hides itself
         self.result = result
+        self.fallback_shown = False  # the magic displayed html.fallback_html just before this view
         self._ptx_opened = False
         self.panes = {t: _pane(self._render(t, None)) for t in ("Description", "Dispatch", "IR", "CUDA")}
         if result.cuda_emulated:
             self.panes["CUDA (emulated)"] = _pane(self._render("CUDA (emulated)", None))
-        self.panes["PTX"] = _pane(f'<div style="{H.FONT};font-size:12px;color:#57606a">'
+        self.panes["PTX"] = _pane(f'<div style="{H.FONT};font-size:12px;color:{H.MUTED}">'
                                   "PTX is compiled when this tab is opened (nvcc -ptx -lineinfo, or NVRTC).</div>")
         for title, body in H.extra_sections(result):
             self.panes.setdefault(title, _pane(body))
@@ -176,7 +178,7 @@ class WidgetView(W.VBox):
         """The PTX pane (compiles on first use), or a note saying why there is none."""
         res = self.result.ptx()
         if not res.ok:
-            return (f'<div style="{H.FONT};font-size:12px;color:#57606a">No PTX: '
+            return (f'<div style="{H.FONT};font-size:12px;color:{H.MUTED}">No PTX: '
                     f"{escape(res.log.splitlines()[0] if res.log else 'no compiler')}</div>")
         title = f"PTX ({res.arch}, {res.tool}, -lineinfo: each line mapped through its CUDA line)"
         return H.code_pane_html(title, res.text, res.lines, "ptx", role="tm-ptx", highlight=highlight,
@@ -194,6 +196,9 @@ class WidgetView(W.VBox):
 
     def _repr_mimebundle_(self, **kwargs):
         data = dict(super()._repr_mimebundle_(**kwargs) or {})
+        if self.fallback_shown:  # the report is the output above: a front end without widgets shows it once
+            data["text/plain"] = f"(stage view of {self.result.name}: the static report is the output above)"
+            return data
         data["text/plain"] = self.result.text()
         data["text/html"] = self.result.html()
         return data

@@ -21,8 +21,10 @@ RANDOM_CELL = "kernel k threads=32\nglobal A: float32[4, 6]\nglobal B: float32[4
 
 
 def run(ip, line, cell):
-    with capture_output(), pytest.warns(UserWarning):
-        return ip.run_cell_magic("tilecopy", line, cell)
+    with capture_output():  # the fallback's warning is in the report (result.warnings), not on stderr
+        res = ip.run_cell_magic("tilecopy", line, cell)
+    assert any("copy/fallback" in w for w in res.warnings)
+    return res
 
 
 def test_defaults_without_config(ip):
@@ -60,6 +62,7 @@ def test_config_view(ip):
     ip.run_line_magic("config", "TileMagics.view = 'widget'")
     w = ip.run_cell_magic("tilecopy", "", body("tmem_roundtrip"))  # the result, shown as the widget
     assert isinstance(w, TileCopyResult)
+    assert {"application/vnd.jupyter.widget-view+json", "text/plain"} <= set(w._repr_mimebundle_())
     assert {"application/vnd.jupyter.widget-view+json", "text/html", "text/plain"} <= set(w._repr_mimebundle_())
     res = ip.run_cell_magic("tilecopy", "--view html", body("tmem_roundtrip"))
     assert isinstance(res, TileCopyResult) and "text/html" in res._repr_mimebundle_()
@@ -118,3 +121,27 @@ def test_config_timeout_refuses_bad_values(ip, value):
         magics(ip).timeout = -1.0
     ip.run_line_magic("config", "TileMagics.launch = 'sim'")
     assert run(ip, "", RANDOM_CELL).options.timeout == 2.5
+
+
+def test_a_refused_config_value_is_one_clean_line(ip, caplog):
+    with capture_output() as cap:
+        ip.run_line_magic("config", "TileMagics.seed = -1")
+        ip.run_line_magic("config", "TileMagics.launch = 'moon'")
+    assert not caplog.records  # not IPython's "ERROR:root:" log line
+    assert cap.stderr.splitlines() == [
+        "%config: TileMagics.seed: --seed must be a non-negative integer, got -1 (unchanged)",
+        "%config: TileMagics.launch: --launch: invalid choice: 'moon' (choose from auto, sim, gpu, off) (unchanged)",
+    ]
+    assert magics(ip).seed == 0 and magics(ip).launch == "auto"
+
+
+def test_help_usage_starts_with_the_name_and_names_the_out_variable(ip):
+    from tilemagic.magics import TileMagics
+
+    doc = TileMagics.tilecopy.__doc__
+    usage = doc.split("::", 1)[1].strip().splitlines()[0]
+    assert usage.startswith("%%tilecopy [NAME] [--launch auto|sim|gpu|off]")
+    block = doc.split("::", 1)[1].strip().split("\n\n")[0].splitlines()  # the usage, wrapped
+    assert len(block) > 1 and all(line.count("[") == line.count("]") for line in block)  # never inside an option
+    flat = " ".join(doc.split())
+    assert "notebook variable VAR" in flat and "docs/language.md" in doc and "%tilemagic status" in doc

@@ -25,13 +25,41 @@ def test_magics_registered_and_demo_runs(ip):
     assert "<img" in bundle["text/html"] and "data-src-line" in bundle["text/html"]
 
 
-def test_fallback_cell_shows_user_warning_and_result(ip):
-    with capture_output(), pytest.warns(UserWarning, match="copy/fallback") as w:
+def test_fallback_cell_shows_its_warnings_once_in_the_report(ip, recwarn):
+    with capture_output() as cap:
         r = ip.run_cell("%%tilecopy fallback_demo --launch sim\n" + body("fallback_demo"))
-    assert r.success
-    assert [(x.filename, x.lineno) for x in w] == [("tilecopy", 6), ("tilecopy", 8)]
-    assert "picked for global -> shared at scope_kind=warp" in str(w[0].message)
-    assert r.result.launch.passed and "text/html" in r.result._repr_mimebundle_()
+    assert r.success and r.result.launch.passed
+    assert [w for w in recwarn if "copy/fallback" in str(w.message)] == []  # not a second time on stderr
+    assert "UserWarning" not in cap.stderr
+    assert len(r.result.warnings) == 2 and "picked for global -> shared at scope_kind=warp" in r.result.warnings[0]
+    bundle = r.result._repr_mimebundle_()
+    assert bundle["text/html"].count("picked for global -&gt; shared") == 1
+    assert "picked for global -> shared" in bundle["text/plain"]
+
+
+def test_the_users_warning_filters_still_apply_in_the_magic(ip):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with capture_output(), pytest.raises(UserWarning, match="copy/fallback"):
+            ip.run_cell_magic("tilecopy", "--launch sim", body("fallback_demo"))
+
+
+def test_a_warning_the_report_does_not_list_is_still_shown(ip, monkeypatch):
+    import warnings
+
+    import tilemagic.magics
+
+    real = tilemagic.magics.tilecopy
+
+    def noisy(source, **kw):
+        warnings.warn("a library's own warning", DeprecationWarning, stacklevel=1)
+        return real(source, **kw)
+
+    monkeypatch.setattr(tilemagic.magics, "tilecopy", noisy)
+    with capture_output(), pytest.warns(DeprecationWarning, match="a library's own warning"):
+        ip.run_cell_magic("tilecopy", "--launch off", "global A: float32[4]\n")
 
 
 def test_error_cell_is_located_and_short(ip):
@@ -65,8 +93,9 @@ def test_out_namespace_and_config(ip):
     ip.run_line_magic("config", "TileMagics.launch = 'sim'")
     ip.run_line_magic("config", "TileMagics.seed = 7")
     cell = "kernel k threads=32\nglobal A: float32[4, 6] = x\nglobal B: float32[4, 6]\nwarp.copy B <- A\ncheck B == A\n"
-    with capture_output(), pytest.warns(UserWarning, match="global -> global"):
+    with capture_output():
         res = ip.run_cell_magic("tilecopy", "--out R", cell)
+    assert any("global -> global" in w for w in res.warnings)
     assert ip.user_ns["R"] is res and res.options.launch == "sim" and res.options.seed == 7
     np.testing.assert_array_equal(res.launch.outputs["B"], ip.user_ns["x"])
 
@@ -81,7 +110,8 @@ def test_widget_view_has_static_fallbacks(ip):
 
     w = ip.run_cell_magic("tilecopy", "--view widget --launch sim", body("tmem_roundtrip"))
     assert isinstance(w.widget(), W.VBox) and "IR" in w.widget().tab.titles
-    bundle = w._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in w._repr_mimebundle_()  # (the fallback went first)
+    bundle = w._repr_mimebundle_()  # displayed again: whole
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["text/plain"] == w.text() and "<img" in bundle["text/html"]
 
@@ -147,3 +177,59 @@ def test_unclosed_quote_on_the_magic_line_is_a_located_error(ip, line):
     quote = min(i for i, c in enumerate(line) if c in "'\"")  # located at the open quote
     assert (r.error_in_exec.line, r.error_in_exec.col) == (1, 12 + quote)
     assert "bad %%tilecopy option line: No closing quotation" in cap.stdout + cap.stderr
+
+
+def test_tilecopy_after_line_magics_in_one_cell(ip):
+    # the README's two cells pasted into one: once loaded, the line magics run, then the cell magic
+    cell = ("%load_ext tilemagic\n# a comment\n%config TileMagics.launch = 'sim'\n\n%%tilecopy pasted\n"
+            "kernel pasted threads=32\nglobal A: float32[8]\nglobal B: float32[8]\nwarp.copy B <- A\ncheck B == A\n")
+    with capture_output():
+        r = ip.run_cell(cell)
+    assert r.success, r.error_in_exec or r.error_before_exec
+    assert isinstance(r.result, TileCopyResult) and r.result.name == "pasted"
+    assert r.result.launch.backend == "sim" and r.result.launch.passed
+    # a located error still counts lines from the %%tilecopy line
+    with capture_output():
+        r = ip.run_cell("%config TileMagics.launch = 'off'\n%%tilecopy\nglobal A: float32[4]\nwarp.copy Q <- A\n")
+    assert isinstance(r.error_in_exec, TileMagicError) and (r.error_in_exec.line, r.error_in_exec.col) == (3, 11)
+
+
+def test_python_before_tilecopy_is_left_to_ipython(ip):
+    with capture_output():
+        r = ip.run_cell("x = 1\n%%tilecopy\nglobal A: float32[4]\n")
+    assert not r.success and "x" not in ip.user_ns  # nothing of the cell ran
+
+
+def test_unload_removes_the_transformer(ip):
+    from tilemagic.magics import magic_after_line_magics
+
+    assert ip.input_transformers_cleanup.count(magic_after_line_magics) == 1
+    ip.extension_manager.load_extension("tilemagic")  # already loaded: no second copy
+    ip.run_line_magic("reload_ext", "tilemagic")
+    assert sum(getattr(t, "__name__", "") == "magic_after_line_magics" for t in ip.input_transformers_cleanup) == 1
+    ip.extension_manager.unload_extension("tilemagic")
+    assert not any(getattr(t, "__name__", "") == "magic_after_line_magics" for t in ip.input_transformers_cleanup)
+    ip.extension_manager.load_extension("tilemagic")  # the fixture unloads it again
+
+
+def test_widget_cell_shows_the_static_report_where_the_widget_cannot_be(ip):
+    from tilemagic.widgets.html import WIDGET_CLASS
+
+    with capture_output() as cap:
+        res = ip.run_cell_magic("tilecopy", "rt --view widget --launch sim", body("tmem_roundtrip"))
+    (fallback,) = [o.data for o in cap.outputs]  # displayed before the cell's own result
+    page = fallback["text/html"]
+    assert page.startswith('<div class="tm-fallback"><style>.jp-OutputArea:has(.tm-widget-view) .tm-fallback')
+    assert 'class="tm-report"' in page and "check B == A" in page and "data:image/png;base64," in page
+    assert fallback["text/plain"] == res.text()
+    bundle = res._repr_mimebundle_()  # the cell's result: the live view, and no second copy of the report
+    assert "application/vnd.jupyter.widget-view+json" in bundle and "text/html" not in bundle
+    assert "static report is the output above" in bundle["text/plain"]
+    assert "text/html" in res._repr_mimebundle_()  # a later display of the result is whole again
+    assert WIDGET_CLASS in res.widget()._dom_classes
+
+
+def test_html_view_cells_have_no_fallback_output(ip):
+    with capture_output() as cap:
+        ip.run_cell("%%tilecopy rt --launch off\n" + body("tmem_roundtrip"))
+    assert cap.outputs == []

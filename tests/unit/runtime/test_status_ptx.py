@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 
 import pytest
@@ -161,3 +162,19 @@ def test_ptx_of_the_demo_maps_tcgen05_to_description_lines():
             assert r.cuda_lines[c - 1] == d
     # cached: the second call does not compile again
     assert r.ptx().text is res.text
+
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed here")
+def test_the_install_hint_is_said_once_in_status_not_in_every_banner():
+    import tilemagic
+    from tilemagic.errors import LaunchError
+    from tilemagic.runtime.device import INSTALL_HINT, probe
+
+    cell = "kernel k threads=32\nglobal A: float32[32]\nglobal B: float32[32]\nwarp.copy B <- A\ncheck B == A\n"
+    res = tilemagic.tilecopy(cell, launch="auto")
+    assert res.launch.reason == "no CUDA device — CuPy is not installed — so the CPU simulator ran"
+    assert INSTALL_HINT not in res.text() and INSTALL_HINT not in res.html()
+    assert INSTALL_HINT in status_report(status=probe(), check_nvcc=False)
+    with pytest.raises(LaunchError) as ei:
+        tilemagic.tilecopy(cell, launch="gpu")
+    assert INSTALL_HINT in ei.value.hint  # where a GPU was asked for, the error says how to get one

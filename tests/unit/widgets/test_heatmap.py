@@ -461,3 +461,24 @@ def test_heatmap_each_panel_titles_do_not_overlap(count):
     assert len(boxes) == count
     for left, right in zip(boxes, boxes[1:]):  # a visible gap (pixels at the figure's dpi), not just no overlap
         assert right.x0 - left.x1 >= 4, [ax.get_title() for ax in fig.axes[:count]]
+
+
+@pytest.mark.parametrize("n,ticks", [(9, [0, 2, 4, 6, 8]), (128, [0, 32, 64, 96]), (192, [0, 48, 96, 144]),
+                                     (96, [0, 24, 48, 72]), (512, [0, 128, 256, 384])])
+def test_colour_bar_ticks_are_round(n, ticks):
+    assert figures._bar_ticks(n).tolist() == ticks
+
+
+def test_colour_bar_of_a_figure_has_round_ticks():
+    fig = figures.heatmap_figure(make_tmem_kernel(), color_by="thread")  # 128 threads: a colour bar
+    bar = next(ax for ax in fig.axes if hasattr(ax, "_colorbar"))
+    assert [float(t) for t in bar.get_xticks()] == [0.0, 32.0, 64.0, 96.0]
+
+
+def test_neighbouring_categories_are_distinguishable():
+    from matplotlib.colors import to_rgb
+
+    for n in (9, 32, 128, 1024):
+        cols = np.array([to_rgb(c) for c in figures._colours(n)])
+        step = np.linalg.norm(np.diff(cols, axis=0), axis=1)
+        assert step.min() > 0.25, (n, step.min())  # RGB distance of threads t and t + 1

@@ -245,15 +245,15 @@ def test_widget_line_select_highlights_mapped_lines():
     box = make_tmem_result().widget()
     assert [v for _, v in box.line_select.options] == [0, 8, 11]
     assert box.line_select.options[1][0] == "L8: wg.copy_async T <- a"
-    assert "#fff1a8" not in box.panes["IR"].value
+    assert "rgba(255,213,0,0.33)" not in box.panes["IR"].value
     box.line_select.value = 8
     for title, n in (("IR", 2), ("CUDA", 2), ("CUDA (emulated)", 1), ("Description", 1)):
-        assert box.panes[title].value.count("#fff1a8") == n, title
-    hl = re.findall(r'<span class="tm-line tm-L(\d+)" data-src-line="\d+" style="background:#fff1a8',
+        assert box.panes[title].value.count("rgba(255,213,0,0.33)") == n, title
+    hl = re.findall(r'<span class="tm-line tm-L(\d+)" data-src-line="\d+" style="background:rgba\(255,213,0,0.33\)',
                     box.panes["IR"].value)
     assert hl == ["8", "8"]
     box.line_select.value = 0
-    assert "#fff1a8" not in box.panes["IR"].value
+    assert "rgba(255,213,0,0.33)" not in box.panes["IR"].value
 
 
 def test_widget_heatmap_controls_redraw():
@@ -286,7 +286,7 @@ def test_widget_ptx_tab_compiles_lazily_and_maps_lines():
     line = re.search(r'<span class="tm-line tm-L9" data-src-line="9" style="[^"]*">([^\n]*tcgen05[^\n]*)', ptx)
     assert line and "st" in re.sub("<[^>]+>", "", line.group(1))
     box.line_select.value = 12
-    assert re.search(r'tm-L12" data-src-line="12" style="background:#fff1a8[^>]*>[^\n]*tcgen05', box.panes["PTX"].value)
+    assert re.search(r'tm-L12" data-src-line="12" style="background:rgba\(255,213,0,0.33\)[^>]*>[^\n]*tcgen05', box.panes["PTX"].value)
 
 
 def test_widget_view_renders_for_every_demo_without_error():
@@ -396,3 +396,99 @@ def test_lowered_op_markers_carry_the_variant_and_rewording_keeps_the_legend():
     for m in markers:
         m.text = f"op at line {m.span.line}"
     assert [i["variants"] for i in placement.shared_writers(r.kernel)] == before == [["copy/fallback"]]
+
+
+def test_variant_names_do_not_wrap_in_the_why_table():
+    import tilemagic
+
+    res = tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="off")
+    cells = re.findall(r'<tr class="tm-cand"><td style="([^"]*)">tmem&lt;-&gt;local</td>', res.html())
+    assert cells and all("white-space:nowrap" in c for c in cells)
+
+
+def test_swizzle_xor_is_printed_with_parentheses():
+    import tilemagic
+
+    res = tilemagic.tilecopy("kernel k threads=128\nglobal A: float16[64, 64]\n"
+                             "shared S: float16[64, 64] @ swizzle(3, 3, 3)\ncta.copy S <- A\n", launch="off")
+    assert "offset=(i * 1024 + tx * 8) ^ ((i * 1024 + tx * 8) // 64 % 8 * 8)" in res.ir
+
+
+def test_report_colours_follow_the_jupyterlab_theme_with_light_fallbacks():
+    # dark theme: every text colour and background of the report's own chrome is a JupyterLab variable
+    # with the light value as fallback; only the verdict badges (their own light background and dark text) and
+    # translucent tints keep fixed colours
+    import tilemagic
+    from tilemagic.widgets import html as H
+
+    res = tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="sim")
+    page = res.html()
+    badges = set(H._VERDICT.values())
+    for style in re.findall(r'style="([^"]*)"', page):
+        if any(b in style for b in badges):
+            continue
+        for prop, value in re.findall(r"(?:^|;)\s*(color|background)\s*:\s*([^;]+)", style):
+            if "#" in value:
+                assert "var(--jp-" in value, (prop, value, style)
+    assert "color:var(--jp-content-font-color1,#1f2328)" in page  # headings and the report's text
+    assert "var(--jp-mirror-editor-keyword-color," in page  # code tokens in the editor's theme colours
+
+
+def test_pictures_have_a_transparent_background_and_neutral_ink():
+    import io
+
+    import tilemagic
+    from PIL import Image
+
+    from tilemagic.widgets.figures import NEUTRAL
+    from tilemagic.widgets.png import picture_png
+
+    res = tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="sim")
+    for kind in ("tmem", "fragment"):
+        im = Image.open(io.BytesIO(picture_png(res, kind))).convert("RGBA")
+        assert im.getpixel((2, 2))[3] == 0, kind  # the page shows through: no white block in the dark theme
+        px = np.asarray(im)
+        for region in (px[:50, :], px[:, 640:]):  # the titles and the legend column (text on the page itself)
+            dark = (region[..., 3] > 200) & (region[..., :3].max(axis=-1) < 40)
+            assert not dark.any(), kind  # no black text, which would vanish on a dark page
+    assert NEUTRAL.startswith("#")
+
+
+def test_the_stripped_hover_note_shows_only_without_the_style():
+    import tilemagic
+    from tilemagic.widgets.html import STRIPPED_NOTE
+
+    page = tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="off").html()
+    assert ".tm-report .tm-stripped{display:none}" in page  # the style hides the note ...
+    note = re.search(r'<div class="tm-stripped" style="([^"]*)">([^<]*)</div>', page)
+    assert note and "display" not in note.group(1)  # ... and nothing else does, so without the style it shows
+    assert "jupyter trust NOTEBOOK.ipynb" in note.group(2) and note.group(2) == __import__("html").escape(STRIPPED_NOTE)
+    # a report with no mapped line has no hover, no style and no note
+    bare = tilemagic.tilecopy("global A: float32[4]\n", launch="off").html()
+    assert "<style>" not in bare and "tm-stripped" not in bare
+
+
+def test_code_panes_offer_wrap_numbers_and_stacking():
+    import tilemagic
+    from tilemagic.widgets import html as H
+
+    page = tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="off").html()
+    tools = re.search(r'<div class="tm-tools" style="([^"]*)">(.*?)</div>', page)
+    assert tools and "display:none" in tools.group(1)  # shown by the report's style only (with the script)
+    assert re.findall(r'data-tm-toggle="(\w+)"', tools.group(2)) == ["wrap", "numbers", "stack"]
+    assert ".tm-report .tm-tools{display:flex !important}" in page
+    assert ".tm-report[data-tm-wrap] .tm-code{white-space:pre-wrap !important" in page
+    assert ".tm-report[data-tm-stack] .tm-grid{grid-template-columns:minmax(0,1fr) !important}" in page
+    assert "counter-increment:tm-ln" in page and "data-tm-toggle" in H.PIN_SCRIPT
+    # narrow outputs stack by themselves (an inline style: also where the style sheet was removed)
+    assert 'class="tm-grid" style="display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,480px),1fr))' in page
+
+
+def test_a_collapsed_pane_numbers_its_tail_lines_as_in_the_text():
+    from tilemagic.widgets import html as H
+    from tilemagic.widgets.format import HEAD_LINES, TAIL_LINES
+
+    n = HEAD_LINES + TAIL_LINES + 100
+    pane = H.code_pane_html("IR", "\n".join(f"x{i} = {i}" for i in range(n)), [1] * n, "python")
+    elided = re.search(r'<span class="tm-line tm-elided" style="([^"]*)">', pane)
+    assert elided and f"counter-set:tm-ln {n - TAIL_LINES}" in elided.group(1)  # the next line is line n-49

@@ -1,0 +1,101 @@
+"""The exercise grader (tilemagic.exercises): each exercise accepts its solution and rejects typical mistakes."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from IPython.utils.capture import capture_output
+
+import tilemagic
+from tilemagic.exercises import EXERCISES, check
+
+#: (exercise, edits of the starter cell) that solve it
+SOLUTIONS = {
+    "shape_16x256b": [("S[(128, 16) : (1@tid_in_wg, 1)]", "frag(16x256b)")],
+    "upper_f_subslab": [("sub_slab=0", "sub_slab=1")],
+    "quadrant": [("T[64:128, :]", "T[0:64, :]"), ("T[64:128, :]", "T[0:64, :]")],
+    "gmem_smem": [("[4, 6]", "[8, 16]")] * 3,
+}
+#: (exercise, edits, a phrase of the grade that says what is wrong)
+MISTAKES = [
+    ("shape_16x256b", [], "uses .32x32b: not the shape"),
+    ("shape_16x256b", [("S[(128, 16) : (1@tid_in_wg, 1)]", "frag(16x128b)")], "uses .16x128b: not the shape"),
+    ("shape_16x256b", [("S[(128, 16) : (1@tid_in_wg, 1)]", "frag(16x256b)"), ("wait st\ncta_sync\n", "")],
+     "hazard"),
+    ("shape_16x256b", [("S[(128, 16) : (1@tid_in_wg, 1)]", "frag(16x256b)"), ("[128, 16]\nglobal B", "[128, 8]\nglobal B")],
+     None),  # a located error (shapes differ): the grade says the cell fails
+    ("upper_f_subslab", [], "lanes outside the upper half"),
+    ("upper_f_subslab", [(" @ datapath(F, sub_slab=0)", "")], "the cell fails at line 5: TileTypeError"),
+    ("quadrant", [], "the cell fails at line 8: DispatchError"),
+    ("quadrant", [("wg.copy_async T[64:128, :] <- r\nwait st\ncta_sync\nwg.copy_async r <- T[64:128, :]\nwait ld\n", "")],
+     "no tcgen05.st"),
+    ("gmem_smem", [], "copy/fallback (this exercise wants gmem_smem"),
+    ("gmem_smem", [("[4, 6]", "[8, 16]")] * 3 + [("threads=32", "threads=64")], "keep threads=32"),
+    ("gmem_smem", [("[4, 6]", "[8, 16]")] * 3 + [("warp.copy S <- A\ncta_sync\nwarp.copy B <- S\n",
+                                                  "warp.copy B <- A\n")], "keep the two copies"),
+]
+
+
+def run(cell: str):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return tilemagic.tilecopy(cell)
+        except tilemagic.TileMagicError as e:
+            return e
+
+
+def edited(exercise: str, edits) -> str:
+    cell = EXERCISES[exercise].starter
+    for old, new in edits:
+        assert old in cell, (exercise, old)
+        cell = cell.replace(old, new, 1)
+    return cell
+
+
+@pytest.mark.parametrize("exercise", sorted(EXERCISES))
+def test_the_solution_is_accepted(exercise):
+    grade = check(run(edited(exercise, SOLUTIONS[exercise])), exercise)
+    assert grade.passed, str(grade)
+    assert "solved" in str(grade) and "solved" in grade._repr_html_()
+
+
+@pytest.mark.parametrize("exercise,edits,phrase", MISTAKES)
+def test_a_typical_mistake_is_rejected_and_named(exercise, edits, phrase):
+    grade = check(run(edited(exercise, edits)), exercise)
+    assert not grade.passed, str(grade)
+    wrong = " | ".join(msg for ok, msg in grade.items if not ok)
+    assert phrase is None or phrase in wrong, str(grade)
+    if phrase is None:
+        assert "the cell fails at line" in wrong
+
+
+def test_the_grade_does_not_give_the_answer_away():
+    for exercise, edits, _ in MISTAKES:
+        text = str(check(run(edited(exercise, edits)), exercise))
+        for old, new in SOLUTIONS[exercise]:
+            assert new not in text, (exercise, new)
+
+
+def test_unknown_exercise_and_nothing_to_grade():
+    with pytest.raises(KeyError, match="exercises: shape_16x256b"):
+        check(None, "tma_wait")
+    assert "run the exercise's %%tilecopy cell first" in str(check(None, "quadrant"))
+    assert not check(42, "quadrant").passed
+
+
+def test_the_grade_magic_grades_the_last_cell_errors_included(ip):
+    from IPython.core.error import UsageError
+
+    starter = EXERCISES["quadrant"].starter
+    head, body = starter.split("\n", 1)
+    with capture_output():
+        ip.run_cell(starter)  # fails: a located DispatchError
+    grade = ip.run_line_magic("tilemagic", "grade quadrant")
+    assert not grade.passed and "DispatchError" in str(grade)
+    with capture_output():
+        ip.run_cell_magic("tilecopy", head.removeprefix("%%tilecopy "), body.replace("T[64:128, :]", "T[0:64, :]"))
+    assert ip.run_line_magic("tilemagic", "grade quadrant").passed
+    with pytest.raises(UsageError, match="one of shape_16x256b"):
+        ip.run_line_magic("tilemagic", "grade nope")

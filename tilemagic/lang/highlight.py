@@ -1,0 +1,143 @@
+"""A Pygments lexer for the ``%%tilecopy`` cell language (docs/language.md).
+
+``TileCopyLexer`` colours what the grammar (``grammar.lark``) knows: the ``%%tilecopy`` line and its
+``--flags``, statement keywords (``kernel``, ``global``/``shared``/``local``/``tmem``, ``SCOPE.copy``,
+``SCOPE.copy_async``, ``wait ld|st``, ``cta_sync``, ``check``), the keywords inside a statement (``threads``,
+``at``, ``dispatch``, ``sub_slab``), execution scopes and thread axes, dtypes, layouts (``S[...]``,
+``datapath(D|F|B)``, ``frag(SHAPE)``, ``swizzle(...)``), tcgen05 shapes, numbers, arrows and comments.  The
+static report's description pane uses it; the package registers it with Pygments (entry point
+``pygments.lexers``: ``tilecopy``, files ``*.tile``), so nbconvert, Sphinx and ``pygmentize`` colour
+```` ```tilecopy ```` blocks too.
+
+The word lists come from where the language defines them (``lang.ast.DTYPES``, ``arch.threads``,
+``arch.tcgen05.SHAPES``), so a new dtype or axis is coloured without touching this file.  The lexer is a
+highlighter, not a parser: a line the parser rejects is still coloured as far as its words allow, never an
+error token (the located error comes from :func:`tilemagic.lang.parser.parse`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pygments.lexer import RegexLexer, bygroups, words
+from pygments.token import (
+    Comment,
+    Keyword,
+    Name,
+    Number,
+    Operator,
+    Punctuation,
+    String,
+    Text,
+    Whitespace,
+)
+
+from ..arch.tcgen05 import SHAPES
+from ..arch.threads import AXIS_SCOPES, MEMORY_AXES, SCOPES
+from .ast import DTYPES
+
+__all__ = ["TileCopyLexer"]
+
+#: The exec scopes a copy is written with (``wg`` is the language's alias of ``warpgroup``).
+_SCOPE_WORDS = (*SCOPES, "wg")
+_END = r"(?![A-Za-z0-9_])"
+
+
+class TileCopyLexer(RegexLexer):
+    """Pygments lexer of ``%%tilecopy`` cells and ``.tile`` files.
+
+    Token types: ``Comment.Preproc`` the ``%%tilecopy`` line (its flags ``Name.Attribute``, its values
+    ``String``), ``Comment.Single`` comments, ``Keyword`` statement keywords (buffer kinds
+    ``Keyword.Declaration``), ``Name.Builtin`` exec scopes and thread/memory axes, ``Keyword.Type`` dtypes,
+    ``Name.Function`` layout constructors, ``Name.Constant`` data-path letters and tcgen05 shapes,
+    ``Number.Integer``, ``Operator`` (``<-``, ``->``, ``==``, ``=``, ``+``, ``@``, ``:``), ``Punctuation``,
+    ``Name.Variable`` kernel and buffer names.
+    """
+
+    name = "tilecopy"
+    aliases = ["tilecopy", "tile"]
+    filenames = ["*.tile"]
+    mimetypes = ["text/x-tilecopy"]
+    flags = re.MULTILINE
+
+    tokens = {
+        "root": [
+            (r"\n", Whitespace),
+            (r"[ \t\f\r]+", Whitespace),
+            (r"#[^\n]*", Comment.Single),
+            (r"(%%tilecopy)" + _END, Comment.Preproc, "header"),
+            (r"(kernel)" + _END, Keyword, "kernel"),
+            (words(("global", "shared", "local", "tmem"), suffix=_END), Keyword.Declaration, "decl"),
+            (r"(" + "|".join(_SCOPE_WORDS) + r")([ \t]*)(\.)([ \t]*)(copy_async|copy)" + _END,
+             bygroups(Name.Builtin, Whitespace, Punctuation, Whitespace, Keyword), "statement"),
+            (r"(wait)([ \t]+)(ld|st)" + _END, bygroups(Keyword, Whitespace, Keyword)),
+            (words(("wait", "cta_sync"), suffix=_END), Keyword),
+            (r"(check)" + _END, Keyword, "statement"),
+            (r"[^\n]+", Text),  # an unknown statement: plain text (the parser locates the error)
+        ],
+        "header": [
+            (r"(?=\n)", Text, "#pop"),
+            (r"[ \t]+", Whitespace),
+            (r"#[^\n]*", Comment.Single),
+            (r"--[A-Za-z0-9-]+", Name.Attribute),
+            (r"\"[^\"\n]*\"|'[^'\n]*'", String),
+            (r"[^\s#]+", String),
+        ],
+        "kernel": [
+            (r"(?=\n)", Text, "#pop"),
+            (r"(threads)" + _END, Keyword),
+            (r"[A-Za-z_][A-Za-z0-9_]*", Name.Variable),
+            (r"=", Operator),
+            (r"-?[0-9]+", Number.Integer),
+            (r"[ \t\f\r]+", Whitespace),
+            (r"#[^\n]*", Comment.Single),
+            (r"[^\n]", Text),
+        ],
+        "decl": [
+            (r"(?=\n)", Text, "#pop"),
+            (r"[ \t\f\r]+", Whitespace),
+            (r"#[^\n]*", Comment.Single),
+            (r"([A-Za-z_][A-Za-z0-9_]*)([ \t]*)(:)", bygroups(Name.Variable, Whitespace, Operator)),
+            (words(DTYPES, suffix=_END), Keyword.Type),
+            (r"(at)" + _END, Keyword),
+            (r"(=)([ \t]*)([A-Za-z_][A-Za-z0-9_]*)", bygroups(Operator, Whitespace, Name.Variable)),
+            (r"(@)([ \t]*)(?=[A-Za-z])", bygroups(Operator, Whitespace), "layout"),
+            (r"-?[0-9]+", Number.Integer),
+            (r"[\[\](),]", Punctuation),
+            (r"\+", Operator),
+            (r"[A-Za-z_][A-Za-z0-9_]*", Name.Variable),  # an `at X` target, or a dtype the parser rejects
+            (r"[^\n]", Text),
+        ],
+        "layout": [
+            (r"(?=\n)", Text, "#pop"),
+            (r"(sub_slab)([ \t]*)(=)", bygroups(Keyword, Whitespace, Operator)),
+            (r"(?=at" + _END + r"|=)", Text, "#pop"),  # `at X + N`, `= NAME` after the layout
+            (r"[ \t\f\r]+", Whitespace),
+            (r"#[^\n]*", Comment.Single),
+            (words(("S", "datapath", "frag", "swizzle"), suffix=_END), Name.Function),
+            (words(SHAPES, suffix=_END), Name.Constant),
+            (r"(?<=\()[DFB](?=[ \t]*[,)])", Name.Constant),  # datapath(D|F|B)
+            (r"(@)([ \t]*)([A-Za-z_][A-Za-z0-9_]*)", bygroups(Operator, Whitespace, Name.Builtin)),
+            (words((*AXIS_SCOPES, *MEMORY_AXES), suffix=_END), Name.Builtin),
+            (r"-?[0-9]+", Number.Integer),
+            (r"[\[\](),]", Punctuation),
+            (r"[:+=]", Operator),
+            (r"[A-Za-z_][A-Za-z0-9_]*", Name),
+            (r"[^\n]", Text),
+        ],
+        "statement": [  # a copy or a check: regions, an arrow, `dispatch=VARIANT`
+            (r"(?=\n)", Text, "#pop"),
+            (r"[ \t\f\r]+", Whitespace),
+            (r"#[^\n]*", Comment.Single),
+            (r"<-|->|==", Operator),
+            (r"(dispatch)([ \t]*)(=)([ \t]*)([A-Za-z_][A-Za-z0-9_]*(?:(?:<->|->|-)[A-Za-z0-9_]+)*)",
+             bygroups(Keyword, Whitespace, Operator, Whitespace, Name.Constant)),
+            (r"(dispatch)([ \t]*)(=)([ \t]*)(\"[^\"\n]*\"|'[^'\n]*')",
+             bygroups(Keyword, Whitespace, Operator, Whitespace, String)),
+            (r"-?[0-9]+", Number.Integer),
+            (r"[\[\],]", Punctuation),
+            (r":", Operator),
+            (r"[A-Za-z_][A-Za-z0-9_]*", Name.Variable),
+            (r"[^\n]", Text),
+        ],
+    }
