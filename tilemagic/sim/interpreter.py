@@ -469,7 +469,7 @@ class Simulator:
             body, i = s.body, 0
             while i < len(body):
                 c = body[i]
-                if isinstance(c, ir.LdStMatrix) and self._batched:  # consecutive ldmatrix/stmatrix of one op: one access
+                if isinstance(c, ir.LdStMatrix) and self._batched:  # (one op's ldmatrix/stmatrix: one access)
                     j, n = i + 1, len(body)
                     ids = [c.addr, c.regs]  # (hash-consed nodes: compared by identity in the plan's key)
                     sm, lo, op, num, tr, sp = c.smem, c.local, c.op, c.num, c.trans, c.span
