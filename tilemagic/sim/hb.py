@@ -360,11 +360,24 @@ class _Space:
         # the range of units they touched ([lo, hi), empty when lo >= hi)
         self.w_since = self.r_since = _NONE
         self.w_rng = self.r_rng = _EMPTY
+        # reads that met no unordered reader, not yet entered into rt/ra: (units, threads, access id), in order.
+        # Only a later access that consults the readers needs them (:meth:`flush_reads`); a full cta_sync orders
+        # them before everything after it, so they are dropped then — most reads never touch the reader arrays
+        self.pending: list[tuple] = []
+
+    def flush_reads(self) -> None:
+        """Enter the pending reads into the reader arrays, in program order."""
+        for ix, t, aid in self.pending:
+            _fill(self.rt, ix, t)
+            _set(self.ra, ix, aid)
+        self.pending.clear()
 
     def forget(self) -> None:
-        """A cta_sync of the whole CTA: every earlier access is ordered before every later one."""
+        """A cta_sync of the whole CTA: every earlier access is ordered before every later one (so the pending
+        reads, which no later access can be unordered with, need not be entered)."""
         self.w_since = self.r_since = _NONE
         self.w_rng = self.r_rng = _EMPTY
+        self.pending.clear()
 
     def element(self, u: int) -> int | tuple:
         """The element (TMEM: lane, column) of unit ``u``."""
@@ -421,6 +434,7 @@ class Tracker:
         self._set_ids: dict[bytes, int] = {}
         self._patterns: dict = {}  # cycled / repeated thread rows of runs: :meth:`_pattern`
         self._event_tids: dict = {}  # id(threads array) -> (it, sorted int64, int32): :meth:`event`
+        self._in_flight_regs: set[str] = set()  # register buffers with units a tcgen05.ld/st has in flight
         self.report = HBReport()
         self._seen: set = set()
         written, read = written_and_read(kernel)
@@ -619,6 +633,7 @@ class Tracker:
     def _reads_unordered(self, sp: _Space, ix, t) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per unit: is its last read (one thread, or read-shared) NOT ordered before ``t``'s current point?
         Also the reader states and stamps."""
+        sp.flush_reads()
         r0 = _get(sp.rt, ix)
         s0 = self._aid_stamp[_get(sp.ra, ix)]
         tt = np.broadcast_to(np.asarray(_arr(t), np.int64), r0.shape)
@@ -630,14 +645,21 @@ class Tracker:
         return bad, r0, s0
 
     def _space_read(self, sp: _Space, ix, t, n: int, span, aid, rng=None, unique: bool = False):
-        init = np.array(_get(sp.init, ix)) if sp.has_init else None  # (a copy, not a view)
+        init = None  # (None: every unit initialised; else a copy, not a view, of the units' init bits)
+        if sp.has_init:
+            bits = _get(sp.init, ix)
+            init = None if bits.all() else np.array(bits)
         rng = rng if rng is not None else _span_of(ix) if n else _EMPTY
         if sp.has_w and n and not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
             self._check_writer(sp, ix, t, span, "raw")
         if sp.has_r and n:
             if _quiet(sp.r_since, t) or not _meets(sp.r_rng, rng):  # no unordered reader here: nothing read-shared
-                _fill(sp.rt, ix, t)
-                _set(sp.ra, ix, aid)
+                if unique or isinstance(ix, slice) or isinstance(t, int):
+                    sp.pending.append((ix, t, aid))  # (entered only when a later access needs the readers)
+                else:
+                    sp.flush_reads()
+                    _fill(sp.rt, ix, t)
+                    _set(sp.ra, ix, aid)
                 if not unique and not isinstance(ix, slice) and not isinstance(t, int):
                     dup = sp.rt[ix] != t  # two threads read this unit in this call
                     if dup.any():
@@ -673,6 +695,7 @@ class Tracker:
                     if r == _SHARED:  # several threads read it (which ones is not kept): named as such
                         r = -1
                     self._race("war", sp, _at(ix, i), ti, span, r, self._aid_span[int(sp.ra[_at(ix, i)])])
+            sp.flush_reads()
             _set(sp.rt, ix, _NONE)  # reads before an ordered write are ordered before every later access after it
             # (where nothing was read since the last full barrier every reader entry is ordered before all: kept)
         new = t if isinstance(t, (int, _Cycle)) or t.dtype == sp.wt.dtype else t.astype(sp.wt.dtype)
@@ -798,21 +821,24 @@ class Tracker:
 
     def _reg_read(self, buf: ir.Buffer, at, locate, span) -> np.ndarray:
         init, pend, paid = self.regs[buf.name]
-        p = pend[at]
-        self._in_flight(buf, p, _LD, locate, span, paid, "ld-read", "read", "ld", "that writes them is asynchronous")
-        self.report.accesses += int(p.size) * self.unit(buf)
-        return init[at].reshape(-1)
+        bits = init[at]
+        if buf.name in self._in_flight_regs:  # (a tcgen05.ld/st has registers of this buffer in flight)
+            self._in_flight(buf, pend[at], _LD, locate, span, paid, "ld-read", "read", "ld",
+                            "that writes them is asynchronous")
+        self.report.accesses += int(bits.size) * self.unit(buf)
+        return bits.reshape(-1)
 
     def _reg_write(self, buf: ir.Buffer, at, locate, span, init) -> None:
         ini, pend, paid = self.regs[buf.name]
-        p = pend[at]
-        if p.any():
+        p = pend[at] if buf.name in self._in_flight_regs else None
+        if p is not None and p.any():
             self._in_flight(buf, p, _LD, locate, span, paid, "ld-overwrite", "overwritten", "ld",
                             "writes them asynchronously")
             self._in_flight(buf, p, _ST, locate, span, paid, "st-overwrite", "overwritten", "st",
                             "reads them asynchronously")
-        ini[at] = init if isinstance(init, bool) else np.asarray(init).reshape(p.shape)
-        self.report.accesses += int(p.size) * self.unit(buf)
+        shape = ini[at].shape if p is None else p.shape
+        ini[at] = init if isinstance(init, bool) else np.asarray(init).reshape(shape)
+        self.report.accesses += math.prod(shape) * self.unit(buf)
 
     # ------------------------------------------------------------------ the interface
     def tracks(self, buf: ir.Buffer | None) -> bool:
@@ -1002,12 +1028,15 @@ class Tracker:
             state = _LD if kind == "wait_ld" else _ST
             t0 = int(tids[0]) if tids.size else 0
             dense = tids.size and int(tids[-1]) - t0 == tids.size - 1
-            for _, p, _ in self.regs.values():
+            for name in list(self._in_flight_regs):
+                p = self.regs[name][1]
                 rows = p[t0:t0 + tids.size] if dense else p[tids]  # (a view where the threads are a range)
                 if rows.any():
                     rows[rows == state] = 0
                     if not dense:
                         p[tids] = rows
+                if not p.any():
+                    self._in_flight_regs.discard(name)
             if kind == "wait_st" and self._st_cells:  # the cells of the stores still in flight, by issue
                 left = []
                 for cix in self._st_cells:
@@ -1079,6 +1108,7 @@ class Tracker:
             self.write(local, reg, None, span, ini)
             pend[at] = _LD
             paid[at] = aid
+            self._in_flight_regs.add(local.name)
         else:
             init = self.read(local, reg, None, span)
             if init.size == cells.size:
@@ -1088,6 +1118,7 @@ class Tracker:
             self.write(None, cel, None, span, ini, value=None if cel.unique else values)
             pend[at] = np.where(pend[at] == _LD, _LD, _ST)  # (a read of in-flight ld registers: reported)
             paid[at] = aid
+            self._in_flight_regs.add(local.name)
             _set(self.st_owner, cix, np.asarray(cthreads).astype(self.st_owner.dtype))
             _set(self.st_aid, cix, aid)
             if not any(c is cix for c in self._st_cells):

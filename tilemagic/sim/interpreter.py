@@ -262,6 +262,7 @@ class Simulator:
         self.hb = tracker if tracker is not None else Tracker(kernel, n, strict)
         self.timeout = timeout
         self._deadline = None if timeout is None else time.monotonic() + timeout
+        self._ticking = timeout is not None or progress  # (whether :meth:`_tick` has anything to do)
         self._progress = _Progress(_stmt_work(kernel.body), f"simulating {kernel.name}") if progress else None
         self.lanes = 0
         # the statement being evaluated: its loads' AND of init; every active thread of a uniform Store
@@ -485,7 +486,18 @@ class Simulator:
                     self._ldstmatrix(body[i:j], tids, env, tuple(ids))
                     i = j
                     continue
-                self.run_stmt(c, tids, env)
+                tc = type(c)  # (the commonest statements of a long body, without another call)
+                if tc is ir.Comment:
+                    if self._ticking:
+                        self._tick(c.span)
+                elif tc is ir.Barrier:
+                    if self._ticking:
+                        self._tick(c.span)
+                    self.hb.event("cta_sync", tids, c.span)
+                elif tc is ir.Grid:
+                    self._grid(c, tids, env)
+                else:
+                    self.run_stmt(c, tids, env)
                 i += 1
             return
         if isinstance(s, ir.Grid):
@@ -703,11 +715,11 @@ class Simulator:
         the same op on another tile).  None for any other body."""
         if not all(isinstance(b, ir.VecMove) for b in body):
             return self._copy_plan_of(s, body)
-        parts = tuple((b.src, b.dst, b.src_index, b.dst_index, b.nbytes, b.elems) for b in body)
-        key = (s.vars, s.extents, tuple(tuple(map(id, p)) for p in parts))
+        # (buffers and hash-consed expressions compare by identity: the key names the structure, and keeps it alive)
+        key = (s.vars, s.extents, *((b.src, b.dst, b.src_index, b.dst_index, b.nbytes, b.elems) for b in body))
         hit = self._copy_plans.get(key)
         if hit is None:
-            hit = (parts, self._copy_plan_of(s, body))  # (the parts kept: their ids stay theirs)
+            hit = (None, self._copy_plan_of(s, body))
             if len(self._copy_plans) < 4096:
                 self._copy_plans[key] = hit
         plan = hit[1]
