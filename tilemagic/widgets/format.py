@@ -299,3 +299,17 @@ def instr_label(ins: Mapping[str, object]) -> str:
     if ins["line"] is not None:
         s += f" (L{ins['line']})"
     return s
+
+
+#: Report sections shown with the dispatch why-tables, not after the code panes: what each candidate costs
+#: (``--cost``) sits beside the table of which candidates accepted.
+WITH_DISPATCH = ("Cost of every candidate",)
+
+
+def split_sections(result) -> tuple[list, list]:
+    """``result.sections`` (``--export``, ``--compare``, ``--cost``) as those shown with the dispatch
+    (:data:`WITH_DISPATCH`) and the rest, each in order, with their index in ``result.sections``."""
+    mine, rest = [], []
+    for i, sec in enumerate(getattr(result, "sections", ())):
+        (mine if sec.title in WITH_DISPATCH else rest).append((i, sec))
+    return mine, rest

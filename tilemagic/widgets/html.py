@@ -62,8 +62,7 @@ from .format import (
     elision_note,
     mismatch_lines,
     shown_lines,
-    split_lines,
-)
+    split_lines, split_sections)
 from .png import picture_png
 from .text import (
     cuda_title,
@@ -740,18 +739,26 @@ def warnings_html(result) -> str:
             f'<ul style="margin:4px 0 0 0;padding-left:18px">{items}</ul></div>')
 
 
-def extra_sections(result) -> list[tuple[str, str]]:
-    """``(title, html)`` of the result's own sections (``result.sections``: ``--export``, ``--compare``).
+def extra_sections(result, with_dispatch: bool = False) -> list[tuple[str, str]]:
+    """``(title, html)`` of the result's own sections (``result.sections``: ``--export``, ``--compare``,
+    ``--cost``): those shown with the dispatch why-tables when ``with_dispatch``
+    (:data:`~tilemagic.widgets.format.WITH_DISPATCH`), else the others.
 
     A section's own HTML is used up to :data:`MAX_SECTION_HTML` characters; a larger one (or a
     text section) is shown as its text, collapsed like a pane (:func:`~tilemagic.widgets.format.elided_text`).
     """
     out = []
-    for i, sec in enumerate(getattr(result, "sections", ())):
+    for i, sec in split_sections(result)[0 if with_dispatch else 1]:
         html = sec.html if sec.html is not None and len(sec.html) <= MAX_SECTION_HTML else None
         out.append((sec.title, html or f'<pre style="overflow:auto;margin:0">'
                                        f'{escape(elided_text(sec.text, f"result.sections[{i}].text"))}</pre>'))
     return out
+
+
+def dispatch_with_costs_html(result) -> str:
+    """The why-tables, and beside them what each candidate costs (``--cost``: the sections of
+    :data:`~tilemagic.widgets.format.WITH_DISPATCH`): the Dispatch section of the report and the widget's tab."""
+    return dispatch_html(result) + "".join(_section(t, b) for t, b in extra_sections(result, with_dispatch=True))
 
 
 def _section(title: str, body: str) -> str:
@@ -783,7 +790,7 @@ def render_html(result) -> str:
     body = [
         banner_html(result),
         warnings_html(result),
-        _section("Dispatch", dispatch_html(result)),
+        _section("Dispatch", dispatch_with_costs_html(result)),
         _section("Description, IR and CUDA",
                  f'<div class="tm-hint" style="{FONT};font-size:11px;color:{MUTED};margin:0 0 4px 0">'
                  "hover a line to light up the lines it maps to in the other panes; click to pin</div>"

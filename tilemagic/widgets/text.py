@@ -21,8 +21,7 @@ from .format import (
     check_overflow,
     dispatch_overflow,
     elided_text,
-    mismatch_lines,
-)
+    mismatch_lines, split_sections)
 from .placement import tmem_columns
 
 __all__ = [
@@ -192,6 +191,9 @@ def render_text(result) -> str:
     else:
         body = "(no copy ops)"
     lines += _block("Dispatch", body.rstrip("\n"))
+    beside, others = split_sections(result)
+    for i, sec in beside:  # (what each candidate costs, beside which ones accepted: --cost)
+        lines += _block(sec.title, elided_text(sec.text, f"result.sections[{i}].text"))
 
     lines += _block("IR", elided_text(result.ir or "", "result.ir"))
     lines += _block(cuda_title(result), elided_text(result.cuda or "", "result.cuda"))
@@ -235,7 +237,7 @@ def render_text(result) -> str:
             for key in sorted(launch.timing):
                 body_l.append(f"  {key}: {launch.timing[key]}")
         lines += _block("Launch", "\n".join(body_l))
-    for i, sec in enumerate(getattr(result, "sections", ())):  # extra sections (--export, --compare)
+    for i, sec in others:  # extra sections (--export, --compare, --cost's banks and SASS)
         lines += _block(sec.title, elided_text(sec.text, f"result.sections[{i}].text"))
     while lines and not lines[-1]:
         lines.pop()

@@ -162,8 +162,8 @@ class WidgetView(W.VBox):
         r, hl = self.result, line or None
         if title == "Description":
             return H.source_html(r, hl) + H.tmem_html(r)
-        if title == "Dispatch":
-            return H.dispatch_html(r)
+        if title == "Dispatch":  # (with what each candidate costs, --cost)
+            return H.dispatch_with_costs_html(r)
         if title == "IR":
             return H.ir_pane_html(r, hl)
         if title == "CUDA":

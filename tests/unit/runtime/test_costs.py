@@ -245,3 +245,18 @@ def test_many_ops_are_bounded(monkeypatch):
     rep = costs.candidate_costs(r.typed, r.dispatch, "sm_100a")
     assert len(rep.ops) == 3 and rep.skipped == len(r.dispatch) - 3 > 0
     assert f"… {rep.skipped:,} more ops not compiled (the first 3 are)" in rep.text()
+
+
+@needs_sass
+@pytest.mark.nvcc
+def test_the_cost_table_sits_beside_the_why_tables_in_every_view():
+    r = run_demo("fallback_demo", launch="sim", cost=True)
+    t = r.text()
+    assert t.index("== Dispatch") < t.index("== Cost of every candidate") < t.index("== IR")
+    assert t.count("== Cost of every candidate") == 1
+    h = r.html()
+    assert h.index(">Dispatch<") < h.index("Cost of every candidate") < h.index("Description, IR and CUDA")
+    view = pytest.importorskip("tilemagic.widgets.view")  # (ipywidgets)
+    v = view.WidgetView(r)  # the Dispatch tab holds the table; it has no tab of its own
+    assert "Cost of every candidate" in v._render("Dispatch", None)
+    assert "Cost of every candidate" not in v.panes
