@@ -796,6 +796,8 @@ class Simulator:
                 b0 += c * int(env[v])  # (an outer loop's variable, one value here)
             else:
                 return None
+        if m > 1 and not local and _TX not in coefs and not rest:
+            return None  # (every thread at the same place: no run over the threads — the general path)
         if rest:  # thread coordinates other than tx: evaluated (once per form and thread set), the run checked
             if local:
                 return None
