@@ -180,3 +180,14 @@ check B[0:16, :] == A[0:16, :]"""
                              .replace("global B: float32[32, 4]", "global B: float32[32, 4] = zeros"),
                              launch="sim", emit_warnings=False)
     assert res.launch.checks[0].unwritten == 0
+
+
+def test_a_failing_check_of_one_element_is_reported_not_an_internal_error():
+    src = ("kernel k threads=32\nglobal A: float32[4, 8]\nglobal B: float32[4, 8] = zeros\nwarp.copy B <- A\n"
+           "check B[0, 0] == A[1, 0]")
+    res = tilemagic.tilecopy(src, launch="sim", allow_fail=True)
+    (c,) = res.launch.checks
+    assert not c.passed and c.mismatches == 1 and c.first[0][0] == ()
+    assert "the element: got" in res.text()
+    with pytest.raises(tilemagic.CheckFailed, match="1 of 1 elements differ"):
+        tilemagic.tilecopy(src, launch="sim")

@@ -221,7 +221,8 @@ def mismatch_lines(first: Sequence[tuple], mismatches: int) -> list[str]:
         return []
     head = (f"first {len(first)} of {mismatches:,} mismatches:" if mismatches > len(first)
             else f"{mismatches:,} mismatch{'es' if mismatches != 1 else ''}:")
-    return [head] + [f"{list(idx)}: got {format_value(g)}, expected {format_value(e)}" for idx, g, e in first]
+    return [head] + [f"{list(idx) if len(idx) else 'the element'}: got {format_value(g)}, "
+                     f"expected {format_value(e)}" for idx, g, e in first]  # (a one-element check: no index)
 
 
 def dispatch_overflow(records: Sequence) -> list[str]:

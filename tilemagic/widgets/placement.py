@@ -426,6 +426,8 @@ def first_true(mask: np.ndarray, limit: int) -> np.ndarray:
             if not need:
                 break
     idx = np.concatenate(found) if found else np.empty(0, np.int64)
+    if not m.ndim:  # (a 0-d mask: one element, a check of one element; its index is ())
+        return np.zeros((idx.size, 0), np.int64)
     return np.stack(np.unravel_index(idx, m.shape), axis=-1).astype(np.int64).reshape(idx.size, m.ndim)
 
 
