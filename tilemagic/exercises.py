@@ -13,6 +13,7 @@ mistakes.  An exercise on the mbarrier wait of a TMA copy waits for TMA in the l
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
@@ -67,6 +68,27 @@ class Grade:
 
 
 # ----------------------------------------------------------------------------- facts of a result
+_OP = re.compile(r"^\s*(\w+)\.(copy_async|copy)\s+(\w+)\s*(?:\[[^\]]*\])?\s*<-\s*(\w+)")
+
+
+def _ops(lines) -> list[tuple[str, str, str, str]]:
+    """``(scope, op, destination, source)`` of each copy statement (regions and ``dispatch=`` left out)."""
+    return [m.groups() for m in (_OP.match(ln) for ln in lines) if m]
+
+
+def _kept(res: TileCopyResult, ex: Exercise) -> list[tuple[bool, str]]:
+    """The exercise's own copies (the same ops between the same buffers, in order) and its own check
+    ``check B == A``, passing: a cell that drops the round trip, or checks something else, is not the answer."""
+    want = _ops(ex.starter.splitlines())
+    have = _ops(d.text for d in res.dispatch)
+    out = [(have == want, "the exercise's copies, between the same buffers" if have == want else
+            "keep the exercise's copies (the same ops between the same buffers, in the same order)")]
+    checks = res.launch.checks if res.launch is not None else []
+    own = [c for c in checks if " ".join(c.text.split()) == "B == A"]
+    out.append((bool(own) and all(c.passed for c in own), "check B == A passes" if own and all(
+        c.passed for c in own) else "keep the exercise's `check B == A`, and make it pass"))
+    return out
+
 def _instructions(res: TileCopyResult) -> list[dict]:
     from .widgets.placement import tmem_occupancy
 
@@ -234,4 +256,4 @@ def check(result: Any, exercise_id: str) -> Grade:
         return Grade(ex.id, [(False, "nothing to grade yet: run the exercise's %%tilecopy cell first")])
     if not isinstance(result, TileCopyResult):
         return Grade(ex.id, [(False, f"nothing to grade: expected a %%tilecopy result, got {type(result).__name__}")])
-    return Grade(ex.id, list(dict.fromkeys(ex.rules(result))))  # (an instruction issued twice is said once)
+    return Grade(ex.id, list(dict.fromkeys(_kept(result, ex) + ex.rules(result))))  # (once per message)

@@ -34,6 +34,15 @@ MISTAKES = [
     ("gmem_smem", [("[4, 6]", "[8, 16]")] * 3 + [("threads=32", "threads=64")], "keep threads=32"),
     ("gmem_smem", [("[4, 6]", "[8, 16]")] * 3 + [("warp.copy S <- A\ncta_sync\nwarp.copy B <- S\n",
                                                   "warp.copy B <- A\n")], "keep the two copies"),
+    # answers that pass their checks without doing the exercise (found by QA): the round trip dropped or bypassed,
+    # or a check that compares nothing the cell produced
+    ("shape_16x256b", [("S[(128, 16) : (1@tid_in_wg, 1)]", "frag(16x256b)"), ("wg.copy B <- f\n", ""),
+                       ("check B == A", "check A == A")], "keep the exercise's copies"),
+    ("shape_16x256b", [("S[(128, 16) : (1@tid_in_wg, 1)]", "frag(16x256b)"),
+                       ("wg.copy B <- f\n", "wg.copy B <- A dispatch=fallback\n")], "keep the exercise's copies"),
+    ("upper_f_subslab", [("sub_slab=0", "sub_slab=1"), ("wg.copy B <- r\n", ""), ("check B == A", "check A == A")],
+     "keep the exercise's `check B == A`"),
+    ("gmem_smem", [("[4, 6]", "[4, 8]")] * 3 + [("check B == A", "check A == A")], "keep the exercise's `check B == A`"),
 ]
 
 
