@@ -82,6 +82,7 @@ class TileCopyLexer(RegexLexer):
             (r"--[A-Za-z0-9-]+", Name.Attribute),
             (r"\"[^\"\n]*\"|'[^'\n]*'", String),
             (r"[^\s#]+", String),
+            (r"[^\S\n]+", Text),  # (other blanks — \x0b, \xa0, … — as text: the option parser says what they are)
         ],
         "kernel": [
             (r"(?=\n)", Text, "#pop"),

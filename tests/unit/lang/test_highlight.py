@@ -132,3 +132,8 @@ def test_the_prebuilt_labextension_is_shipped():
     assert "text/x-tilecopy" in "".join(p.read_text() for p in entry.parent.glob("*.js"))
     text = (ROOT / "pyproject.toml").read_text()
     assert '"share/jupyter/labextensions/tilemagic-labextension/static" = ["tilemagic/labextension/static/*"]' in text
+
+
+@pytest.mark.parametrize("blank", ["\x0b", "\x0c", "\xa0", "\u3000", "\u2028", "\x85", "\x1c"])
+def test_odd_blanks_on_the_magic_line_are_no_error_tokens(blank):
+    assert all(t not in Error for t, _ in tokens(f"%%tilecopy k{blank}--launch sim\nkernel k threads=32\n"))
