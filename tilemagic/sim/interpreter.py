@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import gc
 import math
+import operator
 import sys
 import time
 from collections.abc import Callable
@@ -133,6 +134,10 @@ def _stmt_work(s: ir.Stmt) -> int:
 
 
 _TX = ir.ThreadVar("tx")  # (hash-consed: the one ``tx`` node of every kernel)
+#: What makes consecutive ldmatrix/stmatrix statements parts of one op (buffers compare by identity), and their
+#: per-statement operands (the plan's key).
+_LDST_OP = operator.attrgetter("smem", "local", "op", "num", "trans", "span")
+_LDST_ARGS = operator.attrgetter("addr", "regs")
 
 
 def _affine(e: ir.Expr, rec: Callable) -> tuple[dict, int, tuple] | None:
@@ -473,14 +478,12 @@ class Simulator:
                 if isinstance(c, ir.LdStMatrix) and self._batched:  # (one op's ldmatrix/stmatrix: one access)
                     j, n = i + 1, len(body)
                     ids = [c.addr, c.regs]  # (hash-consed nodes: compared by identity in the plan's key)
-                    sm, lo, op, num, tr, sp = c.smem, c.local, c.op, c.num, c.trans, c.span
-                    while j < n:  # (parts of one op: one direction, shape, buffers and source line)
+                    same = _LDST_OP(c)  # (parts of one op: one direction, shape, buffers and source line)
+                    while j < n:
                         d = body[j]
-                        if type(d) is not ir.LdStMatrix or d.smem is not sm or d.local is not lo or d.op != op or \
-                                d.num != num or d.trans != tr or not (d.span is sp or d.span == sp):
+                        if type(d) is not ir.LdStMatrix or _LDST_OP(d) != same:
                             break
-                        ids.append(d.addr)
-                        ids.append(d.regs)
+                        ids += _LDST_ARGS(d)
                         j += 1
                     self._tick(c.span, j - i)
                     self._ldstmatrix(body[i:j], tids, env, tuple(ids))
