@@ -27,6 +27,7 @@ SHAPE_ID = {"32x32b": 0, "16x64b": 1, "16x128b": 2, "16x256b": 3, "16x32bx2": 4}
 TM_SCRATCH_WORDS = tc.TMEM_LANES * tc.TMEM_COLS + 4  # the TMEM cells, then TM_STATE_WORDS (4)
 
 # C precedence: ^ binds looser than == (so it is parenthesised under a comparison)
+_XOR_OPERAND = 7  # binds tighter than every operator: an XOR's non-atomic operands are parenthesised
 _CPREC = {"&&": 1, "^": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5, "*": 6, "/": 6, "%": 6}
 _COP = {"//": "/", "and": "&&"}
 
@@ -137,7 +138,10 @@ def cexpr(e: ir.Expr, prec: int = 0) -> str:
     if isinstance(e, ir.Bin):
         op = _COP.get(e.op, e.op)
         p = _CPREC[op]
-        s = f"{cexpr(e.a, p)} {op} {cexpr(e.b, p + 1)}"
+        if op == "^":  # a swizzle: each non-atomic side bracketed, as the printed IR does (`t ^ (t / 64 % 8 * 8)`)
+            s = f"{cexpr(e.a, _XOR_OPERAND)} ^ {cexpr(e.b, _XOR_OPERAND)}"
+        else:
+            s = f"{cexpr(e.a, p)} {op} {cexpr(e.b, p + 1)}"
         return f"({s})" if p < prec else s
     raise TypeError(e)
 
