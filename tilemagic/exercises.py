@@ -73,7 +73,7 @@ _OP = re.compile(r"^\s*(\w+)\.(copy_async|copy)\s+(\w+)\s*(?:\[[^\]]*\])?\s*<-\s
 
 def _ops(lines) -> list[tuple[str, str, str, str]]:
     """``(scope, op, destination, source)`` of each copy statement (regions and ``dispatch=`` left out)."""
-    return [m.groups() for m in (_OP.match(ln) for ln in lines) if m]
+    return [(m[1], m[2], m[3], m[4]) for m in (_OP.match(ln) for ln in lines) if m]
 
 
 def _kept(res: TileCopyResult, ex: Exercise) -> list[tuple[bool, str]]:

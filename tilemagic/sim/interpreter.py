@@ -497,7 +497,7 @@ class Simulator:
                     if self._ticking:
                         self._tick(c.span)
                     self.hb.event("cta_sync", tids, c.span)
-                elif tc is ir.Grid:
+                elif isinstance(c, ir.Grid):
                     self._grid(c, tids, env)
                 else:
                     self.run_stmt(c, tids, env)

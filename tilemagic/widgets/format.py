@@ -310,7 +310,8 @@ WITH_DISPATCH = ("Cost of every candidate",)
 def split_sections(result) -> tuple[list, list]:
     """``result.sections`` (``--export``, ``--compare``, ``--cost``) as those shown with the dispatch
     (:data:`WITH_DISPATCH`) and the rest, each in order, with their index in ``result.sections``."""
-    mine, rest = [], []
+    mine: list[tuple[int, Any]] = []
+    rest: list[tuple[int, Any]] = []
     for i, sec in enumerate(getattr(result, "sections", ())):
         (mine if sec.title in WITH_DISPATCH else rest).append((i, sec))
     return mine, rest
