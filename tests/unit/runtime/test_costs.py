@@ -12,8 +12,8 @@ import warnings
 import pytest
 
 import tilemagic
-from tests.cells import GMEM_SMEM_CASES, LDSTMATRIX_CASES, gmem_smem_cell, smem_cell
-from tests.helpers import run_demo
+from cells import GMEM_SMEM_CASES, LDSTMATRIX_CASES, gmem_smem_cell, smem_cell
+from helpers import run_demo
 from tilemagic.arch.sass import CLASS_NAMES, classify, opcode
 from tilemagic.runtime import costs
 from tilemagic.runtime.costs import find_nvdisasm, parse_nvdisasm, parse_ptxas
@@ -238,7 +238,7 @@ def test_cost_option_everywhere():
 @needs_nvcc
 @pytest.mark.nvcc
 def test_many_ops_are_bounded(monkeypatch):
-    from tests.cells import many_ops_cell
+    from cells import many_ops_cell
 
     monkeypatch.setattr(costs, "COST_OPS", 3)
     r = tilemagic.tilecopy(many_ops_cell(3), launch="off", emit_warnings=False)

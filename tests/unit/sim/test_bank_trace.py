@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import tilemagic
-from tests.cells import LDSTMATRIX_CASES, bank_rows_cell, fallback_cell, smem_cell
+from cells import LDSTMATRIX_CASES, bank_rows_cell, fallback_cell, smem_cell
 from tilemagic.sim import Tracker, simulate
 from tilemagic.sim.banks import BankTrace
 
