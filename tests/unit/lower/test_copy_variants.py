@@ -59,7 +59,7 @@ def test_gmem_smem_outer_loop_is_serial_and_thread_split_is_tvm_order():
 def test_gmem_smem_swizzled_address_is_the_xor_of_the_tile_address():
     res = run(gmem_smem_cell(GMEM_SMEM_CASES[2]))  # wg, 8x64 f16, swizzle(3, 3, 3)
     assert "offset=(tid_in_wg * 4) ^ (tid_in_wg * 4 // 64 % 8 * 8)" in res.ir  # the XOR's sides bracketed
-    assert "S + (tid_in_wg * 4 ^ tid_in_wg * 4 / 64 % 8 * 8)" in res.cuda
+    assert "S + ((tid_in_wg * 4) ^ (tid_in_wg * 4 / 64 % 8 * 8))" in res.cuda  # (bracketed in the CUDA too)
     assert "swizzle chunk caps at 8 elements" in res.dispatch[0].summary
 
 
