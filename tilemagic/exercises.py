@@ -13,13 +13,14 @@ mistakes.  An exercise on the mbarrier wait of a TMA copy waits for TMA in the l
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from html import escape
 from typing import Any
 
 from .errors import CheckFailed, TileMagicError
+from .lang.ast import CopyStmt
+from .lang.parser import parse
 from .result import TileCopyResult
 
 __all__ = ["EXERCISES", "Exercise", "Grade", "check"]
@@ -68,19 +69,17 @@ class Grade:
 
 
 # ----------------------------------------------------------------------------- facts of a result
-_OP = re.compile(r"^\s*(\w+)\.(copy_async|copy)\s+(\w+)\s*(?:\[[^\]]*\])?\s*<-\s*(\w+)")
-
-
-def _ops(lines) -> list[tuple[str, str, str, str]]:
-    """``(scope, op, destination, source)`` of each copy statement (regions and ``dispatch=`` left out)."""
-    return [(m[1], m[2], m[3], m[4]) for m in (_OP.match(ln) for ln in lines) if m]
+def _ops(program) -> list[tuple[str, bool, str, str]]:
+    """``(scope, async, destination, source)`` of each copy statement of a parsed cell (regions and ``dispatch=``
+    left out): the parser's own statements, read as the pipeline reads them."""
+    return [(st.scope, st.is_async, st.dst.name, st.src.name) for st in program.stmts if isinstance(st, CopyStmt)]
 
 
 def _kept(res: TileCopyResult, ex: Exercise) -> list[tuple[bool, str]]:
     """The exercise's own copies (the same ops between the same buffers, in order) and its own check
     ``check B == A``, passing: a cell that drops the round trip, or checks something else, is not the answer."""
-    want = _ops(ex.starter.splitlines())
-    have = _ops(d.text for d in res.dispatch)
+    want = _ops(parse(ex.starter.split("\n", 1)[1]))  # (the cell below its %%tilecopy line)
+    have = _ops(res.program)
     out = [(have == want, "the exercise's copies, between the same buffers" if have == want else
             "keep the exercise's copies (the same ops between the same buffers, in the same order)")]
     checks = res.launch.checks if res.launch is not None else []

@@ -720,12 +720,12 @@ class Simulator:
             return self._copy_plan_of(s, body)
         # (buffers and hash-consed expressions compare by identity: the key names the structure, and keeps it alive)
         key = (s.vars, s.extents, *((b.src, b.dst, b.src_index, b.dst_index, b.nbytes, b.elems) for b in body))
-        hit = self._copy_plans.get(key)
-        if hit is None:
-            hit = (None, self._copy_plan_of(s, body))
+        if key in self._copy_plans:
+            plan = self._copy_plans[key]
+        else:
+            plan = self._copy_plan_of(s, body)
             if len(self._copy_plans) < 4096:
-                self._copy_plans[key] = hit
-        plan = hit[1]
+                self._copy_plans[key] = plan
         return None if plan is None else (body[0], *plan[1:])
 
     def _copy_plan_of(self, s: ir.Grid, body: list) -> tuple | None:
