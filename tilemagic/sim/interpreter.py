@@ -720,6 +720,7 @@ class Simulator:
             return self._copy_plan_of(s, body)
         # (buffers and hash-consed expressions compare by identity: the key names the structure, and keeps it alive)
         key = (s.vars, s.extents, *((b.src, b.dst, b.src_index, b.dst_index, b.nbytes, b.elems) for b in body))
+        plan: tuple | None
         if key in self._copy_plans:
             plan = self._copy_plans[key]
         else:
