@@ -286,7 +286,7 @@ class Simulator:
         self._tc_plans: dict[tuple, tuple] = {}  # tcgen05.ld/st cells and prepared accesses: :meth:`_tc_plan`
         self._run_rows: dict[tuple, tuple] = {}  # the tracker's threads of a run: :meth:`_run_threads`
         self._rest_offsets: dict[tuple, tuple] = {}  # a run's per-thread offset terms: :meth:`_run_base`
-        self._copy_plans: dict[tuple, tuple] = {}  # copy loops by structure: :meth:`_copy_plan`
+        self._copy_plans: dict[tuple, tuple | None] = {}  # copy loops by structure: :meth:`_copy_plan`
         self._plan_bytes = 0  # arrays the kept plans hold (:data:`PLAN_BYTES`)
         self._resolved: dict[tuple, tuple] = {}  # their sides per thread set, less the bases' constants: _resolve
         self._intern: dict[tuple, int] = {}
