@@ -14,11 +14,12 @@ independently of the order the executor happened to pick:
   ``tcgen05.fence::before/after_thread_sync``, §9.7.16.9) joins the clocks of its threads.  A
   pairwise edge (an mbarrier arrive → wait, a commit group) only has to call :meth:`Tracker._join`
   with its two sides.
-* **Shadow memory, one entry per access unit.**  A buffer's *unit* is the gcd of its element size
-  and every finer unit the kernel accesses it in (the 16-bit halves ``ldmatrix``/``stmatrix`` move,
-  PTX ISA 9.0 §9.7.9.26; the 32-bit register words of ldmatrix and ``tcgen05.ld``/``st``,
-  §9.7.16.8.3-4), computed once from the kernel (:meth:`Tracker.unit`): a float32 buffer has one entry
-  per element, TMEM one per 32-bit cell (``lane * 512 + col``).  For every unit of shared memory, of
+* **Shadow memory, one entry per access unit.**  A buffer's *unit* is the gcd of every granule the
+  kernel accesses it in (an element, a ``VecMove``'s vector, the 32-bit words or 16-bit halves of
+  ``ldmatrix``/``stmatrix``, PTX ISA 9.0 §9.7.9.26; the 32-bit register words of ``tcgen05.ld``/``st``,
+  §9.7.16.8.3-4), computed once from the kernel (:meth:`Tracker.unit`, :func:`_units`): every access
+  covers whole units, so a unit stands for each of its bytes; a tile moved only by 16-byte vectors
+  has one entry per vector, TMEM one per 32-bit cell (``lane * 512 + col``).  For every unit of shared memory, of
   TMEM and of each global buffer the kernel writes: the last writer (thread, access id) and the last
   reader (thread, access id); an access id names the statement and the stamp.  A unit read by two
   threads that are not ordered goes to a *read-shared* state that keeps the latest stamp; a write is
@@ -478,8 +479,8 @@ class Tracker:
 
     # ------------------------------------------------------------------ bookkeeping
     def unit(self, buf: ir.Buffer | None) -> int:
-        """Bytes per shadow entry of ``buf`` (None: TMEM, 4): the gcd of the element size and every access unit the
-        kernel uses on it (``ldmatrix`` 16-bit halves, 32-bit register words of tcgen05 and ldmatrix)."""
+        """Bytes per shadow entry of ``buf`` (None: TMEM, 4): the gcd of every granule the kernel accesses it in
+        (:func:`_units`: elements, vectors, 32-bit words, ``ldmatrix.trans`` 16-bit halves)."""
         return 4 if buf is None else self._units.get(buf.name, buf.elem_bytes)
 
     def _access_id(self, span: Span | None) -> int:
@@ -565,9 +566,10 @@ class Tracker:
         if isinstance(off, Run):
             u0 = off.start // unit
             ix: slice | np.ndarray = slice(u0, u0 + off.count * k)
-            if np.ndim(tids) == 0:
+            if isinstance(tids, (int, np.integer)) or np.ndim(tids) == 0:
                 return ix, int(tids), (off.count,), k
-            t = np.asarray(tids).reshape(-1)
+            # (the caller's own 1-D row kept as it is: :meth:`_pattern` knows it by identity)
+            t = tids if isinstance(tids, np.ndarray) and tids.ndim == 1 else np.asarray(tids).reshape(-1)
             if t.size * k != off.count * k:  # the items' threads cycle over tids
                 if off.count % t.size:
                     raise ValueError("a run's threads must divide its items")
@@ -602,6 +604,8 @@ class Tracker:
     @staticmethod
     def _per_unit(init, nitems: int, k: int):
         """Init bits per item (or one bool) -> per unit (or one bool)."""
+        if init is True:
+            return True
         ini = np.asarray(init, bool)
         if ini.size == 1 or _all_true(ini):
             return bool(ini.reshape(-1)[0]) if ini.size else True
@@ -1181,17 +1185,46 @@ def _unit_values(value, nunits: int, unit: int) -> np.ndarray:
 
 
 def _units(kernel: ir.Kernel) -> dict[str, int]:
-    """Per buffer: the bytes of one shadow entry, the gcd of its element size and every finer access unit (the
-    16-bit halves ``ldmatrix``/``stmatrix`` move in shared memory, the 32-bit register words of ldmatrix and
-    tcgen05.ld/st), computed once from the kernel."""
-    unit = {b.name: b.elem_bytes for b in (*kernel.params, *kernel.shared, *kernel.locals)}
+    """Per buffer: the bytes of one shadow entry, the gcd of every granule the kernel accesses it in, computed once
+    from the kernel.
+
+    Granules: an element for a ``Store`` and every ``Load`` (indices and conditions included); the ``nbytes`` of
+    a ``VecMove`` on both sides (a vector's address is a multiple of its size, PTX ISA 9.0 ``ld``/``st``: the simulator
+    reports a misaligned one before it reaches the tracker); the 32-bit register words of ``ldmatrix``/``stmatrix`` and
+    ``tcgen05.ld``/``st`` (§9.7.9.26, §9.7.16.8.3-4) and, in shared memory, their 32-bit words (a non-transposed
+    fragment: each word is an aligned pair of 16-bit elements) or 16-bit halves (``.trans``); the 32-bit TMEM
+    address slot of tcgen05 ops and the allocation.  Any other statement counts an element of every buffer it
+    uses.  Since every access then covers whole units, a unit's state is the state of each of its bytes: the
+    reports are those a per-byte shadow would give (the element named is the unit's first), at a fraction of
+    the work — a buffer moved only by 16-byte vectors keeps one entry per vector.  A buffer nothing accesses keeps
+    one per element.  The gcd also divides the buffer's size (a local buffer's: per thread)."""
+    seen: dict[str, int] = {}
+
+    def see(b: ir.Buffer, g: int) -> None:
+        seen[b.name] = math.gcd(seen.get(b.name, 0), g)
+
     for s in ir.walk(kernel.body):
-        if isinstance(s, ir.LdStMatrix):
-            unit[s.smem.name] = math.gcd(unit[s.smem.name], 2)
-            unit[s.local.name] = math.gcd(unit[s.local.name], 4)
+        for e in ir.stmt_exprs(s):
+            for ld in ir.loads(e):
+                see(ld.buf, ld.buf.elem_bytes)
+        if isinstance(s, ir.Store):
+            see(s.buf, s.buf.elem_bytes)
+        elif isinstance(s, ir.VecMove):
+            see(s.src, s.nbytes)
+            see(s.dst, s.nbytes)
+        elif isinstance(s, ir.LdStMatrix):
+            see(s.smem, 2 if s.trans else 4)
+            see(s.local, 4)
         elif isinstance(s, ir.TcgenLdSt):
-            unit[s.local.name] = math.gcd(unit[s.local.name], 4)
-    return unit
+            see(s.local, 4)
+            see(s.addr, 4)
+        elif isinstance(s, (ir.TcgenAlloc, ir.TcgenDealloc)):
+            see(s.addr, 4)
+        elif not isinstance(s, (ir.Seq, ir.Grid, ir.If)):
+            for b in (b for side in ir.stmt_buffers(s) for b in side):
+                see(b, b.elem_bytes)
+    return {b.name: math.gcd(seen.get(b.name, b.elem_bytes), b.nbytes) or b.elem_bytes
+            for b in (*kernel.params, *kernel.shared, *kernel.locals)}
 
 
 def _index(off: np.ndarray) -> np.ndarray | slice:

@@ -172,6 +172,22 @@ def _affine(e: ir.Expr, rec: Callable) -> tuple[dict, int, tuple] | None:
     return {}, 0, ((1, e),)  # loop-free (thread-dependent only): evaluated per thread
 
 
+def _peel(e: ir.Expr) -> tuple[ir.Expr, int]:
+    """``e`` as ``(x, c)`` with ``e == x + c``: the constant ``e`` adds at its top (``x + c``, ``c + x``, ``x - c``),
+    else ``(e, 0)`` — where one op's tiles differ (their base offsets)."""
+    if isinstance(e, ir.Bin) and e.op in ("+", "-"):
+        if isinstance(e.b, ir.Const):
+            return e.a, int(e.b.value) if e.op == "+" else -int(e.b.value)
+        if e.op == "+" and isinstance(e.a, ir.Const):
+            return e.b, int(e.a.value)
+    return e, 0
+
+
+def _moved(form: tuple | None, dc: int) -> tuple | None:
+    """An affine form (:func:`_affine`) with ``dc`` added to its constant."""
+    return form if form is None or not dc else (form[0], form[1] + dc, form[2])
+
+
 class _Progress:
     """Progress of a run, shown once it has taken :data:`PROGRESS_AFTER_S` (``tqdm.auto``: a widget in a
     notebook, one updating line on a terminal; a plain ``\\r`` line on stderr without tqdm)."""
@@ -286,7 +302,8 @@ class Simulator:
         self._tc_plans: dict[tuple, tuple] = {}  # tcgen05.ld/st cells and prepared accesses: :meth:`_tc_plan`
         self._run_rows: dict[tuple, tuple] = {}  # the tracker's threads of a run: :meth:`_run_threads`
         self._rest_offsets: dict[tuple, tuple] = {}  # a run's per-thread offset terms: :meth:`_run_base`
-        self._copy_plans: dict[tuple, tuple | None] = {}  # copy loops by structure: :meth:`_copy_plan`
+        self._views: dict[tuple, np.ndarray] = {}  # (name, scope, bytes) -> vector view: :meth:`_vecs`
+        self._copy_plans: dict[tuple, tuple] = {}  # copy loops by structure: :meth:`_copy_plan`
         self._plan_bytes = 0  # arrays the kept plans hold (:data:`PLAN_BYTES`)
         self._resolved: dict[tuple, tuple] = {}  # their sides per thread set, less the bases' constants: _resolve
         self._intern: dict[tuple, int] = {}
@@ -625,7 +642,7 @@ class Simulator:
         registers of every thread)."""
         off, _, form = acc
         local = buf.scope == "local"
-        mem = _vectors(self.local[buf.name] if local else self.mem[buf.name], nb)
+        mem = self._vecs(buf, nb)
         if form == "items":
             at = (np.broadcast_to(tids, idx.shape), idx) if local else idx
             if vals is None:
@@ -714,20 +731,31 @@ class Simulator:
         """For a loop whose body is one copy between global/shared buffers — a Store of a Load, a VecMove, or the
         ``ld`` -> register -> ``st`` chain of a vector copy (two VecMoves through one register tile, the scratch
         of ``gmem_smem``) — the copy's two sides, each with the affine form of its index (:func:`_affine`, None
-        where it is not affine).  The forms are shared by every loop of the same structure (hash-consed indices:
-        the same op on another tile).  None for any other body."""
+        where it is not affine).  None for any other body.
+
+        The plan is kept per structure: the loop's variables and extents, the buffers, and each side's index less
+        a constant it adds at the top (:func:`_peel`; hash-consed nodes compare by identity) — the same op on
+        another tile differs only there, and its sides' forms are the kept ones moved by the difference."""
         if not all(isinstance(b, ir.VecMove) for b in body):
             return self._copy_plan_of(s, body)
-        # (buffers and hash-consed expressions compare by identity: the key names the structure, and keeps it alive)
-        key = (s.vars, s.extents, *((b.src, b.dst, b.src_index, b.dst_index, b.nbytes, b.elems) for b in body))
-        plan: tuple | None
-        if key in self._copy_plans:
-            plan = self._copy_plans[key]
-        else:
+        first, last = body[0], body[-1]
+        (sx, sc), (dx, dc) = _peel(first.src_index), _peel(last.dst_index)
+        # (the chain's register side, and its index, are in the key whole)
+        key = (s.vars, s.extents, first.src, last.dst, sx, dx, first.nbytes, first.elems,
+               *((first.dst, first.dst_index, last.src, last.src_index, last.nbytes, last.elems) if len(body) > 1
+                 else ()))
+        hit = self._copy_plans.get(key)
+        if hit is None:
             plan = self._copy_plan_of(s, body)
+            hit = (plan, sc, dc)
             if len(self._copy_plans) < 4096:
-                self._copy_plans[key] = plan
-        return None if plan is None else (body[0], *plan[1:])
+                self._copy_plans[key] = hit
+        plan, sc0, dc0 = hit
+        if plan is None:
+            return None
+        st, src, dst, (_, sf), (_, df), want, tmp = plan
+        return (first, src, dst, (first.src_index, _moved(sf, sc - sc0)), (last.dst_index, _moved(df, dc - dc0)),
+                want, tmp)
 
     def _copy_plan_of(self, s: ir.Grid, body: list) -> tuple | None:
         tmp = None
@@ -959,11 +987,11 @@ class Simulator:
         """The ``n`` elements from element ``a`` of a copy side (:meth:`_copy_runs`) as vectors in the side's
         order, and their init bits (True, or one per vector) from the tracker."""
         if buf.scope == "local":  # the same registers of every thread: (threads, iters)
-            vec = _vectors(self.local[buf.name], nb)
+            vec = self._vecs(buf, nb)
             ini = self.hb.read(buf, Run(base * eb, iters, nb), tids, span, nb)
             return vec[rows, base * eb // nb:base * eb // nb + iters].reshape(-1), \
                 True if _all(ini) else np.asarray(ini).reshape(-1)
-        vec = _vectors(self.mem[buf.name], nb)
+        vec = self._vecs(buf, nb)
         if fixed is not None:
             return vec[fixed[0]], self.hb.read(buf, fixed[1], None, span) if fixed[1] is not None else True
         s0 = (base + a) * eb
@@ -977,11 +1005,11 @@ class Simulator:
         """Store ``vals`` (vectors in the side's order, their init bits ``ini``) to a copy side."""
         if buf.scope == "local":
             b = base * eb // nb
-            _vectors(self.local[buf.name], nb)[rows, b:b + iters] = np.asarray(vals).reshape(tids.size, iters)
+            self._vecs(buf, nb)[rows, b:b + iters] = np.asarray(vals).reshape(tids.size, iters)
             self.hb.write(buf, Run(base * eb, iters, nb), tids, span,
                           ini if _all(ini) else np.asarray(ini).reshape(tids.size, iters), nbytes=nb)
             return
-        vec = _vectors(self.mem[buf.name], nb)
+        vec = self._vecs(buf, nb)
         if fixed is not None:
             vec[fixed[0]] = vals
             if fixed[1] is not None:
@@ -991,6 +1019,15 @@ class Simulator:
         vec[d0 // nb:d0 // nb + n * eb // nb] = vals
         if self.hb.tracks(buf):
             self.hb.write(buf, Run(d0, n * eb // nb, nb), self._run_threads(tids, order, iters), span, ini, nbytes=nb)
+
+    def _vecs(self, buf: ir.Buffer, nb: int) -> np.ndarray:
+        """``buf``'s memory (a register tile: ``(threads, bytes)``) as ``nb``-byte vectors (:func:`_vectors`), a
+        view made once per buffer and size (the arrays live as long as the run)."""
+        key = (buf.name, buf.scope, nb)
+        v = self._views.get(key)
+        if v is None:
+            v = self._views[key] = _vectors(self.local[buf.name] if buf.scope == "local" else self.mem[buf.name], nb)
+        return v
 
     def _run_threads(self, tids: np.ndarray, order: str, iters: int):
         """The tracker's threads of a run: one thread, the CTA row (iteration-major: the items cycle over it), or
@@ -1251,29 +1288,31 @@ class Simulator:
             return
         word, half, halves, flat, smem_acc, reg_acc, fast = plan
         self._init = True
-        smem = self.mem[s.smem.name].view(np.uint16)
-        regs2 = self.local[s.local.name].view(np.uint32)
+        smem, smem32 = self._vecs(s.smem, 2), self._vecs(s.smem, 4)
+        regs2 = self._vecs(s.local, 4)
         regs = regs2.reshape(-1)  # (threads x words, flat: one gather)
         self.lanes += word.size
         if s.op == "ld":  # the two 16-bit halves of each word, low first: gathered as pairs, viewed as the word
             ini = self.hb.read(s.smem, smem_acc, None, s.span)
             if fast is not None:  # whole aligned words into a block of registers: one gather of 32-bit words
-                regs2[fast[0], fast[1]] = self.mem[s.smem.name].view(np.uint32)[fast[2]]
+                regs2[fast[0], fast[1]] = smem32[fast[2]]
             else:
                 regs[flat] = smem[halves].view(np.uint32)[..., 0]
             self.hb.write(s.local, reg_acc, None, s.span,
-                          True if _all(ini) else ini.reshape(word.shape + (2,)).all(-1))
+                          True if _all(ini) else ini.reshape(word.shape + (-1,)).all(-1))
         else:
             ini = self.hb.read(s.local, reg_acc, None, s.span)
             if fast is not None and smem_acc.unique:
-                self.mem[s.smem.name].view(np.uint32)[fast[2]] = regs2[fast[0], fast[1]]
+                smem32[fast[2]] = regs2[fast[0], fast[1]]
                 val = None
             else:
                 val = regs[flat]
                 smem[halves] = val[..., None].view(np.uint16)
+            k = 2 if smem_acc.nbytes == 2 else 1  # (the tracker's items per register word)
             self.hb.write(s.smem, smem_acc, None, s.span,
-                          True if _all(ini) else np.repeat(np.asarray(ini)[..., None], 2, -1).reshape(half.shape),
-                          value=None if smem_acc.unique or val is None else val.view(np.uint16).reshape(half.shape))
+                          True if _all(ini) else np.repeat(np.asarray(ini).reshape(word.shape)[..., None], k, -1),
+                          value=None if smem_acc.unique or val is None else
+                          val.view(np.uint16).reshape(half.shape) if k == 2 else val.reshape(word.shape))
 
     def _ldst_group_plan(self, group, warps: np.ndarray, env) -> tuple | bool:
         """:meth:`_ldst_plan` of each statement of ``group``, joined along the register axis, with the tracker's
@@ -1287,10 +1326,13 @@ class Simulator:
             if np.unique(written).size != written.size:
                 return False
         rb = word * 4
-        who = np.broadcast_to(tids[..., None], half.shape)
         t3 = np.broadcast_to(tids[..., None], word.shape)
         s = group[0]
-        smem_acc = self.hb.prepare(s.smem, half, who, 2)
+        # the shared side as the tracker keeps it: 32-bit words (a fragment without .trans: aligned pairs), else
+        # 16-bit halves
+        paired = self.hb.unit(s.smem) % 4 == 0
+        smem_acc = self.hb.prepare(s.smem, lo * 2, t3, 4) if paired else \
+            self.hb.prepare(s.smem, half, np.broadcast_to(tids[..., None], half.shape), 2)
         reg_acc = self.hb.prepare(s.local, rb, t3, 4)
         flat = t3 * (self.local[s.local.name].shape[1] // 4) + word  # (thread, word) -> flat register word
         fast = None

@@ -14,8 +14,10 @@ import re
 import numpy as np
 import pytest
 
+from tilemagic.sim import hb as hbmod
 from tilemagic.sim import interpreter
 
+from cells import LDSTMATRIX_CASES, smem_cell
 from helpers import run
 
 SW = "swizzle(3, 3, 3)"
@@ -96,6 +98,46 @@ def _outcome(src: str, batched: bool, monkeypatch) -> dict:
             "poison": {k: np.asarray(v).tobytes() for k, v in (hb.poison.items() if hb else ())},
             "unwritten": {k: np.asarray(v).tobytes() for k, v in (hb.unwritten.items() if hb else ())},
             "incomplete": list(hb.incomplete) if hb else []}
+
+
+# cells whose buffers the tracker keeps in units of several elements, racing and clean: ldmatrix.trans (16-bit
+# halves), a tile written by vectors and read element by element, a vector-only tile
+GRANULE_CELLS = {
+    **CELLS,
+    "ldmatrix.trans race": smem_cell(*LDSTMATRIX_CASES[1][:7]).replace("cta_sync\n", "", 1),
+    "ldmatrix.trans, swizzled": smem_cell(*LDSTMATRIX_CASES[2][:7]),
+    "vectors written, elements read, race": (
+        "kernel k threads=128\nglobal A: float32[128, 8]\nglobal B: float32[128, 8] = zeros\n"
+        "shared S: float32[128, 8]\nlocal t: float32[128, 8] @ S[(8, 128) : (1, 1@tid_in_wg)]\n"
+        "wg.copy S <- A\nwg.copy t <- S\nwg.copy B <- t\ncheck B == A"),
+    "vectors only, war": (
+        "kernel k threads=128\nglobal A: float32[128, 8]\nglobal B: float32[128, 8] = zeros\n"
+        "shared S: float32[128, 8]\nwg.copy S <- A\ncta_sync\nwg.copy B[0:64, :] <- S[64:128, :]\n"
+        "wg.copy S[32:96, :] <- A[0:64, :]\ncta_sync\ncheck B == A"),
+}
+
+
+def _exact(src: str, monkeypatch, per_byte: bool) -> tuple:
+    if per_byte:  # the reference: one shadow entry per byte of every buffer (TMEM keeps its 32-bit cells)
+        monkeypatch.setattr(hbmod, "_units", lambda k: {b.name: 1 for b in (*k.params, *k.shared, *k.locals)})
+    else:
+        monkeypatch.undo()
+    res = run(src, allow_fail=True)
+    hb = res.launch.hb
+    return ([(h.kind, h.buffer, h.element, h.threads, h.span, h.other_span, h.message) for h in hb.hazards],
+            {k: np.asarray(v).tobytes() for k, v in hb.poison.items()}, list(hb.incomplete),
+            [repr(c) for c in res.launch.checks])
+
+
+@pytest.mark.parametrize("name", list(GRANULE_CELLS))
+def test_access_granule_shadows_report_what_a_per_byte_shadow_reports(name, monkeypatch):
+    """The tracker keeps a buffer in units of the gcd of its access granules (:func:`tilemagic.sim.hb._units`):
+    every hazard — its element, threads, both lines and message — and the poison are those of a shadow kept
+    per byte."""
+    src = GRANULE_CELLS[name]
+    coarse = _exact(src, monkeypatch, per_byte=False)
+    assert coarse == _exact(src, monkeypatch, per_byte=True)
+    assert bool(coarse[0]) == any(w in name for w in ("race", "uninitialised", "war", "waw", "before"))
 
 
 @pytest.mark.parametrize("name", list(CELLS))

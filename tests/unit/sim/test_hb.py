@@ -20,7 +20,7 @@ from tilemagic.pipeline import run_kernel
 from tilemagic.sim import Tracker
 from tilemagic.sim.hb import Run
 
-from cells import smem_cell
+from cells import LDSTMATRIX_CASES, smem_cell
 from helpers import run as _run
 
 
@@ -406,8 +406,10 @@ def test_strict_uninitialised_read_hints_at_initialising_not_synchronising():
 
 
 # ----------------------------------------------------------------------------- the tracker's fast paths
-def test_shadows_are_kept_per_element_not_per_byte():
-    """One shadow entry per float32 of S (4 bytes), and per 16-bit half where ldmatrix moves halves."""
+def test_shadows_are_kept_per_access_granule():
+    """One shadow entry per gcd of the granules a buffer is accessed in: per float32 of S where one op reads it
+    element by element, per 32-bit word of an ldmatrix fragment, per 16-bit half under ``.trans``, per 16-byte
+    vector of a tile only vectors move."""
     k = run(SHARED_WAR, launch="off").kernel
     S = next(b for b in k.shared if b.name == "S")
     tr = Tracker(k, 128)
@@ -415,7 +417,19 @@ def test_shadows_are_kept_per_element_not_per_byte():
     km = run(smem_cell("frag(16x128b)", 64, 64, "wg", 128, "float16", "swizzle(3, 3, 3)"), launch="off").kernel
     tm = Tracker(km, km.threads)
     lds = [s for s in ir.walk(km.body) if isinstance(s, ir.LdStMatrix)]
-    assert lds and all(tm.unit(s.smem) == 2 and tm.unit(s.local) == 2 for s in lds)
+    assert lds and not any(s.trans for s in lds)
+    assert all(tm.unit(s.smem) == 4 and tm.unit(s.local) == 4 for s in lds)
+    assert tm.spaces["S"].wt.size == 64 * 64 // 2  # (64 x 64 halves: one entry per pair)
+    kx = run(smem_cell(*LDSTMATRIX_CASES[1][:7]), launch="off").kernel
+    trans = [s for s in ir.walk(kx.body) if isinstance(s, ir.LdStMatrix)]
+    assert trans and all(s.trans for s in trans)
+    assert all(Tracker(kx, kx.threads).unit(s.smem) == 2 for s in trans)
+    kv = run("kernel k threads=128\nglobal A: float32[128, 8]\nglobal B: float32[128, 8] = zeros\n"
+             "shared S: float32[128, 8]\nwg.copy S <- A\ncta_sync\nwg.copy B <- S\ncheck B == A", launch="off").kernel
+    vecs = [s for s in ir.walk(kv.body) if isinstance(s, ir.VecMove)]
+    assert vecs and {s.nbytes for s in vecs} == {16}
+    tv = Tracker(kv, 128)
+    assert all(tv.unit(b) == 16 for b in (*kv.shared, kv.params[1])) and tv.spaces["S"].wt.size == 128 * 8 // 4
     # (a float32 register tile moved by tcgen05: one 32-bit word per entry)
     kt = run(ROUND, launch="off").kernel
     ldst = [s.local for s in ir.walk(kt.body) if isinstance(s, ir.TcgenLdSt)]
