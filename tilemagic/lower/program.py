@@ -25,6 +25,7 @@ from ..arch.threads import THREAD_AXES, THREADS_PER
 from ..errors import Span, TileTypeError, split_lines
 from ..ir import nodes as ir
 from ..lang import ast
+from ..layout.tile import distinct
 from .dispatch import DispatchContext, DispatchRecord, TargetSpec, run_dispatch
 from .limits import check_buffers, check_threads, check_tmem_columns
 from .names import check_identifier
@@ -205,7 +206,7 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
                 f"'{decl.name}' needs {buf.per_thread} register elements per thread (at most 8192)", lspan)
     elif decl.kind == "shared":
         m = co.get("m", np.zeros(1, np.int64))
-        if m.size and (m.min() < 0 or m.max() + 1 != numel or len(np.unique(m)) != numel):
+        if m.size and (m.min() < 0 or m.max() + 1 != numel or m.size != numel or not distinct(m)):
             raise TileTypeError(f"shared layout {layout} must be a permutation of {numel} elements", lspan)
         buf.per_thread = numel
     elif decl.kind == "tmem":
@@ -222,19 +223,12 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
 
 
 def _distinct_pairs(hi: np.ndarray, lo: np.ndarray) -> bool:
-    """Are the pairs ``(hi[i], lo[i])`` pairwise distinct?
-
-    Small non-negative coordinates (threads x registers, lanes x columns) are marked in
-    a bitmap, O(n); anything else is sorted (``np.unique``)."""
-    n = hi.size
-    if n == 0:
+    """Are the pairs ``(hi[i], lo[i])`` (small non-negative coordinates: threads x registers, lanes x columns)
+    pairwise distinct (:func:`tilemagic.layout.tile.distinct` of their row-major index)?"""
+    if hi.size == 0:
         return True
-    hmin, hmax, lmin, lmax = int(hi.min()), int(hi.max()), int(lo.min()), int(lo.max())
-    if hmin >= 0 and lmin >= 0 and (hmax + 1) * (lmax + 1) <= max(1 << 20, 8 * n):
-        seen = np.zeros((hmax + 1) * (lmax + 1), np.bool_)
-        seen[hi * (lmax + 1) + lo] = True
-        return int(np.count_nonzero(seen)) == n
-    return len(np.unique(hi.astype(np.int64) * (1 << 32) + lo)) == n
+    lmin, lmax = int(lo.min()), int(lo.max())
+    return distinct(hi.astype(np.int64) * (lmax - lmin + 1) + (lo - lmin))
 
 
 def _check_injective(decl, co, numel, span):

@@ -77,6 +77,7 @@ from ..arch import tcgen05 as tc
 from ..errors import Span
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
+from ..layout.tile import distinct
 
 #: The byte pattern uninitialised shared memory, registers and TMEM start with (``0xDEADBEEF``, little
 #: endian per 32-bit word): never zero, never a small integer, recognisable in a dump.
@@ -218,12 +219,20 @@ class Prepared:
     unit repeats), passed to :meth:`Tracker.read`/:meth:`Tracker.write` in place of the offsets each time the
     same statement structure runs again (the simulator keeps them with its per-structure plans)."""
 
-    __slots__ = ("name", "nbytes", "norm", "rng", "unique", "perm", "inv", "shape")
+    __slots__ = ("name", "nbytes", "norm", "rng", "unique", "perm", "inv", "shape", "space", "count", "items", "true")
 
-    def __init__(self, name: str, nbytes: int, norm, rng, unique: bool, perm: np.ndarray | None = None):
+    def __init__(self, name: str, nbytes: int, norm, rng, unique: bool, perm: np.ndarray | None = None,
+                 space: _Space | None = None):
         self.name, self.nbytes, self.norm, self.rng, self.unique = name, nbytes, norm, rng, unique
         #: the items' shape (what :meth:`Tracker.read` answers): ``nbytes`` bytes each
         self.shape: tuple[int, ...] = tuple(norm[1] if rng is None else norm[2])
+        #: the tracked space (shared, global, TMEM) the access is in, None for registers and untracked buffers;
+        #: its units, its items, and the answer "every item initialised" (made once)
+        self.space = space
+        ix = norm[0]
+        self.count = 0 if space is None else (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
+        self.items = math.prod(self.shape)
+        self.true = _true(self.shape)
         # an access that covers a range of units (or a block of registers) exactly once, in another order (a
         # swizzled tile, an ldmatrix fragment): kept as that range, its units in ascending order — ``perm``
         # takes the access's order to the range's, ``inv`` back (so every shadow update is a slice)
@@ -879,7 +888,7 @@ class Tracker:
                 block = (slice(t0, t0 + rows), slice(u0, u0 + cols))
                 return Prepared(buf.name, nb, (block, shape, k, locate_block), None, True, order)
             pairs = t.astype(np.int64) * (int(u.max()) + 1) + u
-            return Prepared(buf.name, nb, norm, None, np.unique(pairs).size == pairs.size)
+            return Prepared(buf.name, nb, norm, None, distinct(pairs))
         sp = self.tmem if buf is None else self.spaces.get(buf.name)
         if sp is None:
             return Prepared(buf.name if buf is not None else "TMEM", nb,
@@ -887,13 +896,14 @@ class Tracker:
         norm = self._norm(sp.unit, off, tids, nb)
         ix, t, shape, k = norm
         if isinstance(ix, slice) or not ix.size:
-            return Prepared(sp.name, nb, norm, _span_of(ix), True)
+            return Prepared(sp.name, nb, norm, _span_of(ix), True, space=sp)
         order = np.argsort(ix, kind="stable")
         sx = ix[order]
         lo = int(sx[0])
         ts = t if isinstance(t, int) else np.broadcast_to(_arr(t), ix.shape)[order].astype(self._tdt)
         if int(sx[-1]) - lo == sx.size - 1 and np.array_equal(sx, np.arange(lo, lo + sx.size)):
-            return Prepared(sp.name, nb, (slice(lo, lo + sx.size), ts, shape, k), (lo, lo + sx.size), True, order)
+            return Prepared(sp.name, nb, (slice(lo, lo + sx.size), ts, shape, k), (lo, lo + sx.size), True, order,
+                            space=sp)
         if sp is self.tmem:  # a rectangle of lanes x columns (a warpgroup's tcgen05.ld/st)
             w = tc.TMEM_COLS
             r0, c0 = divmod(lo, w)
@@ -902,8 +912,8 @@ class Tracker:
             if nr * nc == sx.size and c0 + nc <= w and np.array_equal(
                     sx, ((r0 + np.arange(nr))[:, None] * w + c0 + np.arange(nc)[None, :]).reshape(-1)):
                 blk = _Block(r0, nr, c0, nc, w)
-                return Prepared(sp.name, nb, (blk, ts, shape, k), blk.span(), True, order)
-        return Prepared(sp.name, nb, norm, _span_of(ix), np.unique(ix).size == ix.size)
+                return Prepared(sp.name, nb, (blk, ts, shape, k), blk.span(), True, order, space=sp)
+        return Prepared(sp.name, nb, norm, _span_of(ix), distinct(ix), space=sp)
 
     def read(self, buf: ir.Buffer | None, off: np.ndarray | Run | Prepared, tids, span: Span | None,
              nbytes: int | None = None) -> np.ndarray:
@@ -925,6 +935,12 @@ class Tracker:
         ValueError
             ``nbytes`` is not a whole number of the buffer's units (a caller's bug, not the user's).
         """
+        if type(off) is Prepared and off.space is not None:  # (the commonest call: a prepared access of a space)
+            sp = off.space
+            ix, t, shape, k = off.norm
+            init_u = self._space_read(sp, ix, t, off.count, span, self._access_id(span), off.rng, off.unique)
+            return off.true if init_u is None or _all_true(init_u) else \
+                self._space_uninit(sp, ix, t, init_u, span, off, shape, k)
         prep = off if isinstance(off, Prepared) else None
         nb = prep.nbytes if prep is not None else self.unit(buf) if nbytes is None else nbytes
         if buf is not None and buf.scope != "local" and buf.name not in self.spaces:
@@ -935,7 +951,7 @@ class Tracker:
             at, shape, k, locate = prep.norm if prep is not None else self._reg_norm(buf, off, tids, nb)
             init_u = self._reg_read(buf, at, locate, span)
             if _all_true(init_u):
-                return _true(shape)
+                return _true(shape) if prep is None else prep.true
             t, u = locate(int(np.argmin(init_u)))
             self._uninit(buf.name, "registers", f"register word {u * self.unit(buf) // 4} of {buf.name}", t, span)
             return self._per_item(init_u if prep is None else prep.to_access(init_u), shape, k)
@@ -945,6 +961,10 @@ class Tracker:
         init_u = self._space_read(sp, ix, t, n, span, aid, *((prep.rng, prep.unique) if prep is not None else ()))
         if init_u is None or _all_true(init_u):
             return _true(shape)
+        return self._space_uninit(sp, ix, t, init_u, span, prep, shape, k)
+
+    def _space_uninit(self, sp: _Space, ix, t, init_u: np.ndarray, span, prep: Prepared | None, shape, k: int):
+        """Report the first uninitialised unit a read of ``sp`` met; the read's init bits per item."""
         i = int(np.argmin(init_u))
         ti = t if isinstance(t, int) else int(_arr(t)[i])
         self._uninit(sp.name, {"TMEM": "TMEM"}.get(sp.name, "shared memory"), sp.where(_at(ix, i)), ti, span)
@@ -961,6 +981,15 @@ class Tracker:
         race.  Reports write-after-write and write-after-read races and overwrites of registers
         an in-flight ``tcgen05.ld``/``tcgen05.st`` uses.
         """
+        if type(off) is Prepared and off.space is not None:  # (the commonest call: a prepared access of a space)
+            sp = off.space
+            ix, t, shape, k = off.norm
+            val = None
+            if value is not None and not off.unique and not isinstance(ix, slice):
+                val = _unit_values(value, off.items * k, sp.unit)
+            self._space_write(sp, ix, t, off.count, span, self._access_id(span),
+                              off.to_range(self._per_unit(init, off.items, k)), val, off.rng, off.unique)
+            return
         prep = off if isinstance(off, Prepared) else None
         nb = prep.nbytes if prep is not None else self.unit(buf) if nbytes is None else nbytes
         if buf is not None and buf.scope == "local":

@@ -38,6 +38,7 @@ from ..arch import tcgen05 as tc
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
+from ..layout.tile import distinct
 from .hb import Prepared, Run, Tracker, garbage, written_and_read
 from .tmem import TmemModel, emu_error
 
@@ -302,6 +303,7 @@ class Simulator:
         self._tc_plans: dict[tuple, tuple] = {}  # tcgen05.ld/st cells and prepared accesses: :meth:`_tc_plan`
         self._run_rows: dict[tuple, tuple] = {}  # the tracker's threads of a run: :meth:`_run_threads`
         self._rest_offsets: dict[tuple, tuple] = {}  # a run's per-thread offset terms: :meth:`_run_base`
+        self._ldst_parts: dict[tuple, tuple] = {}  # one ldmatrix/stmatrix statement's analysis: :meth:`_ldst_plan_of`
         self._views: dict[tuple, np.ndarray] = {}  # (name, scope, bytes) -> vector view: :meth:`_vecs`
         self._copy_plans: dict[tuple, tuple] = {}  # copy loops by structure: :meth:`_copy_plan`
         self._plan_bytes = 0  # arrays the kept plans hold (:data:`PLAN_BYTES`)
@@ -747,15 +749,15 @@ class Simulator:
         hit = self._copy_plans.get(key)
         if hit is None:
             plan = self._copy_plan_of(s, body)
-            hit = (plan, sc, dc)
+            hit = (plan, sc, dc, {})  # (the last: :meth:`_copy_runs`'s resolved sides, per thread set)
             if len(self._copy_plans) < 4096:
                 self._copy_plans[key] = hit
-        plan, sc0, dc0 = hit
+        plan, sc0, dc0, memo = hit
         if plan is None:
             return None
-        st, src, dst, (_, sf), (_, df), want, tmp = plan
+        st, src, dst, (_, sf), (_, df), want, tmp, _ = plan
         return (first, src, dst, (first.src_index, _moved(sf, sc - sc0)), (last.dst_index, _moved(df, dc - dc0)),
-                want, tmp)
+                want, tmp, memo)
 
     def _copy_plan_of(self, s: ir.Grid, body: list) -> tuple | None:
         tmp = None
@@ -794,7 +796,7 @@ class Simulator:
             if f is not None and any(w is not None and f[0].get(v, 0) % items for v, w in want.items()):
                 f = None
             sides.append((e, f))
-        return st, src, dst, sides[0], sides[1], want, tmp
+        return st, src, dst, sides[0], sides[1], want, tmp, None
 
     def _run_base(self, s: ir.Grid, form: tuple, want: dict, st, tids: np.ndarray, env: dict, per: int,
                   local: bool = False) -> tuple[int, str] | None:
@@ -873,7 +875,7 @@ class Simulator:
         total = math.prod(s.extents) * tids.size
         plan = None
         if off.size == total and not (off % nb).any() and off.min() >= 0 and off.max() + nb <= buf.nbytes and \
-                (not write or np.unique(off).size == off.size):
+                (not write or distinct(off)):
             who = np.broadcast_to(tids, (math.prod(s.extents), tids.size)).reshape(-1)
             prep = self.hb.prepare(buf, off, who, nb) if self.hb.tracks(buf) else None
             plan = (off // nb, prep)
@@ -898,7 +900,7 @@ class Simulator:
         vectors).  False (the caller runs the loop) for anything else: bases of another shape, an outer loop
         variable given as an array, a misaligned or out-of-bounds access (which the general path reports,
         located)."""
-        st, src, dst, (se, sform), (de, dform), want, tmp = plan
+        st, src, dst, (se, sform), (de, dform), want, tmp, memo = plan
         eb = dst.elem_bytes
         per = st.elems if isinstance(st, ir.VecMove) else 1  # elements per item
         nb = per * eb
@@ -906,15 +908,21 @@ class Simulator:
         iters = math.prod(s.extents)
         total = iters * per * m  # elements
         # the sides less their run bases' constants, kept per structure and thread set (the same op on another
-        # tile differs only there); not where an outer loop's variable enters a base (it changes per call)
-        key = (id(src), id(dst), s.vars, s.extents, per, id(tids), id(tmp[0]) if tmp else None,
-               id(tmp[1]) if tmp else None,
-               *((tuple(f[0].items()), f[2]) if f is not None else id(e) for e, f in ((se, sform), (de, dform))))
-        hit = self._resolved.get(key)
+        # tile differs only there); not where an outer loop's variable enters a base (it changes per call).  Found
+        # first in the copy plan's own table (``memo``: by thread set and, for a fixed side, its index node)
+        mkey = (id(tids), id(se) if sform is None else 0, id(de) if dform is None else 0)
+        hit = memo.get(mkey) if memo is not None else None
         if hit is None or hit[0] is not tids:
-            hit = (tids, self._resolve(s, plan, tids, env, per, nb, iters, total), (sform, dform))
-            if hit[1] is not None and hit[1][2] and len(self._resolved) < 4096:
-                self._resolved[key] = hit  # (the threads and the forms kept: their ids stay theirs)
+            key = (id(src), id(dst), s.vars, s.extents, per, id(tids), id(tmp[0]) if tmp else None,
+                   id(tmp[1]) if tmp else None,
+                   *((tuple(f[0].items()), f[2]) if f is not None else id(e) for e, f in ((se, sform), (de, dform))))
+            hit = self._resolved.get(key)
+            if hit is None or hit[0] is not tids:
+                hit = (tids, self._resolve(s, plan, tids, env, per, nb, iters, total), (sform, dform, se, de))
+                if hit[1] is not None and hit[1][2] and len(self._resolved) < 4096:
+                    self._resolved[key] = hit  # (the threads, forms and nodes kept: their ids stay theirs)
+            if memo is not None and hit[1] is not None and hit[1][2] and len(memo) < 64:
+                memo[mkey] = hit
         res = hit[1]
         if res is None:
             return False
@@ -954,7 +962,7 @@ class Simulator:
         register block, or ``"fixed"``), order, fixed index arrays, the run base less the form's constant, its
         limit and size; the chunk step; whether an outer loop's variable is in a base (then not kept); the rows of
         the threads; the byte offset of the chain's register.  None when a side is none of these."""
-        st, src, dst, (se, sform), (de, dform), want, tmp = plan
+        st, src, dst, (se, sform), (de, dform), want, tmp, _ = plan
         eb = dst.elem_bytes
         m = tids.size
         sides: list[tuple] = []
@@ -1294,7 +1302,11 @@ class Simulator:
         self.lanes += word.size
         if s.op == "ld":  # the two 16-bit halves of each word, low first: gathered as pairs, viewed as the word
             ini = self.hb.read(s.smem, smem_acc, None, s.span)
-            if fast is not None:  # whole aligned words into a block of registers: one gather of 32-bit words
+            if fast is not None and fast[3] is not None:  # 16-byte rows -> 4 threads' words: one gather of rows
+                r = fast[3]
+                regs2[fast[0], fast[1]].reshape(r.shape[0], 4, r.shape[1])[...] = \
+                    self._vecs(s.smem, 16)[r].view(np.uint32).reshape(r.shape + (4,)).transpose(0, 2, 1)
+            elif fast is not None:  # whole aligned words into a block of registers: one gather of 32-bit words
                 regs2[fast[0], fast[1]] = smem32[fast[2]]
             else:
                 regs[flat] = smem[halves].view(np.uint32)[..., 0]
@@ -1302,7 +1314,7 @@ class Simulator:
                           True if _all(ini) else ini.reshape(word.shape + (-1,)).all(-1))
         else:
             ini = self.hb.read(s.local, reg_acc, None, s.span)
-            if fast is not None and smem_acc.unique:
+            if fast is not None and smem_acc.unique:  # (as words: gathering the rows' transpose costs more)
                 smem32[fast[2]] = regs2[fast[0], fast[1]]
                 val = None
             else:
@@ -1317,13 +1329,13 @@ class Simulator:
     def _ldst_group_plan(self, group, warps: np.ndarray, env) -> tuple | bool:
         """:meth:`_ldst_plan` of each statement of ``group``, joined along the register axis, with the tracker's
         prepared accesses; False when the group must run one by one (a word written twice)."""
-        parts = [self._ldst_plan(g, warps, env) for g in group]
+        parts = [self._ldst_plan_of(g, warps, env) for g in group]
         tids = parts[0][0]
         lo, hi, word, half = (np.concatenate([p[k] for p in parts], -1) for k in (1, 2, 3, 4))
         if len(group) > 1:
             written = half.reshape(tids.shape[0], -1) if group[0].op == "st" else \
                 (tids[..., None] * (self.local[group[0].local.name].shape[1] // 4) + word)
-            if np.unique(written).size != written.size:
+            if not distinct(written):
                 return False
         rb = word * 4
         t3 = np.broadcast_to(tids[..., None], word.shape)
@@ -1344,8 +1356,27 @@ class Simulator:
             nc = t_s.size // nr
             if nr * nc == t_s.size and np.array_equal(t_s, np.repeat(np.arange(r0, r0 + nr), nc)) and \
                     np.array_equal(w_s, np.tile(np.arange(c0, c0 + nc), nr)):  # a block of threads x words
-                fast = (slice(r0, r0 + nr), slice(c0, c0 + nc), (lo.reshape(-1)[order] // 2).reshape(nr, nc))
+                src = (lo.reshape(-1)[order] // 2).reshape(nr, nc)  # (the shared word of each register word)
+                # each 4 consecutive threads' word c one aligned 16-byte row of shared memory, in order (PTX's
+                # fragment: thread t holds row t / 4, columns 2 (t % 4), +1): moved as rows, (nr / 4, nc) of them
+                q = src.reshape(nr // 4, 4, nc) if nr % 4 == 0 and r0 % 4 == 0 else None
+                rows16 = q[:, 0, :] // 4 if q is not None and not (q[:, 0, :] % 4).any() and \
+                    np.array_equal(q, q[:, :1, :] + np.arange(4)[None, :, None]) else None
+                fast = (slice(r0, r0 + nr), slice(c0, c0 + nc), src, rows16)
         return word, half, np.ascontiguousarray(np.stack([lo, hi], -1)), flat, smem_acc, reg_acc, fast
+
+    def _ldst_plan_of(self, s: ir.LdStMatrix, warps: np.ndarray, env) -> tuple:
+        """:meth:`_ldst_plan`, shared by the statements of the same address, registers, shape and buffers (an
+        ldmatrix and the stmatrix that writes its fragment back) where those depend on the thread alone."""
+        if self._skey(s.addr) is None or any(self._skey(r) is None for r in s.regs):
+            return self._ldst_plan(s, warps, env)
+        key = (s.addr, s.regs, s.num, s.trans, id(s.smem), id(s.local), warps.tobytes())
+        hit = self._ldst_parts.get(key)
+        if hit is None:
+            hit = (s.smem, s.local, self._ldst_plan(s, warps, env))  # (the buffers kept: their ids stay theirs)
+            if self._keep(hit[2]):
+                self._ldst_parts[key] = hit
+        return hit[2]
 
     def _ldst_plan(self, s: ir.LdStMatrix, warps: np.ndarray, env) -> tuple:
         """The threads, fragment elements and register words of an ldmatrix/stmatrix (checked: aligned, in bounds)."""

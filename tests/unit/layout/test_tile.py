@@ -19,6 +19,7 @@ from tilemagic.arch.threads import MEMORY_AXES, THREAD_AXES
 from tilemagic.layout import (
     Iter,
     TileLayout,
+    distinct,
     row_major,
     tcgen05_atom_layout,
     tmem_datapath_layout,
@@ -428,3 +429,13 @@ def test_slice_fragment_hypothesis(shape, rows, bits, data):
     c0 = data.draw(st.integers(0, cols - 1))
     region = [(r0, data.draw(st.integers(1, rows - r0))), (c0, data.draw(st.integers(1, cols - c0)))]
     check_slice(frag, (rows, cols), region)
+
+
+@given(st.lists(st.integers(-5, 40), max_size=60), st.integers(0, 3))
+def test_distinct_is_unique_count_equals_size(xs, spread):
+    """:func:`tilemagic.layout.tile.distinct` against ``np.unique``: small ranges (the bitmap) and wide ones (the
+    sort), any shape."""
+    a = np.asarray(xs, np.int64) * (1 + 10 ** (3 * spread))
+    assert distinct(a) == (np.unique(a).size == a.size)
+    if a.size % 2 == 0 and a.size:
+        assert distinct(a.reshape(2, -1)) == distinct(a)
