@@ -982,12 +982,12 @@ class Tracker:
         an in-flight ``tcgen05.ld``/``tcgen05.st`` uses.
         """
         if type(off) is Prepared and off.space is not None:  # (the commonest call: a prepared access of a space)
-            sp = off.space
+            ps = off.space
             ix, t, shape, k = off.norm
             val = None
             if value is not None and not off.unique and not isinstance(ix, slice):
-                val = _unit_values(value, off.items * k, sp.unit)
-            self._space_write(sp, ix, t, off.count, span, self._access_id(span),
+                val = _unit_values(value, off.items * k, ps.unit)
+            self._space_write(ps, ix, t, off.count, span, self._access_id(span),
                               off.to_range(self._per_unit(init, off.items, k)), val, off.rng, off.unique)
             return
         prep = off if isinstance(off, Prepared) else None
