@@ -569,7 +569,16 @@ def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
     return ()
 
 
-def stmt_buffers(stmt: Stmt) -> tuple[list[Buffer], list[Buffer]]:
+def stmt_loads(stmt: Stmt) -> tuple[Load, ...]:
+    """Every ``Load`` of the expressions one statement holds itself (:func:`stmt_exprs`), in order."""
+    out: tuple[Load, ...] = ()
+    for e in stmt_exprs(stmt):
+        hit = e.__dict__.get("_loads")
+        out += _loads_of(e) if hit is None else hit
+    return out
+
+
+def stmt_buffers(stmt: Stmt, lds: tuple[Load, ...] | None = None) -> tuple[list[Buffer], list[Buffer]]:
     """``(read, written)``: the buffers one statement reads and writes itself (not its nested statements).
 
     Reads are the loads of its expressions (indices included), a ``VecMove``'s source, the source side of
@@ -577,9 +586,9 @@ def stmt_buffers(stmt: Stmt) -> tuple[list[Buffer], list[Buffer]]:
     ``VecMove``'s destination, the other side of ``ldmatrix``/``stmatrix`` and the registers of a
     ``tcgen05.ld``.  The TMEM address slot counts as read by tcgen05 ops and dealloc, written by alloc; TMEM
     itself is no :class:`Buffer`.  The one answer the simulator, its happens-before tracker and the static
-    hazard pass share.
+    hazard pass share.  ``lds``: the statement's :func:`stmt_loads`, when the caller has them.
     """
-    read = [ld.buf for e in stmt_exprs(stmt) for ld in loads(e)]
+    read = [ld.buf for ld in (stmt_loads(stmt) if lds is None else lds)]
     written: list[Buffer] = []
     if isinstance(stmt, Store):
         written.append(stmt.buf)
@@ -615,18 +624,15 @@ def iter_exprs(node: Stmt | Expr) -> Iterator[Expr]:
 def loads(node: Stmt | Expr) -> Iterator[Load]:
     """Every ``Load`` of :func:`iter_exprs` ``(node)``, in its order.
 
-    For an expression the answer is kept with the node (a weak table: expressions are immutable and hash-consed,
-    so a subtree shared by many statements is looked into once, and most hold no load at all)."""
+    For an expression the answer is kept with the node (expressions are immutable and hash-consed, so a subtree
+    shared by many statements is looked into once, and most hold no load at all)."""
     if isinstance(node, Stmt):
         return (ld for s in walk(node) for e in stmt_exprs(s) for ld in _loads_of(e))
     return iter(_loads_of(node))
 
 
-_LOADS: weakref.WeakKeyDictionary[Expr, tuple[Load, ...]] = weakref.WeakKeyDictionary()
-
-
 def _loads_of(e: Expr) -> tuple[Load, ...]:
-    hit = _LOADS.get(e)
+    hit = e.__dict__.get("_loads")  # (kept in the node itself: not a field, so not in its key, copy or pickle)
     if hit is None:
         if isinstance(e, Bin):
             hit = _loads_of(e.a) + _loads_of(e.b)
@@ -634,5 +640,5 @@ def _loads_of(e: Expr) -> tuple[Load, ...]:
             hit = (e,) + tuple(ld for i in e.indices for ld in _loads_of(i))
         else:
             hit = ()
-        _LOADS[e] = hit
+        object.__setattr__(e, "_loads", hit)
     return hit

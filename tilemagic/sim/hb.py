@@ -69,6 +69,7 @@ value this run fixes but another input would not — the report is *incomplete*,
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -1214,8 +1215,8 @@ def _unit_values(value, nunits: int, unit: int) -> np.ndarray:
 
 
 def _units(kernel: ir.Kernel) -> dict[str, int]:
-    """Per buffer: the bytes of one shadow entry, the gcd of every granule the kernel accesses it in, computed once
-    from the kernel.
+    """Per buffer: the bytes of one shadow entry, the gcd of every granule the kernel accesses it in (computed
+    once per kernel, :func:`kernel_accesses`).
 
     Granules: an element for a ``Store`` and every ``Load`` (indices and conditions included); the ``nbytes`` of
     a ``VecMove`` on both sides (a vector's address is a multiple of its size, PTX ISA 9.0 ``ld``/``st``: the simulator
@@ -1227,33 +1228,80 @@ def _units(kernel: ir.Kernel) -> dict[str, int]:
     reports are those a per-byte shadow would give (the element named is the unit's first), at a fraction of
     the work — a buffer moved only by 16-byte vectors keeps one entry per vector.  A buffer nothing accesses keeps
     one per element.  The gcd also divides the buffer's size (a local buffer's: per thread)."""
+    return dict(kernel_accesses(kernel).units)
+
+
+def _granules(s: ir.Stmt, lds: tuple) -> tuple:
+    """``(buffer, granule)`` pairs of one statement (:func:`_units`), given its loads."""
+    out = [(ld.buf, ld.buf.elem_bytes) for ld in lds]
+    if isinstance(s, ir.Store):
+        out.append((s.buf, s.buf.elem_bytes))
+    elif isinstance(s, ir.VecMove):
+        out += [(s.src, s.nbytes), (s.dst, s.nbytes)]
+    elif isinstance(s, ir.LdStMatrix):
+        out += [(s.smem, 2 if s.trans else 4), (s.local, 4)]
+    elif isinstance(s, ir.TcgenLdSt):
+        out += [(s.local, 4), (s.addr, 4)]
+    elif isinstance(s, (ir.TcgenAlloc, ir.TcgenDealloc)):
+        out.append((s.addr, 4))
+    elif not isinstance(s, (ir.Seq, ir.Grid, ir.If)):
+        out += [(b, b.elem_bytes) for side in ir.stmt_buffers(s) for b in side]
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class KernelAccesses:
+    """What the tracker and the simulator need to know of a kernel before running it, from one walk of its
+    statements (:func:`kernel_accesses`).
+
+    Attributes
+    ----------
+    written, read : frozenset of str
+        Names of the buffers some statement writes / reads (:func:`tilemagic.ir.nodes.stmt_buffers`).
+    units : tuple of (str, int)
+        Bytes per shadow entry of every buffer (:func:`_units`).
+    data_dependent : tuple of (str, Span or None)
+        Indices and conditions computed from loaded data (this run's data decides them: the check is incomplete).
+    """
+
+    written: frozenset
+    read: frozenset
+    units: tuple
+    data_dependent: tuple
+
+
+_ACCESSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def kernel_accesses(kernel: ir.Kernel) -> KernelAccesses:
+    """:class:`KernelAccesses` of ``kernel``: one walk, kept with the kernel while its body is the same object (the
+    simulator and its tracker both ask)."""
+    hit = _ACCESSES.get(kernel)
+    if hit is not None and hit[0] is kernel.body:
+        return hit[1]
+    written: set[str] = set()
+    read: set[str] = set()
     seen: dict[str, int] = {}
-
-    def see(b: ir.Buffer, g: int) -> None:
-        seen[b.name] = math.gcd(seen.get(b.name, 0), g)
-
+    dependent: list[tuple[str, Span | None]] = []
     for s in ir.walk(kernel.body):
-        for e in ir.stmt_exprs(s):
-            for ld in ir.loads(e):
-                see(ld.buf, ld.buf.elem_bytes)
-        if isinstance(s, ir.Store):
-            see(s.buf, s.buf.elem_bytes)
-        elif isinstance(s, ir.VecMove):
-            see(s.src, s.nbytes)
-            see(s.dst, s.nbytes)
-        elif isinstance(s, ir.LdStMatrix):
-            see(s.smem, 2 if s.trans else 4)
-            see(s.local, 4)
-        elif isinstance(s, ir.TcgenLdSt):
-            see(s.local, 4)
-            see(s.addr, 4)
-        elif isinstance(s, (ir.TcgenAlloc, ir.TcgenDealloc)):
-            see(s.addr, 4)
-        elif not isinstance(s, (ir.Seq, ir.Grid, ir.If)):
-            for b in (b for side in ir.stmt_buffers(s) for b in side):
-                see(b, b.elem_bytes)
-    return {b.name: math.gcd(seen.get(b.name, b.elem_bytes), b.nbytes) or b.elem_bytes
-            for b in (*kernel.params, *kernel.shared, *kernel.locals)}
+        lds = ir.stmt_loads(s)
+        r, w = ir.stmt_buffers(s, lds)
+        read.update(b.name for b in r)
+        written.update(b.name for b in w)
+        for b, g in _granules(s, lds):
+            seen[b.name] = math.gcd(seen.get(b.name, 0), g)
+        if lds:  # (an If, a Store, a VecMove or an ldmatrix/stmatrix whose expressions load)
+            idx = s.indices if isinstance(s, ir.Store) else ir.stmt_exprs(s)
+            if any(True for e in idx for _ in ir.loads(e)):
+                what = "a condition" if isinstance(s, ir.If) else "an index or address"
+                dependent.append((f"{what} computed from loaded data", s.span))
+            elif any(True for ld in lds for i in ld.indices for _ in ir.loads(i)):
+                dependent.append(("an index computed from loaded data", s.span))
+    units = tuple((b.name, math.gcd(seen.get(b.name, b.elem_bytes), b.nbytes) or b.elem_bytes)
+                  for b in (*kernel.params, *kernel.shared, *kernel.locals))
+    out = KernelAccesses(frozenset(written), frozenset(read), units, tuple(dependent))
+    _ACCESSES[kernel] = (kernel.body, out)
+    return out
 
 
 def _index(off: np.ndarray) -> np.ndarray | slice:
@@ -1277,37 +1325,15 @@ def _index(off: np.ndarray) -> np.ndarray | slice:
 _CHUNK = 1 << 16
 
 
-def written_and_read(kernel: ir.Kernel) -> tuple[set[str], set[str]]:
+def written_and_read(kernel: ir.Kernel) -> tuple[frozenset[str], frozenset[str]]:
     """Names of the buffers some statement writes, and of those some statement reads (:func:`ir.stmt_buffers`)."""
-    written: set[str] = set()
-    read: set[str] = set()
-    for s in ir.walk(kernel.body):
-        r, w = ir.stmt_buffers(s)
-        read.update(b.name for b in r)
-        written.update(b.name for b in w)
-    return written, read
+    acc = kernel_accesses(kernel)
+    return acc.written, acc.read
 
 
-def _data_dependent(kernel: ir.Kernel) -> list[tuple[str, Span | None]]:
+def _data_dependent(kernel: ir.Kernel) -> tuple[tuple[str, Span | None], ...]:
     """Indices and conditions computed from loaded data (this run's data decides them)."""
-    out: list[tuple[str, Span | None]] = []
-    for s in ir.walk(kernel.body):
-        if isinstance(s, ir.If):
-            idx: tuple[ir.Expr, ...] = (s.cond,)
-        elif isinstance(s, ir.Store):
-            idx = s.indices
-        elif isinstance(s, ir.VecMove):
-            idx = (s.dst_index, s.src_index)
-        elif isinstance(s, ir.LdStMatrix):
-            idx = (s.addr, *s.regs)
-        else:
-            continue
-        if any(True for e in idx for _ in ir.loads(e)):
-            what = "a condition" if isinstance(s, ir.If) else "an index or address"
-            out.append((f"{what} computed from loaded data", s.span))
-        elif any(True for e in ir.stmt_exprs(s) for ld in ir.loads(e) for i in ld.indices for _ in ir.loads(i)):
-            out.append(("an index computed from loaded data", s.span))
-    return out
+    return kernel_accesses(kernel).data_dependent
 
 
 def logical_index(buf: ir.Buffer, elem: int) -> str | None:
