@@ -1077,7 +1077,7 @@ class Tracker:
                     own = _get(self.st_owner, cix)
                     mine = ((own >= t0) & (own < t0 + tids.size)) if dense else np.isin(own, tids)
                     if mine.any():
-                        own = np.where(mine, _NONE, own).astype(self.st_owner.dtype)
+                        own = np.where(mine, _NONE, own).astype(self.st_owner.dtype, copy=False)
                         _set(self.st_owner, cix, own)
                     if (own != _NONE).any():
                         left.append(cix)
@@ -1150,10 +1150,14 @@ class Tracker:
             else:
                 ini = np.repeat(init.reshape(tids.size, -1).all(1), cells.shape[1]).reshape(cells.shape)
             self.write(None, cel, None, span, ini, value=None if cel.unique else values)
-            pend[at] = np.where(pend[at] == _LD, _LD, _ST)  # (a read of in-flight ld registers: reported)
+            if isinstance(at, tuple) and all(isinstance(a, slice) for a in at):  # (a block of registers: a view)
+                v = pend[at]
+                v[v != _LD] = _ST  # (a read of in-flight ld registers: reported)
+            else:
+                pend[at] = np.where(pend[at] == _LD, _LD, _ST)
             paid[at] = aid
             self._in_flight_regs.add(local.name)
-            _set(self.st_owner, cix, np.asarray(cthreads).astype(self.st_owner.dtype))
+            _set(self.st_owner, cix, np.asarray(cthreads).astype(self.st_owner.dtype, copy=False))
             _set(self.st_aid, cix, aid)
             if not any(c is cix for c in self._st_cells):
                 self._st_cells.append(cix)

@@ -1425,7 +1425,7 @@ class Simulator:
                 self._tc_plans[key] = plan
         tids, rb, cb, mine, cells_at, prepared = plan
         self.lanes += rb.size
-        regs = self.local[s.local.name].view(np.uint32)
+        regs = self._vecs(s.local, 4)
         values = None
         if s.op == "ld":
             regs[mine] = self.tmem.cells[cells_at]
