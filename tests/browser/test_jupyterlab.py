@@ -7,7 +7,9 @@ side, the why-table, the heatmap image, the hover line mapping (description -> I
 CUDA, and back), click-to-pin (the report's script ran: outputs of a live session are
 trusted), and the widget stage view (tabs; selecting a source line highlights its IR
 line through a kernel round trip).  Screenshots go to tests/browser/artifacts/ (ignored
-by git).  A second test opens nbconvert's static HTML export of the stored notebook.
+by git).  A second test opens nbconvert's static HTML export of the stored notebook.  Another
+runs a notebook of its own: the labextension scrolls the widget view's code panes to the lines
+the source-line selector highlights.
 
 Browser: Debian's chromium through Playwright; Playwright's own browser download is never
 used (``playwright install`` is not run): the tests launch ``/usr/bin/chromium`` (or

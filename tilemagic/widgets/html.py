@@ -36,7 +36,12 @@ Firefox 121 or later.
 The section builders (:func:`banner_html`, :func:`dispatch_html`, ...) are shared with
 the ipywidgets view (:mod:`tilemagic.widgets.view`), which bakes the highlight of a
 selected line into the pane instead (``highlight=N``): ipywidgets ``HTML`` values run no
-scripts.
+scripts.  Such a pane says ``data-tm-highlight="N"``, its highlighted lines carry
+:data:`HL_ATTR` (``data-tm-hl``) and its header names them (``L14: lines 31-32 of 38``);
+tilemagic's JupyterLab extension (``labextension/src/panes.ts``) scrolls the pane to the first
+of them.  Elsewhere nothing scrolls it, so a pane whose first highlighted line is below the
+fold (:data:`FOLD_LINES`) also lists them above its code (``tm-hl-excerpt``, which the
+extension hides).
 """
 
 from __future__ import annotations
@@ -75,10 +80,14 @@ from .text import (
 )
 
 __all__ = [
+    "EXCERPT_LINES",
+    "FOLD_LINES",
     "FONT",
     "HIGHLIGHT",
+    "HL_ATTR",
     "MAX_PANE_HTML",
     "MAX_SECTION_HTML",
+    "PANE_MAX_HEIGHT_PX",
     "PIN_SCRIPT",
     "banner_html",
     "code_grid_html",
