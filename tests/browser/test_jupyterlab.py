@@ -266,12 +266,18 @@ def open_notebook(browser, jupyterlab, name):
     return page
 
 
-def test_quickstart_in_jupyterlab(browser, jupyterlab, artifacts):
-    page = open_notebook(browser, jupyterlab, "quickstart.ipynb")
+def run_notebook(browser, jupyterlab, name: str, selector: str):
+    """Open ``name``, run every cell; ``(page, the first output element matching selector)``, scrolled into view."""
+    page = open_notebook(browser, jupyterlab, name)
     run_all_cells(page)
-    report = page.locator(".jp-OutputArea-output .tm-report").first
-    report.wait_for()
-    report.scroll_into_view_if_needed()
+    found = page.locator(f".jp-OutputArea-output {selector}").first
+    found.wait_for()
+    found.scroll_into_view_if_needed()
+    return page, found
+
+
+def test_quickstart_in_jupyterlab(browser, jupyterlab, artifacts):
+    page, report = run_notebook(browser, jupyterlab, "quickstart.ipynb", ".tm-report")
 
     # the side-by-side IR and CUDA panes
     grid = report.locator(".tm-grid")
@@ -532,11 +538,7 @@ def test_widget_panes_scroll_to_the_selected_source_line(browser, jupyterlab, ar
         return f"L{n}: {cell[n - 1].strip()}"[:80]
 
     last, first = line_of("wg.copy B <- b"), line_of("local  a:")  # the last op; the first declaration
-    page = open_notebook(browser, jupyterlab, "pane_scroll.ipynb")
-    run_all_cells(page)
-    view = page.locator(".jp-OutputArea-output .tm-widget-view").first
-    view.wait_for()
-    view.scroll_into_view_if_needed()
+    page, view = run_notebook(browser, jupyterlab, "pane_scroll.ipynb", ".tm-widget-view")
     tabs = view.locator(".lm-TabBar-tab")
     panes = {t: view.locator(".tm-pane", has=page.locator(f"pre.{role}")) for t, role in
              (("IR", "tm-ir"), ("CUDA", "tm-cu"), ("CUDA (emulated)", "tm-emu"))}
@@ -577,4 +579,16 @@ def test_widget_panes_scroll_to_the_selected_source_line(browser, jupyterlab, ar
     page.wait_for_timeout(300)
     assert cuda.evaluate("p => p.scrollTop") == 100
     assert view.evaluate(SCROLLER_TOP_JS) == notebook_top
+
+    # the PTX pane, compiled when its tab is first opened (nvcc -ptx -lineinfo; .ci/run requires nvcc)
+    if shutil.which("nvcc") or os.environ.get("CI"):
+        _choose_line(view, label(last))
+        cuda.locator(f".tm-L{last}[data-tm-hl]").first.wait_for()
+        tabs.nth(titles.index("PTX")).click()
+        ptx = view.locator(".tm-pane", has=page.locator("pre.tm-ptx"))
+        ptx.wait_for(timeout=120_000)
+        page.wait_for_function(f"p => ({PANE_VIEW_JS})(p)?.inside", arg=ptx.element_handle(), timeout=30_000)
+        state = ptx.evaluate(PANE_VIEW_JS)
+        assert state["belowFold"] and state["scrollTop"] > 0, state
+        view.screenshot(path=str(artifacts / "jupyterlab_widget_ptx_scrolled.png"))
     page.close()
