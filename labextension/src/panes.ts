@@ -94,6 +94,10 @@ function follow(pane: HTMLElement): void {
   pane.querySelectorAll<HTMLElement>(EXCERPT).forEach(e => {
     e.style.display = 'none';
   });
+  const box = pane.parentElement;
+  if (!pane.querySelector(HIGHLIGHTED) && !(box && saved.get(box)?.[indexOf(pane)])) {
+    return; // (a first rendering, or nothing scrolled yet: nothing to do)
+  }
   if (!place(pane)) {
     waiting.observe(pane);
   }
