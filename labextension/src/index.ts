@@ -1,5 +1,6 @@
 /**
- * tilemagic's JupyterLab extension: `%%tilecopy` cells highlighted as the tilemagic cell language.
+ * tilemagic's JupyterLab extension: `%%tilecopy` cells highlighted as the tilemagic cell language, and the
+ * widget view's code panes scrolled to the lines its source-line selector highlights (panes.ts).
  *
  * A notebook's code cells are edited in the kernel's language (IPython); a cell whose first line is
  * `%%tilecopy` is switched to the `text/x-tilecopy` language registered here (and back when the line goes),
@@ -12,6 +13,7 @@ import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application'
 import { IEditorLanguageRegistry } from '@jupyterlab/codemirror';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { LanguageSupport, StreamLanguage, StringStream } from '@codemirror/language';
+import { watchNotebooks } from './panes';
 import words from './words.json';
 
 const MIME = 'text/x-tilecopy';
@@ -154,4 +156,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
   }
 };
 
-export default plugin;
+const panes: JupyterFrontEndPlugin<void> = {
+  id: 'tilemagic-labextension:follow-lines',
+  description: 'Scroll the tilemagic widget view\'s code panes to the lines the source-line selector highlights',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => watchNotebooks(tracker)
+};
+
+export default [plugin, panes];

@@ -7,7 +7,9 @@ side, the why-table, the heatmap image, the hover line mapping (description -> I
 CUDA, and back), click-to-pin (the report's script ran: outputs of a live session are
 trusted), and the widget stage view (tabs; selecting a source line highlights its IR
 line through a kernel round trip).  Screenshots go to tests/browser/artifacts/ (ignored
-by git).  A second test opens nbconvert's static HTML export of the stored notebook.
+by git).  A second test opens nbconvert's static HTML export of the stored notebook.  Another
+runs a notebook of its own: the labextension scrolls the widget view's code panes to the lines
+the source-line selector highlights.
 
 Browser: Debian's chromium through Playwright; Playwright's own browser download is never
 used (``playwright install`` is not run): the tests launch ``/usr/bin/chromium`` (or
@@ -264,12 +266,18 @@ def open_notebook(browser, jupyterlab, name):
     return page
 
 
-def test_quickstart_in_jupyterlab(browser, jupyterlab, artifacts):
-    page = open_notebook(browser, jupyterlab, "quickstart.ipynb")
+def run_notebook(browser, jupyterlab, name: str, selector: str):
+    """Open ``name``, run every cell; ``(page, the first output element matching selector)``, scrolled into view."""
+    page = open_notebook(browser, jupyterlab, name)
     run_all_cells(page)
-    report = page.locator(".jp-OutputArea-output .tm-report").first
-    report.wait_for()
-    report.scroll_into_view_if_needed()
+    found = page.locator(f".jp-OutputArea-output {selector}").first
+    found.wait_for()
+    found.scroll_into_view_if_needed()
+    return page, found
+
+
+def test_quickstart_in_jupyterlab(browser, jupyterlab, artifacts):
+    page, report = run_notebook(browser, jupyterlab, "quickstart.ipynb", ".tm-report")
 
     # the side-by-side IR and CUDA panes
     grid = report.locator(".tm-grid")
@@ -473,4 +481,114 @@ def test_static_html_export_keeps_the_line_mapping(browser, tmp_path, artifacts)
     fallback.scroll_into_view_if_needed()
     assert fallback.is_visible() and fallback.locator(".tm-grid .tm-pane").count() == 2
     page.screenshot(path=str(artifacts / "nbconvert_quickstart_widget_fallback.png"))
+    page.close()
+
+
+#: A pane's scroll state in the browser: its scrollTop, whether its first highlighted line (``data-tm-hl``) lies
+#: inside the pane's visible rectangle (below its sticky header), and whether that line is below the fold (further
+#: down than the pane is high, so it is out of view at scrollTop 0).  None without a highlighted line.
+PANE_VIEW_JS = """p => {
+  const l = p.querySelector('.tm-line[data-tm-hl]');
+  if (!l || p.clientHeight === 0) return null;
+  const r = p.getBoundingClientRect(), a = l.getBoundingClientRect();
+  const top = r.top + p.clientTop + p.firstElementChild.offsetHeight, bottom = r.top + p.clientTop + p.clientHeight;
+  return {scrollTop: p.scrollTop, inside: a.top >= top - 0.5 && a.bottom <= bottom + 0.5,
+          belowFold: a.top - r.top - p.clientTop + p.scrollTop > p.clientHeight};
+}"""
+#: The scroll offset of the nearest scrolling ancestor of an element (the notebook's own scroll box).
+SCROLLER_TOP_JS = """e => { let n = e.parentElement;
+  while (n && !(n.scrollHeight > n.clientHeight && /(auto|scroll)/.test(getComputedStyle(n).overflowY))) n = n.parentElement;
+  return n ? n.scrollTop : null; }"""
+
+
+def _write_notebook(path: Path, sources: list[str]):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(path))
+
+
+def _choose_line(view, label: str):
+    """Pick ``label`` in the view's source-line selector the way a keyboard does (a ``change`` event), without
+    Playwright's scrolling of the control into view: what scrolls afterwards is the page's own doing."""
+    view.locator("select").first.evaluate(
+        "(s, label) => { const i = [...s.options].findIndex(o => o.textContent.replace(/\u00a0/g, ' ') === label); if (i < 0) throw label; "
+        "s.selectedIndex = i; s.dispatchEvent(new Event('change', {bubbles: true})); }", label)
+
+
+def test_widget_panes_scroll_to_the_selected_source_line(browser, jupyterlab, artifacts):
+    """The labextension scrolls each widget pane (IR, CUDA, CUDA emulated) to its first highlighted line when the
+    source-line selector re-renders it -- a hidden tab's pane when it is shown, a shown one at once -- keeps the
+    user's scroll when the selector goes back to "(none)", hides the no-extension excerpt, and never scrolls the
+    notebook."""
+    from tilemagic.cli import demo_source
+
+    _, _, root = jupyterlab
+    body = demo_source("tmem_roundtrip").split("\n", 1)[1]  # (its own first line is the magic line)
+    _write_notebook(root / "pane_scroll.ipynb", ["%load_ext tilemagic",
+                                                 f"%%tilecopy pane_scroll --view widget --launch sim\n{body}"])
+    cell = ["%%tilecopy", *body.splitlines()]
+
+    def line_of(start: str) -> int:
+        return next(n for n, line in enumerate(cell, start=1) if line.startswith(start))
+
+    def label(n: int) -> str:  # (the selector's option: view._source_options)
+        return f"L{n}: {cell[n - 1].strip()}"[:80]
+
+    last, first = line_of("wg.copy B <- b"), line_of("local  a:")  # the last op; the first declaration
+    page, view = run_notebook(browser, jupyterlab, "pane_scroll.ipynb", ".tm-widget-view")
+    tabs = view.locator(".lm-TabBar-tab")
+    panes = {t: view.locator(".tm-pane", has=page.locator(f"pre.{role}")) for t, role in
+             (("IR", "tm-ir"), ("CUDA", "tm-cu"), ("CUDA (emulated)", "tm-emu"))}
+    titles = [t.strip() for t in tabs.all_inner_texts()]
+
+    # chosen on the Description tab: the code panes are re-rendered while hidden, and placed when shown
+    view.locator("select").first.select_option(label=label(last))
+    for title, pane in panes.items():
+        pane.locator(f".tm-L{last}[data-tm-hl]").first.wait_for(state="attached")
+        tabs.nth(titles.index(title)).click()
+        page.wait_for_function(f"p => ({PANE_VIEW_JS})(p)?.inside", arg=pane.element_handle(), timeout=30_000)
+        state = pane.evaluate(PANE_VIEW_JS)
+        assert state["belowFold"] and state["scrollTop"] > 0, (title, state)  # it had to scroll, and it did
+        assert f"L{last}: lines " in pane.locator(".tm-hl-note").inner_text(), title
+        if pane.locator(".tm-hl-excerpt").count():  # (the copy for front ends without the extension)
+            assert pane.locator(".tm-hl-excerpt").is_hidden(), title
+        if title == "IR":
+            view.screenshot(path=str(artifacts / "jupyterlab_widget_ir_scrolled.png"))
+    view.screenshot(path=str(artifacts / "jupyterlab_widget_emulated_scrolled.png"))
+
+    # chosen with the CUDA tab shown: a line above the pane's window (its register declaration) scrolls into view
+    tabs.nth(titles.index("CUDA")).click()
+    cuda = panes["CUDA"]
+    page.wait_for_function(f"p => ({PANE_VIEW_JS})(p)?.inside", arg=cuda.element_handle(), timeout=30_000)
+    before, notebook_top = cuda.evaluate("p => p.scrollTop"), view.evaluate(SCROLLER_TOP_JS)
+    _choose_line(view, label(first))
+    cuda.locator(f".tm-L{first}[data-tm-hl]").first.wait_for()
+    page.wait_for_function(f"p => ({PANE_VIEW_JS})(p)?.inside", arg=cuda.element_handle(), timeout=30_000)
+    assert cuda.evaluate("p => p.scrollTop") < before
+    assert view.evaluate(SCROLLER_TOP_JS) == notebook_top  # the pane scrolled, the notebook did not
+    view.screenshot(path=str(artifacts / "jupyterlab_widget_cuda_scrolled.png"))
+
+    # the user's own scroll is kept when nothing is highlighted
+    cuda.evaluate("p => { p.scrollTop = 100; }")
+    page.wait_for_timeout(300)  # (the scroll event)
+    _choose_line(view, "(none)")
+    cuda.locator(".tm-line[data-tm-hl]").first.wait_for(state="detached")
+    page.wait_for_timeout(300)
+    assert cuda.evaluate("p => p.scrollTop") == 100
+    assert view.evaluate(SCROLLER_TOP_JS) == notebook_top
+
+    # the PTX pane, compiled when its tab is first opened (nvcc -ptx -lineinfo; .ci/run requires nvcc)
+    if shutil.which("nvcc") or os.environ.get("CI"):
+        _choose_line(view, label(last))
+        cuda.locator(f".tm-L{last}[data-tm-hl]").first.wait_for()
+        tabs.nth(titles.index("PTX")).click()
+        ptx = view.locator(".tm-pane", has=page.locator("pre.tm-ptx"))
+        ptx.wait_for(timeout=120_000)
+        page.wait_for_function(f"p => ({PANE_VIEW_JS})(p)?.inside", arg=ptx.element_handle(), timeout=30_000)
+        state = ptx.evaluate(PANE_VIEW_JS)
+        assert state["belowFold"] and state["scrollTop"] > 0, state
+        view.screenshot(path=str(artifacts / "jupyterlab_widget_ptx_scrolled.png"))
     page.close()

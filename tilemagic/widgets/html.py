@@ -36,7 +36,12 @@ Firefox 121 or later.
 The section builders (:func:`banner_html`, :func:`dispatch_html`, ...) are shared with
 the ipywidgets view (:mod:`tilemagic.widgets.view`), which bakes the highlight of a
 selected line into the pane instead (``highlight=N``): ipywidgets ``HTML`` values run no
-scripts.
+scripts.  Such a pane says ``data-tm-highlight="N"``, its highlighted lines carry
+:data:`HL_ATTR` (``data-tm-hl``) and its header names them (``L14: lines 31-32 of 38``);
+tilemagic's JupyterLab extension (``labextension/src/panes.ts``) scrolls the pane to the first
+of them.  Elsewhere nothing scrolls it, so a pane whose first highlighted line is below the
+fold (:data:`FOLD_LINES`) also lists them above its code (``tm-hl-excerpt``, which the
+extension hides).
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ from .format import (
     elided_text,
     elision_note,
     mismatch_lines,
+    range_text,
     shown_lines,
     split_lines, split_sections)
 from .png import picture_png
@@ -74,10 +80,14 @@ from .text import (
 )
 
 __all__ = [
+    "EXCERPT_LINES",
+    "FOLD_LINES",
     "FONT",
     "HIGHLIGHT",
+    "HL_ATTR",
     "MAX_PANE_HTML",
     "MAX_SECTION_HTML",
+    "PANE_MAX_HEIGHT_PX",
     "PIN_SCRIPT",
     "banner_html",
     "code_grid_html",
@@ -119,9 +129,17 @@ ERROR_FG = "var(--jp-error-color1,#a40e26)"
 #: The sans-serif font stack of every heading, table and note.
 FONT = "font-family:-apple-system,BlinkMacSystemFont,'Segoe UI',Helvetica,Arial,sans-serif"
 _MONO = "font-family:SFMono-Regular,Menlo,Consolas,'Liberation Mono',monospace"
-_PRE = (f"margin:0;padding:6px 8px;{_MONO};font-size:12px;line-height:1.4;white-space:pre;"
+#: A code pane's geometry: a scroll box at most ``PANE_MAX_HEIGHT_PX`` high (its header sticks to the top), its code
+#: ``_CODE_PX`` px at line height ``_LINE_HEIGHT``, one line per text line (``white-space:pre``).
+PANE_MAX_HEIGHT_PX: int = 480
+_CODE_PX, _LINE_HEIGHT = 12, 1.4
+#: Lines of a code pane in view before it is scrolled: its height less the sticky header, the code's padding and a
+#: horizontal scroll bar (44 px together), in code lines (25).  A highlighted line further down is "below the fold".
+FOLD_LINES: int = int((PANE_MAX_HEIGHT_PX - 44) / (_CODE_PX * _LINE_HEIGHT))
+_PRE = (f"margin:0;padding:6px 8px;{_MONO};font-size:{_CODE_PX}px;line-height:{_LINE_HEIGHT};white-space:pre;"
         f"background:{CODE_BG};color:{FG};text-align:left")
-_PANE = f"border:1px solid {BORDER};border-radius:6px;overflow:auto;max-height:480px;min-width:0;background:{CODE_BG}"
+_PANE = (f"border:1px solid {BORDER};border-radius:6px;overflow:auto;max-height:{PANE_MAX_HEIGHT_PX}px;min-width:0;"
+         f"background:{CODE_BG}")
 _PANE_HEAD = (f"{FONT};font-size:12px;font-weight:600;padding:4px 8px;background:{HEAD_BG};"
               f"border-bottom:1px solid {BORDER};position:sticky;top:0")
 _H = f"{FONT};font-size:14px;font-weight:600;margin:14px 0 6px 0;color:{FG}"
@@ -280,16 +298,37 @@ _PINNED = "background:rgba(255,170,0,0.5);box-shadow:inset 3px 0 0 #9a6700"
 _BLOCK_LINE = "display:inline-block;min-width:100%;box-sizing:border-box"
 
 
+#: The attribute of a line highlighted for the widget view's *source line* selector (``highlight=N``); the pane
+#: that holds it says ``data-tm-highlight="N"``.  tilemagic's JupyterLab extension (``labextension/src/panes.ts``)
+#: scrolls each such pane to its first ``.tm-line[data-tm-hl]``.
+HL_ATTR = "data-tm-hl"
+
+
 def _line_span(html_line: str, src_line: int | None, highlight: int | None = None) -> str:
     """One pane line: ``<span class="tm-line tm-LN" data-src-line="N">`` (plain ``tm-line`` if unmapped).
 
-    With ``highlight == src_line`` the highlight is baked in as an inline style (widget view).
+    With ``highlight == src_line`` the highlight is baked in as an inline style and the line carries
+    :data:`HL_ATTR` (widget view).
     """
     if src_line is None:
         return f'<span class="tm-line">{html_line}</span>'
     n = int(src_line)
-    style = f' style="{HIGHLIGHT};{_BLOCK_LINE}"' if highlight is not None and int(highlight) == n else ""
-    return f'<span class="tm-line tm-L{n}" data-src-line="{n}"{style}>{html_line}</span>'
+    mark = (f' style="{HIGHLIGHT};{_BLOCK_LINE}" {HL_ATTR}' if highlight is not None and int(highlight) == n
+            else "")
+    return f'<span class="tm-line tm-L{n}" data-src-line="{n}"{mark}>{html_line}</span>'
+
+
+def _pane_open(highlight: int | None) -> str:
+    """A pane's opening ``<div class="tm-pane" ...>``, with ``data-tm-highlight="N"`` when it follows line N."""
+    mark = f' data-tm-highlight="{int(highlight)}"' if highlight is not None else ""
+    return f'<div class="tm-pane"{mark} style="{_PANE}">'
+
+
+def _pane_head(title: str, note: str = "") -> str:
+    """A pane's sticky header: ``title`` and, after a dot, ``note`` (``tm-hl-note``: which lines are highlighted)."""
+    extra = (f'<span class="tm-hl-note" style="font-weight:400;color:{MUTED}"> · {escape(note)}</span>'
+             if note else "")
+    return f'<div style="{_PANE_HEAD}">{escape(title)}{extra}</div>'
 
 
 def mapped_lines(result) -> list[int]:
@@ -450,7 +489,10 @@ def source_html(result, highlight: int | None = None) -> str:
         spans.insert(head, f'<span class="tm-line tm-elided" style="{_ELIDED}">'
                            f"{escape(elision_note(len(lines) - head - tail, 'result.source'))}</span>")
     body = "\n".join(spans)
-    return (f'<div class="tm-pane" style="{_PANE}"><div style="{_PANE_HEAD}">Description</div>'
+    note = ""
+    if highlight is not None:
+        note = f"L{int(highlight)} highlighted" + ("" if int(highlight) in shown else " (in the part not shown)")
+    return (f'{_pane_open(highlight)}{_pane_head("Description", note)}'
             f'<pre class="tm-code tm-src" style="{_PRE}">{body}</pre></div>')
 
 
@@ -503,11 +545,11 @@ _ELIDED = f"color:{MUTED};font-style:italic;background:{HEAD_BG}"
 
 
 def _pane_lines(text: str, src_lines: Sequence[int | None] | None, language: str, highlight: int | None,
-                where: str) -> list[str]:
-    """The ``<span>`` lines of a pane: all of them, or a collapsed pane's first and last lines
-    (:func:`~tilemagic.widgets.format.shown_lines`) around an unmapped elision line; each
-    line cut by :func:`~tilemagic.widgets.format.clip_line`.  Only the shown lines are
-    highlighted, and line ``i`` keeps ``src_lines[i]``, so the mapping holds for every line shown."""
+                where: str) -> list[tuple[int | None, str, str]]:
+    """The lines of a pane as ``(index, coloured line, <span> line)``: all of them, or a collapsed pane's first and
+    last lines (:func:`~tilemagic.widgets.format.shown_lines`) around an unmapped elision line (index None); each
+    line cut by :func:`~tilemagic.widgets.format.clip_line`.  Only the shown lines are highlighted, and line ``i``
+    keeps ``src_lines[i]``, so the mapping holds for every line shown."""
     lines = split_lines(text or "")
     src = list(src_lines or [])
     head, tail = shown_lines(len(lines))
@@ -515,12 +557,64 @@ def _pane_lines(text: str, src_lines: Sequence[int | None] | None, language: str
     hl = highlight_lines("\n".join(clip_line(lines[i]) for i in keep), language)
     out = [_line_span(h, src[i] if i < len(src) else None, highlight) for i, h in zip(keep, hl)]
     first, last = budgeted(out[:head], out[head:], MAX_PANE_HTML)  # highlighted lines can be long: a byte budget
+    rows: list[tuple[int | None, str, str]] = list(zip(keep, hl, out))
     hidden = len(lines) - len(first) - len(last)
     if hidden:
         note = escape(elision_note(hidden, where))
         numbering = f"counter-set:tm-ln {len(lines) - len(last)}"  # the line numbers go on at the first tail line
-        return [*first, f'<span class="tm-line tm-elided" style="{_ELIDED};{numbering}">{note}</span>', *last]
-    return out
+        elided = f'<span class="tm-line tm-elided" style="{_ELIDED};{numbering}">{note}</span>'
+        return [*rows[:len(first)], (None, "", elided), *rows[len(rows) - len(last):]]
+    return rows
+
+
+#: Most highlighted lines a pane lists above its code when the first of them is below the fold.
+EXCERPT_LINES: int = 6
+#: Most runs of highlighted lines a pane header names (``lines 31-32, 35 of 44``).
+NOTE_RUNS: int = 4
+
+
+def _line_runs(indices: Sequence[int]) -> list[str]:
+    """Sorted 0-based line indices as 1-based inclusive runs: ``[30, 31, 34] -> ["31-32", "35"]``."""
+    runs: list[list[int]] = []
+    for i in indices:
+        if runs and i == runs[-1][1] + 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return [range_text(a + 1, b + 1) for a, b in runs]
+
+
+def _highlight_parts(n: int, src: Sequence[int | None], total: int,
+                     rows: Sequence[tuple[int | None, str, str]]) -> tuple[str, str]:
+    """The header note and the excerpt of a pane that highlights description line ``n``.
+
+    The note names the pane's lines of ``n`` (1-based runs of its ``total`` lines, and how many of them a
+    collapsed pane does not show).  The excerpt lists the first :data:`EXCERPT_LINES` of them with their
+    numbers, above the code, when the first one is below the fold (:data:`FOLD_LINES`): where nothing scrolls
+    the pane (no JupyterLab extension), the selected lines are in view all the same.  '' when not needed.
+    """
+    hit = [i for i, s in enumerate(src[:total]) if s is not None and int(s) == n]
+    if not hit:
+        return f"L{n}: no lines here", ""
+    runs = _line_runs(hit)
+    listed = ", ".join(runs[:NOTE_RUNS]) + (f", … ({len(runs) - NOTE_RUNS} more runs)" if len(runs) > NOTE_RUNS else "")
+    note = f"L{n}: {'line' if len(hit) == 1 else 'lines'} {listed} of {total:,}"
+    wanted = set(hit)
+    shown = [(pos, i, h) for pos, (i, h, _) in enumerate(rows) if i is not None and i in wanted]
+    if len(shown) < len(hit):
+        note += f" ({len(hit) - len(shown):,} not shown)"
+    if not shown or shown[0][0] < FOLD_LINES:
+        return note, ""
+    width = len(str(total))
+    listed_rows = "\n".join(f'<span style="color:{FAINT};user-select:none">{str(i + 1).rjust(width)} </span>{h}'
+                            for _, i, h in shown[:EXCERPT_LINES])
+    more = len(shown) - EXCERPT_LINES
+    caption = (f"L{n} in this pane, highlighted further down (from line {shown[0][1] + 1:,}"
+               + (f"; {more:,} more after these" if more > 0 else "") + "):")
+    return note, (f'<div class="tm-hl-excerpt" style="border-bottom:1px solid {BORDER};'
+                  f'box-shadow:inset 3px 0 0 #d4a72c">'
+                  f'<div style="{FONT};font-size:11px;color:{MUTED};padding:2px 8px">{escape(caption)}</div>'
+                  f'<pre style="{_PRE}">{listed_rows}</pre></div>')
 
 
 def code_pane_html(title: str, text: str, src_lines: Sequence[int | None], language: str, *,
@@ -545,13 +639,21 @@ def code_pane_html(title: str, text: str, src_lines: Sequence[int | None], langu
     role : str, optional
         Extra class of the ``<pre>`` naming the stage (``tm-ir``, ``tm-cu``, ``tm-emu``, ``tm-ptx``).
     highlight : int, optional
-        Description line whose lines get the highlight as an inline style (widget view).
+        Description line whose lines get the highlight (widget view): an inline style and :data:`HL_ATTR` on
+        each of them, ``data-tm-highlight="N"`` on the pane, a header note naming them (``L14: lines 31-32 of
+        38``, ``L9: no lines here``) and, when the first is below the fold (:data:`FOLD_LINES`), an excerpt
+        ``tm-hl-excerpt`` above the code listing the first :data:`EXCERPT_LINES` with their numbers.  The
+        JupyterLab extension scrolls the pane to the first one and hides the excerpt.
     where : str, optional
         Where the full text is (``result.ir``), named by a collapsed pane's elision line.
     """
-    body = "\n".join(_pane_lines(text, src_lines, language, highlight, where or "the result"))
+    rows = _pane_lines(text, src_lines, language, highlight, where or "the result")
+    body = "\n".join(span for _, _, span in rows)
     cls = "tm-code" + (f" {role}" if role else "")
-    return (f'<div class="tm-pane" style="{_PANE}"><div style="{_PANE_HEAD}">{escape(title)}</div>'
+    note, excerpt = "", ""
+    if highlight is not None:
+        note, excerpt = _highlight_parts(int(highlight), list(src_lines or []), len(split_lines(text or "")), rows)
+    return (f'{_pane_open(highlight)}{_pane_head(title, note)}{excerpt}'
             f'<pre class="{cls}" data-lang="{escape(language)}" style="{_PRE}">{body}</pre></div>')
 
 

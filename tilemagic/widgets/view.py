@@ -12,11 +12,15 @@ its content as stray ``stdout``.  Its display carries the static HTML and the te
 as fallbacks, so front ends without live widget state (nbconvert, GitHub, a reopened
 notebook) show the report instead of an empty output.
 
-Line mapping.  Selecting a description line re-renders the Description, IR, CUDA and PTX
-panes with that line's lines highlighted (an inline style: ``HTML`` widget values run no
-scripts).  The PTX tab compiles lazily when first opened (``nvcc -ptx -lineinfo`` or
-NVRTC, :func:`tilemagic.runtime.ptx.ptx_for`, cached), so building the view costs no
-compiler run.  This module imports ipywidgets; nothing imports it before a widget is asked for.
+Line mapping.  Selecting a description line re-renders the Description, IR, CUDA, CUDA
+(emulated) and PTX panes with that line's lines highlighted (an inline style: ``HTML`` widget
+values run no scripts) and named in each pane's header.  In JupyterLab, tilemagic's extension
+(``labextension/src/panes.ts``) scrolls each pane to its first highlighted line; without it, a pane
+whose first highlighted line is below the fold lists them above its code
+(:func:`tilemagic.widgets.html.code_pane_html`).  The PTX tab compiles lazily when first
+opened (``nvcc -ptx -lineinfo`` or NVRTC, :func:`tilemagic.runtime.ptx.ptx_for`, cached), so
+building the view costs no compiler run.  This module imports ipywidgets; nothing imports it
+before a widget is asked for.
 """
 
 from __future__ import annotations

@@ -283,7 +283,7 @@ def test_widget_ptx_tab_compiles_lazily_and_maps_lines():
     box.tab.selected_index = box.tab.titles.index("PTX")
     ptx = box.panes["PTX"].value
     assert "PTX (sm_100a, nvcc" in ptx and 'class="tm-code tm-ptx"' in ptx
-    line = re.search(r'<span class="tm-line tm-L9" data-src-line="9" style="[^"]*">([^\n]*tcgen05[^\n]*)', ptx)
+    line = re.search(r'<span class="tm-line tm-L9" data-src-line="9" style="[^"]*" data-tm-hl>([^\n]*tcgen05[^\n]*)', ptx)
     assert line and "st" in re.sub("<[^>]+>", "", line.group(1))
     box.line_select.value = 12
     assert re.search(r'tm-L12" data-src-line="12" style="background:rgba\(255,213,0,0.33\)[^>]*>[^\n]*tcgen05', box.panes["PTX"].value)
