@@ -445,6 +445,7 @@ class Tracker:
         self._set_ids: dict[bytes, int] = {}
         self._patterns: dict = {}  # cycled / repeated thread rows of runs: :meth:`_pattern`
         self._event_tids: dict = {}  # id(threads array) -> (it, sorted int64, int32): :meth:`event`
+        self._ranges: dict = {}  # id(threads array) -> (it, whether it is a range): :meth:`_is_range`
         self._in_flight_regs: set[str] = set()  # register buffers with units a tcgen05.ld/st has in flight
         self.report = HBReport()
         self._seen: set = set()
@@ -793,6 +794,17 @@ class Tracker:
         self._hazard("uninit", ("uninit", name, span), msg, span, None, name, where, (t, t))
 
     # ------------------------------------------------------------------ registers
+    def _is_range(self, tids, rows: np.ndarray) -> bool:
+        """Are ``rows`` (``tids`` flat) consecutive, ascending?  Remembered per thread array (the executor passes
+        the same ones again and again)."""
+        hit = self._ranges.get(id(tids))
+        if hit is not None and hit[0] is tids:
+            return hit[1]
+        ok = bool(np.all(np.diff(rows) == 1))
+        if isinstance(tids, np.ndarray) and len(self._ranges) < 256:
+            self._ranges[id(tids)] = (tids, ok)  # (kept: its id stays its own)
+        return ok
+
     def _reg_norm(self, buf: ir.Buffer, off, tids, nbytes: int):
         """A register access as (index into the ``(threads, units)`` arrays, item shape, units per item,
         locate: flat position -> (thread, unit))."""
@@ -806,7 +818,7 @@ class Tracker:
             rows_a = np.asarray(tids, np.int64).reshape(-1)
             m = rows_a.size
             rows: slice | np.ndarray = rows_a
-            if m and int(rows_a[-1]) - int(rows_a[0]) == m - 1 and (m == 1 or bool(np.all(np.diff(rows_a) == 1))):
+            if m and int(rows_a[-1]) - int(rows_a[0]) == m - 1 and (m == 1 or self._is_range(tids, rows_a)):
                 rows = slice(int(rows_a[0]), int(rows_a[0]) + m)
             w = off.count * k
 

@@ -1408,7 +1408,8 @@ class Simulator:
 
     def _taddr(self, addr_buf, tids, span):
         """The TMEM address in ``addr_buf[0]``, read by threads ``tids``."""
-        self.hb.read(addr_buf, np.zeros(tids.size, np.int64), tids, span, 4)
+        if self.hb.tracks(addr_buf):  # (the slot the allocation writes is not tracked: nothing to report)
+            self.hb.read(addr_buf, np.zeros(tids.size, np.int64), tids, span, 4)
         return int(self.mem[addr_buf.name].view(np.uint32)[0])
 
     def _ldst(self, s: ir.TcgenLdSt, active):
