@@ -446,6 +446,7 @@ def _lines(o: dict) -> dict:
     runs may name another earlier line, or fewer of them, for one access)."""
     d = _loosen(o)
     d["hazards"] = sorted({(k, b, s.line if s else 0) for k, b, s, _, _ in d["hazards"]})
+    d["summary"] = re.sub(r"\d+ hazards?", "hazards", d["summary"])
     return d
 
 
@@ -484,6 +485,8 @@ def differences(kind: str, cell: Cell, strict: bool = False) -> list[str]:
     # the model: data and uninitialised reads
     res = fast["result"]
     kinds = {h[0] for h in fast["hazards"]}
+    if fast["incomplete"]:  # (the language has no index or condition computed from data)
+        diffs.append(f"the report is incomplete: {fast['incomplete']}")
     if cell.uninit_read and "uninit" not in kinds:
         diffs.append("the model reads uninitialised data, the run reports no uninitialised read")
     if not cell.uninit_read and "uninit" in kinds:
