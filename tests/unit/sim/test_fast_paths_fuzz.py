@@ -63,6 +63,7 @@ class Cell:
     kinds: dict[str, str] = field(default_factory=dict)
     outputs: tuple[str, ...] = ()
     ops: list[tuple] = field(default_factory=list)
+    expect_kinds: set[str] = field(default_factory=set)  # hazard kinds the run must report (the model knows them)
     _touched: dict[str, np.ndarray] = field(default_factory=dict)  # elements accessed since the last barrier
     uninit_read: bool = False  # the model reads an element nothing wrote (the run must report it)
     synced: bool = True  # every write is followed by a cta_sync before another op reads it
@@ -290,11 +291,16 @@ def gen_tmem(rng: random.Random) -> Cell:
     c.declare("local", "a", dtype, (128, width), f"S[(128, {width}) : (1@tid_in_wg, 1)]")
     c.declare("local", "b", dtype, (128, width), f"S[(128, {width}) : (1@tid_in_wg, 1)]")
     wins = [(k * width, (k + 1) * width) for k in range(tcols // width)]
+    st_pending: list = []  # windows a tcgen05.st wrote that no `wait st` has waited for
     for w in rng.sample(wins, rng.randint(1, len(wins))):
+        if st_pending:  # the registers of an unwaited tcgen05.st overwritten (PTX ISA 9.0 §9.7.16.8.5)
+            c.expect_kinds.add("st-overwrite")
         c.copy("wg", "a", (), "A", _box(rng, (128, 2 * tcols), (128, width), (1, epc)))
         c.copy("wg", "T", ((0, 128), w), "a", (), op="copy_async")
+        st_pending.append(w)
         if rng.random() < 0.85:
             c.lines.append("wait st")
+            st_pending.clear()
         else:
             c.synced = False
     if rng.random() < 0.9:
@@ -302,11 +308,14 @@ def gen_tmem(rng: random.Random) -> Cell:
     else:
         c.synced = False
     for w in rng.sample(wins, rng.randint(1, len(wins))):
+        if w in st_pending and c.bufs["T"].init[:, w[0]:w[1]].all():  # TMEM read before its `wait st`
+            c.expect_kinds.add("st-read")
         c.copy("wg", "b", (), "T", ((0, 128), w), op="copy_async")
         if rng.random() < 0.85:
             c.lines.append("wait ld")
         else:
             c.synced = False
+            c.expect_kinds.add("ld-read")  # the registers of an unwaited tcgen05.ld read (by the next copy)
         c.copy("wg", "B", _box(rng, (128, 2 * tcols), (128, width), (1, 1)), "b", ())
     return c
 
@@ -487,6 +496,8 @@ def differences(kind: str, cell: Cell, strict: bool = False) -> list[str]:
     kinds = {h[0] for h in fast["hazards"]}
     if fast["incomplete"]:  # (the language has no index or condition computed from data)
         diffs.append(f"the report is incomplete: {fast['incomplete']}")
+    if cell.expect_kinds - kinds:
+        diffs.append(f"hazards of kinds {sorted(cell.expect_kinds - kinds)} not reported (got {sorted(kinds)})")
     if cell.uninit_read and "uninit" not in kinds:
         diffs.append("the model reads uninitialised data, the run reports no uninitialised read")
     if not cell.uninit_read and "uninit" in kinds:
