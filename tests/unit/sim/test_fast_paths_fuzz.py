@@ -410,6 +410,22 @@ def mode(batched: bool, per_byte: bool):
 
 
 MODES = {"fast": (True, False), "serial": (False, False), "per-byte": (True, True), "serial per-byte": (False, True)}
+#: the simulator's chunk sizes made small (loop chunks, runs, fixed index arrays, the tracker's scans), so small cells
+#: cross the chunk boundaries that only large tiles reach with the defaults
+SMALL_CHUNKS = {(interpreter, "CHUNK_LANES"): 64, (interpreter, "RUN_ELEMS"): 256, (interpreter, "FIXED_ITEMS"): 64,
+                (hbmod, "_CHUNK"): 64}
+
+
+@contextlib.contextmanager
+def small_chunks():
+    old = {k: getattr(*k) for k in SMALL_CHUNKS}
+    try:
+        for (mod, name), v in SMALL_CHUNKS.items():
+            setattr(mod, name, v)
+        yield
+    finally:
+        for (mod, name), v in old.items():
+            setattr(mod, name, v)
 
 
 def _loose(message: str) -> str:
@@ -472,6 +488,13 @@ def differences(kind: str, cell: Cell, strict: bool = False) -> list[str]:
         return [f"{type(e).__name__}: {e.message}"]
     diffs = []
     fast = outs["fast"]
+    # small chunks: the same as one chunk (up to the lines a batched access names, findings 3 and 3b)
+    with small_chunks():
+        chunked = outcome(src, True, False)
+    x, y = (_loosen(fast), _loosen(chunked)) if strict else (_lines(fast), _lines(chunked))
+    for k in x:
+        if x[k] != y[k]:
+            diffs.append(f"fast vs small chunks: {k} differ:\n  fast: {_show(x[k])}\n  chunked: {_show(y[k])}")
     # the same cell again in this process: the pipeline hands back the same kernel object (its memos kept)
     again = outcome(src, True, False)
     if again["result"].kernel is not fast["result"].kernel:
