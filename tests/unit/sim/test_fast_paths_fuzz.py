@@ -803,3 +803,30 @@ check B == A"""
 def test_a_partly_initialised_vector_poisons_only_its_uninitialised_bytes():
     res = run(PARTLY_INITIALISED_VECTOR, allow_fail=True)
     assert [(c.passed, c.uninitialised) for c in res.launch.checks] == [(True, 0), (False, 128 - 24)]
+
+
+@pytest.mark.xfail(strict=True, reason="finding 2 (b): the same stale memo (kernel_accesses.written): a store added in "
+                                       "place to a global the first body only read finds the buffer untracked and "
+                                       "not copied — ValueError 'assignment destination is read-only' instead of "
+                                       "the race a new kernel object reports")
+def test_a_write_added_in_place_to_an_input_is_tracked():
+    import dataclasses
+
+    from tilemagic.ir import nodes as ir
+
+    res = run("kernel k threads=32\nglobal A: float32[32]\nglobal B: float32[32] = zeros\nwarp.copy B <- A\n"
+              "check B == A", allow_fail=True)
+    k, inputs = res.kernel, res.launch.inputs
+    A = next(b for b in k.params if b.name == "A")
+    # thread 1 stores A[0] while thread 0 reads it: a race on the input
+    extra = ir.If(ir.Bin("==", ir.ThreadVar("tx"), ir.Const(1)), ir.Store(A, (ir.Const(0),), ir.Const(7)),
+                  span=k.body.body[-1].span)
+    old = k.body.body
+    want = _simulated(dataclasses.replace(k, body=ir.Seq((extra,) + old)), inputs)
+    assert [h[:2] for h in want[1]] == [("raw", "A")]
+    try:
+        _simulated(k, inputs)
+        k.body.body = (extra,) + old  # (in place)
+        assert _simulated(k, inputs) == want
+    finally:
+        k.body.body = old
