@@ -132,6 +132,17 @@ def _box(rng: random.Random, shape: tuple[int, int], sub: tuple[int, int], align
     return tuple(out)
 
 
+def _cell(threads: int, dtype: str, shape: tuple[int, ...]) -> Cell:
+    """A cell's kernel line and its two global buffers: ``A`` (``= arange``, read) and ``B`` (``= zeros``, the
+    output the model predicts)."""
+    c = Cell()
+    c.lines.append(f"kernel fz threads={threads}")
+    c.declare("global", "A", dtype, shape, init="arange")
+    c.declare("global", "B", dtype, shape, init="zeros")
+    c.outputs = ("B",)
+    return c
+
+
 def _shared_layout(rng: random.Random, dtype: str, rows: int, cols: int) -> str:
     eb = EB[dtype]
     opts = ["", f"S[({rows}, {cols}) : (1, {rows})]", f"S[({cols}, {rows}) : ({rows}, 1)]".replace(
@@ -155,11 +166,7 @@ def gen_gmem_smem(rng: random.Random) -> Cell:
     threads = rng.choice([32, 64, 128, 256])
     cols = rng.choice([c for c in (8, 16, 32, 64, 128) if c * eb <= 256 and c * eb >= 8])
     rows = rng.choice([8, 16, 32])
-    c = Cell()
-    c.lines.append(f"kernel fz threads={threads}")
-    c.declare("global", "A", dtype, (2 * rows, 2 * cols), init="arange")
-    c.declare("global", "B", dtype, (2 * rows, 2 * cols), init="zeros")
-    c.outputs = ("B",)
+    c = _cell(threads, dtype, (2 * rows, 2 * cols))
     c.declare("shared", "S", dtype, (rows, cols), _shared_layout(rng, dtype, rows, cols))
     scopes = [s for s in ("thread", "warp", "wg", "cta") if {"thread": 1, "warp": 32, "wg": 128, "cta": threads}[s]
               <= threads]
@@ -202,11 +209,7 @@ def gen_reg(rng: random.Random) -> Cell:
     scope, threads, rows = rng.choice([("wg", 128, 128), ("warp", 32, 32), ("wg", 256, 128), ("cta", 256, 256)])
     axis = {128: "tid_in_wg", 32: "laneid", 256: "tx"}[rows]
     cols = rng.choice([c for c in (4, 8, 16, 32) if c * eb >= 4])
-    c = Cell()
-    c.lines.append(f"kernel fz threads={threads}")
-    c.declare("global", "A", dtype, (2 * rows, 2 * cols), init="arange")
-    c.declare("global", "B", dtype, (2 * rows, 2 * cols), init="zeros")
-    c.outputs = ("B",)
+    c = _cell(threads, dtype, (2 * rows, 2 * cols))
     lay = rng.choice([f"S[({rows}, {cols}) : (1@{axis}, 1)]", f"S[({cols}, {rows}) : (1, 1@{axis})]"])
     c.declare("local", "a", dtype, (rows, cols), lay)
     use_smem = rng.random() < 0.5
@@ -238,11 +241,7 @@ def gen_ldstmatrix(rng: random.Random) -> Cell:
     """ldmatrix / stmatrix (LDSTMATRIX_CASES' fragments, with and without ``.trans``): tiles at offsets of larger
     global buffers, round trips through two shared tiles, barriers dropped, tiles never written."""
     lay, rows, cols, scope, threads, dtype, smem = LDSTMATRIX_CASES[rng.randrange(len(LDSTMATRIX_CASES))][:7]
-    c = Cell()
-    c.lines.append(f"kernel fz threads={threads}")
-    c.declare("global", "A", dtype, (2 * rows, 2 * cols), init="arange")
-    c.declare("global", "B", dtype, (2 * rows, 2 * cols), init="zeros")
-    c.outputs = ("B",)
+    c = _cell(threads, dtype, (2 * rows, 2 * cols))
     c.declare("shared", "S", dtype, (rows, cols), smem)
     c.declare("shared", "U", dtype, (rows, cols), smem)
     c.declare("local", "a", dtype, (rows, cols), lay)
@@ -282,11 +281,7 @@ def gen_tmem(rng: random.Random) -> Cell:
     epc = 4 // EB[dtype]
     width = rng.choice([w for w in (1, 2, 4, 8, 16) if w * epc <= 32]) * epc
     tcols = width * rng.choice([1, 2, 4])
-    c = Cell()
-    c.lines.append("kernel fz threads=128")
-    c.declare("global", "A", dtype, (128, 2 * tcols), init="arange")
-    c.declare("global", "B", dtype, (128, 2 * tcols), init="zeros")
-    c.outputs = ("B",)
+    c = _cell(128, dtype, (128, 2 * tcols))
     c.declare("tmem", "T", dtype, (128, tcols))
     c.declare("local", "a", dtype, (128, width), f"S[(128, {width}) : (1@tid_in_wg, 1)]")
     c.declare("local", "b", dtype, (128, width), f"S[(128, {width}) : (1@tid_in_wg, 1)]")
@@ -325,11 +320,7 @@ def gen_ldst_tiles(rng: random.Random) -> Cell:
     different constant in the address), fragments read twice, stored back elsewhere, or never loaded."""
     cases = [c for c in LDSTMATRIX_CASES if not c[6]]
     lay, rows, cols, scope, threads, dtype, _ = cases[rng.randrange(len(cases))][:7]
-    c = Cell()
-    c.lines.append(f"kernel fz threads={threads}")
-    c.declare("global", "A", dtype, (2 * rows, 2 * cols), init="arange")
-    c.declare("global", "B", dtype, (2 * rows, 2 * cols), init="zeros")
-    c.outputs = ("B",)
+    c = _cell(threads, dtype, (2 * rows, 2 * cols))
     c.declare("shared", "S", dtype, (2 * rows, 2 * cols))
     c.declare("local", "a", dtype, (rows, cols), lay)
     c.declare("local", "b", dtype, (rows, cols), lay)
@@ -363,11 +354,7 @@ def gen_tmem_frag(rng: random.Random) -> Cell:
     shape = rng.choice(["16x64b", "16x128b", "16x256b"])
     cols = rng.choice([16, 32, 64])
     atom = {"16x64b": 2, "16x128b": 4, "16x256b": 8}[shape]
-    c = Cell()
-    c.lines.append("kernel fz threads=128")
-    c.declare("global", "A", "float32", (128, 2 * cols), init="arange")
-    c.declare("global", "B", "float32", (128, 2 * cols), init="zeros")
-    c.outputs = ("B",)
+    c = _cell(128, "float32", (128, 2 * cols))
     c.declare("tmem", "T", "float32", (128, cols))
     c.declare("local", "a", "float32", (128, cols), f"frag({shape})")
     c.declare("local", "b", "float32", (128, cols), f"frag({shape})")
