@@ -626,8 +626,10 @@ class Tracker:
 
     # ------------------------------------------------------------------ accesses in one space
     def _check_writer(self, sp: _Space, ix, t, span, kind: str) -> None:
-        """Report the first unit whose last write is not ordered before this access (``raw``: a read, a
-        member of a writer set is fine; ``waw``: a write, the set's other members must be ordered)."""
+        """Report, for every earlier write access some unit's last write comes from that is not ordered before
+        this access, its first such unit (``raw``: a read, a member of a writer set is fine; ``waw``: a write, the
+        set's other members must be ordered) — one report per pair of statements, however many statements one
+        call covers (a batched op)."""
         t = _arr(t)
         prev = _get(sp.wt, ix)
         cand = np.nonzero((prev != _NONE) & (prev != t))[0]
@@ -636,8 +638,7 @@ class Tracker:
         tc_ = np.broadcast_to(t, prev.shape)[cand]
         wa = _get(sp.wa, ix)[cand]
         bad = self._unordered(tc_, prev[cand], self._aid_stamp[wa], kind == "raw")
-        if bad.any():
-            j = int(np.argmax(bad))
+        for j in _first_per(wa, bad):
             i = cand[j]
             w, a = int(prev[i]), int(wa[j])
             if w <= -2:  # name a writer of the set other than this thread
@@ -704,13 +705,14 @@ class Tracker:
         if sp.has_r and _meets(sp.r_rng, rng):
             if not _quiet(sp.r_since, t):
                 bad, r0, s0 = self._reads_unordered(sp, ix, t)
-                if bad.any():
-                    i = int(np.argmax(bad))
-                    ti = int(np.broadcast_to(_arr(t), r0.shape)[i])
-                    r = int(r0[i])
-                    if r == _SHARED:  # several threads read it (which ones is not kept): named as such
-                        r = -1
-                    self._race("war", sp, _at(ix, i), ti, span, r, self._aid_span[int(sp.ra[_at(ix, i)])])
+                if bad.any():  # (one report per earlier read access, as :meth:`_check_writer`)
+                    ra = _get(sp.ra, ix)
+                    for i in _first_per(ra, bad):
+                        ti = int(np.broadcast_to(_arr(t), r0.shape)[i])
+                        r = int(r0[i])
+                        if r == _SHARED:  # several threads read it (which ones is not kept): named as such
+                            r = -1
+                        self._race("war", sp, _at(ix, int(i)), ti, span, r, self._aid_span[int(ra[i])])
             sp.flush_reads()
             _set(sp.rt, ix, _NONE)  # reads before an ordered write are ordered before every later access after it
             # (where nothing was read since the last full barrier every reader entry is ordered before all: kept)
@@ -832,25 +834,27 @@ class Tracker:
             return int(t[i]), int(u[i])
         return (t, u), shape, k, locate_a
 
-    def _in_flight(self, buf: ir.Buffer, p, state, locate, span, paid, kind: str, verb: str, wait: str,
+    def _in_flight(self, buf: ir.Buffer, p, state, locate, span, paid, at, kind: str, verb: str, wait: str,
                    what: str) -> None:
-        """Report the first register unit of ``p`` (in-flight states) in ``state``: used (``verb``) at ``span``
-        before ``wait::{wait}`` while the tcgen05.{wait} that set it ``what`` (PTX ISA 9.0 §9.7.16.8.5)."""
+        """Report, for every tcgen05.{wait} that left register units of ``p`` (in-flight states, the units ``at``)
+        in ``state``, the first of them: used (``verb``) at ``span`` before ``wait::{wait}`` while that instruction
+        ``what`` (PTX ISA 9.0 §9.7.16.8.5) — one report per pair of statements, however many one call covers."""
         hit = p == state
         if not hit.any():
             return
-        t, u = locate(int(np.argmax(hit.reshape(-1))))
-        other = self._aid_span[int(paid[t, u])]
-        word = u * self.unit(buf) // 4
-        msg = (f"hazard: registers of {buf.name} are {verb} at {_line(span)} before `wait {wait}`; the tcgen05.{wait} "
-               f"at {_line(other)} {what} (PTX ISA 9.0 §9.7.16.8.5) (thread {t}, register {word})")
-        self._hazard(kind, (kind, buf.name, other, span), msg, span, other, buf.name, word, (t, t))
+        for i in _first_per(paid[at].reshape(-1), hit.reshape(-1)):
+            t, u = locate(i)
+            other = self._aid_span[int(paid[t, u])]
+            word = u * self.unit(buf) // 4
+            msg = (f"hazard: registers of {buf.name} are {verb} at {_line(span)} before `wait {wait}`; the "
+                   f"tcgen05.{wait} at {_line(other)} {what} (PTX ISA 9.0 §9.7.16.8.5) (thread {t}, register {word})")
+            self._hazard(kind, (kind, buf.name, other, span), msg, span, other, buf.name, word, (t, t))
 
     def _reg_read(self, buf: ir.Buffer, at, locate, span) -> np.ndarray:
         init, pend, paid = self.regs[buf.name]
         bits = init[at]
         if buf.name in self._in_flight_regs:  # (a tcgen05.ld/st has registers of this buffer in flight)
-            self._in_flight(buf, pend[at], _LD, locate, span, paid, "ld-read", "read", "ld",
+            self._in_flight(buf, pend[at], _LD, locate, span, paid, at, "ld-read", "read", "ld",
                             "that writes them is asynchronous")
         self.report.accesses += int(bits.size) * self.unit(buf)
         return bits.reshape(-1)
@@ -859,9 +863,9 @@ class Tracker:
         ini, pend, paid = self.regs[buf.name]
         p = pend[at] if buf.name in self._in_flight_regs else None
         if p is not None and p.any():
-            self._in_flight(buf, p, _LD, locate, span, paid, "ld-overwrite", "overwritten", "ld",
+            self._in_flight(buf, p, _LD, locate, span, paid, at, "ld-overwrite", "overwritten", "ld",
                             "writes them asynchronously")
-            self._in_flight(buf, p, _ST, locate, span, paid, "st-overwrite", "overwritten", "st",
+            self._in_flight(buf, p, _ST, locate, span, paid, at, "st-overwrite", "overwritten", "st",
                             "reads them asynchronously")
         shape = ini[at].shape if p is None else p.shape
         ini[at] = init if isinstance(init, bool) else np.asarray(init).reshape(shape)
@@ -1135,17 +1139,17 @@ class Tracker:
         _, pend, paid = self.regs[local.name]
         if kind == "tcgen05.ld":
             busy = _get(self.st_owner, cix) != _NONE
-            if busy.any():
-                i = int(np.argmax(busy))
-                cell = _at(cix, i)
-                st = self._aid_span[int(self.st_aid[cell])]
-                lane, col = divmod(cell, tc.TMEM_COLS)
-                tci = int(np.broadcast_to(cthreads, busy.shape)[i])
-                msg = (f"hazard: the tcgen05.ld at {_line(span)} reads TMEM columns the tcgen05.st at {_line(st)} "
-                       f"writes, before `wait st` (PTX ISA 9.0 §9.7.16.8.5) (thread {tci}, lane {lane}, "
-                       f"column {col})")
-                self._hazard("st-read", ("st-read", st, span), msg, span, st, "TMEM", (lane, col),
-                             (tci, int(self.st_owner[cell])))
+            if busy.any():  # (one report per tcgen05.st still in flight: :func:`_first_per`)
+                for i in _first_per(_get(self.st_aid, cix), busy):
+                    cell = _at(cix, i)
+                    st = self._aid_span[int(self.st_aid[cell])]
+                    lane, col = divmod(cell, tc.TMEM_COLS)
+                    tci = int(np.broadcast_to(cthreads, busy.shape)[i])
+                    msg = (f"hazard: the tcgen05.ld at {_line(span)} reads TMEM columns the tcgen05.st at "
+                           f"{_line(st)} writes, before `wait st` (PTX ISA 9.0 §9.7.16.8.5) (thread {tci}, lane "
+                           f"{lane}, column {col})")
+                    self._hazard("st-read", ("st-read", st, span), msg, span, st, "TMEM", (lane, col),
+                                 (tci, int(self.st_owner[cell])))
             init = self.read(None, cel, None, span)
             # the registers are written at issue and in flight until wait::ld
             if init.size == regs.size:
@@ -1182,7 +1186,14 @@ class Tracker:
             self.report.incomplete.append((text, span))
 
     def finish(self) -> HBReport:
-        """The report: hazards, incomplete reasons, the timeline, per-buffer poison of global buffers."""
+        """The report: hazards (in the order their statements first found one — program order — and the hazards
+        of one statement by the earlier line, then the kind: the same whatever order the executor met them in,
+        one statement at a time or an op's statements as one access), incomplete reasons, the timeline, per-buffer
+        poison of global buffers."""
+        first: dict = {}
+        for h in self.report.hazards:
+            first.setdefault(h.span, len(first))
+        self.report.hazards.sort(key=lambda h: (first[h.span], _pos(h.other_span), h.kind))
         for sp in self.spaces.values():
             if sp.label != "global-memory":
                 continue
@@ -1196,6 +1207,24 @@ class Tracker:
                 self.report.unwritten[sp.name] = np.repeat(never, sp.unit // sp.elem_bytes) \
                     if sp.unit > sp.elem_bytes else never.reshape(-1, max(1, sp.elem_bytes // sp.unit)).any(1)
         return self.report
+
+
+def _pos(span: Span | None) -> tuple[int, int]:
+    return (span.line, span.col) if span is not None else (0, 0)
+
+
+#: at most this many earlier statements are named per access and kind of race (the rest repeat the lesson)
+MAX_PAIRS_PER_ACCESS = 64
+
+
+def _first_per(aids: np.ndarray, bad: np.ndarray) -> list[int]:
+    """Positions of the first ``bad`` entry of each distinct access id in ``aids`` (in access order), at most
+    :data:`MAX_PAIRS_PER_ACCESS`."""
+    hit = np.flatnonzero(bad)
+    if not hit.size:
+        return []
+    _, first = np.unique(np.asarray(aids)[hit], return_index=True)
+    return [int(hit[j]) for j in np.sort(first)[:MAX_PAIRS_PER_ACCESS]]
 
 
 def _item_units(off, tids, unit: int, k: int) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
