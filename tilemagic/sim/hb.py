@@ -34,7 +34,9 @@ independently of the order the executor happened to pick:
   ``tcgen05.st`` writes stay in flight for every reader until the issuing thread's ``wait::st``.
 * **Poison.**  Shared memory, registers and TMEM start uninitialised (the simulator fills them with
   :data:`GARBAGE`, so a check against zeros cannot pass by luck); every unit carries an init bit,
-  a store copies the init bits of what it stored, a read of an uninitialised unit is a hazard,
+  a store copies the init bits of what it stored (one per item it moves: a vector with any uninitialised
+  byte stores all of its bytes as uninitialised — conservative, never a PASS for garbage), a read of an
+  uninitialised unit is a hazard,
   and the global bytes left uninitialised at the end are :attr:`HBReport.poison`.
 
 Broadcast stores: when several threads execute the *same* store statement and write *identical*
