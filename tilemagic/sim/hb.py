@@ -34,9 +34,9 @@ independently of the order the executor happened to pick:
   ``tcgen05.st`` writes stay in flight for every reader until the issuing thread's ``wait::st``.
 * **Poison.**  Shared memory, registers and TMEM start uninitialised (the simulator fills them with
   :data:`GARBAGE`, so a check against zeros cannot pass by luck); every unit carries an init bit,
-  a store copies the init bits of what it stored (one per item it moves: a vector with any uninitialised
-  byte stores all of its bytes as uninitialised — conservative, never a PASS for garbage), a read of an
-  uninitialised unit is a hazard,
+  a store copies the init bits of what it stored (a copy that moves bytes as they are, byte by byte where a
+  vector is partly initialised: :meth:`Tracker.init_bytes`; a buffer such copies write is kept at least as
+  finely as its sources, :func:`kernel_accesses`), a read of an uninitialised unit is a hazard,
   and the global bytes left uninitialised at the end are :attr:`HBReport.poison`.
 
 Broadcast stores: when several threads execute the *same* store statement and write *identical*
@@ -615,6 +615,36 @@ class Tracker:
             init_units = init_units.reshape(-1, k).all(1)
         return init_units.reshape(shape)
 
+    @classmethod
+    def _unit_bits(cls, init, init_bytes, nitems: int, k: int, unit: int):
+        """:meth:`_per_unit` of ``init``, or the units of ``init_bytes`` (per byte: a unit all of whose bytes are)."""
+        if init_bytes is None:
+            return cls._per_unit(init, nitems, k)
+        b = np.asarray(init_bytes, bool).reshape(-1, unit).all(1)
+        return True if b.all() else b
+
+    def init_bytes(self, buf: ir.Buffer | None, off: np.ndarray | Run | Prepared, tids,
+                   nbytes: int | None = None) -> np.ndarray:
+        """Is each byte of each item initialised?  A query (no access is recorded; :meth:`read` does that): the
+        items of ``off`` by ``tids`` as :meth:`read` takes them, the answer in the items' shape plus a last axis
+        of ``nbytes`` — what a copy that moves bytes as they are carries where :meth:`read` found an item not
+        wholly initialised (:meth:`write`'s ``init_bytes``)."""
+        prep = off if isinstance(off, Prepared) else None
+        nb = prep.nbytes if prep is not None else self.unit(buf) if nbytes is None else nbytes
+        if buf is not None and buf.scope != "local" and buf.name not in self.spaces:
+            shape = prep.shape if prep is not None else (off.count,) if isinstance(off, Run) else np.shape(off)
+            return np.ones(tuple(shape) + (nb,), bool)
+        if buf is not None and buf.scope == "local":
+            at, shape, k, _ = prep.norm if prep is not None else self._reg_norm(buf, off, tids, nb)
+            bits, unit = self.regs[buf.name][0][at], self.unit(buf)
+        else:
+            sp = self.tmem if buf is None else self.spaces[buf.name]
+            ix, _, shape, k = prep.norm if prep is not None else self._norm(sp.unit, off, tids, nb)
+            n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
+            bits, unit = (_get(sp.init, ix) if sp.has_init else np.ones(n, bool)), sp.unit
+        bits = np.asarray(bits).reshape(-1) if prep is None else np.asarray(prep.to_access(bits)).reshape(-1)
+        return np.repeat(bits, unit).reshape(tuple(shape) + (nb,))
+
     @staticmethod
     def _per_unit(init, nitems: int, k: int):
         """Init bits per item (or one bool) -> per unit (or one bool)."""
@@ -991,8 +1021,13 @@ class Tracker:
         return self._per_item(init_u if prep is None else prep.to_access(init_u), shape, k)
 
     def write(self, buf: ir.Buffer | None, off: np.ndarray | Run | Prepared, tids, span: Span | None,
-              init: np.ndarray | bool = True, *, value: np.ndarray | None = None, nbytes: int | None = None) -> None:
+              init: np.ndarray | bool = True, *, value: np.ndarray | None = None, nbytes: int | None = None,
+              init_bytes: np.ndarray | None = None) -> None:
         """Items of ``buf`` written by threads ``tids`` (as :meth:`read`).
+
+        ``init_bytes``, in place of ``init``: whether each byte of each item is initialised (the items' shape plus
+        a last axis of ``nbytes``; :meth:`init_bytes` of the copy's source), for a copy that moves bytes as they are
+        (a unit is initialised when all of its bytes are).
 
         ``init`` says whether each stored item was initialised (one bool, or one per item: poison
         propagates).  ``value``, the stored items (an array of one entry per item of any ``nbytes``-byte
@@ -1008,14 +1043,15 @@ class Tracker:
             if value is not None and not off.unique and not isinstance(ix, slice):
                 val = _unit_values(value, off.items * k, ps.unit)
             self._space_write(ps, ix, t, off.count, span, self._access_id(span),
-                              off.to_range(self._per_unit(init, off.items, k)), val, off.rng, off.unique)
+                              off.to_range(self._unit_bits(init, init_bytes, off.items, k, ps.unit)), val, off.rng,
+                              off.unique)
             return
         prep = off if isinstance(off, Prepared) else None
         nb = prep.nbytes if prep is not None else self.unit(buf) if nbytes is None else nbytes
         if buf is not None and buf.scope == "local":
             self._access_id(span)
             at, shape, k, locate = prep.norm if prep is not None else self._reg_norm(buf, off, tids, nb)
-            ini = self._per_unit(init, math.prod(shape), k)
+            ini = self._unit_bits(init, init_bytes, math.prod(shape), k, self.unit(buf))
             self._reg_write(buf, at, locate, span, ini if prep is None else prep.to_range(ini))
             return
         sp = self.tmem if buf is None else self.spaces.get(buf.name)
@@ -1028,7 +1064,7 @@ class Tracker:
         val = None
         if value is not None and not unique and not isinstance(ix, slice):  # (only a same-call duplicate needs them)
             val = _unit_values(value, math.prod(shape) * k, sp.unit)
-        ini = self._per_unit(init, math.prod(shape), k)
+        ini = self._unit_bits(init, init_bytes, math.prod(shape), k, sp.unit)
         self._space_write(sp, ix, t, n, span, aid, ini if prep is None else prep.to_range(ini), val,
                           *((prep.rng, unique) if prep is not None else ()))
 
@@ -1328,7 +1364,12 @@ def kernel_accesses(kernel: ir.Kernel) -> KernelAccesses:
     read: set[str] = set()
     seen: dict[str, int] = {}
     dependent: list[tuple[str, Span | None]] = []
+    moves: set[tuple[str, str]] = set()  # (source, destination) of statements that move bytes as they are
     for s in ir.walk(kernel.body):
+        if isinstance(s, ir.VecMove):
+            moves.add((s.src.name, s.dst.name))
+        elif isinstance(s, ir.LdStMatrix):
+            moves.add((s.smem.name, s.local.name) if s.op == "ld" else (s.local.name, s.smem.name))
         lds = ir.stmt_loads(s)
         r, w = ir.stmt_buffers(s, lds)
         read.update(b.name for b in r)
@@ -1342,8 +1383,18 @@ def kernel_accesses(kernel: ir.Kernel) -> KernelAccesses:
                 dependent.append((f"{what} computed from loaded data", s.span))
             elif any(True for ld in lds for i in ld.indices for _ in ir.loads(i)):
                 dependent.append(("an index computed from loaded data", s.span))
-    units = tuple((b.name, math.gcd(seen.get(b.name, b.elem_bytes), b.nbytes) or b.elem_bytes)
-                  for b in (*kernel.params, *kernel.shared, *kernel.locals))
+    unit = {b.name: math.gcd(seen.get(b.name, b.elem_bytes), b.nbytes) or b.elem_bytes
+            for b in (*kernel.params, *kernel.shared, *kernel.locals)}
+    # bytes moved as they are carry their init bits: a destination is kept as finely as its sources (so a vector
+    # whose source is partly initialised stores exactly its initialised bytes as initialised)
+    changed = True
+    while changed:
+        changed = False
+        for a, b in moves:
+            g = math.gcd(unit[a], unit[b])
+            if g != unit[b]:
+                unit[b], changed = g, True
+    units = tuple(unit.items())
     return KernelAccesses(frozenset(written), frozenset(read), units, tuple(dependent))
 
 

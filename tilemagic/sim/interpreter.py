@@ -426,12 +426,29 @@ class Simulator:
         off, who, form = acc or self._access(buf, idx, item, first, tids)
         return self._back(self.hb.read(buf, off, who, span, item), form, idx.shape)
 
-    def _track_write(self, buf, idx, item, first, tids, span, ini, value: Callable, acc=None) -> None:
+    def _track_bytes(self, buf, idx, item, first, tids, acc=None) -> np.ndarray:
+        """Whether each byte of the items at ``idx`` is initialised (:meth:`Tracker.init_bytes`), in ``idx``'s shape
+        plus a last axis of ``item`` bytes: what a vector copy carries where an item is partly initialised."""
+        off, who, form = acc or self._access(buf, idx, item, first, tids)
+        b = self.hb.init_bytes(buf, off, who, item)
+        if form in ("block", "trun"):  # (threads, items, bytes) -> (..., threads, bytes)
+            return np.moveaxis(b.reshape((idx.shape[-1],) + tuple(idx.shape[:-1]) + (item,)), 0, -2)
+        return b.reshape(tuple(idx.shape) + (item,))
+
+    def _track_write(self, buf, idx, item, first, tids, span, ini, value: Callable, acc=None,
+                     ini_bytes: np.ndarray | None = None) -> None:
         """Report the writes at item indices ``idx`` to the tracker; ``value()`` gives the stored items (asked for only
-        where two lanes may store to one place)."""
+        where two lanes may store to one place); ``ini_bytes`` in place of ``ini``: per byte (:meth:`_track_bytes`)."""
         if not self.hb.tracks(buf):
             return
         off, who, form = acc or self._access(buf, idx, item, first, tids)
+        if ini_bytes is not None:
+            ib = np.broadcast_to(ini_bytes, tuple(idx.shape) + (item,))
+            if form in ("block", "trun"):  # (threads, items, bytes)
+                ib = np.moveaxis(ib, -2, 0).reshape(idx.shape[-1], -1, item)
+            self.hb.write(buf, off, who, span, value=None if form != "items" else value(), nbytes=item,
+                          init_bytes=ib)
+            return
         if not _all(ini):
             ini = np.broadcast_to(ini, idx.shape)
             if form in ("block", "trun"):  # (threads, items)
@@ -619,24 +636,30 @@ class Simulator:
         dv, dfirst = self._vec_offsets(s.dst, s.dst_index, tids, env, nb, s.span, shape)
         self.lanes += sv.size
         priv = self._private.get(s.src.name)
+        ib = None  # (per byte, where an item is partly initialised: the copy moves bytes as they are)
         if priv is not None:
             base, data, init = priv
             rel = _byte_offsets(sv, nb, sfirst) - base[..., None]
             vals = np.take_along_axis(data, rel, -1)
-            ini = np.take_along_axis(init, rel, -1).all(-1)
+            ibytes = np.take_along_axis(init, rel, -1)
+            ini = ibytes.all(-1)
+            ib = None if _all(ini) else ibytes
             self._track_read(s.src, sv, nb, sfirst, tids, s.span)
             vals = np.ascontiguousarray(vals).view(vt)[..., 0]  # private bytes -> vectors
         else:
             acc = self._access(s.src, sv, nb, sfirst, tids)
             ini = self._track_read(s.src, sv, nb, sfirst, tids, s.span, acc)
+            if not _all(ini):
+                ib = self._track_bytes(s.src, sv, nb, sfirst, tids, acc)
             vals = self._move(s.src, nb, sv, tids, acc)
         dacc = self._access(s.dst, dv, nb, dfirst, tids)
         self._move(s.dst, nb, dv, tids, dacc, vals)
-        self._track_write(s.dst, dv, nb, dfirst, tids, s.span, ini, lambda: np.ascontiguousarray(vals), dacc)
+        self._track_write(s.dst, dv, nb, dfirst, tids, s.span, ini, lambda: np.ascontiguousarray(vals), dacc, ib)
         if s.dst.name in private:
             db = _byte_offsets(dv, nb, dfirst)
             self._private[s.dst.name] = (dv * nb, np.array(vals, order="C", copy=True)[..., None].view(np.uint8),
-                                         np.broadcast_to(np.asarray(ini)[..., None], db.shape))
+                                         np.broadcast_to(np.asarray(ini)[..., None], db.shape) if ib is None else
+                                         np.broadcast_to(ib, db.shape))
 
     def _move(self, buf, nb: int, idx: np.ndarray, tids: np.ndarray, acc, vals: np.ndarray | None = None):
         """Get (``vals`` None) or put the ``nb``-byte vectors at vector indices ``idx`` (``(iterations, threads)``),
@@ -937,23 +960,26 @@ class Simulator:
             resolved.append((base, order, fixed))
         (sb, so, sfix), (db, do, dfix) = resolved
         span = st.span
-        vals = ini = None
+        vals = ini = ib = None
         for a in range(0, total, step):
             n = min(step, total - a)
             self._tick(span, n // (per * m))
             vals, ini = self._side_get(src, sb, so, sfix, a, n, nb, eb, tids, rows, iters, span)
+            ib = None if _all(ini) else self._side_bytes(src, sb, so, sfix, a, n, nb, eb, tids, iters)
             if so != do and m > 1:  # (iteration-major <-> thread-major: a transpose of the (iters, threads) grid)
                 shape = (iters, m) if so == "i" else (m, iters)
                 vals = np.asarray(vals).reshape(shape).T.reshape(-1)
                 ini = ini if _all(ini) else np.asarray(ini).reshape(shape).T.reshape(-1)
-            self._side_put(dst, db, do, dfix, a, n, nb, eb, tids, rows, iters, span, vals, ini)
+                ib = None if ib is None else ib.reshape(shape + (nb,)).transpose(1, 0, 2).reshape(-1, nb)
+            self._side_put(dst, db, do, dfix, a, n, nb, eb, tids, rows, iters, span, vals, ini, ib)
             self.lanes += n // per
         if tmp is not None and vals is not None:  # the chain's register tile: the last iteration's vectors
             reg = tmp[0]
             last = np.asarray(vals).reshape(-1, m)[-1]
             _vectors(self.local[reg.name][:, r0:r0 + nb], nb)[tids, 0] = last
             lini = True if _all(ini) else np.asarray(ini).reshape(-1, m)[-1]
-            self.hb.write(reg, Run(r0, 1, nb), tids, span, lini, nbytes=nb)
+            self.hb.write(reg, Run(r0, 1, nb), tids, span, lini, nbytes=nb,
+                          init_bytes=None if ib is None else ib.reshape(-1, m, nb)[-1].reshape(m, 1, nb))
         return True
 
     def _resolve(self, s: ir.Grid, plan: tuple, tids: np.ndarray, env: dict, per: int, nb: int, iters: int,
@@ -1005,28 +1031,41 @@ class Simulator:
         s0 = (base + a) * eb
         ini = True
         if self.hb.tracks(buf):
-            who = self._run_threads(tids, order, iters)
-            ini = self.hb.read(buf, Run(s0, n * eb // nb, nb), who, span, nb)
+            ini = self.hb.read(buf, Run(s0, n * eb // nb, nb), self._run_threads(tids, order, iters), span, nb)
         return vec[s0 // nb:s0 // nb + n * eb // nb], True if _all(ini) else ini
 
-    def _side_put(self, buf, base, order, fixed, a, n, nb, eb, tids, rows, iters, span, vals, ini) -> None:
-        """Store ``vals`` (vectors in the side's order, their init bits ``ini``) to a copy side."""
+    def _side_bytes(self, buf, base, order, fixed, a, n, nb, eb, tids, iters) -> np.ndarray:
+        """The init bits per byte of the items :meth:`_side_get` took, ``(items, nb)`` in the side's order (asked for
+        only where an item was partly initialised: a vector copy moves bytes as they are)."""
+        if buf.scope == "local":
+            return self.hb.init_bytes(buf, Run(base * eb, iters, nb), tids, nb).reshape(-1, nb)
+        if fixed is not None:
+            return self.hb.init_bytes(buf, fixed[1], None).reshape(-1, nb)
+        s0 = (base + a) * eb
+        return self.hb.init_bytes(buf, Run(s0, n * eb // nb, nb), self._run_threads(tids, order, iters), nb)
+
+    def _side_put(self, buf, base, order, fixed, a, n, nb, eb, tids, rows, iters, span, vals, ini,
+                  ib: np.ndarray | None = None) -> None:
+        """Store ``vals`` (vectors in the side's order, their init bits ``ini``, or per byte ``ib``: ``(items, nb)``)
+        to a copy side."""
         if buf.scope == "local":
             b = base * eb // nb
             self._vecs(buf, nb)[rows, b:b + iters] = np.asarray(vals).reshape(tids.size, iters)
             self.hb.write(buf, Run(base * eb, iters, nb), tids, span,
-                          ini if _all(ini) else np.asarray(ini).reshape(tids.size, iters), nbytes=nb)
+                          ini if _all(ini) else np.asarray(ini).reshape(tids.size, iters), nbytes=nb,
+                          init_bytes=None if ib is None else ib.reshape(tids.size, iters, nb))
             return
         vec = self._vecs(buf, nb)
         if fixed is not None:
             vec[fixed[0]] = vals
             if fixed[1] is not None:
-                self.hb.write(buf, fixed[1], None, span, ini)
+                self.hb.write(buf, fixed[1], None, span, ini, init_bytes=ib)
             return
         d0 = (base + a) * eb
         vec[d0 // nb:d0 // nb + n * eb // nb] = vals
         if self.hb.tracks(buf):
-            self.hb.write(buf, Run(d0, n * eb // nb, nb), self._run_threads(tids, order, iters), span, ini, nbytes=nb)
+            self.hb.write(buf, Run(d0, n * eb // nb, nb), self._run_threads(tids, order, iters), span, ini, nbytes=nb,
+                          init_bytes=ib)
 
     def _vecs(self, buf: ir.Buffer, nb: int) -> np.ndarray:
         """``buf``'s memory (a register tile: ``(threads, bytes)``) as ``nb``-byte vectors (:func:`_vectors`), a
@@ -1310,8 +1349,13 @@ class Simulator:
                 regs2[fast[0], fast[1]] = smem32[fast[2]]
             else:
                 regs[flat] = smem[halves].view(np.uint32)[..., 0]
-            self.hb.write(s.local, reg_acc, None, s.span,
-                          True if _all(ini) else ini.reshape(word.shape + (-1,)).all(-1))
+            if _all(ini):
+                self.hb.write(s.local, reg_acc, None, s.span, True)
+            elif smem_acc.nbytes == 2:  # (halves: each half of a word keeps its own init bits)
+                self.hb.write(s.local, reg_acc, None, s.span,
+                              init_bytes=np.repeat(np.asarray(ini).reshape(word.shape + (2,)), 2, -1))
+            else:
+                self.hb.write(s.local, reg_acc, None, s.span, np.asarray(ini).reshape(word.shape))
         else:
             ini = self.hb.read(s.local, reg_acc, None, s.span)
             if fast is not None and smem_acc.unique:  # (as words: gathering the rows' transpose costs more)
@@ -1321,10 +1365,15 @@ class Simulator:
                 val = regs[flat]
                 smem[halves] = val[..., None].view(np.uint16)
             k = 2 if smem_acc.nbytes == 2 else 1  # (the tracker's items per register word)
+            ib = None  # (a word partly initialised: its bytes' own bits, registers kept per 16-bit half)
+            if not _all(ini) and self.hb.unit(s.local) < 4:
+                ib = self.hb.init_bytes(s.local, reg_acc, None).reshape(word.shape + (4,))
             self.hb.write(s.smem, smem_acc, None, s.span,
-                          True if _all(ini) else np.repeat(np.asarray(ini).reshape(word.shape)[..., None], k, -1),
+                          True if _all(ini) else np.repeat(np.asarray(ini).reshape(word.shape)[..., None], k, -1)
+                          if ib is None else True,
                           value=None if smem_acc.unique or val is None else
-                          val.view(np.uint16).reshape(half.shape) if k == 2 else val.reshape(word.shape))
+                          val.view(np.uint16).reshape(half.shape) if k == 2 else val.reshape(word.shape),
+                          init_bytes=ib)
 
     def _ldst_group_plan(self, group, warps: np.ndarray, env) -> tuple | bool:
         """:meth:`_ldst_plan` of each statement of ``group``, joined along the register axis, with the tracker's

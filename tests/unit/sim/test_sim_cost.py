@@ -199,15 +199,16 @@ class _Recorder(interpreter.Tracker):
                                  (off.count,))
         return ini
 
-    def write(self, buf, off, tids, span, init=True, *, value=None, nbytes=None):
+    def write(self, buf, off, tids, span, init=True, *, value=None, nbytes=None, init_bytes=None):
         size = self._bytes(buf, off, tids, nbytes)
         items = off.shape if isinstance(off, Prepared) else \
             (np.size(tids), off.count) if isinstance(off, Run) and buf.scope == "local" else \
             (off.count,) if isinstance(off, Run) else np.shape(off)
         assert np.ndim(init) == 0 or np.shape(init) == items
+        assert init_bytes is None or np.asarray(init_bytes).size == size  # (one bit per byte of the items)
         assert value is None or np.asarray(value).size * np.asarray(value).itemsize == size
         self.log.append(("write", buf.scope if buf is not None else "tmem", size, span))
-        super().write(buf, off, tids, span, init, value=value, nbytes=nbytes)
+        super().write(buf, off, tids, span, init, value=value, nbytes=nbytes, init_bytes=init_bytes)
 
     def event(self, kind, tids, span, **info):
         self.log.append(("event", kind, info, span))
@@ -260,11 +261,21 @@ def test_poison_is_carried_per_element(monkeypatch):
                 ok &= _item_bytes(off) // 4 != 7  # element 7 of A is uninitialised
             return ok
 
-        def write(self, buf, off, tids, span, init=True, *, value=None, nbytes=None):
+        def init_bytes(self, buf, off, tids, nbytes=None):  # (the same lie per byte: element 7 of A)
+            b = super().init_bytes(buf, off, tids, nbytes)
+            if buf is not None and buf.name == "A":
+                o = _item_bytes(off)
+                at = o.reshape(o.shape + (1,)) + np.arange(b.shape[-1])
+                b = b & (at.reshape(b.shape) // 4 != 7)
+            return b
+
+        def write(self, buf, off, tids, span, init=True, *, value=None, nbytes=None, init_bytes=None):
             if buf is not None and buf.name == "B":
                 o = _item_bytes(off)
+                if init_bytes is not None:  # (per byte: an item is initialised when all of its bytes are)
+                    init = np.asarray(init_bytes).reshape(o.size, -1).all(1)
                 self.stored.append((o.reshape(-1), np.broadcast_to(init, o.shape).reshape(-1)))
-            super().write(buf, off, tids, span, init, value=value, nbytes=nbytes)
+            super().write(buf, off, tids, span, init, value=value, nbytes=nbytes, init_bytes=init_bytes)
 
     made: list = []
 
@@ -330,9 +341,9 @@ def test_a_copy_by_every_thread_is_one_run_per_loop(monkeypatch):
     kinds: list = []
     real = interpreter.Tracker.write
 
-    def spy(self, buf, off, tids, span, init=True, *, value=None, nbytes=None):
+    def spy(self, buf, off, tids, span, init=True, *, value=None, nbytes=None, init_bytes=None):
         kinds.append((buf.name, type(off).__name__, np.size(tids)))
-        return real(self, buf, off, tids, span, init, value=value, nbytes=nbytes)
+        return real(self, buf, off, tids, span, init, value=value, nbytes=nbytes, init_bytes=init_bytes)
 
     monkeypatch.setattr(interpreter.Tracker, "write", spy)
     k = _kernel(src)
