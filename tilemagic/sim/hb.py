@@ -985,32 +985,34 @@ class Tracker:
         ValueError
             ``nbytes`` is not a whole number of the buffer's units (a caller's bug, not the user's).
         """
-        if type(off) is Prepared and off.space is not None:  # (the commonest call: a prepared access of a space)
-            sp = off.space
-            ix, t, shape, k = off.norm
-            init_u = self._space_read(sp, ix, t, off.count, span, self._access_id(span), off.rng, off.unique)
-            return off.true if init_u is None or _all_true(init_u) else \
-                self._space_uninit(sp, ix, t, init_u, span, off, shape, k)
         prep = off if isinstance(off, Prepared) else None
-        nb = prep.nbytes if prep is not None else self.unit(buf) if nbytes is None else nbytes
-        if buf is not None and buf.scope != "local" and buf.name not in self.spaces:
-            # a buffer the kernel never writes (or the TMEM address slot): initialised, nothing to race with
-            return _true(prep.norm[2] if prep is not None else (off.count,) if isinstance(off, Run) else np.shape(off))
-        aid = self._access_id(span)
-        if buf is not None and buf.scope == "local":
-            at, shape, k, locate = prep.norm if prep is not None else self._reg_norm(buf, off, tids, nb)
-            init_u = self._reg_read(buf, at, locate, span)
-            if _all_true(init_u):
-                return _true(shape) if prep is None else prep.true
-            t, u = locate(int(np.argmin(init_u)))
-            self._uninit(buf.name, "registers", f"register word {u * self.unit(buf) // 4} of {buf.name}", t, span)
-            return self._per_item(init_u if prep is None else prep.to_access(init_u), shape, k)
-        sp = self.tmem if buf is None else self.spaces[buf.name]
-        ix, t, shape, k = prep.norm if prep is not None else self._norm(sp.unit, off, tids, nb)
-        n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
-        init_u = self._space_read(sp, ix, t, n, span, aid, *((prep.rng, prep.unique) if prep is not None else ()))
+        if prep is not None and prep.space is not None:  # (the commonest call: a prepared access of a space)
+            sp = prep.space
+            ix, t, shape, k = prep.norm
+            n = prep.count
+        else:
+            nb = prep.nbytes if prep is not None else self.unit(buf) if nbytes is None else nbytes
+            if buf is not None and buf.scope != "local" and buf.name not in self.spaces:
+                # a buffer the kernel never writes (or the TMEM address slot): initialised, nothing to race with
+                return _true(prep.norm[2] if prep is not None else (off.count,) if isinstance(off, Run) else
+                             np.shape(off))
+            if buf is not None and buf.scope == "local":
+                self._access_id(span)
+                at, shape, k, locate = prep.norm if prep is not None else self._reg_norm(buf, off, tids, nb)
+                init_u = self._reg_read(buf, at, locate, span)
+                if _all_true(init_u):
+                    return _true(shape) if prep is None else prep.true
+                t, u = locate(int(np.argmin(init_u)))
+                self._uninit(buf.name, "registers", f"register word {u * self.unit(buf) // 4} of {buf.name}", t,
+                             span)
+                return self._per_item(init_u if prep is None else prep.to_access(init_u), shape, k)
+            sp = self.tmem if buf is None else self.spaces[buf.name]
+            ix, t, shape, k = prep.norm if prep is not None else self._norm(sp.unit, off, tids, nb)
+            n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
+        init_u = self._space_read(sp, ix, t, n, span, self._access_id(span),
+                                  *((prep.rng, prep.unique) if prep is not None else ()))
         if init_u is None or _all_true(init_u):
-            return _true(shape)
+            return _true(shape) if prep is None else prep.true
         return self._space_uninit(sp, ix, t, init_u, span, prep, shape, k)
 
     def _space_uninit(self, sp: _Space, ix, t, init_u: np.ndarray, span, prep: Prepared | None, shape, k: int):
@@ -1036,36 +1038,31 @@ class Tracker:
         race.  Reports write-after-write and write-after-read races and overwrites of registers
         an in-flight ``tcgen05.ld``/``tcgen05.st`` uses.
         """
-        if type(off) is Prepared and off.space is not None:  # (the commonest call: a prepared access of a space)
-            ps = off.space
-            ix, t, shape, k = off.norm
-            val = None
-            if value is not None and not off.unique and not isinstance(ix, slice):
-                val = _unit_values(value, off.items * k, ps.unit)
-            self._space_write(ps, ix, t, off.count, span, self._access_id(span),
-                              off.to_range(self._unit_bits(init, init_bytes, off.items, k, ps.unit)), val, off.rng,
-                              off.unique)
-            return
         prep = off if isinstance(off, Prepared) else None
-        nb = prep.nbytes if prep is not None else self.unit(buf) if nbytes is None else nbytes
-        if buf is not None and buf.scope == "local":
-            self._access_id(span)
-            at, shape, k, locate = prep.norm if prep is not None else self._reg_norm(buf, off, tids, nb)
-            ini = self._unit_bits(init, init_bytes, math.prod(shape), k, self.unit(buf))
-            self._reg_write(buf, at, locate, span, ini if prep is None else prep.to_range(ini))
-            return
-        sp = self.tmem if buf is None else self.spaces.get(buf.name)
-        if sp is None:
-            return
-        aid = self._access_id(span)
-        ix, t, shape, k = prep.norm if prep is not None else self._norm(sp.unit, off, tids, nb)
-        n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
+        if prep is not None and prep.space is not None:  # (the commonest call: a prepared access of a space)
+            sp = prep.space
+            ix, t, shape, k = prep.norm
+            n = prep.count
+        else:
+            nb = prep.nbytes if prep is not None else self.unit(buf) if nbytes is None else nbytes
+            if buf is not None and buf.scope == "local":
+                self._access_id(span)
+                at, shape, k, locate = prep.norm if prep is not None else self._reg_norm(buf, off, tids, nb)
+                ini = self._unit_bits(init, init_bytes, math.prod(shape), k, self.unit(buf))
+                self._reg_write(buf, at, locate, span, ini if prep is None else prep.to_range(ini))
+                return
+            found = self.tmem if buf is None else self.spaces.get(buf.name)
+            if found is None:
+                return
+            sp = found
+            ix, t, shape, k = prep.norm if prep is not None else self._norm(sp.unit, off, tids, nb)
+            n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
         unique = prep is not None and prep.unique
         val = None
         if value is not None and not unique and not isinstance(ix, slice):  # (only a same-call duplicate needs them)
             val = _unit_values(value, math.prod(shape) * k, sp.unit)
         ini = self._unit_bits(init, init_bytes, math.prod(shape), k, sp.unit)
-        self._space_write(sp, ix, t, n, span, aid, ini if prep is None else prep.to_range(ini), val,
+        self._space_write(sp, ix, t, n, span, self._access_id(span), ini if prep is None else prep.to_range(ini), val,
                           *((prep.rng, unique) if prep is not None else ()))
 
     def event(self, kind: str, tids: np.ndarray, span: Span | None, **info) -> None:

@@ -964,8 +964,9 @@ class Simulator:
         for a in range(0, total, step):
             n = min(step, total - a)
             self._tick(span, n // (per * m))
-            vals, ini = self._side_get(src, sb, so, sfix, a, n, nb, eb, tids, rows, iters, span)
-            ib = None if _all(ini) else self._side_bytes(src, sb, so, sfix, a, n, nb, eb, tids, iters)
+            vals, ini, sacc = self._side_get(src, sb, so, sfix, a, n, nb, eb, tids, rows, iters, span)
+            # (a vector partly initialised: the bits of its bytes, in the side's order, ``(items, nb)``)
+            ib = None if _all(ini) or sacc is None else self.hb.init_bytes(src, sacc[0], sacc[1], nb).reshape(-1, nb)
             if so != do and m > 1:  # (iteration-major <-> thread-major: a transpose of the (iters, threads) grid)
                 shape = (iters, m) if so == "i" else (m, iters)
                 vals = np.asarray(vals).reshape(shape).T.reshape(-1)
@@ -1019,30 +1020,25 @@ class Simulator:
 
     def _side_get(self, buf, base, order, fixed, a, n, nb, eb, tids, rows, iters, span):
         """The ``n`` elements from element ``a`` of a copy side (:meth:`_copy_runs`) as vectors in the side's
-        order, and their init bits (True, or one per vector) from the tracker."""
-        if buf.scope == "local":  # the same registers of every thread: (threads, iters)
-            vec = self._vecs(buf, nb)
-            ini = self.hb.read(buf, Run(base * eb, iters, nb), tids, span, nb)
-            return vec[rows, base * eb // nb:base * eb // nb + iters].reshape(-1), \
-                True if _all(ini) else np.asarray(ini).reshape(-1)
+        order, their init bits (True, or one per vector) from the tracker, and the tracker's access (``(off,
+        threads)``, None where the buffer is not tracked): :meth:`Tracker.init_bytes` of it where a vector was
+        partly initialised."""
         vec = self._vecs(buf, nb)
+        if buf.scope == "local":  # the same registers of every thread: (threads, iters)
+            acc = (Run(base * eb, iters, nb), tids)
+            ini = self.hb.read(buf, *acc, span, nb)
+            return vec[rows, base * eb // nb:base * eb // nb + iters].reshape(-1), \
+                True if _all(ini) else np.asarray(ini).reshape(-1), acc
         if fixed is not None:
-            return vec[fixed[0]], self.hb.read(buf, fixed[1], None, span) if fixed[1] is not None else True
+            if fixed[1] is None:
+                return vec[fixed[0]], True, None
+            return vec[fixed[0]], self.hb.read(buf, fixed[1], None, span), (fixed[1], None)
         s0 = (base + a) * eb
-        ini = True
-        if self.hb.tracks(buf):
-            ini = self.hb.read(buf, Run(s0, n * eb // nb, nb), self._run_threads(tids, order, iters), span, nb)
-        return vec[s0 // nb:s0 // nb + n * eb // nb], True if _all(ini) else ini
-
-    def _side_bytes(self, buf, base, order, fixed, a, n, nb, eb, tids, iters) -> np.ndarray:
-        """The init bits per byte of the items :meth:`_side_get` took, ``(items, nb)`` in the side's order (asked for
-        only where an item was partly initialised: a vector copy moves bytes as they are)."""
-        if buf.scope == "local":
-            return self.hb.init_bytes(buf, Run(base * eb, iters, nb), tids, nb).reshape(-1, nb)
-        if fixed is not None:
-            return self.hb.init_bytes(buf, fixed[1], None).reshape(-1, nb)
-        s0 = (base + a) * eb
-        return self.hb.init_bytes(buf, Run(s0, n * eb // nb, nb), self._run_threads(tids, order, iters), nb)
+        if not self.hb.tracks(buf):
+            return vec[s0 // nb:s0 // nb + n * eb // nb], True, None
+        acc = (Run(s0, n * eb // nb, nb), self._run_threads(tids, order, iters))
+        ini = self.hb.read(buf, *acc, span, nb)
+        return vec[s0 // nb:s0 // nb + n * eb // nb], True if _all(ini) else ini, acc
 
     def _side_put(self, buf, base, order, fixed, a, n, nb, eb, tids, rows, iters, span, vals, ini,
                   ib: np.ndarray | None = None) -> None:
@@ -1349,13 +1345,12 @@ class Simulator:
                 regs2[fast[0], fast[1]] = smem32[fast[2]]
             else:
                 regs[flat] = smem[halves].view(np.uint32)[..., 0]
-            if _all(ini):
-                self.hb.write(s.local, reg_acc, None, s.span, True)
-            elif smem_acc.nbytes == 2:  # (halves: each half of a word keeps its own init bits)
-                self.hb.write(s.local, reg_acc, None, s.span,
-                              init_bytes=np.repeat(np.asarray(ini).reshape(word.shape + (2,)), 2, -1))
-            else:
-                self.hb.write(s.local, reg_acc, None, s.span, np.asarray(ini).reshape(word.shape))
+            # (per word; read as halves, each half of a word keeps its own bits: per byte)
+            halves_read = not _all(ini) and smem_acc.nbytes == 2
+            self.hb.write(s.local, reg_acc, None, s.span,
+                          True if _all(ini) or halves_read else np.asarray(ini).reshape(word.shape),
+                          init_bytes=np.repeat(np.asarray(ini).reshape(word.shape + (2,)), 2, -1) if halves_read
+                          else None)
         else:
             ini = self.hb.read(s.local, reg_acc, None, s.span)
             if fast is not None and smem_acc.unique:  # (as words: gathering the rows' transpose costs more)
@@ -1365,12 +1360,12 @@ class Simulator:
                 val = regs[flat]
                 smem[halves] = val[..., None].view(np.uint16)
             k = 2 if smem_acc.nbytes == 2 else 1  # (the tracker's items per register word)
-            ib = None  # (a word partly initialised: its bytes' own bits, registers kept per 16-bit half)
-            if not _all(ini) and self.hb.unit(s.local) < 4:
-                ib = self.hb.init_bytes(s.local, reg_acc, None).reshape(word.shape + (4,))
-            self.hb.write(s.smem, smem_acc, None, s.span,
-                          True if _all(ini) else np.repeat(np.asarray(ini).reshape(word.shape)[..., None], k, -1)
-                          if ib is None else True,
+            # (a word partly initialised, registers kept per 16-bit half: the bits of its bytes)
+            ib = None if _all(ini) or self.hb.unit(s.local) >= 4 else \
+                self.hb.init_bytes(s.local, reg_acc, None).reshape(word.shape + (4,))
+            init = True if _all(ini) or ib is not None else np.repeat(np.asarray(ini).reshape(word.shape)[..., None],
+                                                                       k, -1)
+            self.hb.write(s.smem, smem_acc, None, s.span, init,
                           value=None if smem_acc.unique or val is None else
                           val.view(np.uint16).reshape(half.shape) if k == 2 else val.reshape(word.shape),
                           init_bytes=ib)
@@ -1450,10 +1445,7 @@ class Simulator:
             raise LaunchError(f"{s.chain}: register word {int(word.max())} is outside {s.local.name}", s.span)
         # the 16-bit halves of each register word (byte offsets in shared memory), the low half first
         half = (np.stack([lo, hi], -1) * 2).reshape(tids.shape + (-1,))
-        rb = word * 4
-        who = np.broadcast_to(tids[..., None], half.shape)
-        t3 = np.broadcast_to(tids[..., None], word.shape)
-        return tids, lo, hi, word, half, rb, who, t3
+        return tids, lo, hi, word, half
 
     def _taddr(self, addr_buf, tids, span):
         """The TMEM address in ``addr_buf[0]``, read by threads ``tids``."""
