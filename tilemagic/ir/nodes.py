@@ -33,7 +33,8 @@ from ..caches import register_cache
 from ..errors import Span
 
 # element sizes in bytes, and the NumPy storage dtype (bfloat16 comes from ml_dtypes lazily)
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "uint8": 1, "int8": 1, "int32": 4, "uint32": 4}
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "uint8": 1, "int8": 1, "int32": 4, "uint32": 4,
+               "uint64": 8}
 CUDA_TYPE = {
     "float32": "float", "float16": "half", "bfloat16": "__nv_bfloat16",
     "uint8": "uint8_t", "int8": "int8_t", "int32": "int", "uint32": "uint32_t",
@@ -94,6 +95,12 @@ class Buffer:
     span: Span | None = None
     init: str | None = None  # global: random|arange|zeros|<notebook variable>
     init_span: Span | None = None
+    #: shared ``uint64[1]`` mbarrier objects (``mbarrier NAME count=N``): the arrival count; None for data buffers
+    mbar_count: int | None = None
+
+    @property
+    def is_mbarrier(self) -> bool:
+        return self.mbar_count is not None
 
     @property
     def elem_bytes(self) -> int:
@@ -499,6 +506,181 @@ class Barrier(Stmt):
     """``__syncthreads()`` (TIRx ``T.cuda.cta_sync()``)."""
 
 
+# ----------------------------------------------------------------------------- asynchronous copies
+@dataclass(eq=False)
+class MbarInit(Stmt):
+    """``mbarrier.init.shared::cta.b64 [bar], count`` (PTX ISA 9.0 §9.7.13.15.9): phase 0, ``count`` pending
+    arrivals, tx-count 0.  Issued by one thread in the kernel's prologue."""
+
+    bar: Buffer
+    count: int
+
+
+@dataclass(eq=False)
+class MbarArrive(Stmt):
+    """``mbarrier.arrive[.expect_tx].shared::cta.b64 _, [bar][, tx]`` by every executing thread (PTX ISA 9.0
+    §9.7.13.15.11-12): each thread first raises the current phase's tx-count by ``expect_tx`` bytes (0: a
+    plain arrive), then arrives once (release semantics).
+
+    ``auto_from`` names the copies whose bytes ``expect_tx`` was derived from (``expect_tx=auto``): the
+    source lines and bytes of each, for the IR comment and the report; empty when the user gave the number.
+    """
+
+    bar: Buffer
+    expect_tx: int = 0
+    auto_from: tuple[tuple[int, int], ...] = ()  # ((source line, bytes), ...)
+
+
+@dataclass(eq=False)
+class MbarWait(Stmt):
+    """Wait until the phase of parity ``parity`` of ``bar`` has completed: a loop on
+    ``mbarrier.try_wait.parity.shared::cta.b64`` (PTX ISA 9.0 §9.7.13.15.16; acquire semantics): it succeeds
+    iff the barrier's current phase has the other parity, i.e. the phase ``parity`` names is the one that
+    completed last."""
+
+    bar: Buffer
+    parity: int
+
+
+@dataclass(eq=False)
+class Fence(Stmt):
+    """``fence.proxy.async.shared::cta`` (``kind="proxy_async"``: orders this thread's generic-proxy accesses
+    of shared memory with async-proxy ones, PTX ISA 9.0 §9.7.13.4) or ``fence.mbarrier_init.release.cluster``
+    (``kind="mbarrier_init"``: makes the thread's earlier ``mbarrier.init`` visible, §9.7.13.4)."""
+
+    kind: str  # "proxy_async" | "mbarrier_init"
+
+
+@dataclass(eq=False)
+class CpAsync(Stmt):
+    """One ``cp.async.{ca|cg}.shared.global [dst], [src], nbytes`` by every executing thread (PTX ISA 9.0
+    §9.7.9.25.3.1; ``.cg`` exactly when 16 bytes, as TVM's ``ldgsts``): ``elems`` contiguous elements from
+    global ``src`` at element index ``src_index`` to shared ``dst`` at ``dst_index`` (physical element
+    indices, as :class:`VecMove`'s).  Asynchronous: the bytes land when the thread's ``cp.async.wait_group``
+    covering its commit group returns (visible to the thread itself; to others after a barrier)."""
+
+    dst: Buffer
+    dst_index: Expr
+    src: Buffer
+    src_index: Expr
+    elems: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.elems * self.dst.elem_bytes
+
+    @property
+    def chain(self) -> str:
+        return f"cp.async.{'cg' if self.nbytes == 16 else 'ca'}.shared.global"
+
+
+@dataclass(eq=False)
+class AsyncGroup(Stmt):
+    """Commit groups of the executing thread.
+
+    ``bulk=False``: ``cp.async.commit_group`` / ``cp.async.wait_group n`` (PTX ISA 9.0 §9.7.9.25.3.2-3);
+    ``bulk=True``: ``cp.async.bulk.commit_group`` / ``cp.async.bulk.wait_group[.read] n`` (§9.7.9.25.6).
+    ``wait`` returns when at most ``n`` of the thread's newest groups are pending; ``read``: only their
+    source reads must be done (the shared source may be reused; the destination may not yet be written).
+    """
+
+    kind: str  # "commit" | "wait"
+    bulk: bool = False
+    n: int = 0
+    read: bool = False
+
+
+@dataclass(eq=False)
+class TensorMap:
+    """A ``CUtensorMap`` of tile mode the host encodes with ``cuTensorMapEncodeTiled`` (CUDA driver API) and
+    the kernel receives as a ``const __grid_constant__ CUtensorMap`` parameter named ``name``.
+
+    Every tuple is in CUDA order (dimension 0 innermost).  The descriptor's element may be wider than the
+    buffer's (``elem_bytes`` > ``buf.elem_bytes``: TVM's unit promotion to ``uint16``/``uint32``/``uint64``).
+
+    Attributes
+    ----------
+    dtype : str
+        ``CUtensorMapDataType`` member without its prefix (``FLOAT16``, ``UINT32``, ...).
+    dims : tuple of int
+        ``globalDim``, in descriptor elements.
+    strides : tuple of int
+        ``globalStrides`` in bytes of dimensions 1..rank-1 (multiples of 16).
+    box : tuple of int
+        ``boxDim``, elements (each 1..256).
+    elem_strides : tuple of int
+        ``elementStrides`` (traversal strides; 1 for every dimension tilemagic plans).
+    swizzle : int
+        0 none, 1 32B, 2 64B, 3 128B (``CU_TENSOR_MAP_SWIZZLE_*``).
+    oob_fill : int
+        0: out-of-bounds elements read as zero; 1: as NaN (``..._NAN_REQUEST_ZERO_FMA``).
+    l2_promotion : int
+        0 none, 1 64B, 2 128B, 3 256B.
+    base_elem : int
+        Element offset (in ``buf``'s elements) of the tensor's origin from ``buf``'s base.
+    """
+
+    name: str
+    buf: Buffer
+    dtype: str
+    elem_bytes: int
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    box: tuple[int, ...]
+    elem_strides: tuple[int, ...]
+    swizzle: int = 0
+    oob_fill: int = 0
+    l2_promotion: int = 2
+    base_elem: int = 0
+
+    @property
+    def rank(self) -> int:
+        return len(self.dims)
+
+    @property
+    def box_bytes(self) -> int:
+        """Bytes one issue moves, out-of-bounds elements included (the complete-tx count of a G2S copy)."""
+        return math.prod(self.box) * self.elem_bytes
+
+    def key(self) -> tuple:
+        """What makes two descriptors the same one (TVM's descriptor cache key: coordinates excluded)."""
+        return (self.buf.name, self.dtype, self.elem_bytes, self.dims, self.strides, self.box, self.elem_strides,
+                self.swizzle, self.oob_fill, self.l2_promotion, self.base_elem)
+
+
+@dataclass(eq=False)
+class TmaCopy(Stmt):
+    """One ``cp.async.bulk.tensor.<rank>d`` of tile mode by every executing thread (PTX ISA 9.0 §9.7.9.25.5.2).
+
+    ``direction="g2s"``: ``.shared::cluster.global.mbarrier::complete_tx::bytes`` — the box at ``coords`` of
+    ``tmap`` lands in ``smem`` at byte ``smem_offset`` (box-linear, dimension 0 fastest, then the swizzle of
+    the map on the shared address; out-of-bounds elements filled as ``tmap.oob_fill`` says) and completes
+    ``tmap.box_bytes`` bytes of ``mbar``'s current phase.  ``direction="s2g"``: ``.global.shared::cta.tile
+    .bulk_group`` — the reverse, out-of-bounds elements dropped, completed through bulk async-groups;
+    ``reduce`` (``add``, ``min``, ...) makes it ``cp.reduce.async.bulk.tensor``.
+
+    ``coords`` are the box's starting coordinates in CUDA order, in descriptor elements (signed 32-bit).
+    """
+
+    direction: str  # "g2s" | "s2g"
+    tmap: TensorMap
+    smem: Buffer
+    smem_offset: int  # bytes
+    coords: tuple[Expr, ...]
+    mbar: Buffer | None = None
+    cache_hint: str | None = None
+    reduce: str | None = None
+
+    @property
+    def chain(self) -> str:
+        r = self.tmap.rank
+        if self.direction == "g2s":
+            return f"cp.async.bulk.tensor.{r}d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        if self.reduce:
+            return f"cp.reduce.async.bulk.tensor.{r}d.global.shared::cta.{self.reduce}.tile.bulk_group"
+        return f"cp.async.bulk.tensor.{r}d.global.shared::cta.tile.bulk_group"
+
+
 # ----------------------------------------------------------------------------- kernel
 @dataclass(eq=False)
 class Kernel:
@@ -518,6 +700,9 @@ class Kernel:
     tmem_cols: int
     tmem_addr: Buffer | None
     body: Seq
+    #: the tensor maps TMA copies use, one per distinct :meth:`TensorMap.key`, after the global buffers in the
+    #: CUDA kernel's parameters (``const __grid_constant__ CUtensorMap NAME``)
+    tensormaps: tuple[TensorMap, ...] = ()
 
 
 def content_key(kernel: Kernel) -> str:
@@ -566,6 +751,10 @@ def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
         return (stmt.dst_index, stmt.src_index)
     if isinstance(stmt, LdStMatrix):
         return (stmt.addr, *stmt.regs)
+    if isinstance(stmt, CpAsync):
+        return (stmt.dst_index, stmt.src_index)
+    if isinstance(stmt, TmaCopy):
+        return stmt.coords
     return ()
 
 
@@ -606,6 +795,16 @@ def stmt_buffers(stmt: Stmt, lds: tuple[Load, ...] | None = None) -> tuple[list[
         written.append(stmt.addr)
     elif isinstance(stmt, TcgenDealloc):
         read.append(stmt.addr)
+    elif isinstance(stmt, CpAsync):
+        read.append(stmt.src)
+        written.append(stmt.dst)
+    elif isinstance(stmt, TmaCopy):
+        if stmt.direction == "g2s":
+            read.append(stmt.tmap.buf)
+            written.append(stmt.smem)
+        else:
+            read.append(stmt.smem)
+            written.append(stmt.tmap.buf)
     return read, written
 
 

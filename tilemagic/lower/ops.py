@@ -63,3 +63,21 @@ class CopyOp:
     text: str  # the statement as written (comment stripped)
     span: Span
     dispatch_span: Span | None = None
+    #: the ``KEY=VALUE`` options written after the regions (``mbar=full``, ``oob=zero``,
+    #: ``cache_hint=evict_first``), in source order: ``(key, value, span of the pair)``.  ``mbar``'s value is
+    #: the resolved mbarrier :class:`~tilemagic.ir.nodes.Buffer`; others are the written ``str``/``int``.
+    options: tuple[tuple[str, object, Span], ...] = ()
+
+    def option(self, key: str, default: object = None) -> object:
+        """The value of option ``key`` (the last one written), or ``default``."""
+        for k, v, _ in reversed(self.options):
+            if k == key:
+                return v
+        return default
+
+    def option_span(self, key: str) -> Span | None:
+        """Where option ``key`` is written (for located errors), or None."""
+        for k, _, sp in reversed(self.options):
+            if k == key:
+                return sp
+        return None
