@@ -167,8 +167,14 @@ def run_checks(tp: TypedProgram, outputs: Mapping[str, np.ndarray], hb=None) -> 
     check over elements of a buffer with the default initialiser (zeros: neither read first nor given an
     ``= INIT``) that no thread wrote keeps its verdict but says so (``CheckResult.unwritten``): such
     elements hold the host's zeros, not a result.  The first :data:`MAX_LISTED` mismatches are kept
-    (``CheckResult.first``), never one entry per element.
+    (``CheckResult.first``), never one entry per element.  After a simulator run that stopped because the kernel
+    would hang (``hb.hang``) no check is evaluated, and each says so (``CheckResult.not_evaluated``): the outputs
+    are the memory at the hang, not the kernel's result.
     """
+    if hb is not None and hb.hang is not None:  # the run stopped: no output is the kernel's result
+        why = f"the kernel would hang at {f'L{hb.hang.span.line}' if hb.hang.span else 'its end'}"
+        return [CheckResult(item.text.removeprefix("check").strip(), item.span.line, False, 0, 0,
+                            not_evaluated=f"not evaluated: {why}") for item in tp.checks]
     defaulted = {b.name for b in tp.buffers.values() if b.scope == "global" and not b.init} - _read_first(tp)
     res = []
     for item in tp.checks:
