@@ -134,6 +134,7 @@ class _Copy:
     src: ir.Buffer | None = None  # a source still in flight (tracked global of cp.async; shared of s2g)
     src_off: np.ndarray | None = None
     src_nbytes: int = 0
+    src_op: int = -1  # the tracker's id of the source side
     bar: str | None = None
     tx: int = 0  # complete-tx bytes (g2s)
     landed: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
@@ -161,6 +162,8 @@ class _Mbar:
     arrive_span: Span | None = None
     copy_span: Span | None = None
     over: set[int] = field(default_factory=set)  # phases reported for too many bytes
+    issued: int = 0  # G2S copies issued on it, and their bytes
+    issued_bytes: int = 0
 
 
 class AsyncModel:
@@ -232,8 +235,8 @@ class AsyncModel:
                   vals.reshape(-1).view(np.uint8).reshape(-1, nb), landed=np.zeros(tids.size, bool))
         if hb.tracks(s.src) and s.src.scope != "local":
             c.src, c.src_off, c.src_nbytes = s.src, sv.reshape(-1) * nb, nb
-            src_op = hb.async_op("the cp.async reads", s.span, "its thread's covering `wait_group` returned")
-            hb.in_flight(s.src, c.src_off, nb, src_op, "src")
+            c.src_op = hb.async_op("the cp.async reads", s.span, "its thread's covering `wait_group` returned")
+            hb.in_flight(s.src, c.src_off, nb, c.src_op, "src")
         k = len(self.copies)
         self.copies.append(c)
         for t in c.threads.tolist():
@@ -250,9 +253,9 @@ class AsyncModel:
         c.landed |= sel
         off = c.dst_off[sel]
         self.sim.mem[c.dst.name][_bytes_at(off, c.nbytes)] = c.data[sel]
-        self.hb.land(c.dst, off, c.nbytes, "dst", who=c.threads[sel], span=span)
+        self.hb.land(c.dst, off, c.nbytes, "dst", c.op, who=c.threads[sel], span=span)
         if c.src is not None and c.src_off is not None:
-            self.hb.land(c.src, c.src_off[sel], c.src_nbytes, "src")
+            self.hb.land(c.src, c.src_off[sel], c.src_nbytes, "src", c.src_op)
         self.hb.event("cp.async.complete", c.threads[sel], c.span, copy=c.span.line if c.span else None)
 
     # ------------------------------------------------------------------ commit groups
@@ -458,29 +461,38 @@ class AsyncModel:
         c = _Copy("g2s", s.span, op, np.array([t]), s.smem, sbyte, eb, data, bar=m.buf.name, tx=tm.box_bytes)
         self.copies.append(c)
         m.copies.append(c)
+        m.issued += 1
+        m.issued_bytes += tm.box_bytes
         m.copy_span = s.span
         m.version += 1
         hb.event("tma.issue", np.array([t]), s.span, barrier=m.buf.name, phase=k, bytes=tm.box_bytes,
                  direction="g2s")
 
-    def _land_g2s(self, m: _Mbar, c: _Copy) -> None:
+    def _land_g2s(self, m: _Mbar, c: _Copy, final: bool = False) -> None:
         """A TMA load lands: its bytes, then complete-tx of the whole box on its barrier (PTX ISA 9.0
-        §9.7.9.25.5.2)."""
+        §9.7.9.25.5.2).  A tx-count below zero is reported once the phase's arrivals are all in, or at the kernel's
+        end (``final``: nothing can announce the bytes any more)."""
         self.sim.mem[c.dst.name][_bytes_at(c.dst_off, c.nbytes)] = c.data
-        self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", who=self.hb.agents[m.buf.name], span=c.span)
+        self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", c.op, who=self.hb.agents[m.buf.name], span=c.span)
         c.landed = np.ones(1, bool)
         self.hb.event("tma.complete", c.threads, c.span, barrier=m.buf.name, phase=m.phase, bytes=c.tx)
         m.tx -= c.tx
         m.got += c.tx
         m.version += 1
-        if m.tx < 0 and m.pending == 0 and m.phase not in m.over:
+        if m.tx < 0 and m.pending == 0 and not final:
+            self._over(m, c.span)
+        self._check_complete(m)
+
+    def _over(self, m: _Mbar, span: Span | None) -> None:
+        """Report the current phase's tx-count below zero (once)."""
+        if m.phase not in m.over:
             m.over.add(m.phase)
             self.hb.async_hazard("mbarrier", f"hazard: mbarrier {m.buf.name} phase {m.phase}: {m.got} bytes "
-                                 f"arrived, {m.expect} expected — the TMA copies at {_line(c.span)} complete more "
-                                 f"bytes than the arrivals' `expect_tx` announced (at {_line(m.arrive_span)}); the "
-                                 f"tx-count goes below zero and the phase cannot complete (PTX ISA 9.0 "
-                                 f"§9.7.13.15.1)", c.span, m.arrive_span, m.buf.name)
-        self._check_complete(m)
+                                 f"arrived, {m.expect} expected — the TMA copies at {_line(span)} complete more "
+                                 f"bytes than the arrivals' `expect_tx` announced (at {_line(m.arrive_span)}; "
+                                 f"{m.issued} cop{'ies' if m.issued != 1 else 'y'} of {m.issued_bytes} bytes in all "
+                                 f"were issued on it): the tx-count goes below zero and the phase cannot complete "
+                                 f"(PTX ISA 9.0 §9.7.13.15.1)", span, m.arrive_span, m.buf.name)
 
     def _issue_s2g(self, s: ir.TmaCopy, t: int, gbyte, inb, sbyte) -> None:
         hb, tm, eb = self.hb, s.tmap, s.tmap.elem_bytes
@@ -498,7 +510,7 @@ class AsyncModel:
         hb.in_flight(s.smem, src_off, eb, op_r, "src")
         hb.in_flight(tm.buf, dst_off, eb, op_w, "dst")
         c = _Copy("s2g", s.span, op_w, np.full(dst_off.size, t, np.int64), tm.buf, dst_off, eb, data,
-                  src=s.smem, src_off=src_off, src_nbytes=eb, landed=np.zeros(1, bool))
+                  src=s.smem, src_off=src_off, src_nbytes=eb, src_op=op_r, landed=np.zeros(1, bool))
         k = len(self.copies)
         self.copies.append(c)
         self.bunc[t].append(k)
@@ -511,13 +523,13 @@ class AsyncModel:
         if not c.read_done:
             c.read_done = True
             if c.src is not None and c.src_off is not None:
-                self.hb.land(c.src, c.src_off, c.src_nbytes, "src")
+                self.hb.land(c.src, c.src_off, c.src_nbytes, "src", c.src_op)
             self.hb.event("tma.read", c.threads[:1], c.span)
         if read_only or c.landed.all():
             return
         c.landed[:] = True
         self.sim.mem[c.dst.name][_bytes_at(c.dst_off, c.nbytes)] = c.data
-        self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", who=c.threads, span=span)
+        self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", c.op, who=c.threads, span=span)
         self.hb.event("tma.complete", c.threads[:1], c.span, direction="s2g")
 
     # ------------------------------------------------------------------ the scheduler's questions
@@ -552,7 +564,18 @@ class AsyncModel:
 
     def finish(self) -> None:
         """The kernel's end: S2G copies still in flight write global memory (a kernel's global writes complete
-        with it), and copies never waited for are hazards."""
+        with it), TMA loads still in flight complete on their barriers (the bytes a barrier got past its
+        expectation are reported), and copies never waited for are hazards."""
+        for k, c in enumerate(self.copies):
+            if c.kind == "g2s" and not c.landed.all() and c.bar is not None:
+                self.hb.async_hazard("async-end", f"hazard: the TMA copy at {_line(c.span)} is never observed "
+                                     f"complete (no `wait {c.bar} phase P` needed the phase it completes): nothing "
+                                     f"may read its bytes", c.span, None, c.dst.name)
+        for m in self.bars.values():
+            while m.copies:
+                self._land_g2s(m, m.copies.popleft(), final=True)
+            if m.tx < 0:
+                self._over(m, m.copy_span)
         for k, c in enumerate(self.copies):
             if c.kind == "s2g" and not c.landed.all():
                 if not c.read_done:
@@ -566,10 +589,6 @@ class AsyncModel:
                 self.hb.async_hazard("async-end", f"hazard: the cp.async at {_line(c.span)} of {threads_text(left)} "
                                      f"is never covered by a `wait_group` (PTX ISA 9.0 §9.7.9.25.3): its bytes may "
                                      f"land at any time, or after the kernel ends", c.span, None, c.dst.name)
-            elif c.kind == "g2s" and not c.landed.all():
-                self.hb.async_hazard("async-end", f"hazard: the TMA copy at {_line(c.span)} is never observed "
-                                     f"complete (no `wait {c.bar} phase P` needed the phase it completes): nothing "
-                                     f"may read its bytes", c.span, None, c.dst.name)
 
 
 def _line(span: Span | None) -> str:

@@ -322,6 +322,19 @@ class _Block:
         return (self.unit(0), self.unit(self.size - 1) + 1) if self.size else _EMPTY
 
 
+def _subset(ix, t, keep: np.ndarray):
+    """The units ``keep`` (a mask in the access's unit order) of an access ``ix`` by ``t``, as an index array and
+    threads."""
+    if isinstance(ix, slice):
+        u = np.arange(ix.start, ix.stop, dtype=np.int64)
+    elif isinstance(ix, _Block):
+        u = np.array([ix.unit(i) for i in range(ix.size)], np.int64)
+    else:
+        u = np.asarray(ix)
+    tt = _arr(t)
+    return u[keep], (tt if isinstance(tt, (int, np.integer)) else np.asarray(tt).reshape(-1)[keep])
+
+
 def _get(a: np.ndarray, ix) -> np.ndarray:
     """``a[ix]`` for a slice, an index array or a :class:`_Block` (flat, in the access's unit order)."""
     return ix.view(a).reshape(-1) if isinstance(ix, _Block) else a[ix]
@@ -723,15 +736,18 @@ class Tracker:
         return bad, r0, s0
 
     def _space_read(self, sp: _Space, ix, t, n: int, span, aid, rng=None, unique: bool = False):
+        wix, wt = ix, t  # (the units the race scan looks at: those no asynchronous copy has in flight)
         if sp.busy_w is not None and n:
-            self._check_busy(sp, sp.busy_w, ix, t, span, "reads")
+            busy = self._check_busy(sp, sp.busy_w, ix, t, span, "reads")
+            if busy is not None:
+                wix, wt = _subset(ix, t, ~busy)
         init = None  # (None: every unit initialised; else a copy, not a view, of the units' init bits)
         if sp.has_init:
             bits = _get(sp.init, ix)
             init = None if bits.all() else np.array(bits)
         rng = rng if rng is not None else _span_of(ix) if n else _EMPTY
         if sp.has_w and n and not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
-            self._check_writer(sp, ix, t, span, "raw")
+            self._check_writer(sp, wix, wt, span, "raw")
         if sp.has_r and n:
             if _quiet(sp.r_since, t) or not _meets(sp.r_rng, rng):  # no unordered reader here: nothing read-shared
                 if unique or isinstance(ix, slice) or isinstance(t, int):
@@ -762,12 +778,16 @@ class Tracker:
                      unique: bool = False) -> None:
         if not sp.has_w or not n:
             return
+        wix, wt = ix, t  # (the units the race scans look at: those no asynchronous copy has in flight)
         if sp.busy_w is not None and sp.busy_r is not None:
-            self._check_busy(sp, sp.busy_w, ix, t, span, "writes")
-            self._check_busy(sp, sp.busy_r, ix, t, span, "writes")
+            b1 = self._check_busy(sp, sp.busy_w, ix, t, span, "writes")
+            b2 = self._check_busy(sp, sp.busy_r, ix, t, span, "writes")
+            hits = [b for b in (b1, b2) if b is not None]
+            if hits:
+                wix, wt = _subset(ix, t, ~np.logical_or.reduce(hits))
         rng = rng if rng is not None else _span_of(ix)
         if not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
-            self._check_writer(sp, ix, t, span, "waw")
+            self._check_writer(sp, wix, wt, span, "waw")
         if sp.has_r and _meets(sp.r_rng, rng):
             if not _quiet(sp.r_since, t):
                 bad, r0, s0 = self._reads_unordered(sp, ix, t)
@@ -832,13 +852,15 @@ class Tracker:
         codes = np.array([self._set_id(row[row >= 0]) for row in sets], np.int64)
         sp.wt[units] = codes[which.reshape(-1)].astype(sp.wt.dtype)
 
-    def _check_busy(self, sp: _Space, busy: np.ndarray, ix, t, span, verb: str) -> None:
+    def _check_busy(self, sp: _Space, busy: np.ndarray, ix, t, span, verb: str) -> np.ndarray | None:
         """Report, per asynchronous copy in flight on units of this access, the first such unit: read or written
-        (``verb``) before the copy completed (its destination) or before it read them (its source)."""
+        (``verb``) before the copy completed (its destination) or before it read them (its source).  The units in
+        flight (a mask in the access's unit order), None when there are none (the race scans then skip them:
+        their hazard is this one)."""
         ops = _get(busy, ix)
         hit = ops >= 0
         if not hit.any():
-            return
+            return None
         for i in _first_per(ops, hit):
             op = int(ops[i])
             what, at, until = self._async_ops[op]
@@ -847,6 +869,7 @@ class Tracker:
                    f"{_line(span)} that {what} at {_line(at)}, before {until}")
             kind = "async-read" if verb == "reads" else "async-write"
             self._hazard(kind, (kind, at, span), msg, span, at, sp.name, sp.element(_at(ix, int(i))), (ti, ti))
+        return hit
 
     def _who(self, t: int) -> str:
         """``thread 5``, or the asynchronous copies of an mbarrier (its clock column)."""
@@ -1305,9 +1328,10 @@ class Tracker:
         busy = sp.busy_w if role == "dst" else sp.busy_r
         busy[u] = op
 
-    def land(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, role: str, who=None,
+    def land(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, role: str, op: int, who=None,
              span: Span | None = None) -> None:
-        """The items of :meth:`in_flight` are done: no longer in flight; for ``role="dst"`` their last writer becomes
+        """The items of :meth:`in_flight` of copy ``op`` are done: no longer in flight (units a later copy in flight
+        marked stay marked); for ``role="dst"`` their last writer becomes
         ``who`` (a thread, one per item, or an mbarrier's clock column: :attr:`agents`) at the current event, with
         the copy's ``span`` (the write was checked against earlier accesses at the issue: :meth:`write`)."""
         sp, u, k = self._async_units(buf, off, nbytes)
@@ -1315,7 +1339,8 @@ class Tracker:
             return
         busy = sp.busy_w if role == "dst" else sp.busy_r
         if busy is not None:
-            busy[u] = -1
+            mine = busy[u] == op
+            busy[u[mine]] = -1
         if role != "dst" or who is None:
             return
         t = who if isinstance(who, (int, np.integer)) else np.repeat(np.asarray(who).reshape(-1), k)
