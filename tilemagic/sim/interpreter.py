@@ -13,7 +13,10 @@ Memory is bytes: global and shared buffers are flat ``uint8`` arrays, each local
 (fp16 as uint16, ...), so round trips are bit-exact.
 
 Statements execute in program order for all threads (a legal schedule of a correctly synchronised
-kernel); tcgen05.ld/st complete at issue, as in the emulation.  Because that schedule hides a missing
+kernel); tcgen05.ld/st complete at issue, as in the emulation.  A kernel with asynchronous copies (cp.async, TMA,
+mbarriers, commit groups) runs under a scheduler over its top-level statements instead (:meth:`Simulator.
+_run_scheduled`: a wait that cannot pass blocks only its threads; when no thread can run, the run stops: *would
+hang*), and its copies complete as late as the PTX ISA allows (:mod:`tilemagic.sim.asyncmodel`).  Because that schedule hides a missing
 barrier, every memory access and synchronising event is reported to a :class:`~tilemagic.sim.hb.Tracker`
 (items or :class:`~tilemagic.sim.hb.Run` s of items, in each thread's program order: races, in-flight
 tcgen05 registers, uninitialised data), whose hazards the run keeps in :attr:`Simulator.hazards` (the
@@ -509,7 +512,8 @@ class Simulator:
                 gc.enable()
             if self._progress is not None:
                 self._progress.close()
-        self.tmem.exit_check()
+        if not self.hung:  # (a run stopped at a hang never reached the deallocation)
+            self.tmem.exit_check()
         self.hazards = [(h.message, h.span) for h in self.hb.finish().hazards]
         return {b.name: self.mem[b.name] for b in self.k.params}
 
