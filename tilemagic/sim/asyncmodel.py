@@ -351,7 +351,7 @@ class AsyncModel:
         rel = self.hb.release(ts)
         m.arrive_span = s.span
         self.hb.event("arrive", ts, s.span, barrier=m.buf.name, phase=m.phase, bytes=s.expect_tx)
-        left = ts.size
+        left, phase0 = ts.size, m.phase
         while left:
             if m.pending <= 0:
                 self.hb.async_hazard("mbarrier", f"hazard: more arrivals on mbarrier {m.buf.name} phase {m.phase} "
@@ -367,6 +367,12 @@ class AsyncModel:
             left -= step
             m.version += 1
             self._check_complete(m)
+        if m.phase - phase0 > 1:
+            self.hb.async_hazard("mbarrier", f"hazard: the arrive at {_line(s.span)} by {threads_text(ts)} completes "
+                                 f"{m.phase - phase0} phases of mbarrier {m.buf.name} (count {m.count}): every "
+                                 f"executing thread arrives once (PTX ISA 9.0 §9.7.13.15.11) — guard it (`if tx == "
+                                 f"0: arrive ...`) or give the barrier a count of the arriving threads", s.span,
+                                 m.init[2] if m.init else None, m.buf.name, (int(ts[0]), int(ts[-1])))
 
     def _wait(self, s: ir.MbarWait, tids: np.ndarray) -> None:
         m = self._bar(s.bar, s.span)

@@ -660,3 +660,33 @@ def test_a_hang_is_no_pass_and_strict_raises():
     assert lres.hb_summary().startswith("happens-before: would hang: mbarrier full phase 0 never completes")
     with pytest.raises(HazardError, match="would hang: mbarrier full phase 0 never completes: 8192 of 16384"):
         _strict_hazards(lres.hazards, lres)
+
+
+def test_every_thread_arriving_on_a_barrier_of_count_one():
+    A = ir.Buffer("A", "global", "float32", (4,), init="arange")
+    bar = mbar()
+    body = prologue(bar) + [ir.MbarArrive(bar, 0, span=at(4)), ir.MbarWait(bar, 0, span=at(5))]
+    _, rep = sim(kernel(32, (A,), (bar,), body), {"A": np.zeros(4, np.float32)})
+    msgs = messages(rep)  # 32 phases: the barrier is back at parity 0, and the wait for "phase 0" waits for phase 32
+    assert msgs[0].startswith("would hang: mbarrier full phase 32 never completes: 1 of 1 arrival missing; it "
+                              "completed 32 phases — threads 0-31 wait at L5")
+    assert any("the arrive at L4 by threads 0-31 completes 32 phases of mbarrier full (count 1)" in m for m in msgs)
+    assert any("names phase 0 for thread 0, two or more phases old" in m for m in msgs)
+    body[-2] = when(eq(TX, 0), ir.MbarArrive(bar, 0, span=at(4)), line=4)
+    _, rep = sim(kernel(32, (A,), (bar,), body), {"A": np.zeros(4, np.float32)})
+    assert rep.clean, messages(rep)
+    bar32 = mbar(count=32)
+    body = prologue(bar32) + [ir.MbarArrive(bar32, 0, span=at(4)), ir.MbarWait(bar32, 0, span=at(5))]
+    _, rep = sim(kernel(32, (A,), (bar32,), body), {"A": np.zeros(4, np.float32)})
+    assert rep.clean, messages(rep)
+
+
+def test_a_tma_store_carries_the_init_bits_of_its_source():
+    """Half of S is written: the TMA store moves the other half's garbage, and B is poisoned exactly there."""
+    k, inp = _store_kernel(fence=True, sync=True)
+    fill = k.body.body[0]
+    half = ir.Grid(fill.vars, (4,), fill.body, span=fill.span)  # rows 0..15 only
+    out, rep = sim(kernel(128, k.params, k.shared, [half, *k.body.body[1:]], k.tensormaps), inp)
+    assert any("uninitialised read" in m and "L6" in m for m in messages(rep)), messages(rep)
+    poison = rep.poison["B"].reshape(32, 32 * 4)
+    assert not poison[:16].any() and poison[16:].all()
