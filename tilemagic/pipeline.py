@@ -214,6 +214,8 @@ def _strict_hazards(hazards: list, launch: LaunchResult | None) -> None:
         h = launch.hb.hazards[0]
         if h.kind == "uninit":
             fix = "initialise the data before it is read (store to it first, or copy into it)"
+        elif h.kind == "hang":
+            fix = "make the phase complete: the arrivals and bytes the message names"
         elif h.other_span is not None and h.other_span != h.span:
             fix = f"the other access is at L{h.other_span.line}; {fix}"
     hint = f"{fix}, or run without --strict to see the hazards as warnings"

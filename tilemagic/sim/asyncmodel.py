@@ -186,6 +186,7 @@ class AsyncModel:
         self.groups: list[deque] = [deque() for _ in range(n)]  # committed groups per thread (lists of copies)
         self.bunc: list[list[int]] = [[] for _ in range(n)]  # bulk: uncommitted S2G copies
         self.bgroups: list[deque] = [deque() for _ in range(n)]
+        self.commits = {False: np.zeros(n, np.int64), True: np.zeros(n, np.int64)}  # groups committed per thread
         self.blocked: list[tuple[np.ndarray, ir.MbarWait]] = []  # waits that could not pass (the scheduler's)
         self.suspendable = False  # whether a wait that cannot pass may block its threads (a top-level wait)
 
@@ -263,11 +264,15 @@ class AsyncModel:
         unc, groups = (self.bunc, self.bgroups) if s.bulk else (self.unc, self.groups)
         name = "bulk_" if s.bulk else ""
         ts = np.asarray(tids, np.int64).reshape(-1).tolist()
+        made = self.commits[s.bulk]
         if s.kind == "commit":
             for t in ts:
                 groups[t].append([unc[t], False])
                 unc[t] = []
-            self.hb.event(f"{name}commit_group", tids, s.span, groups=len(groups[ts[0]]) if ts else 0)
+            made[ts] += 1
+            # (group: the 0-based index of the group the first thread made; pending: its groups not waited for)
+            self.hb.event(f"{name}commit_group", tids, s.span, group=int(made[ts[0]]) - 1 if ts else -1,
+                          pending=len(groups[ts[0]]) if ts else 0)
             return
         todo: dict[int, list[int]] = {}
         for t in ts:
@@ -285,7 +290,9 @@ class AsyncModel:
                 self._land_s2g(k, s.read, s.span)
             else:
                 self._land_cp(k, np.asarray(who, np.int64), s.span)
-        self.hb.event(f"{name}wait_group", tids, s.span, n=s.n, read=s.read)
+        # (through: the index of the newest group of the first thread this wait completes, -1 if none)
+        self.hb.event(f"{name}wait_group", tids, s.span, n=s.n, read=s.read,
+                      through=int(made[ts[0]]) - 1 - s.n if ts else -1)
 
     # ------------------------------------------------------------------ mbarriers
     def _bar(self, buf: ir.Buffer, span) -> _Mbar:
@@ -379,7 +386,9 @@ class AsyncModel:
         ts = np.asarray(tids, np.int64).reshape(-1)
         if not ts.size or not self._usable(m, ts, s.span, "waits on"):
             return
-        while m.copies and (m.phase & 1) == s.parity:  # the wait needs the current phase: land its copies
+        # the wait needs the current phase: once its arrivals are in, land the barrier's copies until it completes
+        # (before that, nothing makes them land: they stay in flight, as late as legal)
+        while m.copies and m.pending == 0 and (m.phase & 1) == s.parity:
             self._land_g2s(m, m.copies.popleft())
         c = m.phase
         # the phase each thread's wait names: the first one of this parity it has not seen complete
@@ -554,6 +563,8 @@ class AsyncModel:
         parts, first = [], None
         for ts, w in waits:
             m = self.bars[w.bar.name]
+            while m.copies and (m.phase & 1) == w.parity:  # (what the copies in flight would do to the count)
+                self._land_g2s(m, m.copies.popleft(), final=True)
             c = m.phase
             done = f"; it completed {c} phase{'s' if c != 1 else ''}" if c else ""
             parts.append(f"mbarrier {m.buf.name} phase {c} never completes: {self.missing(m)}{done} — "

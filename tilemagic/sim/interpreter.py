@@ -606,6 +606,7 @@ class Simulator:
         blocked = np.zeros(n, bool)
         on: list[ir.MbarWait | None] = [None] * n  # the wait a blocked thread is at
         ver = np.zeros(n, np.int64)  # its barrier's version when it blocked
+        groups: dict[bytes, np.ndarray] = {}  # one array per set of threads run together
         while True:
             if blocked.any():  # retry the waits whose barrier changed
                 for t in np.flatnonzero(blocked).tolist():
@@ -626,6 +627,10 @@ class Simulator:
                 self._hang(body, pos, blocked, on, live)
                 return
             p, at = chosen
+            if at.size == n:  # (the simulator's one array of every thread: its per-thread-set plans stay warm)
+                at = self.tid
+            else:
+                at = groups.setdefault(at.tobytes(), at)
             asm.suspendable = waits[p]
             try:
                 self.run_stmt(body[p], at, {})

@@ -690,3 +690,34 @@ def test_a_tma_store_carries_the_init_bits_of_its_source():
     assert any("uninitialised read" in m and "L6" in m for m in messages(rep)), messages(rep)
     poison = rep.poison["B"].reshape(32, 32 * 4)
     assert not poison[:16].any() and poison[16:].all()
+
+
+def test_complete_tx_before_expect_tx_is_legal():
+    """The copy is issued before the producer's `arrive.expect_tx` in program order, and the consumers wait
+    before both: tx may go below zero while an arrival is pending (PTX ISA 9.0 §9.7.13.15.1)."""
+    k, inp = _tma_roundtrip()
+    body = list(k.body.body)
+    i_arr = next(i for i, s in enumerate(body) if isinstance(s, ir.If) and s.span.line == 4)
+    arrive, copy, wait = body[i_arr], body[i_arr + 1], body[i_arr + 2]
+    late = ir.If(ir.Bin("==", TX, ir.Const(32)), arrive.then, span=arrive.span)
+    issue = ir.If(ir.Bin("==", TX, ir.Const(32)), copy.then, span=copy.span)
+    body[i_arr:i_arr + 3] = [issue, when(ir.Bin("!=", WARP, ir.Const(1)), wait, line=6), late,
+                             when(eq(WARP, 1), wait, line=6)]
+    out, rep = sim(kernel(128, k.params, k.shared, body, k.tensormaps), inp)
+    assert rep.clean, messages(rep)
+    assert np.array_equal(out["B"][0:64, 64:128], inp["A"][64:128, 0:64])
+
+
+def test_the_timeline_names_the_groups():
+    A = ir.Buffer("A", "global", "float32", (2, 128), init="arange")
+    S = ir.Buffer("S", "shared", "float32", (2, 128))
+    body = [ir.CpAsync(S, TX, A, TX, 1, span=at(3)), ir.AsyncGroup("commit", span=at(4)),
+            ir.CpAsync(S, ir.add(TX, 128), A, ir.add(TX, 128), 1, span=at(5)), ir.AsyncGroup("commit", span=at(6)),
+            ir.AsyncGroup("wait", n=1, span=at(7)), ir.AsyncGroup("wait", n=0, span=at(8))]
+    _, rep = sim(kernel(128, (A,), (S,), body), {"A": np.zeros((2, 128), np.float32)})
+    ev = [(e.kind, e.span.line, e.info) for e in rep.timeline]
+    assert ev == [("cp.async", 3, {"bytes": 4}), ("commit_group", 4, {"group": 0, "pending": 1}),
+                  ("cp.async", 5, {"bytes": 4}), ("commit_group", 6, {"group": 1, "pending": 2}),
+                  ("cp.async.complete", 3, {"copy": 3}), ("wait_group", 7, {"n": 1, "read": False, "through": 0}),
+                  ("cp.async.complete", 5, {"copy": 5}), ("wait_group", 8, {"n": 0, "read": False, "through": 1})]
+    assert all(list(e.threads) == list(range(128)) for e in rep.timeline)
