@@ -19,13 +19,14 @@ not when it is issued:
   column of their own (:attr:`tilemagic.sim.hb.Tracker.agents`), so only the waiters of the phase — and threads
   that synchronise with a waiter later — are ordered after the copies' writes.
 * **TMA tile copies** (§9.7.9.25.5.2, §5.5): :func:`tma_box` computes a box from the ``TensorMap`` fields alone
-  (independently of the planner: it is the reference the planner is checked against).  G2S out-of-bounds elements
-  are zero, or NaN for ``oob_fill=1`` (the canonical quiet NaN of the descriptor's float type: the bit pattern the
-  hardware writes is not documented), and count toward complete-tx (the whole box); S2G out-of-bounds elements
-  are not written.  An S2G copy reads its shared source at the issue (an async-proxy read: every generic write it
-  reads needs a ``fence.proxy.async`` of its writer, §9.7.13.4) and is in flight on it until the covering
-  ``bulk_wait_group ... read``; it writes global memory at the covering plain ``bulk_wait_group`` (or at the
-  kernel's end).
+  (independently of the planner: it is the reference the planner is checked against). G2S out-of-bounds elements are
+  zero, or NaN for ``oob_fill=1`` (the canonical quiet NaN of the descriptor's float type: the bit pattern the
+  hardware writes is not documented), and count toward complete-tx (the whole box); S2G out-of-bounds elements are
+  not written (exactly, as the ISA says; an H100 was reported to write on to the next 16-byte boundary of a row,
+  which a GPU comparison of such a store would show). An S2G copy reads its shared source at the issue (an
+  async-proxy read: every generic write it reads needs a ``fence.proxy.async`` of its writer, §9.7.13.4) and is in
+  flight on it until the covering ``bulk_wait_group ... read``; it writes global memory at the covering plain
+  ``bulk_wait_group`` (or at the kernel's end).
 
 Errors of the model are hazards (``arrive``/``wait`` on an uninitialised barrier or one whose initialisation the
 thread is not ordered after, more bytes completed than expected, a wait whose parity names a phase two or more

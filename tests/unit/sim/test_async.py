@@ -232,6 +232,8 @@ TMA_CASES = [
     ("float32", (64, 64), (32, 8), 3, (-8, 60), None, 1),  # both dims partly out of bounds: NaN-filled
     ("float16", (64, 64), (64, 8), 3, (0, 60), None, 1),
     ("uint8", (64, 256), (128, 4), 3, (128, 2), None, 0),
+    ("bfloat16", (64, 64), (64, 8), 3, (0, 60), None, 1),
+    ("bfloat16", (64, 64), (16, 32), 1, (-4, -3), None, 0),  # before the start in both dimensions
     ("float16", (128, 64), (16, 16), 3, (16, 16), 4, 0),  # float16 as uint32 units (TVM's promotion)
     ("float16", (8, 16, 32), (32, 4, 2), 2, (0, 12, 6), None, 0),  # rank 3, dim 1 past the end
 ]
