@@ -191,8 +191,8 @@ class HBReport:
     accesses: int = 0
     sync_events: int = 0
     #: the run stopped because no thread could go on and some wait for an mbarrier phase or a ``cta_sync``
-    #: (:mod:`tilemagic.sim.asyncmodel`): the ``would hang: ...`` message (also the last of :attr:`hazards`,
-    #: kind ``"hang"``); None when the kernel ran to its end
+    #: (:mod:`tilemagic.sim.asyncmodel`): the ``would hang: ...`` message (also the first of :attr:`hazards`,
+    #: kind ``"hang"``, so ``--strict`` raises it); None when the kernel ran to its end
     hang: Hazard | None = None
 
     @property
