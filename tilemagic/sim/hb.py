@@ -146,9 +146,10 @@ class SyncEvent:
     ``tcgen05.st``, ``wait_ld``, ``wait_st``, ``alloc``, ``dealloc``, and the asynchronous copies' events of
     :mod:`tilemagic.sim.asyncmodel`: ``cp.async``, ``commit_group``, ``wait_group``, ``cp.async.complete``,
     ``mbarrier.init``, ``arrive``, ``phase``, ``wait``, ``wait.blocked``, ``tma.issue``, ``tma.complete``,
-    ``tma.read``, ``bulk_commit_group``, ``bulk_wait_group``, ``fence.proxy.async``), where, and the threads
-    (CTA-linear ids, ``int32``) that took part.  ``info`` says what the event is about (``barrier`` and
-    ``phase``, ``group`` / ``groups`` / ``n``, ``bytes``, ``copy``: the line of the copy an event completes)."""
+    ``tma.read``, ``bulk_commit_group``, ``bulk_wait_group``, ``fence.proxy.async``, ``fence.mbarrier.init``), where,
+    and the threads (CTA-linear ids, ``int32``) that took part.  ``info`` says what the event is about
+    (``barrier`` and ``phase``; ``group`` and ``pending`` of a commit, ``n``, ``read`` and ``through`` of a wait;
+    ``bytes``; ``direction``; ``copy``: the line of the copy an event completes)."""
 
     kind: str
     index: int

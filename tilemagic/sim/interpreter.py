@@ -601,7 +601,9 @@ class Simulator:
         body = self._top_level(self.k.body)
         n, L = self.n, len(body)
         whole = [any(isinstance(x, ir.Barrier) for x in ir.walk(st)) for st in body]
-        waits = [all(isinstance(x, (ir.If, ir.Seq, ir.Comment, ir.MbarWait)) for x in ir.walk(st)) for st in body]
+        # (a statement where a wait may block: one wait under guards — run again whole when its threads resume)
+        waits = [all(isinstance(x, (ir.If, ir.Seq, ir.Comment, ir.MbarWait)) for x in ir.walk(st)) and
+                 sum(isinstance(x, ir.MbarWait) for x in ir.walk(st)) == 1 for st in body]
         pos = np.zeros(n, np.int64)
         blocked = np.zeros(n, bool)
         on: list[ir.MbarWait | None] = [None] * n  # the wait a blocked thread is at
