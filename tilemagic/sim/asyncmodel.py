@@ -218,6 +218,9 @@ class AsyncModel:
         sim, hb, nb = self.sim, self.hb, s.nbytes
         if nb not in CP_ASYNC_SIZES:
             raise LaunchError(f"cp.async copies 4, 8 or 16 bytes, not {nb} (PTX ISA 9.0 §9.7.9.25.3.1)", s.span)
+        if s.src.scope != "global" or s.dst.scope != "shared":
+            raise LaunchError(f"cp.async copies global to shared memory, not {s.src.scope} {s.src.name} to "
+                              f"{s.dst.scope} {s.dst.name} (PTX ISA 9.0 §9.7.9.25.3.1)", s.span)
         shape = (1, tids.size)
         sv, sfirst = sim._vec_offsets(s.src, s.src_index, tids, env, nb, s.span, shape)
         dv, dfirst = sim._vec_offsets(s.dst, s.dst_index, tids, env, nb, s.span, shape)
@@ -434,6 +437,9 @@ class AsyncModel:
         sim, tm = self.sim, s.tmap
         if s.reduce:
             raise LaunchError(f"cp.reduce.async.bulk.tensor (.{s.reduce}) is not simulated", s.span)
+        if tm.buf.scope != "global" or s.smem.scope != "shared":
+            raise LaunchError(f"a TMA copy moves a box between global and shared memory, not between {tm.buf.name} "
+                              f"and {s.smem.name}", s.span)
         if len(s.coords) != tm.rank:
             raise LaunchError(f"the TMA copy has {len(s.coords)} coordinates for a rank-{tm.rank} tensor map",
                               s.span)

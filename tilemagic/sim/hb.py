@@ -1522,8 +1522,9 @@ def _units(kernel: ir.Kernel, acc: KernelAccesses | None = None) -> dict[str, in
     :func:`kernel_accesses`, or ``acc`` when the caller has it).
 
     Granules: an element for a ``Store`` and every ``Load`` (indices and conditions included); the ``nbytes`` of
-    a ``VecMove`` on both sides (a vector's address is a multiple of its size, PTX ISA 9.0 ``ld``/``st``: the simulator
-    reports a misaligned one before it reaches the tracker); the 32-bit register words of ``ldmatrix``/``stmatrix`` and
+    a ``VecMove`` or a ``CpAsync`` on both sides (a vector's address is a multiple of its size, PTX ISA 9.0
+    ``ld``/``st``: the simulator reports a misaligned one before it reaches the tracker); a TMA copy's descriptor
+    element and the buffers' elements; the 32-bit register words of ``ldmatrix``/``stmatrix`` and
     ``tcgen05.ld``/``st`` (§9.7.9.26, §9.7.16.8.3-4) and, in shared memory, their 32-bit words (a non-transposed
     fragment: each word is an aligned pair of 16-bit elements) or 16-bit halves (``.trans``); the 32-bit TMEM
     address slot of tcgen05 ops and the allocation.  Any other statement counts an element of every buffer it
@@ -1539,8 +1540,11 @@ def _granules(s: ir.Stmt, lds: tuple) -> tuple:
     out = [(ld.buf, ld.buf.elem_bytes) for ld in lds]
     if isinstance(s, ir.Store):
         out.append((s.buf, s.buf.elem_bytes))
-    elif isinstance(s, ir.VecMove):
+    elif isinstance(s, (ir.VecMove, ir.CpAsync)):
         out += [(s.src, s.nbytes), (s.dst, s.nbytes)]
+    elif isinstance(s, ir.TmaCopy):  # (descriptor elements: a promoted unit is a multiple of the buffer's element)
+        out += [(s.smem, s.tmap.elem_bytes), (s.tmap.buf, s.tmap.elem_bytes), (s.smem, s.smem.elem_bytes),
+                (s.tmap.buf, s.tmap.buf.elem_bytes)]
     elif isinstance(s, ir.LdStMatrix):
         out += [(s.smem, 2 if s.trans else 4), (s.local, 4)]
     elif isinstance(s, ir.TcgenLdSt):
