@@ -477,8 +477,8 @@ class AsyncModel:
         hb.write(s.smem, sbyte, t, s.span, ini if not ini.all() else True, nbytes=eb)
         k = m.phase  # (the phase it completes if it lands before the next one)
         op = hb.async_op(f"the TMA copy (mbarrier {m.buf.name}) writes", s.span,
-                         f"a `wait {m.buf.name} phase P` observed the phase it completes (phase {k}: `wait "
-                         f"{m.buf.name} phase {k & 1}`)")
+                         f"its mbarrier {m.buf.name} phase {k} completed (`wait {m.buf.name} phase {k & 1}` observes "
+                         f"it, PTX ISA 9.0 §9.7.13.15)")
         hb.in_flight(s.smem, sbyte, eb, op, "dst")
         c = _Copy("g2s", s.span, op, np.array([t]), s.smem, sbyte, eb, data, bar=m.buf.name, tx=tm.box_bytes)
         self.copies.append(c)

@@ -420,8 +420,8 @@ def test_reading_the_destination_before_the_wait_is_in_flight():
     inp["Z"] = np.zeros(32, np.float16)
     _, rep = sim(kernel(128, (*k.params, Z), k.shared, body[:pos] + [peek] + body[pos:], k.tensormaps), inp)
     (msg,) = messages(rep)
-    assert ("thread 32 reads S[0, 0] at L11 that the TMA copy (mbarrier full) writes at L5, before a `wait full "
-            "phase P` observed the phase it completes (phase 0: `wait full phase 0`)") in msg
+    assert ("thread 32 reads S[0, 0] at L11 that the TMA copy (mbarrier full) writes at L5, before its mbarrier full "
+            "phase 0 completed (`wait full phase 0` observes it, PTX ISA 9.0 §9.7.13.15)") in msg
     assert (rep.hazards[0].span.line, rep.hazards[0].other_span.line) == (11, 5)
     # after the wait, the same read is clean
     _, rep = sim(kernel(128, (*k.params, Z), k.shared, body[:pos + 1] + [peek] + body[pos + 1:], k.tensormaps), inp)
