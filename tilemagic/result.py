@@ -142,6 +142,8 @@ class LaunchResult:
 
     @property
     def passed(self) -> bool:
+        """Every check passed — and a simulated run did not stop because the kernel would hang (its checks are then
+        not evaluated: no pass, even without a check)."""
         return all(c.passed for c in self.checks) and not (self.hb is not None and self.hb.hang is not None)
 
     @property
@@ -150,7 +152,8 @@ class LaunchResult:
         return self.hb.timeline if self.hb is not None else []
 
     def hb_summary(self) -> str | None:
-        """The one-line happens-before summary: ``happens-before: clean (...)`` / ``K hazards`` / ``incomplete: ...``
+        """The one-line happens-before summary: ``happens-before: clean (...)`` / ``K hazards`` / ``incomplete: ...`` /
+        ``would hang: ...``
         of a simulator run; after a GPU run, that the simulator's check did not run (None when not launched)."""
         if self.hb is not None:
             return self.hb.summary()
