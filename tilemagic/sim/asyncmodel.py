@@ -307,25 +307,29 @@ class AsyncModel:
 
     def _init(self, s: ir.MbarInit, tids: np.ndarray) -> None:
         m = self._bar(s.bar, s.span)
-        for t in np.asarray(tids, np.int64).reshape(-1).tolist():
-            if m.init is not None:
-                self.hb.async_hazard("mbarrier", f"hazard: mbarrier {m.buf.name} is initialised again at "
-                                     f"{_line(s.span)} by thread {t} (first at {_line(m.init[2])}): "
-                                     f"`mbarrier.init` of a live barrier is undefined (PTX ISA 9.0 §9.7.13.15.9)",
-                                     s.span, m.init[2], m.buf.name, (t, m.init[0]))
-                continue
-            if not 1 <= s.count < 1 << 20:
-                raise LaunchError(f"mbarrier {m.buf.name}: the arrival count must be in [1, 2^20), not {s.count} "
-                                  f"(PTX ISA 9.0 §9.7.13.15.1)", s.span)
-            m.init = (t, self.hb.G, s.span)
+        ts = np.asarray(tids, np.int64).reshape(-1)
+        if not ts.size:
+            return
+        if not 1 <= s.count < 1 << 20:
+            raise LaunchError(f"mbarrier {m.buf.name}: the arrival count must be in [1, 2^20), not {s.count} "
+                              f"(PTX ISA 9.0 §9.7.13.15.1)", s.span)
+        again = ts if m.init is not None else ts[1:]
+        if m.init is None:
+            m.init = (int(ts[0]), self.hb.G, s.span)
             m.count = m.pending = s.count
             m.clock = None
+        if again.size:
+            self.hb.async_hazard("mbarrier-init", f"hazard: mbarrier {m.buf.name} is initialised again at "
+                                 f"{_line(s.span)} by {threads_text(again)} (first by thread {m.init[0]} at "
+                                 f"{_line(m.init[2])}): `mbarrier.init` of a live barrier is undefined (PTX ISA "
+                                 f"9.0 §9.7.13.15.9) — initialise it from one thread (`if tx == 0:`)", s.span,
+                                 m.init[2], m.buf.name, (int(again[0]), m.init[0]))
         self.hb.event("mbarrier.init", tids, s.span, barrier=m.buf.name, count=s.count)
 
     def _usable(self, m: _Mbar, tids: np.ndarray, span, verb: str) -> bool:
         """Is ``m`` initialised, and its initialisation ordered before each of ``tids``?  Hazards otherwise."""
         if m.init is None:
-            self.hb.async_hazard("mbarrier", f"hazard: {threads_text(tids)} {verb} mbarrier {m.buf.name} at "
+            self.hb.async_hazard("mbarrier-uninit", f"hazard: {threads_text(tids)} {verb} mbarrier {m.buf.name} at "
                                  f"{_line(span)}, which is not initialised (no `mbarrier.init` ran before: the "
                                  f"barrier's state is garbage, PTX ISA 9.0 §9.7.13.15.9)", span, None, m.buf.name,
                                  (int(tids[0]), int(tids[0])))
@@ -334,7 +338,7 @@ class AsyncModel:
         ok = self.hb.ordered(tids, w, stamp)
         if not ok.all():
             t = int(np.asarray(tids)[np.argmin(ok)])
-            self.hb.async_hazard("mbarrier", f"hazard: thread {t} {verb} mbarrier {m.buf.name} at {_line(span)} "
+            self.hb.async_hazard("mbarrier-init", f"hazard: thread {t} {verb} mbarrier {m.buf.name} at {_line(span)} "
                                  f"before its initialisation by thread {w} at {_line(at)} is visible to it — "
                                  f"`fence.mbarrier_init` and a `cta_sync` after the init order it (PTX ISA 9.0 "
                                  f"§9.7.13.4)", span, at, m.buf.name, (t, w))
@@ -365,10 +369,10 @@ class AsyncModel:
         left, phase0 = ts.size, m.phase
         while left:
             if m.pending <= 0:
-                self.hb.async_hazard("mbarrier", f"hazard: more arrivals on mbarrier {m.buf.name} phase {m.phase} "
-                                     f"than its count {m.count} at {_line(s.span)}: the phase's arrivals are all in "
-                                     f"but {m.tx} bytes of its tx-count are outstanding (PTX ISA 9.0 "
-                                     f"§9.7.13.15.1)", s.span, None, m.buf.name)
+                msg = (f"hazard: more arrivals on mbarrier {m.buf.name} phase {m.phase} than its count {m.count} at "
+                       f"{_line(s.span)}: the phase's arrivals are all in but {m.tx} bytes of its tx-count are "
+                       f"outstanding (PTX ISA 9.0 §9.7.13.15.1)")
+                self.hb.async_hazard("mbarrier-arrivals", msg, s.span, None, m.buf.name)
                 break
             step = min(left, m.pending)  # arrivals up to the one that may complete the phase
             m.tx += step * s.expect_tx
@@ -379,11 +383,12 @@ class AsyncModel:
             m.version += 1
             self._check_complete(m)
         if m.phase - phase0 > 1:
-            self.hb.async_hazard("mbarrier", f"hazard: the arrive at {_line(s.span)} by {threads_text(ts)} completes "
-                                 f"{m.phase - phase0} phases of mbarrier {m.buf.name} (count {m.count}): every "
-                                 f"executing thread arrives once (PTX ISA 9.0 §9.7.13.15.11) — guard it (`if tx == "
-                                 f"0: arrive ...`) or give the barrier a count of the arriving threads", s.span,
-                                 m.init[2] if m.init else None, m.buf.name, (int(ts[0]), int(ts[-1])))
+            msg = (f"hazard: the arrive at {_line(s.span)} by {threads_text(ts)} completes {m.phase - phase0} phases "
+                   f"of mbarrier {m.buf.name} (count {m.count}): every executing thread arrives once (PTX ISA 9.0 "
+                   f"§9.7.13.15.11) — guard it (`if tx == 0: arrive ...`) or give the barrier a count of the arriving "
+                   f"threads")
+            self.hb.async_hazard("mbarrier-arrivals", msg, s.span, m.init[2] if m.init else None, m.buf.name,
+                                 (int(ts[0]), int(ts[-1])))
 
     def _wait(self, s: ir.MbarWait, tids: np.ndarray) -> None:
         m = self._bar(s.bar, s.span)
@@ -400,7 +405,7 @@ class AsyncModel:
         old = q <= c - 2
         if old.any():
             t = int(ts[np.argmax(old)])
-            self.hb.async_hazard("mbarrier", f"hazard: the wait on mbarrier {m.buf.name} phase {s.parity} at "
+            self.hb.async_hazard("mbarrier-parity", f"hazard: the wait on mbarrier {m.buf.name} phase {s.parity} at "
                                  f"{_line(s.span)} names phase {int(q[np.argmax(old)])} for thread {t}, two or more "
                                  f"phases old (the barrier completed {c}): `try_wait.parity` is defined only for the "
                                  f"current and the immediately preceding phase (PTX ISA 9.0 §9.7.13.15.16) — here "
@@ -509,7 +514,7 @@ class AsyncModel:
         """Report the current phase's tx-count below zero (once)."""
         if m.phase not in m.over:
             m.over.add(m.phase)
-            self.hb.async_hazard("mbarrier", f"hazard: mbarrier {m.buf.name} phase {m.phase}: {m.got} bytes "
+            self.hb.async_hazard("mbarrier-tx", f"hazard: mbarrier {m.buf.name} phase {m.phase}: {m.got} bytes "
                                  f"arrived, {m.expect} expected — the TMA copies at {_line(span)} complete more "
                                  f"bytes than the arrivals' `expect_tx` announced (at {_line(m.arrive_span)}; "
                                  f"{m.issued} cop{'ies' if m.issued != 1 else 'y'} of {m.issued_bytes} bytes in all "

@@ -118,7 +118,11 @@ class Hazard:
         ``"raw"``, ``"war"``, ``"waw"`` (races between threads), ``"ld-read"``, ``"ld-overwrite"``
         (registers of an in-flight ``tcgen05.ld``), ``"st-overwrite"`` (source registers of an
         in-flight ``tcgen05.st``), ``"st-read"`` (TMEM an in-flight ``tcgen05.st`` writes),
-        ``"st-dealloc"``, ``"uninit"``.
+        ``"st-dealloc"``, ``"uninit"``; asynchronous copies (:mod:`tilemagic.sim.asyncmodel`): ``"async-read"``,
+        ``"async-write"`` (bytes a copy has in flight), ``"proxy"`` (an async-proxy read of generic writes with no
+        ``fence.proxy.async``), ``"async-end"`` (a copy never waited for), the mbarrier misuses
+        ``"mbarrier-uninit"``, ``"mbarrier-init"`` (initialised again, or not ordered after the init),
+        ``"mbarrier-arrivals"``, ``"mbarrier-parity"``, ``"mbarrier-tx"``; ``"hang"`` (:attr:`HBReport.hang`).
     message : str
         The ``hazard: ...`` text (names both lines).
     span, other_span : Span or None
@@ -1422,9 +1426,8 @@ class Tracker:
     def async_hazard(self, kind: str, message: str, span: Span | None, other_span: Span | None, buffer: str,
                      threads: tuple[int, int] = (-1, -1)) -> None:
         """A hazard of the asynchronous model (an mbarrier misuse, a copy never waited for): reported once per
-        ``(kind, span, other_span)``."""
-        self._hazard(kind, (kind, buffer, span, other_span, message if kind == "mbarrier" else None), message, span,
-                     other_span, buffer, 0, threads)
+        ``(kind, buffer, span, other_span)`` (a statement in a loop says it once)."""
+        self._hazard(kind, (kind, buffer, span, other_span), message, span, other_span, buffer, 0, threads)
 
     def hang(self, message: str, span: Span | None, other_span: Span | None, buffer: str,
              threads: tuple[int, int]) -> None:

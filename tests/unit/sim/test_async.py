@@ -774,3 +774,16 @@ def test_a_full_empty_pipeline_is_clean_and_a_missing_empty_wait_races():
     # the second load overwrites S while the consumers may still read the first tile
     assert any("thread 0 writes S" in m and "at L9 that thread 64 read at L6" in m and "(write after read)" in m
                for m in msgs), msgs
+
+
+def test_an_mbarrier_initialised_by_every_thread_is_reported_once():
+    A = ir.Buffer("A", "global", "float32", (4,), init="arange")
+    bar = mbar()
+    body = [ir.MbarInit(bar, 1, span=at(2)), ir.Barrier(span=at(3)),
+            when(eq(TX, 0), ir.MbarArrive(bar, 0, span=at(4)), line=4), ir.MbarWait(bar, 0, span=at(5))]
+    _, rep = sim(kernel(32, (A,), (bar,), body), {"A": np.zeros(4, np.float32)})
+    (h,) = rep.hazards
+    assert h.kind == "mbarrier-init" and "mbarrier full is initialised again at L2 by threads 1-31 (first by " \
+                                           "thread 0 at L2)" in h.message
+    body[0] = when(eq(TX, 0), ir.MbarInit(bar, 1, span=at(2)), line=2)
+    assert sim(kernel(32, (A,), (bar,), body), {"A": np.zeros(4, np.float32)})[1].clean
