@@ -262,6 +262,8 @@ class AsyncModel:
         if c.src is not None and c.src_off is not None:
             self.hb.land(c.src, c.src_off[sel], c.src_nbytes, "src", c.src_op)
         self.hb.event("cp.async.complete", c.threads[sel], c.span, copy=c.span.line if c.span else None)
+        if c.landed.all():
+            c.data = c.data[:0]  # (the bytes are in memory now: the copy keeps no second one)
 
     # ------------------------------------------------------------------ commit groups
     def _group(self, s: ir.AsyncGroup, tids: np.ndarray) -> None:
@@ -501,7 +503,7 @@ class AsyncModel:
         end (``final``: nothing can announce the bytes any more)."""
         self.sim.mem[c.dst.name][_bytes_at(c.dst_off, c.nbytes)] = c.data
         self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", c.op, who=self.hb.agents[m.buf.name], span=c.span)
-        c.landed = np.ones(1, bool)
+        c.landed, c.data = np.ones(1, bool), c.data[:0]
         self.hb.event("tma.complete", c.threads, c.span, barrier=m.buf.name, phase=m.phase, bytes=c.tx)
         m.tx -= c.tx
         m.got += c.tx
@@ -556,6 +558,7 @@ class AsyncModel:
             return
         c.landed[:] = True
         self.sim.mem[c.dst.name][_bytes_at(c.dst_off, c.nbytes)] = c.data
+        c.data = c.data[:0]
         self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", c.op, who=c.threads, span=span)
         self.hb.event("tma.complete", c.threads[:1], c.span, direction="s2g")
 
