@@ -167,8 +167,14 @@ def run_checks(tp: TypedProgram, outputs: Mapping[str, np.ndarray], hb=None) -> 
     check over elements of a buffer with the default initialiser (zeros: neither read first nor given an
     ``= INIT``) that no thread wrote keeps its verdict but says so (``CheckResult.unwritten``): such
     elements hold the host's zeros, not a result.  The first :data:`MAX_LISTED` mismatches are kept
-    (``CheckResult.first``), never one entry per element.
+    (``CheckResult.first``), never one entry per element.  After a simulator run that stopped because the kernel
+    would hang (``hb.hang``) no check is evaluated, and each says so (``CheckResult.not_evaluated``): the outputs
+    are the memory at the hang, not the kernel's result.
     """
+    if hb is not None and hb.hang is not None:  # the run stopped: no output is the kernel's result
+        why = f"the kernel would hang at {f'L{hb.hang.span.line}' if hb.hang.span else 'its end'}"
+        return [CheckResult(item.text.removeprefix("check").strip(), item.span.line, False, 0, 0,
+                            not_evaluated=f"not evaluated: {why}") for item in tp.checks]
     defaulted = {b.name for b in tp.buffers.values() if b.scope == "global" and not b.init} - _read_first(tp)
     res = []
     for item in tp.checks:
@@ -208,6 +214,8 @@ def _strict_hazards(hazards: list, launch: LaunchResult | None) -> None:
         h = launch.hb.hazards[0]
         if h.kind == "uninit":
             fix = "initialise the data before it is read (store to it first, or copy into it)"
+        elif h.kind == "hang":
+            fix = "make the phase complete: the arrivals and bytes the message names"
         elif h.other_span is not None and h.other_span != h.span:
             fix = f"the other access is at L{h.other_span.line}; {fix}"
     hint = f"{fix}, or run without --strict to see the hazards as warnings"

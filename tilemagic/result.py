@@ -60,14 +60,21 @@ class CheckResult:
     #: runs): the verdict stands, but those elements hold the host's zeros, not a result of the kernel.
     unwritten: int = 0
     first_unwritten: str | None = None
+    #: Why the check was not evaluated (the simulated kernel would hang before its end: the outputs are not the
+    #: kernel's result); None when it was.  Such a check is neither a PASS nor a FAIL (``passed`` is False).
+    not_evaluated: str | None = None
 
     @property
     def status(self) -> str:
+        if self.not_evaluated:
+            return "NOT EVALUATED"
         return "PASS" if self.passed else "FAIL"
 
     @property
     def detail(self) -> str:
         """Why a check failed, e.g. ``"12 of 24 elements differ"`` ("" when it passed)."""
+        if self.not_evaluated:
+            return self.not_evaluated
         if self.passed:
             return ""
         if self.uninitialised:
@@ -135,7 +142,9 @@ class LaunchResult:
 
     @property
     def passed(self) -> bool:
-        return all(c.passed for c in self.checks)
+        """Every check passed — and a simulated run did not stop because the kernel would hang (its checks are then
+        not evaluated: no pass, even without a check)."""
+        return all(c.passed for c in self.checks) and not (self.hb is not None and self.hb.hang is not None)
 
     @property
     def timeline(self) -> list[SyncEvent]:
@@ -143,7 +152,8 @@ class LaunchResult:
         return self.hb.timeline if self.hb is not None else []
 
     def hb_summary(self) -> str | None:
-        """The one-line happens-before summary: ``happens-before: clean (...)`` / ``K hazards`` / ``incomplete: ...``
+        """The one-line happens-before summary: ``happens-before: clean (...)`` / ``K hazards`` / ``incomplete: ...`` /
+        ``would hang: ...``
         of a simulator run; after a GPU run, that the simulator's check did not run (None when not launched)."""
         if self.hb is not None:
             return self.hb.summary()

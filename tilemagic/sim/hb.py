@@ -118,7 +118,11 @@ class Hazard:
         ``"raw"``, ``"war"``, ``"waw"`` (races between threads), ``"ld-read"``, ``"ld-overwrite"``
         (registers of an in-flight ``tcgen05.ld``), ``"st-overwrite"`` (source registers of an
         in-flight ``tcgen05.st``), ``"st-read"`` (TMEM an in-flight ``tcgen05.st`` writes),
-        ``"st-dealloc"``, ``"uninit"``.
+        ``"st-dealloc"``, ``"uninit"``; asynchronous copies (:mod:`tilemagic.sim.asyncmodel`): ``"async-read"``,
+        ``"async-write"`` (bytes a copy has in flight), ``"proxy"`` (an async-proxy read of generic writes with no
+        ``fence.proxy.async``), ``"async-end"`` (a copy never waited for), the mbarrier misuses
+        ``"mbarrier-uninit"``, ``"mbarrier-init"`` (initialised again, or not ordered after the init),
+        ``"mbarrier-arrivals"``, ``"mbarrier-parity"``, ``"mbarrier-tx"``; ``"hang"`` (:attr:`HBReport.hang`).
     message : str
         The ``hazard: ...`` text (names both lines).
     span, other_span : Span or None
@@ -143,13 +147,19 @@ class Hazard:
 @dataclass(frozen=True)
 class SyncEvent:
     """A synchronising or asynchronous event in the timeline: ``kind`` (``cta_sync``, ``tcgen05.ld``,
-    ``tcgen05.st``, ``wait_ld``, ``wait_st``, ``alloc``, ``dealloc``, ...), where, and the threads
-    (CTA-linear ids, ``int32``) that took part."""
+    ``tcgen05.st``, ``wait_ld``, ``wait_st``, ``alloc``, ``dealloc``, and the asynchronous copies' events of
+    :mod:`tilemagic.sim.asyncmodel`: ``cp.async``, ``commit_group``, ``wait_group``, ``cp.async.complete``,
+    ``mbarrier.init``, ``arrive``, ``phase``, ``wait``, ``wait.blocked``, ``tma.issue``, ``tma.complete``,
+    ``tma.read``, ``bulk_commit_group``, ``bulk_wait_group``, ``fence.proxy.async``, ``fence.mbarrier.init``), where,
+    and the threads (CTA-linear ids, ``int32``) that took part.  ``info`` says what the event is about
+    (``barrier`` and ``phase``; ``group`` and ``pending`` of a commit, ``n``, ``read`` and ``through`` of a wait;
+    ``bytes``; ``direction``; ``copy``: the line of the copy an event completes)."""
 
     kind: str
     index: int
     span: Span | None
     threads: np.ndarray = field(repr=False, compare=False)
+    info: dict = field(default_factory=dict, compare=False)
 
 
 @dataclass
@@ -185,13 +195,21 @@ class HBReport:
     unwritten: dict[str, np.ndarray] = field(default_factory=dict)
     accesses: int = 0
     sync_events: int = 0
+    #: the run stopped because no thread could go on and some wait for an mbarrier phase or a ``cta_sync``
+    #: (:mod:`tilemagic.sim.asyncmodel`): the ``would hang: ...`` message (also the first of :attr:`hazards`,
+    #: kind ``"hang"``, so ``--strict`` raises it); None when the kernel ran to its end
+    hang: Hazard | None = None
 
     @property
     def clean(self) -> bool:
-        return not self.hazards and not self.incomplete
+        return not self.hazards and not self.incomplete and self.hang is None
 
     def summary(self) -> str:
         """The one-line summary the reports show."""
+        if self.hang is not None:
+            rest = len(self.hazards) - 1
+            more = f"; {rest} other hazard{'s' if rest != 1 else ''}" if rest > 0 else ""
+            return f"happens-before: {self.hang.message}{more}"
         if self.hazards:
             n = len(self.hazards)
             s = f"happens-before: {n} hazard{'s' if n != 1 else ''}"
@@ -309,6 +327,19 @@ class _Block:
         return (self.unit(0), self.unit(self.size - 1) + 1) if self.size else _EMPTY
 
 
+def _subset(ix, t, keep: np.ndarray):
+    """The units ``keep`` (a mask in the access's unit order) of an access ``ix`` by ``t``, as an index array and
+    threads."""
+    if isinstance(ix, slice):
+        u = np.arange(ix.start, ix.stop, dtype=np.int64)
+    elif isinstance(ix, _Block):
+        u = np.array([ix.unit(i) for i in range(ix.size)], np.int64)
+    else:
+        u = np.asarray(ix)
+    tt = _arr(t)
+    return u[keep], (tt if isinstance(tt, (int, np.integer)) else np.asarray(tt).reshape(-1)[keep])
+
+
 def _get(a: np.ndarray, ix) -> np.ndarray:
     """``a[ix]`` for a slice, an index array or a :class:`_Block` (flat, in the access's unit order)."""
     return ix.view(a).reshape(-1) if isinstance(ix, _Block) else a[ix]
@@ -376,6 +407,12 @@ class _Space:
         # Only a later access that consults the readers needs them (:meth:`flush_reads`); a full cta_sync orders
         # them before everything after it, so they are dropped then — most reads never touch the reader arrays
         self.pending: list[tuple] = []
+        # asynchronous copies in flight (:meth:`Tracker.in_flight`): per unit the copy (an index of
+        # ``Tracker._async_ops``) that writes it (``busy_w``: no access until it lands) or reads it (``busy_r``: no
+        # write until it has read); -1: none.  None until a copy is in flight here (a kernel without asynchronous
+        # copies never allocates them, and its accesses test one attribute)
+        self.busy_w: np.ndarray | None = None
+        self.busy_r: np.ndarray | None = None
 
     def flush_reads(self) -> None:
         """Enter the pending reads into the reader arrays, in program order."""
@@ -434,8 +471,19 @@ class Tracker:
 
     def __init__(self, kernel: ir.Kernel, nthreads: int, strict: bool = False):
         self.kernel, self.n, self.strict = kernel, nthreads, strict
-        self._tdt = np.int16 if nthreads < 2 ** 15 - 8 else np.int32
-        self.known = np.zeros((nthreads, nthreads), np.int32)  # vector clocks: known[t, w] (at least _floor)
+        self._tdt = np.int16 if nthreads < 2 ** 15 - 8 - 256 else np.int32
+        #: the kernel's buffers, access units and data-dependent indices (one walk; the simulator uses it too)
+        self.accesses = kernel_accesses(kernel)
+        # one clock column per mbarrier after the threads' (its asynchronous copies' writes: only the waiters of a
+        # phase learn it, not a thread that synchronised with the issuer after the issue)
+        self.agents: dict[str, int] = {b.name: nthreads + i for i, b in
+                                       enumerate(b for b in kernel.shared if b.is_mbarrier)} \
+            if self.accesses.asynchronous else {}
+        self._agent_name = {a: name for name, a in self.agents.items()}
+        self.known = np.zeros((nthreads, nthreads + len(self.agents)), np.int32)  # known[t, w] (at least _floor)
+        self._fence = np.zeros(nthreads, np.int32)  # the event of each thread's last fence.proxy.async
+        #: descriptions of asynchronous copies: (what it does, its span, the completion it waits for)
+        self._async_ops: list[tuple[str, Span | None, str]] = []
         self._floor = 0  # the last cta_sync of every thread: every entry of known is at least this (O(1) to raise)
         self.G = 0  # index of the last synchronising event
         self._frontier: np.ndarray | None = None
@@ -450,8 +498,6 @@ class Tracker:
         self._in_flight_regs: set[str] = set()  # register buffers with units a tcgen05.ld/st has in flight
         self.report = HBReport()
         self._seen: set = set()
-        #: the kernel's buffers, access units and data-dependent indices (one walk; the simulator uses it too)
-        self.accesses = kernel_accesses(kernel)
         written, read = self.accesses.written, self.accesses.read
         self._units = _units(kernel, self.accesses)
         self.spaces: dict[str, _Space] = {}
@@ -514,7 +560,8 @@ class Tracker:
         if self._frontier is None:
             k = np.maximum(self.known, self._floor)
             np.fill_diagonal(k, np.iinfo(np.int32).max)
-            self._frontier = k.min(axis=1) if self.n > 1 else np.full(self.n, np.iinfo(np.int32).max, np.int32)
+            self._frontier = k[:, :self.n].min(axis=1) if self.n > 1 else \
+                np.full(self.n, np.iinfo(np.int32).max, np.int32)
         return self._frontier[tids]
 
     def _join(self, tids: np.ndarray) -> None:
@@ -527,7 +574,7 @@ class Tracker:
                 sp.forget()
         else:
             rows = np.maximum(self.known[tids].max(axis=0), self._floor)
-            self.known[np.ix_(tids, np.arange(self.n))] = rows
+            self.known[tids] = rows
             self.known[np.ix_(tids, tids)] = self.G
         self._frontier = None
 
@@ -694,13 +741,18 @@ class Tracker:
         return bad, r0, s0
 
     def _space_read(self, sp: _Space, ix, t, n: int, span, aid, rng=None, unique: bool = False):
+        wix, wt = ix, t  # (the units the race scan looks at: those no asynchronous copy has in flight)
+        if sp.busy_w is not None and n:
+            busy = self._check_busy(sp, sp.busy_w, ix, t, span, "reads")
+            if busy is not None:
+                wix, wt = _subset(ix, t, ~busy)
         init = None  # (None: every unit initialised; else a copy, not a view, of the units' init bits)
         if sp.has_init:
             bits = _get(sp.init, ix)
             init = None if bits.all() else np.array(bits)
         rng = rng if rng is not None else _span_of(ix) if n else _EMPTY
         if sp.has_w and n and not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
-            self._check_writer(sp, ix, t, span, "raw")
+            self._check_writer(sp, wix, wt, span, "raw")
         if sp.has_r and n:
             if _quiet(sp.r_since, t) or not _meets(sp.r_rng, rng):  # no unordered reader here: nothing read-shared
                 if unique or isinstance(ix, slice) or isinstance(t, int):
@@ -731,9 +783,16 @@ class Tracker:
                      unique: bool = False) -> None:
         if not sp.has_w or not n:
             return
+        wix, wt = ix, t  # (the units the race scans look at: those no asynchronous copy has in flight)
+        if sp.busy_w is not None and sp.busy_r is not None:
+            b1 = self._check_busy(sp, sp.busy_w, ix, t, span, "writes")
+            b2 = self._check_busy(sp, sp.busy_r, ix, t, span, "writes")
+            hits = [b for b in (b1, b2) if b is not None]
+            if hits:
+                wix, wt = _subset(ix, t, ~np.logical_or.reduce(hits))
         rng = rng if rng is not None else _span_of(ix)
         if not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
-            self._check_writer(sp, ix, t, span, "waw")
+            self._check_writer(sp, wix, wt, span, "waw")
         if sp.has_r and _meets(sp.r_rng, rng):
             if not _quiet(sp.r_since, t):
                 bad, r0, s0 = self._reads_unordered(sp, ix, t)
@@ -798,10 +857,39 @@ class Tracker:
         codes = np.array([self._set_id(row[row >= 0]) for row in sets], np.int64)
         sp.wt[units] = codes[which.reshape(-1)].astype(sp.wt.dtype)
 
+    def _check_busy(self, sp: _Space, busy: np.ndarray, ix, t, span, verb: str) -> np.ndarray | None:
+        """Report, per asynchronous copy in flight on units of this access, the first such unit: read or written
+        (``verb``) before the copy completed (its destination) or before it read them (its source).  The units in
+        flight (a mask in the access's unit order), None when there are none (the race scans then skip them:
+        their hazard is this one)."""
+        ops = _get(busy, ix)
+        hit = ops >= 0
+        if not hit.any():
+            return None
+        for i in _first_per(ops, hit):
+            op = int(ops[i])
+            what, at, until = self._async_ops[op]
+            ti = int(np.broadcast_to(_arr(t), ops.shape)[i])
+            msg = (f"hazard: {sp.label} race on {sp.name}: thread {ti} {verb} {sp.where(_at(ix, int(i)))} at "
+                   f"{_line(span)} that {what} at {_line(at)}, before {until}")
+            kind = "async-read" if verb == "reads" else "async-write"
+            self._hazard(kind, (kind, at, span), msg, span, at, sp.name, sp.element(_at(ix, int(i))), (ti, ti))
+        return hit
+
+    def _who(self, t: int) -> str:
+        """``thread 5``, or the asynchronous copies of an mbarrier (its clock column)."""
+        name = self._agent_name.get(t)
+        return f"thread {t}" if name is None else f"the TMA copies completing on mbarrier {name}"
+
     def _race(self, kind, sp: _Space, u, t, span, other, other_span, same_call=False) -> None:
         a, b = _line(span), _line(other_span)
         where = sp.where(u)
-        if kind == "raw":
+        if kind == "raw" and other in self._agent_name:
+            msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} reads {where} at {a} that the TMA copy at {b} "
+                   f"wrote, without a `wait {self._agent_name[other]} phase P` that observed its completion "
+                   f"(read after write; a `cta_sync` with the issuing thread does not order it, only the waiters "
+                   f"of the phase see the bytes, PTX ISA 9.0 §9.7.13.15.16)")
+        elif kind == "raw":
             msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} reads {where} at {a} that thread {other} "
                    f"wrote at {b} with no synchronisation in between (read after write)")
         elif kind == "war":
@@ -812,10 +900,12 @@ class Tracker:
             msg = (f"hazard: {sp.label} race on {sp.name}: threads {other} and {t} write different values to "
                    f"{where} at {a} (write after write)")
         else:
-            msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} writes {where} at {a} that thread {other} "
-                   f"also wrote at {b} with no synchronisation in between (write after write)")
+            msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} writes {where} at {a} that "
+                   f"{self._who(other)} also wrote at {b} with no synchronisation in between (write after write)")
         if sp.name == "TMEM":
             msg += " — on a GPU the two tcgen05 operations may run in either order"
+        elif other in self._agent_name:
+            msg += f" — wait on mbarrier {self._agent_name[other]} for the phase the copy completes first"
         else:
             msg += f"; the simulator runs ops in program order, a GPU does not — add `cta_sync` after {b}"
         key = (kind, sp.name, other_span, span)
@@ -1099,7 +1189,8 @@ class Tracker:
             t32.flags.writeable = False
             if isinstance(given, np.ndarray) and len(self._event_tids) < 256:
                 self._event_tids[id(given)] = (given, tids, t32)  # (kept: its id stays its own)
-        ev = SyncEvent(kind, self.G, span, t32)
+        ev = SyncEvent(kind, self.G, span, t32, {k: v for k, v in info.items() if isinstance(v, (int, str))}
+                       if info else {})
         if len(self.report.timeline) < TIMELINE_CAP:
             self.report.timeline.append(ev)
         else:
@@ -1214,6 +1305,137 @@ class Tracker:
             if not any(c is cix for c in self._st_cells):
                 self._st_cells.append(cix)
 
+    # ------------------------------------------------------------------ asynchronous copies and mbarriers
+    def async_op(self, what: str, span: Span | None, until: str) -> int:
+        """Register an asynchronous copy for the in-flight messages: ``what`` it does to the bytes (``"the cp.async
+        writes"``), its ``span``, and ``until`` when that is over (``"its `wait_group` returned"``); its id."""
+        self._async_ops.append((what, span, until))
+        return len(self._async_ops) - 1
+
+    def _async_units(self, buf: ir.Buffer, off: np.ndarray, nbytes: int) -> tuple[_Space | None, np.ndarray, int]:
+        sp = self.spaces.get(buf.name)
+        if sp is None:
+            return None, np.zeros(0, np.int64), 1
+        k = nbytes // sp.unit
+        u, _, _ = _item_units(off, 0, sp.unit, k)
+        return sp, u, k
+
+    def in_flight(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, op: int, role: str) -> None:
+        """The ``nbytes``-byte items at byte offsets ``off`` of ``buf`` are in flight for copy ``op``: its
+        destination (``role="dst"``: any access before :meth:`land` is a hazard) or its source (``"src"``: a write
+        before :meth:`land` is)."""
+        sp, u, _ = self._async_units(buf, off, nbytes)
+        if sp is None or not u.size:
+            return
+        if sp.busy_w is None or sp.busy_r is None:
+            n = sp.wt.size
+            sp.busy_w, sp.busy_r = np.full(n, -1, np.int32), np.full(n, -1, np.int32)
+        busy = sp.busy_w if role == "dst" else sp.busy_r
+        busy[u] = op
+
+    def land(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, role: str, op: int, who=None,
+             span: Span | None = None) -> None:
+        """The items of :meth:`in_flight` of copy ``op`` are done: no longer in flight (units a later copy in flight
+        marked stay marked); for ``role="dst"`` their last writer becomes
+        ``who`` (a thread, one per item, or an mbarrier's clock column: :attr:`agents`) at the current event, with
+        the copy's ``span`` (the write was checked against earlier accesses at the issue: :meth:`write`)."""
+        sp, u, k = self._async_units(buf, off, nbytes)
+        if sp is None or not u.size:
+            return
+        busy = sp.busy_w if role == "dst" else sp.busy_r
+        if busy is not None:
+            mine = busy[u] == op
+            busy[u[mine]] = -1
+        if role != "dst" or who is None:
+            return
+        t = who if isinstance(who, (int, np.integer)) else np.repeat(np.asarray(who).reshape(-1), k)
+        sp.flush_reads()
+        sp.wt[u] = t
+        sp.wa[u] = self._access_id(span)
+        if sp.has_r:
+            sp.rt[u] = _NONE
+        sp.w_since = _since(sp.w_since, int(t) if isinstance(t, (int, np.integer)) else t)
+        sp.w_rng = _union(sp.w_rng, (int(u.min()), int(u.max()) + 1))
+
+    def release(self, tids: np.ndarray) -> np.ndarray:
+        """An ``mbarrier.arrive`` (release, PTX ISA 9.0 §9.7.13.15.11) of ``tids``: a new event; the clock a thread
+        that acquires the phase learns (every earlier access of ``tids`` and what they knew)."""
+        tids = np.asarray(tids, np.int64).reshape(-1)
+        self.G += 1
+        self.report.sync_events += 1
+        c = np.maximum(self.known[tids].max(axis=0), self._floor) if tids.size else \
+            np.zeros(self.known.shape[1], np.int32)
+        c[tids] = self.G
+        return c
+
+    def agent_clock(self, clock: np.ndarray, bar: str) -> np.ndarray:
+        """A phase of ``bar`` completes: ``clock`` (its arrivals' :meth:`release`) plus the barrier's copies that
+        landed so far (their writes are ordered before the phase's waiters, and only before them)."""
+        self.G += 1
+        c = clock.copy()
+        c[self.agents[bar]] = self.G
+        return c
+
+    def acquire(self, tids: np.ndarray, clock: np.ndarray) -> None:
+        """A successful ``mbarrier.try_wait`` (acquire) of ``tids``: they learn ``clock``."""
+        tids = np.asarray(tids, np.int64).reshape(-1)
+        if tids.size:
+            self.known[tids] = np.maximum(self.known[tids], clock)
+            self._frontier = None
+
+    def ordered(self, tids: np.ndarray, w: int, stamp: int) -> np.ndarray:
+        """Is an access of thread ``w`` stamped ``stamp`` (:attr:`G` then) ordered before each of ``tids``' current
+        point?"""
+        tids = np.asarray(tids, np.int64)
+        return (tids == w) | (np.maximum(self.known[tids, w], self._floor) > stamp)
+
+    def fence_proxy(self, tids: np.ndarray) -> None:
+        """``fence.proxy.async.shared::cta`` of ``tids`` (PTX ISA 9.0 §9.7.13.4): their generic writes so far become
+        visible to the async proxy."""
+        self.G += 1
+        self._fence[np.asarray(tids, np.int64)] = self.G
+
+    def proxy_read(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, span: Span | None, what: str) -> None:
+        """An async-proxy read (``what``: a TMA store's source) of shared bytes: each generic-proxy write it reads
+        must be followed by a ``fence.proxy.async`` of its writer (PTX ISA 9.0 §9.7.13.4, §9.7.9.25.2); a missing
+        fence is a hazard at both lines (the barrier that orders the writer before the issue is the race check's)."""
+        sp, u, _ = self._async_units(buf, off, nbytes)
+        if sp is None or not u.size:
+            return
+        w, a = sp.wt[u].astype(np.int64), sp.wa[u]
+        stamp = self._aid_stamp[a]
+        fence = np.full(w.shape, np.iinfo(np.int32).max, np.int64)
+        real = (w >= 0) & (w < self.n)
+        fence[real] = self._fence[w[real]]
+        for code in np.unique(w[w <= -2]):  # (a broadcast store: every writer of the set needs its fence)
+            members = np.nonzero(self._sets[-2 - int(code)])[0]
+            fence[w == code] = int(self._fence[members].min())
+        bad = fence <= stamp
+        for i in _first_per(a, bad):
+            wi = int(w[i])
+            writer = wi if wi >= 0 else int(np.nonzero(self._sets[-2 - wi])[0][0])
+            other = self._aid_span[int(a[i])]
+            msg = (f"hazard: async-proxy read of generic writes on {sp.name}: {what} at {_line(span)} reads "
+                   f"{sp.where(int(u[i]))} that thread {writer} wrote at {_line(other)} with no `fence.proxy.async` "
+                   f"by thread {writer} after that write (PTX ISA 9.0 §9.7.13.4: the TMA unit may read the old "
+                   f"bytes) — add `fence.proxy.async` after L{other.line if other else 0} and a `cta_sync` before "
+                   f"L{span.line if span else 0}")
+            self._hazard("proxy", ("proxy", sp.name, other, span), msg, span, other, sp.name,
+                         sp.element(int(u[i])), (writer, writer))
+
+    def async_hazard(self, kind: str, message: str, span: Span | None, other_span: Span | None, buffer: str,
+                     threads: tuple[int, int] = (-1, -1)) -> None:
+        """A hazard of the asynchronous model (an mbarrier misuse, a copy never waited for): reported once per
+        ``(kind, buffer, span, other_span)`` (a statement in a loop says it once)."""
+        self._hazard(kind, (kind, buffer, span, other_span), message, span, other_span, buffer, 0, threads)
+
+    def hang(self, message: str, span: Span | None, other_span: Span | None, buffer: str,
+             threads: tuple[int, int]) -> None:
+        """The run cannot go on (:attr:`HBReport.hang`): no thread can run and some wait forever."""
+        h = Hazard("hang", message, span, other_span, buffer, 0, threads)
+        self.report.hang = h
+        self.report.hazards.append(h)
+
     def incomplete(self, reason: str, span: Span | None) -> None:
         """The analysis cannot decide something at ``span``: the report says "incomplete", never "clean"."""
         text = f"{reason} at {_line(span)}" if span else reason
@@ -1228,7 +1450,7 @@ class Tracker:
         first: dict = {}
         for h in self.report.hazards:
             first.setdefault(h.span, len(first))
-        self.report.hazards.sort(key=lambda h: (first[h.span], _pos(h.other_span), h.kind))
+        self.report.hazards.sort(key=lambda h: (h.kind != "hang", first[h.span], _pos(h.other_span), h.kind))
         for sp in self.spaces.values():
             if sp.label != "global-memory":
                 continue
@@ -1303,8 +1525,9 @@ def _units(kernel: ir.Kernel, acc: KernelAccesses | None = None) -> dict[str, in
     :func:`kernel_accesses`, or ``acc`` when the caller has it).
 
     Granules: an element for a ``Store`` and every ``Load`` (indices and conditions included); the ``nbytes`` of
-    a ``VecMove`` on both sides (a vector's address is a multiple of its size, PTX ISA 9.0 ``ld``/``st``: the simulator
-    reports a misaligned one before it reaches the tracker); the 32-bit register words of ``ldmatrix``/``stmatrix`` and
+    a ``VecMove`` or a ``CpAsync`` on both sides (a vector's address is a multiple of its size, PTX ISA 9.0
+    ``ld``/``st``: the simulator reports a misaligned one before it reaches the tracker); a TMA copy's descriptor
+    element and the buffers' elements; the 32-bit register words of ``ldmatrix``/``stmatrix`` and
     ``tcgen05.ld``/``st`` (§9.7.9.26, §9.7.16.8.3-4) and, in shared memory, their 32-bit words (a non-transposed
     fragment: each word is an aligned pair of 16-bit elements) or 16-bit halves (``.trans``); the 32-bit TMEM
     address slot of tcgen05 ops and the allocation.  Any other statement counts an element of every buffer it
@@ -1320,8 +1543,11 @@ def _granules(s: ir.Stmt, lds: tuple) -> tuple:
     out = [(ld.buf, ld.buf.elem_bytes) for ld in lds]
     if isinstance(s, ir.Store):
         out.append((s.buf, s.buf.elem_bytes))
-    elif isinstance(s, ir.VecMove):
+    elif isinstance(s, (ir.VecMove, ir.CpAsync)):
         out += [(s.src, s.nbytes), (s.dst, s.nbytes)]
+    elif isinstance(s, ir.TmaCopy):  # (descriptor elements: a promoted unit is a multiple of the buffer's element)
+        out += [(s.smem, s.tmap.elem_bytes), (s.tmap.buf, s.tmap.elem_bytes), (s.smem, s.smem.elem_bytes),
+                (s.tmap.buf, s.tmap.buf.elem_bytes)]
     elif isinstance(s, ir.LdStMatrix):
         out += [(s.smem, 2 if s.trans else 4), (s.local, 4)]
     elif isinstance(s, ir.TcgenLdSt):
@@ -1352,6 +1578,9 @@ class KernelAccesses:
     read: frozenset
     units: tuple
     data_dependent: tuple
+    #: whether the kernel has asynchronous copies or mbarriers (the simulator then runs its scheduler,
+    #: :mod:`tilemagic.sim.asyncmodel`; a kernel without them runs as before)
+    asynchronous: bool = False
 
 
 def kernel_accesses(kernel: ir.Kernel) -> KernelAccesses:
@@ -1362,7 +1591,15 @@ def kernel_accesses(kernel: ir.Kernel) -> KernelAccesses:
     seen: dict[str, int] = {}
     dependent: list[tuple[str, Span | None]] = []
     moves: set[tuple[str, str]] = set()  # (source, destination) of statements that move bytes as they are
+    asynchronous = False
     for s in ir.walk(kernel.body):
+        if isinstance(s, ASYNC_STMTS):
+            asynchronous = True
+            if isinstance(s, ir.CpAsync):
+                moves.add((s.src.name, s.dst.name))
+            elif isinstance(s, ir.TmaCopy):
+                gname, sname = s.tmap.buf.name, s.smem.name
+                moves.add((gname, sname) if s.direction == "g2s" else (sname, gname))
         if isinstance(s, ir.VecMove):
             moves.add((s.src.name, s.dst.name))
         elif isinstance(s, ir.LdStMatrix):
@@ -1392,7 +1629,11 @@ def kernel_accesses(kernel: ir.Kernel) -> KernelAccesses:
             if g != unit[b]:
                 unit[b], changed = g, True
     units = tuple(unit.items())
-    return KernelAccesses(frozenset(written), frozenset(read), units, tuple(dependent))
+    return KernelAccesses(frozenset(written), frozenset(read), units, tuple(dependent), asynchronous)
+
+
+#: the statements of asynchronous copies and their synchronisation (:mod:`tilemagic.sim.asyncmodel` runs them)
+ASYNC_STMTS = (ir.MbarInit, ir.MbarArrive, ir.MbarWait, ir.Fence, ir.CpAsync, ir.AsyncGroup, ir.TmaCopy)
 
 
 def _index(off: np.ndarray) -> np.ndarray | slice:

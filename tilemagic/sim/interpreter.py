@@ -12,14 +12,16 @@ Memory is bytes: global and shared buffers are flat ``uint8`` arrays, each local
 ``(threads, bytes)`` array, TMEM a :class:`~tilemagic.sim.tmem.TmemModel`.  Values move as raw bits
 (fp16 as uint16, ...), so round trips are bit-exact.
 
-Statements execute in program order for all threads (a legal schedule of a correctly synchronised
-kernel); tcgen05.ld/st complete at issue, as in the emulation.  Because that schedule hides a missing
-barrier, every memory access and synchronising event is reported to a :class:`~tilemagic.sim.hb.Tracker`
-(items or :class:`~tilemagic.sim.hb.Run` s of items, in each thread's program order: races, in-flight
-tcgen05 registers, uninitialised data), whose hazards the run keeps in :attr:`Simulator.hazards` (the
-pipeline shows them as ``hazard:`` warnings).  Shared memory, registers and TMEM start as
-:data:`~tilemagic.sim.hb.GARBAGE`, never zeros.  A ``deadline`` bounds the run (``--timeout``), and a
-run longer than two seconds shows a progress bar (``tqdm.auto``).
+Statements execute in program order for all threads (a legal schedule of a correctly synchronised kernel);
+tcgen05.ld/st complete at issue, as in the emulation. A kernel with asynchronous copies (cp.async, TMA, mbarriers,
+commit groups) runs under a scheduler over its top-level statements instead (:meth:`Simulator._run_scheduled`: a
+wait that cannot pass blocks only its threads; when no thread can run, the run stops: *would hang*), and its copies
+complete as late as the PTX ISA allows (:mod:`tilemagic.sim.asyncmodel`). Because that schedule hides a missing
+barrier, every memory access and synchronising event is reported to a :class:`~tilemagic.sim.hb.Tracker` (items or
+:class:`~tilemagic.sim.hb.Run` s of items, in each thread's program order: races, in-flight tcgen05 registers,
+uninitialised data), whose hazards the run keeps in :attr:`Simulator.hazards` (the pipeline shows them as
+``hazard:`` warnings). Shared memory, registers and TMEM start as :data:`~tilemagic.sim.hb.GARBAGE`, never zeros. A
+``deadline`` bounds the run (``--timeout``), and a run longer than two seconds shows a progress bar (``tqdm.auto``).
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
 from ..layout.tile import distinct
-from .hb import Prepared, Run, Tracker, garbage
+from .asyncmodel import AsyncModel
+from .hb import ASYNC_STMTS, Prepared, Run, Tracker, garbage
 from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
@@ -135,6 +138,7 @@ def _stmt_work(s: ir.Stmt) -> int:
 
 
 _TX = ir.ThreadVar("tx")  # (hash-consed: the one ``tx`` node of every kernel)
+
 #: What makes consecutive ldmatrix/stmatrix statements parts of one op (buffers compare by identity), and their
 #: per-statement operands (the plan's key).
 _LDST_OP = operator.attrgetter("smem", "local", "op", "num", "trans", "span")
@@ -313,6 +317,11 @@ class Simulator:
         # registers private to one iteration of a batched loop body: name -> (base byte, bytes, init) per lane
         self._private: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.hazards: list = []
+        #: the asynchronous copies' state (cp.async groups, mbarriers, TMA copies in flight), for a kernel that has
+        #: them (:mod:`tilemagic.sim.asyncmodel`); such a kernel runs under :meth:`_run_scheduled`
+        self.asm: AsyncModel | None = AsyncModel(self) if self.hb.accesses.asynchronous else None
+        #: whether the run stopped because it would hang (:attr:`tilemagic.sim.hb.HBReport.hang`)
+        self.hung = False
 
     # ------------------------------------------------------------------ time and progress
     def _tick(self, span: Span | None, work: int = 1) -> None:
@@ -493,13 +502,17 @@ class Simulator:
         collect = gc.isenabled()
         gc.disable()
         try:
-            self.run_stmt(self.k.body, self.tid, {})
+            if self.asm is None:
+                self.run_stmt(self.k.body, self.tid, {})
+            else:
+                self._run_scheduled()
         finally:
             if collect:
                 gc.enable()
             if self._progress is not None:
                 self._progress.close()
-        self.tmem.exit_check()
+        if not self.hung:  # (a run stopped at a hang never reached the deallocation)
+            self.tmem.exit_check()
         self.hazards = [(h.message, h.span) for h in self.hb.finish().hazards]
         return {b.name: self.mem[b.name] for b in self.k.params}
 
@@ -561,8 +574,105 @@ class Simulator:
             self._ldstmatrix((s,), tids, env, (s.addr, s.regs))
         elif isinstance(s, (ir.TcgenAlloc, ir.TcgenRelinquish, ir.TcgenDealloc)):
             self._alloc_op(s, tids)
+        elif isinstance(s, ASYNC_STMTS) and self.asm is not None:
+            self.asm.run(s, tids, env)
         else:
             raise TypeError(f"cannot simulate {type(s).__name__}")
+
+    # ------------------------------------------------------------------ the scheduler of asynchronous kernels
+    def _run_scheduled(self) -> None:
+        """Run a kernel with asynchronous copies: a scheduler over the body's top-level statements.
+
+        Every thread has a position in the top-level statement list (nested ``Seq`` s flattened; an ``If`` guard is
+        one position).  The smallest position some runnable threads are at runs next, for those threads.  A wait
+        (top level, or under guards) that cannot pass blocks its threads there; the others go on, so a producer
+        later in program order (``if warpid == 1: arrive ...``) can complete the phase; a blocked thread runs its
+        wait again once its barrier changed (an arrival, a copy issued or landed), then goes on in order.  A
+        statement with a ``cta_sync`` anywhere in it runs only when every thread is at it.  When no thread can run
+        and some are blocked, the run stops: **would hang** (the tracker's :attr:`~tilemagic.sim.hb.HBReport.hang`),
+        and nothing after it runs.
+
+        Not covered: suspending a thread inside a loop or a sequence (a wait there that cannot pass when reached in
+        program order is a located LaunchError); thread groups that reach different ``cta_sync`` statements (every
+        ``cta_sync`` here is a statement every thread reaches).
+        """
+        asm = self.asm
+        assert asm is not None
+        body = self._top_level(self.k.body)
+        n, L = self.n, len(body)
+        whole = [any(isinstance(x, ir.Barrier) for x in ir.walk(st)) for st in body]
+        # (a statement where a wait may block: one wait under guards — run again whole when its threads resume)
+        waits = [all(isinstance(x, (ir.If, ir.Seq, ir.Comment, ir.MbarWait)) for x in ir.walk(st)) and
+                 sum(isinstance(x, ir.MbarWait) for x in ir.walk(st)) == 1 for st in body]
+        pos = np.zeros(n, np.int64)
+        blocked = np.zeros(n, bool)
+        on: list[ir.MbarWait | None] = [None] * n  # the wait a blocked thread is at
+        ver = np.zeros(n, np.int64)  # its barrier's version when it blocked
+        groups: dict[bytes, np.ndarray] = {}  # one array per set of threads run together
+        while True:
+            if blocked.any():  # retry the waits whose barrier changed
+                for t in np.flatnonzero(blocked).tolist():
+                    w = on[t]
+                    if w is not None and asm.version(w.bar) != ver[t]:
+                        blocked[t] = False
+            live = (pos < L) & ~blocked
+            chosen = None
+            for p in np.unique(pos[live]).tolist():
+                at = np.flatnonzero(live & (pos == p))
+                if whole[p] and at.size < n:
+                    continue  # a cta_sync: every thread must be here
+                chosen = p, at
+                break
+            if chosen is None:
+                if not blocked.any() and not (pos < L).any():
+                    break
+                self._hang(body, pos, blocked, on, live)
+                return
+            p, at = chosen
+            if at.size == n:  # (the simulator's one array of every thread: its per-thread-set plans stay warm)
+                at = self.tid
+            else:
+                at = groups.setdefault(at.tobytes(), at)
+            asm.suspendable = waits[p]
+            try:
+                self.run_stmt(body[p], at, {})
+            finally:
+                asm.suspendable = False
+            stuck = np.zeros(n, bool)
+            for ts, w in asm.take_blocked():
+                stuck[ts] = True
+                for t in ts.tolist():
+                    on[t] = w
+                ver[ts] = asm.version(w.bar)
+            blocked |= stuck
+            pos[at[~stuck[at]]] += 1
+        asm.finish()
+
+    def _hang(self, body, pos, blocked, on, live) -> None:
+        """No thread can run: report **would hang** with each blocked wait and the threads held at a cta_sync."""
+        asm = self.asm
+        assert asm is not None
+        waits: dict[int, tuple[list, ir.MbarWait]] = {}
+        for t in np.flatnonzero(blocked).tolist():
+            w = on[t]
+            assert w is not None
+            waits.setdefault(id(w), ([], w))[0].append(t)
+        syncs = []
+        for p in np.unique(pos[live]).tolist():
+            at = np.flatnonzero(live & (pos == p))
+            sync = next((x for x in ir.walk(body[p]) if isinstance(x, ir.Barrier)), None)
+            syncs.append((at, sync.span if sync is not None else body[p].span))
+        msg, span, other, buf, threads = asm.hang_message(
+            [(np.asarray(ts), w) for ts, w in waits.values()], syncs)
+        self.hb.hang(msg, span, other, buf, threads)
+        self.hung = True
+
+    @staticmethod
+    def _top_level(s: ir.Stmt) -> list[ir.Stmt]:
+        """The body's top-level statements, nested ``Seq`` s flattened."""
+        if isinstance(s, ir.Seq):
+            return [x for c in s.body for x in Simulator._top_level(c)]
+        return [s]
 
     # ------------------------------------------------------------------ element and vector moves
     def _exec(self, s: ir.Store | ir.VecMove, tids: np.ndarray, env: dict, iters: int,

@@ -671,6 +671,8 @@ def data_figure(result, check: int | str | None = None):
     cb.ax.tick_params(labelsize=6.5)
     cb.set_label("value", fontsize=7)
     status = "FAIL" if nbad else "PASS"  # recomputed from the data shown (the same bitwise test as the check)
+    if chk.not_evaluated:  # (a simulated run that would hang: the data is the memory at the hang)
+        status = "NOT EVALUATED (the memory when the kernel would hang)"
     head = f"check {chk.text} (L{chk.line}): {status} · {d['got'].dtype} {list(d['got'].shape)}"
     total = int(d["mismatch"].size)
     if nbad:

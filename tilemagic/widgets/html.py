@@ -709,7 +709,7 @@ def heatmap_kinds(result) -> list[str]:
     if "none" in kinds:
         return []
     launch = result.launch
-    if launch is not None and any(not c.passed for c in launch.checks) and "data" not in kinds:
+    if launch is not None and any(not c.passed and not c.not_evaluated for c in launch.checks) and "data" not in kinds:
         kinds.append("data")
     return kinds
 

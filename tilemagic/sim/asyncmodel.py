@@ -1,0 +1,627 @@
+"""Asynchronous copies in the simulator, completed as late as the PTX ISA allows.
+
+The interpreter (:mod:`tilemagic.sim.interpreter`) runs a kernel with ``cp.async``, TMA copies, mbarriers or commit
+groups through :class:`AsyncModel`, which keeps what a GPU keeps and moves the bytes *when the copy completes*,
+not when it is issued:
+
+* **cp.async** (PTX ISA 9.0 §9.7.9.25.3): per thread a list of uncommitted copies and a FIFO of committed groups;
+  ``commit_group`` makes the uncommitted ones a group, ``wait_group n`` completes all but the newest ``n`` groups of
+  the executing thread.  A copy reads its global source at the issue and writes its shared destination at the
+  covering ``wait_group``: until then the destination bytes are in flight (any access is a hazard) and so is the
+  source (a write is).  The bytes are the issuing thread's write *at its wait*: other threads need a barrier after
+  it (the happens-before tracker, :mod:`tilemagic.sim.hb`, orders them so).
+* **mbarriers** (§9.7.13.15): ``{phase, pending, expected, tx}``; ``arrive`` (every executing thread, count 1) adds
+  its ``expect_tx`` bytes to tx, then arrives; a TMA load's bytes are complete-tx on its barrier when it lands; the
+  phase completes when pending and tx are both 0 (phase += 1, pending = expected).  ``wait BAR phase P`` returns
+  iff ``(phase & 1) != P``.  TMA loads land as late as legal: when a wait needs the phase they complete (the wait
+  lands the barrier's in-flight copies, in issue order, until the phase completes).  An arrive releases the
+  arriving threads' clocks into the phase; a successful wait acquires it, and the barrier's copies have a clock
+  column of their own (:attr:`tilemagic.sim.hb.Tracker.agents`), so only the waiters of the phase — and threads
+  that synchronise with a waiter later — are ordered after the copies' writes.
+* **TMA tile copies** (§9.7.9.25.5.2, §5.5): :func:`tma_box` computes a box from the ``TensorMap`` fields alone
+  (independently of the planner: it is the reference the planner is checked against). G2S out-of-bounds elements are
+  zero, or NaN for ``oob_fill=1`` (the canonical quiet NaN of the descriptor's float type: the bit pattern the
+  hardware writes is not documented), and count toward complete-tx (the whole box); S2G out-of-bounds elements are
+  not written (exactly, as the ISA says; an H100 was reported to write on to the next 16-byte boundary of a row,
+  which a GPU comparison of such a store would show). An S2G copy reads its shared source at the issue (an
+  async-proxy read: every generic write it reads needs a ``fence.proxy.async`` of its writer, §9.7.13.4) and is in
+  flight on it until the covering ``bulk_wait_group ... read``; it writes global memory at the covering plain
+  ``bulk_wait_group`` (or at the kernel's end).
+
+Errors of the model are hazards (``arrive``/``wait`` on an uninitialised barrier or one whose initialisation the
+thread is not ordered after, more bytes completed than expected, a wait whose parity names a phase two or more
+phases old, copies never waited for).  A phase that can never complete makes the scheduler of the interpreter stop
+with **would hang** (:meth:`AsyncModel.hang_message`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import LaunchError, Span
+from ..ir import nodes as ir
+from ..layout.swizzle import xor_swizzle
+
+#: The canonical quiet NaN of each float ``CUtensorMapDataType`` (little endian), written for out-of-bounds
+#: elements of a G2S copy whose map asks for ``..._NAN_REQUEST_ZERO_FMA``.  The exact pattern the TMA unit writes
+#: is not documented (PTX ISA 9.0 §5.5.3.3 says "NaN"); a comparison against a GPU compares NaN as NaN.
+OOB_NAN = {"FLOAT16": b"\x00\x7e", "BFLOAT16": b"\xc0\x7f", "FLOAT32": b"\x00\x00\xc0\x7f",
+           "FLOAT64": b"\x00\x00\x00\x00\x00\x00\xf8\x7f", "TFLOAT32": b"\x00\x00\xc0\x7f",
+           "FLOAT32_FTZ": b"\x00\x00\xc0\x7f", "TFLOAT32_FTZ": b"\x00\x00\xc0\x7f"}
+
+#: Bytes one ``cp.async`` may copy (``cp-size``, PTX ISA 9.0 §9.7.9.25.3.1).
+CP_ASYNC_SIZES = (4, 8, 16)
+
+
+def tma_box(tmap: ir.TensorMap, coords, smem_offset: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The elements of one tile-mode box of ``tmap`` at ``coords`` (PTX ISA 9.0 §9.7.9.25.5.2, §5.5).
+
+    Parameters
+    ----------
+    tmap : TensorMap
+        The descriptor: ``dims``, ``strides`` (bytes, dimensions 1..), ``box``, ``elem_strides``, ``swizzle``,
+        ``elem_bytes``, ``base_elem`` (in elements of ``tmap.buf``).  All tuples in CUDA order (dimension 0
+        innermost).
+    coords : sequence of int
+        The box's first coordinate per dimension, in descriptor elements (may be negative or past the end).
+    smem_offset : int
+        Byte offset of the box in the shared buffer (whose base the simulator places on a 1024-byte boundary, so
+        the offset is the address the swizzle sees).
+
+    Returns
+    -------
+    gbyte : numpy.ndarray of int64, ``(E,)``
+        Byte offset in ``tmap.buf`` of each of the box's ``E`` elements, box-linear (dimension 0 fastest):
+        ``base_elem * buf.elem_bytes + Σ coord[i] * gs[i]`` with ``coord[i] = coords[i] + k[i] * elem_strides[i]``
+        (``elem_strides[0]`` is ignored, as for every non-interleaved map), ``gs[0] = elem_bytes``.
+    inb : numpy.ndarray of bool, ``(E,)``
+        Whether the element lies inside ``[0, dims[i])`` in every dimension.
+    sbyte : numpy.ndarray of int64, ``(E,)``
+        Byte address in shared memory: ``smem_offset + linear * elem_bytes``, then the map's swizzle on the address
+        (mode B = 1/2/3 for 32/64/128 B: ``a ^ (((a >> 7) & (2**B - 1)) << 4)``, §5.5.7).
+    """
+    eb, rank = tmap.elem_bytes, tmap.rank
+    es = (1,) + tuple(int(e) for e in tmap.elem_strides[1:rank])
+    n = [int(tmap.box[0])] + [-(-int(tmap.box[i]) // es[i]) for i in range(1, rank)]
+    total = math.prod(n)
+    ks = np.unravel_index(np.arange(total, dtype=np.int64), tuple(reversed(n)))[::-1]  # (k0 fastest)
+    gs = (eb,) + tuple(int(s) for s in tmap.strides)
+    gbyte = np.full(total, tmap.base_elem * tmap.buf.elem_bytes, np.int64)
+    inb = np.ones(total, bool)
+    for i in range(rank):
+        c = int(coords[i]) + ks[i] * es[i]
+        inb &= (c >= 0) & (c < int(tmap.dims[i]))
+        gbyte += c * gs[i]
+    sbyte = int(smem_offset) + np.arange(total, dtype=np.int64) * eb
+    if tmap.swizzle:
+        sbyte = xor_swizzle(sbyte, 4, int(tmap.swizzle), 3)
+    return gbyte, inb, sbyte
+
+
+def _bytes_at(off: np.ndarray, nb: int) -> np.ndarray:
+    """The byte indices ``(items, nb)`` of ``nb``-byte items at byte offsets ``off``."""
+    return np.asarray(off, np.int64).reshape(-1, 1) + np.arange(nb, dtype=np.int64)
+
+
+def threads_text(tids) -> str:
+    """``thread 5``, ``threads 0-127``, ``threads 0-31, 64-95``."""
+    t = np.unique(np.asarray(tids, np.int64).reshape(-1))
+    if t.size == 1:
+        return f"thread {int(t[0])}"
+    cuts = np.flatnonzero(np.diff(t) != 1) + 1
+    parts = [f"{int(r[0])}-{int(r[-1])}" if r.size > 1 else str(int(r[0])) for r in np.split(t, cuts)]
+    if len(parts) > 6:
+        parts = parts[:6] + ["..."]
+    return "threads " + ", ".join(parts)
+
+
+@dataclass
+class _Copy:
+    """One execution of an asynchronous copy statement by its issuing threads (one item per thread and vector for
+    cp.async; one TMA box of one thread)."""
+
+    kind: str  # "cp.async" | "g2s" | "s2g"
+    span: Span | None
+    op: int  # the tracker's id (its in-flight messages)
+    threads: np.ndarray  # the issuing thread of each item
+    dst: ir.Buffer
+    dst_off: np.ndarray  # byte offset of each item
+    nbytes: int  # bytes per item
+    data: np.ndarray  # (items, nbytes) uint8
+    src: ir.Buffer | None = None  # a source still in flight (tracked global of cp.async; shared of s2g)
+    src_off: np.ndarray | None = None
+    src_nbytes: int = 0
+    src_op: int = -1  # the tracker's id of the source side
+    bar: str | None = None
+    tx: int = 0  # complete-tx bytes (g2s)
+    landed: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    read_done: bool = False
+
+
+@dataclass
+class _Mbar:
+    """An mbarrier's state (PTX ISA 9.0 §9.7.13.15.1) and what the simulator needs to explain it."""
+
+    buf: ir.Buffer
+    count: int = 0
+    init: tuple[int, int, Span | None] | None = None  # (thread, stamp, span) of the mbarrier.init
+    phase: int = 0  # phases completed
+    pending: int = 0
+    tx: int = 0
+    expect: int = 0  # bytes announced by this phase's arrivals
+    got: int = 0  # bytes completed in this phase
+    copies: deque = field(default_factory=deque)  # G2S copies not landed yet, in issue order
+    clock: np.ndarray | None = None  # the arrivals' release clock of the current phase
+    done: dict[int, np.ndarray] = field(default_factory=dict)  # completed phase -> the clock its waiters acquire
+    seen: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per thread: phases completed at
+    # its last successful wait
+    version: int = 0  # bumped by every change a blocked waiter may be waiting for
+    arrive_span: Span | None = None
+    copy_span: Span | None = None
+    over: set[int] = field(default_factory=set)  # phases reported for too many bytes
+    issued: int = 0  # G2S copies issued on it, and their bytes
+    issued_bytes: int = 0
+
+
+class AsyncModel:
+    """The asynchronous state of one simulated CTA (module docstring); the interpreter calls :meth:`run` for
+    every asynchronous statement and :meth:`finish` at the kernel's end.
+
+    Parameters
+    ----------
+    sim : tilemagic.sim.interpreter.Simulator
+        Its memory (``mem``), evaluator and vector machinery (``_vec_offsets``, ``_access``, ``_move``, ...) and
+        its happens-before tracker (``hb``).
+    """
+
+    def __init__(self, sim) -> None:
+        self.sim, self.hb, self.n = sim, sim.hb, sim.n
+        self.bars = {b.name: _Mbar(b, seen=np.zeros(sim.n, np.int64)) for b in sim.k.shared if b.is_mbarrier}
+        self.copies: list[_Copy] = []
+        n = sim.n
+        self.unc: list[list[int]] = [[] for _ in range(n)]  # cp.async: uncommitted copies per thread
+        self.groups: list[deque] = [deque() for _ in range(n)]  # committed groups per thread (lists of copies)
+        self.bunc: list[list[int]] = [[] for _ in range(n)]  # bulk: uncommitted S2G copies
+        self.bgroups: list[deque] = [deque() for _ in range(n)]
+        self.commits = {False: np.zeros(n, np.int64), True: np.zeros(n, np.int64)}  # groups committed per thread
+        self.blocked: list[tuple[np.ndarray, ir.MbarWait]] = []  # waits that could not pass (the scheduler's)
+        self.suspendable = False  # whether a wait that cannot pass may block its threads (a top-level wait)
+
+    # ------------------------------------------------------------------ dispatch
+    def run(self, s: ir.Stmt, tids: np.ndarray, env: dict) -> None:
+        """Execute the asynchronous statement ``s`` for the active threads ``tids``."""
+        if isinstance(s, ir.CpAsync):
+            self._cp_async(s, tids, env)
+        elif isinstance(s, ir.AsyncGroup):
+            self._group(s, tids)
+        elif isinstance(s, ir.MbarInit):
+            self._init(s, tids)
+        elif isinstance(s, ir.MbarArrive):
+            self._arrive(s, tids)
+        elif isinstance(s, ir.MbarWait):
+            self._wait(s, tids)
+        elif isinstance(s, ir.Fence):
+            if s.kind == "proxy_async":
+                self.hb.fence_proxy(tids)
+            self.hb.event(f"fence.{s.kind.replace('_', '.')}", tids, s.span)
+        elif isinstance(s, ir.TmaCopy):
+            self._tma(s, tids, env)
+        else:  # (the interpreter sends only the nodes above)
+            raise TypeError(f"not an asynchronous statement: {type(s).__name__}")
+
+    # ------------------------------------------------------------------ cp.async
+    def _cp_async(self, s: ir.CpAsync, tids: np.ndarray, env: dict) -> None:
+        sim, hb, nb = self.sim, self.hb, s.nbytes
+        if nb not in CP_ASYNC_SIZES:
+            raise LaunchError(f"cp.async copies 4, 8 or 16 bytes, not {nb} (PTX ISA 9.0 §9.7.9.25.3.1)", s.span)
+        if s.src.scope != "global" or s.dst.scope != "shared":
+            raise LaunchError(f"cp.async copies global to shared memory, not {s.src.scope} {s.src.name} to "
+                              f"{s.dst.scope} {s.dst.name} (PTX ISA 9.0 §9.7.9.25.3.1)", s.span)
+        shape = (1, tids.size)
+        sv, sfirst = sim._vec_offsets(s.src, s.src_index, tids, env, nb, s.span, shape)
+        dv, dfirst = sim._vec_offsets(s.dst, s.dst_index, tids, env, nb, s.span, shape)
+        acc = sim._access(s.src, sv, nb, sfirst, tids)
+        ini = sim._track_read(s.src, sv, nb, sfirst, tids, s.span, acc)
+        ib = None if np.all(ini) else sim._track_bytes(s.src, sv, nb, sfirst, tids, acc)
+        vals = np.ascontiguousarray(sim._move(s.src, nb, sv, tids, acc))
+        dacc = sim._access(s.dst, dv, nb, dfirst, tids)
+        # the write is checked against earlier accesses at the issue (it may land any time until the wait)
+        sim._track_write(s.dst, dv, nb, dfirst, tids, s.span, ini, lambda: vals, dacc, ib)
+        sim.lanes += tids.size
+        op = hb.async_op("the cp.async writes", s.span, "its thread's covering `wait_group` returned (PTX ISA 9.0 "
+                                                        "§9.7.9.25.3: the bytes land there)")
+        doff = dv.reshape(-1) * nb
+        hb.in_flight(s.dst, doff, nb, op, "dst")
+        c = _Copy("cp.async", s.span, op, np.asarray(tids, np.int64).reshape(-1).copy(), s.dst, doff, nb,
+                  vals.reshape(-1).view(np.uint8).reshape(-1, nb), landed=np.zeros(tids.size, bool))
+        if hb.tracks(s.src) and s.src.scope != "local":
+            c.src, c.src_off, c.src_nbytes = s.src, sv.reshape(-1) * nb, nb
+            c.src_op = hb.async_op("the cp.async reads", s.span, "its thread's covering `wait_group` returned")
+            hb.in_flight(s.src, c.src_off, nb, c.src_op, "src")
+        k = len(self.copies)
+        self.copies.append(c)
+        for t in c.threads.tolist():
+            self.unc[t].append(k)
+        hb.event("cp.async", tids, s.span, bytes=nb)
+
+    def _land_cp(self, k: int, threads, span: Span | None) -> None:
+        """Complete the items of cp.async ``k`` of ``threads``: the bytes land, their writer is the issuing thread
+        at this point, its ``wait_group`` at ``span`` (so a reader in another thread needs a barrier after it)."""
+        c = self.copies[k]
+        sel = ~c.landed & np.isin(c.threads, threads)
+        if not sel.any():
+            return
+        c.landed |= sel
+        off = c.dst_off[sel]
+        self.sim.mem[c.dst.name][_bytes_at(off, c.nbytes)] = c.data[sel]
+        self.hb.land(c.dst, off, c.nbytes, "dst", c.op, who=c.threads[sel], span=span)
+        if c.src is not None and c.src_off is not None:
+            self.hb.land(c.src, c.src_off[sel], c.src_nbytes, "src", c.src_op)
+        self.hb.event("cp.async.complete", c.threads[sel], c.span, copy=c.span.line if c.span else None)
+        if c.landed.all():
+            c.data = c.data[:0]  # (the bytes are in memory now: the copy keeps no second one)
+
+    # ------------------------------------------------------------------ commit groups
+    def _group(self, s: ir.AsyncGroup, tids: np.ndarray) -> None:
+        unc, groups = (self.bunc, self.bgroups) if s.bulk else (self.unc, self.groups)
+        name = "bulk_" if s.bulk else ""
+        ts = np.asarray(tids, np.int64).reshape(-1).tolist()
+        made = self.commits[s.bulk]
+        if s.kind == "commit":
+            for t in ts:
+                groups[t].append([unc[t], False])
+                unc[t] = []
+            made[ts] += 1
+            # (group: the 0-based index of the group the first thread made; pending: its groups not waited for)
+            self.hb.event(f"{name}commit_group", tids, s.span, group=int(made[ts[0]]) - 1 if ts else -1,
+                          pending=len(groups[ts[0]]) if ts else 0)
+            return
+        todo: dict[int, list[int]] = {}
+        for t in ts:
+            g = groups[t]
+            for i in range(len(g) - s.n):
+                entry = g[i]
+                for k in entry[0]:
+                    todo.setdefault(k, []).append(t)
+                entry[1] = True  # (read done: the sources are free)
+            if not s.read:
+                for _ in range(max(0, len(g) - s.n)):
+                    g.popleft()
+        for k, who in todo.items():
+            if s.bulk:
+                self._land_s2g(k, s.read, s.span)
+            else:
+                self._land_cp(k, np.asarray(who, np.int64), s.span)
+        # (through: the index of the newest group of the first thread this wait completes, -1 if none)
+        self.hb.event(f"{name}wait_group", tids, s.span, n=s.n, read=s.read,
+                      through=int(made[ts[0]]) - 1 - s.n if ts else -1)
+
+    # ------------------------------------------------------------------ mbarriers
+    def _bar(self, buf: ir.Buffer, span) -> _Mbar:
+        m = self.bars.get(buf.name)
+        if m is None:
+            raise LaunchError(f"{buf.name} is not an mbarrier", span)
+        return m
+
+    def _init(self, s: ir.MbarInit, tids: np.ndarray) -> None:
+        m = self._bar(s.bar, s.span)
+        ts = np.asarray(tids, np.int64).reshape(-1)
+        if not ts.size:
+            return
+        if not 1 <= s.count < 1 << 20:
+            raise LaunchError(f"mbarrier {m.buf.name}: the arrival count must be in [1, 2^20), not {s.count} "
+                              f"(PTX ISA 9.0 §9.7.13.15.1)", s.span)
+        again = ts if m.init is not None else ts[1:]
+        if m.init is None:
+            m.init = (int(ts[0]), self.hb.G, s.span)
+            m.count = m.pending = s.count
+            m.clock = None
+        if again.size:
+            self.hb.async_hazard("mbarrier-init", f"hazard: mbarrier {m.buf.name} is initialised again at "
+                                 f"{_line(s.span)} by {threads_text(again)} (first by thread {m.init[0]} at "
+                                 f"{_line(m.init[2])}): `mbarrier.init` of a live barrier is undefined (PTX ISA "
+                                 f"9.0 §9.7.13.15.9) — initialise it from one thread (`if tx == 0:`)", s.span,
+                                 m.init[2], m.buf.name, (int(again[0]), m.init[0]))
+        self.hb.event("mbarrier.init", tids, s.span, barrier=m.buf.name, count=s.count)
+
+    def _usable(self, m: _Mbar, tids: np.ndarray, span, verb: str) -> bool:
+        """Is ``m`` initialised, and its initialisation ordered before each of ``tids``?  Hazards otherwise."""
+        if m.init is None:
+            self.hb.async_hazard("mbarrier-uninit", f"hazard: {threads_text(tids)} {verb} mbarrier {m.buf.name} at "
+                                 f"{_line(span)}, which is not initialised (no `mbarrier.init` ran before: the "
+                                 f"barrier's state is garbage, PTX ISA 9.0 §9.7.13.15.9)", span, None, m.buf.name,
+                                 (int(tids[0]), int(tids[0])))
+            return False
+        w, stamp, at = m.init
+        ok = self.hb.ordered(tids, w, stamp)
+        if not ok.all():
+            t = int(np.asarray(tids)[np.argmin(ok)])
+            self.hb.async_hazard("mbarrier-init", f"hazard: thread {t} {verb} mbarrier {m.buf.name} at {_line(span)} "
+                                 f"before its initialisation by thread {w} at {_line(at)} is visible to it — "
+                                 f"`fence.mbarrier_init` and a `cta_sync` after the init order it (PTX ISA 9.0 "
+                                 f"§9.7.13.4)", span, at, m.buf.name, (t, w))
+        return True
+
+    def _check_complete(self, m: _Mbar) -> bool:
+        """Complete the current phase if nothing is pending (PTX ISA 9.0 §9.7.13.15.1)."""
+        if m.pending or m.tx:
+            return False
+        clock = m.clock if m.clock is not None else np.zeros(self.hb.known.shape[1], np.int32)
+        m.done[m.phase] = self.hb.agent_clock(clock, m.buf.name)
+        for old in [q for q in m.done if q < m.phase - 2]:
+            del m.done[old]
+        self.hb.event("phase", np.zeros(0, np.int64), None, barrier=m.buf.name, phase=m.phase)
+        m.phase += 1
+        m.pending, m.expect, m.got, m.clock = m.count, 0, 0, None
+        m.version += 1
+        return True
+
+    def _arrive(self, s: ir.MbarArrive, tids: np.ndarray) -> None:
+        m = self._bar(s.bar, s.span)
+        ts = np.asarray(tids, np.int64).reshape(-1)
+        if not ts.size or not self._usable(m, ts, s.span, "arrives on"):
+            return
+        rel = self.hb.release(ts)
+        m.arrive_span = s.span
+        self.hb.event("arrive", ts, s.span, barrier=m.buf.name, phase=m.phase, bytes=s.expect_tx)
+        left, phase0 = ts.size, m.phase
+        while left:
+            if m.pending <= 0:
+                msg = (f"hazard: more arrivals on mbarrier {m.buf.name} phase {m.phase} than its count {m.count} at "
+                       f"{_line(s.span)}: the phase's arrivals are all in but {m.tx} bytes of its tx-count are "
+                       f"outstanding (PTX ISA 9.0 §9.7.13.15.1)")
+                self.hb.async_hazard("mbarrier-arrivals", msg, s.span, None, m.buf.name)
+                break
+            step = min(left, m.pending)  # arrivals up to the one that may complete the phase
+            m.tx += step * s.expect_tx
+            m.expect += step * s.expect_tx
+            m.pending -= step
+            m.clock = rel if m.clock is None else np.maximum(m.clock, rel)
+            left -= step
+            m.version += 1
+            self._check_complete(m)
+        if m.phase - phase0 > 1:
+            msg = (f"hazard: the arrive at {_line(s.span)} by {threads_text(ts)} completes {m.phase - phase0} phases "
+                   f"of mbarrier {m.buf.name} (count {m.count}): every executing thread arrives once (PTX ISA 9.0 "
+                   f"§9.7.13.15.11) — guard it (`if tx == 0: arrive ...`) or give the barrier a count of the arriving "
+                   f"threads")
+            self.hb.async_hazard("mbarrier-arrivals", msg, s.span, m.init[2] if m.init else None, m.buf.name,
+                                 (int(ts[0]), int(ts[-1])))
+
+    def _wait(self, s: ir.MbarWait, tids: np.ndarray) -> None:
+        m = self._bar(s.bar, s.span)
+        ts = np.asarray(tids, np.int64).reshape(-1)
+        if not ts.size or not self._usable(m, ts, s.span, "waits on"):
+            return
+        # the wait needs the current phase: once its arrivals are in, land the barrier's copies until it completes
+        # (before that, nothing makes them land: they stay in flight, as late as legal)
+        while m.copies and m.pending == 0 and (m.phase & 1) == s.parity:
+            self._land_g2s(m, m.copies.popleft())
+        c = m.phase
+        # the phase each thread's wait names: the first one of this parity it has not seen complete
+        q = m.seen[ts] + ((m.seen[ts] & 1) != s.parity)
+        old = q <= c - 2
+        if old.any():
+            t = int(ts[np.argmax(old)])
+            self.hb.async_hazard("mbarrier-parity", f"hazard: the wait on mbarrier {m.buf.name} phase {s.parity} at "
+                                 f"{_line(s.span)} names phase {int(q[np.argmax(old)])} for thread {t}, two or more "
+                                 f"phases old (the barrier completed {c}): `try_wait.parity` is defined only for the "
+                                 f"current and the immediately preceding phase (PTX ISA 9.0 §9.7.13.15.16) — here "
+                                 f"it waits for phase {c if (c & 1) == s.parity else c - 1}", s.span, m.arrive_span,
+                                 m.buf.name, (t, t))
+        if (c & 1) == s.parity:
+            if not self.suspendable:
+                raise LaunchError(f"the wait on mbarrier {m.buf.name} phase {s.parity} cannot pass when "
+                                  f"{threads_text(ts)} reach it in program order ({self.missing(m)}), and the "
+                                  f"simulator suspends threads only at top-level statements (a wait in a loop "
+                                  f"or a sequence runs in program order)", s.span,
+                                  hint="arrive (and issue the copies) before this wait in program order")
+            self.blocked.append((ts, s))
+            self.hb.event("wait.blocked", ts, s.span, barrier=m.buf.name, phase=c)
+            return
+        if c > 0:
+            self.hb.acquire(ts, m.done[c - 1])
+        m.seen[ts] = np.maximum(m.seen[ts], c)
+        self.hb.event("wait", ts, s.span, barrier=m.buf.name, phase=c - 1)
+
+    def missing(self, m: _Mbar) -> str:
+        """What keeps the current phase of ``m`` from completing."""
+        out = []
+        if m.pending > 0:
+            out.append(f"{m.pending} of {m.count} arrival{'s' if m.count != 1 else ''} missing")
+        if m.tx > 0:
+            out.append(f"{m.tx} of {m.expect} expected bytes never arrive")
+        elif m.tx < 0:
+            out.append(f"{m.got} bytes arrived, {m.expect} expected")
+        return "; ".join(out) or "nothing pending"
+
+    # ------------------------------------------------------------------ TMA
+    def _tma(self, s: ir.TmaCopy, tids: np.ndarray, env: dict) -> None:
+        sim, tm = self.sim, s.tmap
+        if s.reduce:
+            raise LaunchError(f"cp.reduce.async.bulk.tensor (.{s.reduce}) is not simulated", s.span)
+        if tm.buf.scope != "global" or s.smem.scope != "shared":
+            raise LaunchError(f"a TMA copy moves a box between global and shared memory, not between {tm.buf.name} "
+                              f"and {s.smem.name}", s.span)
+        if len(s.coords) != tm.rank:
+            raise LaunchError(f"the TMA copy has {len(s.coords)} coordinates for a rank-{tm.rank} tensor map",
+                              s.span)
+        ts = np.asarray(tids, np.int64).reshape(-1)
+        cs = [np.broadcast_to(np.asarray(sim.eval_expr(c, env, s.span, ts), np.int64), ts.shape) for c in s.coords]
+        eb, gbuf = tm.elem_bytes, tm.buf
+        for j, t in enumerate(ts.tolist()):
+            gbyte, inb, sbyte = tma_box(tm, [int(c[j]) for c in cs], s.smem_offset)
+            if inb.any() and (int(gbyte[inb].min()) < 0 or int(gbyte[inb].max()) + eb > gbuf.nbytes):
+                raise LaunchError(f"the TMA copy's in-bounds elements leave {gbuf.name} (bytes "
+                                  f"{int(gbyte[inb].min())}..{int(gbyte[inb].max()) + eb} of {gbuf.nbytes}): the "
+                                  f"tensor map {tm.name} does not describe the buffer", s.span)
+            if sbyte.size and (int(sbyte.min()) < 0 or int(sbyte.max()) + eb > s.smem.nbytes):
+                raise LaunchError(f"the TMA box ({sbyte.size * eb} bytes from byte {s.smem_offset}) does not fit "
+                                  f"in {s.smem.name} ({s.smem.nbytes} bytes)", s.span)
+            if s.direction == "g2s":
+                self._issue_g2s(s, t, gbyte, inb, sbyte)
+            else:
+                self._issue_s2g(s, t, gbyte, inb, sbyte)
+            sim.lanes += sbyte.size
+
+    def _issue_g2s(self, s: ir.TmaCopy, t: int, gbyte, inb, sbyte) -> None:
+        hb, tm, eb = self.hb, s.tmap, s.tmap.elem_bytes
+        if s.mbar is None:
+            raise LaunchError("a TMA load needs an mbarrier (`mbar=`) to complete on", s.span)
+        m = self._bar(s.mbar, s.span)
+        data = np.zeros((sbyte.size, eb), np.uint8)
+        if tm.oob_fill == 1 and tm.dtype in OOB_NAN and len(OOB_NAN[tm.dtype]) == eb:
+            data[:] = np.frombuffer(OOB_NAN[tm.dtype], np.uint8)
+        ini = np.ones(sbyte.size, bool)
+        if inb.any():
+            data[inb] = self.sim.mem[tm.buf.name][_bytes_at(gbyte[inb], eb)]
+            if hb.tracks(tm.buf):
+                ini[inb] = np.asarray(hb.read(tm.buf, gbyte[inb], t, s.span, eb)).reshape(-1)
+        hb.write(s.smem, sbyte, t, s.span, ini if not ini.all() else True, nbytes=eb)
+        k = m.phase  # (the phase it completes if it lands before the next one)
+        op = hb.async_op(f"the TMA copy (mbarrier {m.buf.name}) writes", s.span,
+                         f"its mbarrier {m.buf.name} phase {k} completed (`wait {m.buf.name} phase {k & 1}` observes "
+                         f"it, PTX ISA 9.0 §9.7.13.15)")
+        hb.in_flight(s.smem, sbyte, eb, op, "dst")
+        c = _Copy("g2s", s.span, op, np.array([t]), s.smem, sbyte, eb, data, bar=m.buf.name, tx=tm.box_bytes)
+        self.copies.append(c)
+        m.copies.append(c)
+        m.issued += 1
+        m.issued_bytes += tm.box_bytes
+        m.copy_span = s.span
+        m.version += 1
+        hb.event("tma.issue", np.array([t]), s.span, barrier=m.buf.name, phase=k, bytes=tm.box_bytes,
+                 direction="g2s")
+
+    def _land_g2s(self, m: _Mbar, c: _Copy, final: bool = False) -> None:
+        """A TMA load lands: its bytes, then complete-tx of the whole box on its barrier (PTX ISA 9.0
+        §9.7.9.25.5.2).  A tx-count below zero is reported once the phase's arrivals are all in, or at the kernel's
+        end (``final``: nothing can announce the bytes any more)."""
+        self.sim.mem[c.dst.name][_bytes_at(c.dst_off, c.nbytes)] = c.data
+        self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", c.op, who=self.hb.agents[m.buf.name], span=c.span)
+        c.landed, c.data = np.ones(1, bool), c.data[:0]
+        self.hb.event("tma.complete", c.threads, c.span, barrier=m.buf.name, phase=m.phase, bytes=c.tx)
+        m.tx -= c.tx
+        m.got += c.tx
+        m.version += 1
+        if m.tx < 0 and m.pending == 0 and not final:
+            self._over(m, c.span)
+        self._check_complete(m)
+
+    def _over(self, m: _Mbar, span: Span | None) -> None:
+        """Report the current phase's tx-count below zero (once)."""
+        if m.phase not in m.over:
+            m.over.add(m.phase)
+            self.hb.async_hazard("mbarrier-tx", f"hazard: mbarrier {m.buf.name} phase {m.phase}: {m.got} bytes "
+                                 f"arrived, {m.expect} expected — the TMA copies at {_line(span)} complete more "
+                                 f"bytes than the arrivals' `expect_tx` announced (at {_line(m.arrive_span)}; "
+                                 f"{m.issued} cop{'ies' if m.issued != 1 else 'y'} of {m.issued_bytes} bytes in all "
+                                 f"were issued on it): the tx-count goes below zero and the phase cannot complete "
+                                 f"(PTX ISA 9.0 §9.7.13.15.1)", span, m.arrive_span, m.buf.name)
+
+    def _issue_s2g(self, s: ir.TmaCopy, t: int, gbyte, inb, sbyte) -> None:
+        hb, tm, eb = self.hb, s.tmap, s.tmap.elem_bytes
+        src_off, dst_off = sbyte[inb], gbyte[inb]
+        data = self.sim.mem[s.smem.name][_bytes_at(src_off, eb)] if src_off.size else np.zeros((0, eb), np.uint8)
+        ini: np.ndarray | bool = True
+        if src_off.size:
+            hb.proxy_read(s.smem, src_off, eb, s.span, "the TMA store")
+            ini = np.asarray(hb.read(s.smem, src_off, t, s.span, eb)).reshape(-1)
+            hb.write(tm.buf, dst_off, t, s.span, ini if not np.all(ini) else True, nbytes=eb)
+        op_r = hb.async_op("the TMA store reads", s.span, "its thread's covering `bulk_wait_group ... read` "
+                                                          "returned (PTX ISA 9.0 §9.7.9.25.6)")
+        op_w = hb.async_op("the TMA store writes", s.span, "its thread's covering `bulk_wait_group` returned "
+                                                           "(PTX ISA 9.0 §9.7.9.25.6)")
+        hb.in_flight(s.smem, src_off, eb, op_r, "src")
+        hb.in_flight(tm.buf, dst_off, eb, op_w, "dst")
+        c = _Copy("s2g", s.span, op_w, np.full(dst_off.size, t, np.int64), tm.buf, dst_off, eb, data,
+                  src=s.smem, src_off=src_off, src_nbytes=eb, src_op=op_r, landed=np.zeros(1, bool))
+        k = len(self.copies)
+        self.copies.append(c)
+        self.bunc[t].append(k)
+        hb.event("tma.issue", np.array([t]), s.span, bytes=tm.box_bytes, direction="s2g")
+
+    def _land_s2g(self, k: int, read_only: bool, span: Span | None) -> None:
+        """An S2G copy's source read is done (``read_only``), or the whole copy: its global bytes land, the issuing
+        thread's writes at its wait at ``span`` (None: the kernel's end)."""
+        c = self.copies[k]
+        if not c.read_done:
+            c.read_done = True
+            if c.src is not None and c.src_off is not None:
+                self.hb.land(c.src, c.src_off, c.src_nbytes, "src", c.src_op)
+            self.hb.event("tma.read", c.threads[:1], c.span)
+        if read_only or c.landed.all():
+            return
+        c.landed[:] = True
+        self.sim.mem[c.dst.name][_bytes_at(c.dst_off, c.nbytes)] = c.data
+        c.data = c.data[:0]
+        self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", c.op, who=c.threads, span=span)
+        self.hb.event("tma.complete", c.threads[:1], c.span, direction="s2g")
+
+    # ------------------------------------------------------------------ the scheduler's questions
+    def take_blocked(self) -> list[tuple[np.ndarray, ir.MbarWait]]:
+        out, self.blocked = self.blocked, []
+        return out
+
+    def version(self, bar: ir.Buffer) -> int:
+        return self.bars[bar.name].version
+
+    def hang_message(self, waits: list[tuple[np.ndarray, ir.MbarWait]], syncs: list[tuple[np.ndarray, Span | None]]
+                     ) -> tuple[str, Span | None, Span | None, str, tuple[int, int]]:
+        """The ``would hang: ...`` text of a run where no thread can go on: per blocked wait the barrier, the phase
+        it waits for, what is missing (arrivals, bytes) and the waiting threads; then the threads held at a
+        ``cta_sync`` by them.  Also the span, the other span, the barrier and a pair of threads."""
+        parts, first = [], None
+        for ts, w in waits:
+            m = self.bars[w.bar.name]
+            while m.copies and (m.phase & 1) == w.parity:  # (what the copies in flight would do to the count)
+                self._land_g2s(m, m.copies.popleft(), final=True)
+            c = m.phase
+            done = f"; it completed {c} phase{'s' if c != 1 else ''}" if c else ""
+            parts.append(f"mbarrier {m.buf.name} phase {c} never completes: {self.missing(m)}{done} — "
+                         f"{threads_text(ts)} wait at {_line(w.span)} (`wait {m.buf.name} phase {w.parity}`)")
+            if first is None:
+                first = (w.span, m.arrive_span or m.copy_span or (m.init[2] if m.init else None), m.buf.name,
+                         (int(ts[0]), int(ts[0])))
+        for ts, at in syncs:
+            parts.append(f"{threads_text(ts)} wait at the cta_sync at {_line(at)} for the others")
+            if first is None:
+                first = (at, None, "", (int(ts[0]), int(ts[0])))
+        assert first is not None
+        return "would hang: " + "; ".join(parts), *first
+
+    def finish(self) -> None:
+        """The kernel's end: S2G copies still in flight write global memory (a kernel's global writes complete
+        with it), TMA loads still in flight complete on their barriers (the bytes a barrier got past its
+        expectation are reported), and copies never waited for are hazards."""
+        for k, c in enumerate(self.copies):
+            if c.kind == "g2s" and not c.landed.all() and c.bar is not None:
+                self.hb.async_hazard("async-end", f"hazard: the TMA copy at {_line(c.span)} is never observed "
+                                     f"complete (no `wait {c.bar} phase P` needed the phase it completes): nothing "
+                                     f"may read its bytes", c.span, None, c.dst.name)
+        for m in self.bars.values():
+            while m.copies:
+                self._land_g2s(m, m.copies.popleft(), final=True)
+            if m.tx < 0:
+                self._over(m, m.copy_span)
+        for k, c in enumerate(self.copies):
+            if c.kind == "s2g" and not c.landed.all():
+                if not c.read_done:
+                    self.hb.async_hazard("async-end", f"hazard: the TMA store at {_line(c.span)} is never waited for "
+                                         f"(`bulk_commit_group` + `bulk_wait_group 0 read`): the kernel may end, "
+                                         f"and its shared memory be reused, before the store read it (PTX ISA 9.0 "
+                                         f"§9.7.9.25.6)", c.span, None, c.dst.name)
+                self._land_s2g(k, False, None)
+            elif c.kind == "cp.async" and not c.landed.all():
+                left = c.threads[~c.landed]
+                self.hb.async_hazard("async-end", f"hazard: the cp.async at {_line(c.span)} of {threads_text(left)} "
+                                     f"is never covered by a `wait_group` (PTX ISA 9.0 §9.7.9.25.3): its bytes may "
+                                     f"land at any time, or after the kernel ends", c.span, None, c.dst.name)
+
+
+def _line(span: Span | None) -> str:
+    return f"L{span.line}" if span else "the kernel's prologue"
