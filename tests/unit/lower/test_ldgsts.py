@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from cells import GMEM_SMEM_CASES, gmem_smem_cell
+from cells import GMEM_SMEM_CASES, gmem_smem_cell, ldgsts_cell
 from helpers import run
 
 from tilemagic.errors import DispatchError, Span
@@ -25,11 +25,6 @@ from tilemagic.lower.copy_async import ldgsts
 from tilemagic.lower.program import KernelBuilder, check
 
 SPAN = Span(5, 1, 5, 20)
-
-
-def ldgsts_cell(c, name: str = "ldg") -> str:
-    """``gmem_smem_cell``'s global -> shared copy as ``copy_async`` (the copy back stays synchronous)."""
-    return gmem_smem_cell(c, name).replace(f"{c.scope}.copy S <-", f"{c.scope}.copy_async S <-")
 
 
 def cp_asyncs(res):
