@@ -227,7 +227,7 @@ def test_mbar_declines_with_the_tma_variants_named():
     """TVM 0.27 ignores mbar= and emits cp.async (a wait on the barrier then hangs); tilemagic rejects it."""
     bar = ir.Buffer("full", "shared", "uint64", (1,), mbar_count=1)
     op, ctx = op_ctx(ldgsts_cell(FP32), options=[("mbar", bar)])
-    ok, reason = ldgsts.no_mbar(op, ctx)
+    ok, reason = ldgsts.no_tma_option(op, ctx, key="mbar")
     assert not ok
     assert reason.startswith("mbar=full: cp.async signals no mbarrier")
     assert "a `wait full` would hang" in reason and "dispatch=tma_auto or tma_explicit" in reason
@@ -237,19 +237,21 @@ def test_mbar_declines_with_the_tma_variants_named():
     assert "no_mbar: mbar=full: cp.async signals no mbarrier" in e.value.details
 
 
-@pytest.mark.parametrize("key,value,fn,words", [
-    ("oob", "zero", ldgsts.no_oob, "oob=zero is not a cp.async option"),
-    ("oob", "nan", ldgsts.no_oob, "oob=nan is not a cp.async option"),
-    ("cache_hint", "evict_first", ldgsts.no_cache_hint, "cache_hint=evict_first is not taken by ldgsts"),
+@pytest.mark.parametrize("key,value,words", [
+    ("oob", "zero", "oob=zero is not a cp.async option"),
+    ("oob", "nan", "oob=nan is not a cp.async option"),
+    ("cache_hint", "evict_first", "cache_hint=evict_first is not taken by ldgsts"),
 ])
-def test_tma_options_decline(key, value, fn, words):
+def test_tma_options_decline(key, value, words):
     op, ctx = op_ctx(ldgsts_cell(FP32), options=[(key, value)])
-    ok, reason = fn(op, ctx)
+    ok, reason = ldgsts.no_tma_option(op, ctx, key=key)
     assert not ok and reason.startswith(words) and "would drop" in reason
     row = D._judge(LDGSTS, op, ctx)
-    assert not row.accepted and f"{fn.__name__}: {words}" in "\n".join(row.reasons)
+    assert not row.accepted and f"no_{key}: {words}" in "\n".join(row.reasons)
+    others = [r for r in row.reasons if not r.endswith(": ok")]
+    assert len(others) == 1  # only that option's row fails
     plain, pctx = op_ctx(ldgsts_cell(FP32))
-    assert fn(plain, pctx) == (True, None)
+    assert ldgsts.no_tma_option(plain, pctx, key=key) == (True, None)
 
 
 def test_dispatch_ldgsts_forced_still_runs_its_predicates():

@@ -56,35 +56,27 @@ def sm_version_ok(op: CopyOp, ctx: DispatchContext) -> Verdict:
     return False, f"cp.async needs sm_{CP_ASYNC_MIN_SM} or newer; the target is {ctx.target.arch}"
 
 
-def no_mbar(op: CopyOp, ctx: DispatchContext) -> Verdict:
-    """No ``mbar=``: cp.async completes through commit groups, never as complete-tx bytes on an mbarrier."""
-    bar = op.option("mbar")
-    if bar is None:
-        return True, None
-    name = getattr(bar, "name", bar)
-    return False, (f"mbar={name}: cp.async signals no mbarrier (no byte would ever complete on {name}, so a "
-                   f"`wait {name}` would hang); a copy with mbar= is a TMA copy: dispatch=tma_auto or "
-                   f"tma_explicit (TVM 0.27 ignores mbar= here and emits cp.async)")
+#: The TMA options this variant declines, with why (``{v}``: the value written; ``mbar``'s is the barrier).
+_TMA_OPTIONS = {
+    "mbar": ("mbar={v}: cp.async signals no mbarrier (no byte would ever complete on {v}, so a `wait {v}` would "
+             "hang); a copy with mbar= is a TMA copy: dispatch=tma_auto or tma_explicit (TVM 0.27 ignores mbar= "
+             "here and emits cp.async)"),
+    "oob": ("oob={v} is not a cp.async option: it fills the out-of-bounds elements of a TMA box, and cp.async "
+            "copies in-bounds regions only (TVM 0.27's ldgsts would drop it silently); use dispatch=tma_explicit"),
+    "cache_hint": ("cache_hint={v} is not taken by ldgsts: its cp.async carries no `.L2::cache_hint` policy "
+                   "operand (TVM 0.27's ldgsts has none either and would drop the hint silently); the named hints "
+                   "are the TMA variants' (dispatch=tma_auto or tma_explicit)"),
+}
 
 
-def no_oob(op: CopyOp, ctx: DispatchContext) -> Verdict:
-    """No ``oob=``: the fill of out-of-bounds box elements is a TMA option, not a cp.async one."""
-    v = op.option("oob")
+def no_tma_option(op: CopyOp, ctx: DispatchContext, key: str) -> Verdict:
+    """Option ``key`` (``mbar``, ``oob``, ``cache_hint``) is not given: cp.async completes through commit
+    groups, never as complete-tx bytes on an mbarrier; it has no out-of-bounds fill; this variant emits no
+    cache-policy operand.  Declined rather than ignored, unlike TVM 0.27."""
+    v = op.option(key)
     if v is None:
         return True, None
-    return False, (f"oob={v} is not a cp.async option: it fills the out-of-bounds elements of a TMA box, and "
-                   f"cp.async copies in-bounds regions only (TVM 0.27's ldgsts would drop it silently); "
-                   f"use dispatch=tma_explicit")
-
-
-def no_cache_hint(op: CopyOp, ctx: DispatchContext) -> Verdict:
-    """No ``cache_hint=``: this variant emits no ``.L2::cache_hint`` policy operand."""
-    v = op.option("cache_hint")
-    if v is None:
-        return True, None
-    return False, (f"cache_hint={v} is not taken by ldgsts: its cp.async carries no `.L2::cache_hint` policy "
-                   f"operand (TVM 0.27's ldgsts has none either and would drop the hint silently); the named "
-                   f"hints are the TMA variants' (dispatch=tma_auto or tma_explicit)")
+    return False, _TMA_OPTIONS[key].format(v=getattr(v, "name", v))
 
 
 # === Variant: copy_async/ldgsts (priority=20) ===
@@ -102,9 +94,7 @@ def no_cache_hint(op: CopyOp, ctx: DispatchContext) -> Verdict:
     predicate("validate_copy_op", validate_copy_op),
     predicate("storage_scope", scope_allowed, allowed_pairs=_LDGSTS_PAIRS),
     predicate("divides_thread_cnt", divides_thread_cnt),
-    predicate("no_mbar", no_mbar),
-    predicate("no_oob", no_oob),
-    predicate("no_cache_hint", no_cache_hint),
+    *(predicate(f"no_{key}", no_tma_option, key=key) for key in _TMA_OPTIONS),
 ])
 def copy_schedule_ldgsts(op: CopyOp, ctx: DispatchContext) -> Emitted:
     """Lower ``op`` to ``cp.async`` issues (see the module docstring).
