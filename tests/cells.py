@@ -142,6 +142,13 @@ check B{win} == A{win}
 """
 
 
+def ldgsts_cell(case: GmemSmemCase, name: str = "ldg") -> str:
+    """:func:`gmem_smem_cell` with its global -> shared copy as ``copy_async`` (variant ``ldgsts``); the copy
+    back stays synchronous.  No ``commit_group`` / ``wait_group`` yet (the language of commit groups is
+    another branch): lower it with ``launch="off"``."""
+    return gmem_smem_cell(case, name).replace(f"{case.scope}.copy S <-", f"{case.scope}.copy_async S <-")
+
+
 # register layouts for copy/reg: (layout, rows, cols, scope, threads, dtype, expected per-thread summary)
 REG_CASES = [
     ("S[(128, 8) : (1@tid_in_wg, 1)]", 128, 8, "wg", 128, "float16", "1 × ld.global.v4.u32"),

@@ -1,6 +1,6 @@
 """Golden files: the printed IR, the CUDA (native and emulated) and the TVMScript export of the seed
 demos, and of one cell per copy variant (tests/cells.py ``golden_cells``: gmem_smem through a swizzle,
-reg with a tcgen05 fragment, ldstmatrix .trans, the fallback).
+reg with a tcgen05 fragment, ldstmatrix .trans, the fallback; ``copy_async`` -> ldgsts into a swizzled tile).
 
 Regenerate after an intended change with ``TILEMAGIC_UPDATE_GOLDEN=1 pytest tests/golden``
 and review the diff.
@@ -11,7 +11,7 @@ import warnings
 from pathlib import Path
 
 import pytest
-from cells import golden_cells
+from cells import GMEM_SMEM_CASES, golden_cells, ldgsts_cell
 
 import tilemagic
 from tilemagic.cli import DEMOS, demo_source
@@ -77,3 +77,13 @@ def test_copy_variant_golden(name):
 def test_tvmscript_golden(name):
     """The TVM TIRx export (``--export tvmscript``): one tcgen05 program, one copy program."""
     _check(DATA / f"{name}.tvmscript.txt", _result(name).tvmscript())
+
+
+def test_ldgsts_golden():
+    """copy_async -> ldgsts: 64x64 fp16 into a swizzle(3, 3, 3) tile, 4 unrolled 16-byte cp.async per thread
+    (printed IR and CUDA; not launched: the simulator's cp.async completion is another branch)."""
+    case = GMEM_SMEM_CASES[2]._replace(rows=64, vec=8)
+    res = tilemagic.tilecopy(ldgsts_cell(case, "ldgsts_swizzled"), launch="off")
+    assert [d.chosen for d in res.dispatch] == ["ldgsts", "gmem_smem"]
+    _check(DATA / "copy_ldgsts.ir.txt", res.ir)
+    _check(DATA / "copy_ldgsts.cu", res.cuda)

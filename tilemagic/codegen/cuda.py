@@ -222,6 +222,13 @@ def _ldstmatrix(L: Lines, s: ir.LdStMatrix, src):
         _asm(L, f"{s.chain} [%0], {{{shifted}}};", [], [addr] + [f'"r"({r})' for r in regs], src)
 
 
+def _cp_async(L: Lines, s: ir.CpAsync, src):
+    """``cp.async.{cg,ca}.shared.global [dst], [src], 16|8|4;`` (PTX ISA 9.0 §9.7.9.25.3.1): the shared
+    destination as a 32-bit ``cvta``'d address, the global source as a 64-bit pointer."""
+    _asm(L, f"{s.chain} [%0], [%1], {s.nbytes};", [],
+         [_addr_operand(s.dst, s.dst_index), _addr_operand(s.src, s.src_index)], src)
+
+
 def _tcgen_native(L: Lines, s, src):
     if isinstance(s, ir.TcgenAlloc):
         _asm(L, "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;", [],
@@ -311,6 +318,8 @@ def _stmt(L: Lines, s: ir.Stmt, mode: str):
         _vecmove(L, s, src)
     elif isinstance(s, ir.LdStMatrix):
         _ldstmatrix(L, s, src)
+    elif isinstance(s, ir.CpAsync):
+        _cp_async(L, s, src)
     elif isinstance(s, ir.Barrier):
         L.add("__syncthreads();", src)
     else:
@@ -328,13 +337,15 @@ __device__ __forceinline__ uint32_t get_tmem_addr(uint32_t base, uint32_t row, u
 def global_traffic(kernel: ir.Kernel) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Names of the global buffers the kernel reads and writes (kernel parameter order).
 
-    A buffer is read when it is the source of a vector move or appears in a loaded
+    A buffer is read when it is the source of a vector move or a ``cp.async``, or appears in a loaded
     expression, written when it is the destination of a vector move or a store.
     """
     reads = {e.buf.name for e in ir.loads(kernel.body)}
     writes = set()
     for s in ir.walk(kernel.body):
-        if isinstance(s, ir.VecMove):
+        if isinstance(s, ir.CpAsync):  # global -> shared
+            reads.add(s.src.name)
+        elif isinstance(s, ir.VecMove):
             if s.src.scope == "global":
                 reads.add(s.src.name)
             if s.dst.scope == "global":

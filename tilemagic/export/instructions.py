@@ -8,6 +8,9 @@ Both sides are reduced to the same vocabulary so they can be compared line by li
 * vector moves as the PTX ``ld``/``st`` they are (``ld.global.v4.u32``, ``st.shared.u16``,
   ...), a global <-> shared move being one ``ld`` into registers plus one ``st``;
 * scalar element stores (the fallback) as ``store``;
+* ``cp.async.{cg,ca}.shared.global`` (``ldgsts``) with the bytes one issue copies (``cp-size``): TVM's
+  ``T.ptx.cp(dst, src, 16, "async", "cg", "shared", "global", ...)`` and tilemagic's ``CpAsync`` both
+  become ``cp.async.cg.shared.global 16 B``;
 * any other instruction by its PTX chain.
 
 Each instruction records whether a thread-dependent ``if`` guards it (the fallback's
@@ -30,7 +33,7 @@ from collections.abc import Sequence
 from ..arch.ptx import PTX_FORM
 from ..ir import nodes as ir
 
-__all__ = ["Instr", "ours_instructions", "summary_lines", "tvm_instructions", "vector_bytes"]
+__all__ = ["Instr", "instr_bytes", "ours_instructions", "summary_lines", "tvm_instructions", "vector_bytes"]
 
 _TYPE_BYTES = {"u8": 1, "s8": 1, "b8": 1, "u16": 2, "s16": 2, "b16": 2, "f16": 2, "bf16": 2, "u32": 4, "s32": 4,
                "b32": 4, "f32": 4, "u64": 8, "s64": 8, "b64": 8, "f64": 8}
@@ -51,6 +54,9 @@ class Instr:
         tcgen05 only: register operands in operand order, as (register-tile name, 32-bit word).
     guarded : bool
         Issued under a thread-dependent ``if`` (one elected thread).
+    nbytes : int or None
+        ``cp.async`` only: the bytes one issue copies (its ``cp-size`` operand: 4, 8 or 16), which its chain
+        does not spell.
     """
 
     chain: str
@@ -58,6 +64,7 @@ class Instr:
     col: int | None = None
     regs: tuple[tuple[str, int | None], ...] = ()
     guarded: bool = False
+    nbytes: int | None = None
 
     @property
     def is_tcgen05(self) -> bool:
@@ -70,6 +77,8 @@ class Instr:
             text += f" row={self.row} col={self.col}"
         if self.regs:
             text += " regs=" + _regs_text(self.regs)
+        if self.nbytes is not None:
+            text += f" {self.nbytes} B"
         if self.guarded:
             text += " (one thread)"
         return text
@@ -96,6 +105,12 @@ def vector_bytes(chain: str) -> int | None:
         elif p in _TYPE_BYTES:
             size = _TYPE_BYTES[p]
     return None if size is None else lanes * size
+
+
+def instr_bytes(ins: Instr) -> int | None:
+    """Bytes one issue of ``ins`` moves per thread: a ``cp.async``'s ``cp-size``, an ``ld``/``st``'s vector
+    (:func:`vector_bytes`); None for other instructions."""
+    return ins.nbytes if ins.nbytes is not None else vector_bytes(ins.chain)
 
 
 def summary_lines(instrs: Sequence[Instr]) -> list[str]:
@@ -146,6 +161,8 @@ def ours_instructions(kernel: ir.Kernel) -> dict[int, list[Instr]]:
             instrs = [Instr(stmt.chain, stmt.row, stmt.col, regs, guarded)]
         elif isinstance(stmt, ir.VecMove):
             instrs = _vec_instrs(stmt, guarded)
+        elif isinstance(stmt, ir.CpAsync):
+            instrs = [Instr(stmt.chain, guarded=guarded, nbytes=stmt.nbytes)]
         elif isinstance(stmt, ir.Store):
             instrs = [Instr("store", guarded=guarded)]
         elif isinstance(chain := getattr(stmt, "chain", None), str):  # any other instruction node
@@ -373,6 +390,10 @@ class _Interp:
                 addr = _Addr(0, addr)
             row, col = (addr.row, addr.col) if isinstance(addr, _Addr) else (None, None)
             self.out.append(Instr(chain, row, col, regs, guarded))
+        elif chain.startswith("cp.async.") and len(vals) >= 3:
+            # ldgsts: T.ptx.cp(dst, src, cp_size[, src_size], "async", "cg"|"ca", "shared", "global", ...)
+            size = vals[2]
+            self.out.append(Instr(chain, guarded=guarded, nbytes=size if isinstance(size, int) else None))
         else:
             self.out.append(Instr(chain, guarded=guarded))
 
@@ -402,4 +423,5 @@ def tvm_instructions(script: str, names: dict[str, str] | None = None, *, budget
     it.run(fn.body)
     if not names:
         return it.out
-    return [Instr(i.chain, i.row, i.col, tuple((names.get(n, n), k) for n, k in i.regs), i.guarded) for i in it.out]
+    return [Instr(i.chain, i.row, i.col, tuple((names.get(n, n), k) for n, k in i.regs), i.guarded, i.nbytes)
+            for i in it.out]

@@ -15,7 +15,8 @@ For a description this module
 4. reduces both sides to normalised instruction lines (:mod:`.instructions`) and marks
    where they differ, op by op: the winning variant family (TVM 0.27 implements
    tilemagic's ``gmem_smem`` and ``reg`` as one variant, ``vec_auto``), the instruction
-   chains, TMEM row/column immediates, register order and vector widths.
+   chains, TMEM row/column immediates, register order and vector widths (``cp.async``'s bytes per issue
+   included).
 
 ``apache-tvm`` is an optional, test-time dependency: it is imported only inside
 :func:`run_tvm`, and :func:`compare_with_tvm` returns a comparison carrying a message
@@ -33,10 +34,10 @@ from html import escape
 
 from .instructions import (
     Instr,
+    instr_bytes,
     ours_instructions,
     summary_lines,
     tvm_instructions,
-    vector_bytes,
 )
 from .tvmscript import TVM_VARIANT_NAMES, TvmScriptExport, export_tvmscript
 
@@ -274,9 +275,9 @@ class OpComparison:
 
     @property
     def vector_bytes(self) -> tuple[int | None, int | None]:
-        """Widest ``ld``/``st`` on each side (None: no vector moves)."""
+        """Widest ``ld``/``st`` or ``cp.async`` on each side, in bytes per thread (None: no vector moves)."""
         def widest(instrs):
-            w = [b for b in (vector_bytes(i.chain) for i in instrs or []) if b is not None]
+            w = [b for b in (instr_bytes(i) for i in instrs or []) if b is not None]
             return max(w) if w else None
 
         return widest(self.ours), widest(self.tvm)

@@ -163,6 +163,14 @@ def src_line(s: ir.Stmt | ir.Buffer) -> int | None:
     return s.span.line if s.span else None
 
 
+def _cp_async(L: Lines, s: ir.CpAsync, src: int | None) -> None:
+    """``T.ptx["cp.async.cg.shared.global"](dst, src, 16)``: TVM 0.27 ldgsts's ``T.ptx[chain](dst_ptr, src_ptr,
+    cp_size)`` (PTX operand order: shared destination, global source, bytes)."""
+    wptr = f'{s.dst.name}.access_ptr("w", offset={expr_str(s.dst_index)})'
+    rptr = f'{s.src.name}.access_ptr("r", offset={expr_str(s.src_index)})'
+    L.add(f'T.ptx["{s.chain}"]({wptr}, {rptr}, {s.nbytes})', src)
+
+
 def _stmt(L: Lines, s: ir.Stmt):
     src = src_line(s)
     if isinstance(s, ir.Seq):
@@ -202,6 +210,8 @@ def _stmt(L: Lines, s: ir.Stmt):
             wptr = f'{s.dst.name}.access_ptr("w", offset={expr_str(s.dst_index)})'
             L.add(f'T.ptx["ld.{s.src.scope}.{form}"]({regs}, {rptr})', src)
             L.add(f'T.ptx["st.{s.dst.scope}.{form}"]({wptr}, {regs})', src)
+    elif isinstance(s, ir.CpAsync):
+        _cp_async(L, s, src)
     elif isinstance(s, ir.LdStMatrix):
         regs = [f"{s.local.name}_32b[{expr_str(r)}]" for r in s.regs]
         ptr = f'{s.smem.name}.access_ptr("{"r" if s.op == "ld" else "w"}", offset={expr_str(s.addr)})'

@@ -1,13 +1,16 @@
 """Predicates and helpers shared by the copy variants (TVM ``copy/utils.py``, ``exec_scope_utils.py``).
 
 Besides the predicates, this module holds the machinery the vectorised variants
-(``gmem_smem``, ``reg``, ``ldstmatrix``) share, so each variant only states its own
+(``gmem_smem``, ``ldgsts``, ``reg``, ``ldstmatrix``) share, so each variant only states its own
 split:
 
 * :func:`region_flat`, :func:`memory_index`, :func:`region_coords` enumerate a region
   (row-major over the region, which is the element order both sides of a copy agree on);
 * :func:`vector_lengths` and :func:`runs_ok` choose the widest vector (128, 64, 32, 16, 8
-  bits, then one element) that is contiguous and naturally aligned;
+  bits, then one element; ``ldgsts`` restricts the widths to 16, 8, 4 bytes) that is contiguous and
+  naturally aligned;
+* :func:`gs_split` is the ``[outer, threads, vec]`` split of a global <-> shared copy that ``gmem_smem``
+  and ``ldgsts`` share (TVM's ``align_layouts_gs``);
 * :func:`fit_digits` / :func:`fit_grid` express a table of addresses as mixed-radix digit
   expressions in the thread id and the loop variable (checked on every entry), and
   :func:`emit_iterations` turns per-iteration tables into a serial loop (or unrolled
@@ -24,6 +27,8 @@ import numpy as np
 from ..arch.ptx import VEC_BYTES
 from ..arch.threads import AXIS_SCOPES, AXIS_WEIGHT, SCOPE_RANK, SCOPE_TID, SCOPES, THREADS_PER
 from ..ir import nodes as ir
+from ..ir.evaluate import Undetermined, eval_static
+from ..ir.printer import expr_str
 from ..layout.tile import TileLayout, affine_dims  # noqa: F401  (affine_dims re-exported for the variants)
 from .dispatch import DispatchContext, Predicate, PredicateFn, Verdict, fail, predicate
 from .ops import CopyOp, RegionRef
@@ -61,6 +66,38 @@ def copy_predicates(expected_scopes: Sequence[str], allowed_pairs: Sequence[tupl
     return [predicate("validate_copy_op", validate),
             predicate("exec_scope", exec_scope_ok, expected_scopes=list(expected_scopes)),
             predicate("storage_scope", scope_allowed, allowed_pairs=list(allowed_pairs)), *more]
+
+
+def all_threads_active(op: CopyOp, ctx: DispatchContext) -> Verdict:
+    """Every thread of each instance of the op's exec scope that executes it is active: no warp, warpgroup
+    or CTA is cut by the CTA's size or by the op's guard (TVM ``_all_threads_active``: ``laneid`` spans
+    ``[0, 32)``, a warpgroup's ``wid_in_wg`` all 4 warps, a CTA all its threads).  A split over the scope's
+    threads would otherwise leave the idle threads' part of the region uncopied.  Thread scope always holds
+    (each executing thread is a whole scope).  ``ctx.guard`` is evaluated per thread with
+    :func:`~tilemagic.ir.evaluate.eval_static`."""
+    if ctx.scope_kind == "thread":
+        return True, None
+    S, axis = ctx.scope_threads, SCOPE_TID[ctx.scope_kind]
+    tid = np.arange(ctx.threads, dtype=np.int64)
+    where = ""
+    active = np.ones(ctx.threads, bool)
+    if ctx.guard is not None:
+        where = f" under `if {expr_str(ctx.guard)}`"
+        try:
+            active = np.broadcast_to(np.asarray(eval_static(ctx.guard, tid), bool), tid.shape)
+        except Undetermined as e:
+            return False, f"cannot tell which threads execute the op{where}: {e}"
+    pad = -ctx.threads % S  # a CTA that ends inside a warp or warpgroup: its last instance is short
+    inst = np.concatenate([active, np.zeros(pad, bool)]).reshape(-1, S)
+    for i, row in enumerate(inst):
+        if row.any() and not row.all():
+            on = np.flatnonzero(row)
+            lo, hi = int(on[0]), int(on[-1]) + 1
+            got = f"[{lo}, {hi})" if hi - lo == len(on) else f"{len(on)} of its {S} threads"
+            why = where + (f" (the CTA has {ctx.threads} threads)" if i == len(inst) - 1 and pad else "")
+            return False, (f"{axis} narrowed to {got} vs full [0, {S}) in {ctx.scope_kind} {i}{why}; the idle "
+                           f"threads' part of the region would never be copied")
+    return True, None
 
 
 def register_layout_ok(op: CopyOp, ctx: DispatchContext) -> Verdict:
@@ -211,10 +248,13 @@ def swizzle_chunk(buf) -> int | None:
 
 
 # ----------------------------------------------------------------------------- vectors
-def vector_lengths(elem_bytes: int, cap: int | None = None) -> list[int]:
-    """Vector lengths in elements, widest first: 128, 64, 32, 16, 8 bits that hold whole elements,
-    then a single element (TVM ``_vec_len_candidates``); at most ``cap`` elements (a swizzle chunk)."""
-    out = [vb // elem_bytes for vb in VEC_BYTES if vb % elem_bytes == 0]
+def vector_lengths(elem_bytes: int, cap: int | None = None, widths: Sequence[int] = VEC_BYTES) -> list[int]:
+    """Vector lengths in elements, widest first: the byte ``widths`` (default 128, 64, 32, 16, 8 bits, then a
+    single element: TVM ``_vec_len_candidates``) that hold whole elements; at most ``cap`` elements (a
+    swizzle chunk) except the single element, which the default widths always contain.  ``ldgsts`` passes
+    :data:`~tilemagic.arch.ptx.CP_ASYNC_BYTES` (TVM's ``vec_bits_candidates=(128, 64, 32)``), which has no
+    single-element fallback below 4 bytes."""
+    out = [vb // elem_bytes for vb in widths if vb % elem_bytes == 0]
     return [v for v in out if cap is None or v <= cap or v == 1]
 
 
@@ -226,6 +266,15 @@ def runs_ok(idx: np.ndarray, v: int) -> bool:
         return False
     runs = idx.reshape(idx.shape[:-1] + (idx.shape[-1] // v, v))
     return bool(np.all(runs == runs[..., :1] + np.arange(v)) and np.all(runs[..., 0] % v == 0))
+
+
+def divides_thread_cnt(op: CopyOp, ctx: DispatchContext) -> Verdict:
+    """The region's element count must be a multiple of the scope's threads (TVM ``_divides_thread_cnt``,
+    ``_divides_thread_cnt_ldgsts``)."""
+    n, t = op.dst.numel, ctx.scope_threads
+    if n % t:
+        return False, f"region size {n} not divisible by thread_cnt={t}"
+    return True, None
 
 
 # ----------------------------------------------------------------------------- index expressions
@@ -369,3 +418,57 @@ def emit_iterations(ctx: DispatchContext, n: int, tables: Sequence[IndexTable], 
             fail(f"the {what}'s index into {', '.join(bad)} is not expressible in the thread id")
         out.append(build(*exprs))
     return out, "unrolled" if n > 1 else ""
+
+
+# ----------------------------------------------------------------------------- the global <-> shared split
+@dataclass(frozen=True)
+class GsSplit:
+    """The ``[outer, threads, vec]`` split of a global <-> shared copy (:func:`gs_split`).
+
+    Thread ``t`` of the scope moves the vectors ``f * threads + t`` for ``f`` in ``range(outer)``, each
+    ``vec`` elements; ``tables`` are the destination's and the source's index per (iteration, thread), in
+    that order, for :func:`emit_iterations`; ``tvar`` is the scope's thread variable (None: one thread);
+    ``cap`` the swizzle chunk that capped the width (elements), if any.
+    """
+
+    outer: int
+    threads: int
+    vec: int
+    tvar: ir.ThreadVar | None
+    tables: tuple[IndexTable, IndexTable]
+    cap: int | None
+
+
+def gs_split(op: CopyOp, ctx: DispatchContext, widths: Sequence[int] = VEC_BYTES) -> GsSplit | None:
+    """The split of a global <-> shared copy that ``gmem_smem`` (all ``ld``/``st`` widths) and ``ldgsts``
+    (``cp.async``'s 16/8/4 bytes) share, as TVM's ``align_layouts_gs`` serves both (``apache-tvm 0.27.0.post1``).
+
+    The region's elements in row-major order over the region are cut into ``[outer, threads, vec]`` with the
+    widest ``vec`` of :func:`vector_lengths` (``widths``, capped at one swizzle chunk of a swizzled shared
+    side) such that ``threads * vec`` divides the region and every vector is contiguous and naturally aligned
+    in both buffers (:func:`runs_ok` on the physical indices after each buffer's layout).
+
+    Returns
+    -------
+    GsSplit, or None when no width of ``widths`` fits (never with the default widths, whose last is one
+    element).
+    """
+    dst, src = op.dst, op.src
+    T = ctx.scope_threads
+    n = dst.numel
+    d_idx, s_idx = memory_index(dst), memory_index(src)
+    shared = dst if dst.buf.scope == "shared" else src
+    cap = swizzle_chunk(shared.buf)
+    v = next((v for v in vector_lengths(dst.buf.elem_bytes, cap, widths)
+              if n % (T * v) == 0 and runs_ok(d_idx, v) and runs_ok(s_idx, v)), None)
+    if v is None:
+        return None
+    outer = n // (T * v)
+    tvar = ir.ThreadVar(SCOPE_TID[ctx.scope_kind]) if T > 1 else None
+
+    def table(region: RegionRef, idx: np.ndarray) -> IndexTable:
+        starts = idx[::v].reshape(outer, T)
+        coords = region_coords(region)[:, ::v].reshape(-1, outer, T)
+        return IndexTable(region.buf, starts, coords)
+
+    return GsSplit(outer, T, v, tvar, (table(dst, d_idx), table(src, s_idx)), cap)

@@ -56,13 +56,16 @@ class Builder(Protocol):
 class DispatchContext:
     """What a variant sees: the target, the CTA size (1 CTA per kernel), the op's exec scope
     (``thread`` | ``warp`` | ``warpgroup`` | ``cta``, TVM's names), the kernel's :class:`Builder`,
-    and the warnings a variant raises (the fallback's UserWarning)."""
+    the warnings a variant raises (the fallback's UserWarning), and ``guard``: the condition of the
+    ``if COND:`` the op is written under (None: every thread of the CTA executes it), so a variant can
+    check that the scope's threads are all active (TVM's ``_all_threads_active``)."""
 
     target: TargetSpec
     threads: int
     scope_kind: str
     builder: Builder
     warnings: list[tuple[str, Span | None]] = field(default_factory=list)
+    guard: ir.Expr | None = None
 
     @property
     def scope_threads(self) -> int:

@@ -11,6 +11,7 @@ import pytest
 from helpers import run
 
 from tilemagic.cli import DEMOS, demo_source
+from tilemagic.errors import DispatchError
 from tilemagic.runtime.nvcc import nvcc_compile
 
 pytestmark = [pytest.mark.nvcc,
@@ -112,3 +113,31 @@ def test_every_copy_family_cell_assembles(arch):
     r = nvcc_compile(text, arch, timeout=600)
     assert r.ok, r.log
     assert text.count('extern "C" __global__') == len(results) > 60
+
+
+# ----------------------------------------------------------------------------- copy_async -> ldgsts (issue 13)
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_every_ldgsts_cell_assembles(arch):
+    """Every gmem_smem case whose vector is 4, 8 or 16 bytes, as copy_async: cp.async.cg 16 B and .ca 8/4 B
+    (unrolled, in a serial loop, through a swizzle), one translation unit per target."""
+    import re
+
+    from cells import GMEM_SMEM_CASES, ldgsts_cell
+
+    results = []
+    for i, case in enumerate(GMEM_SMEM_CASES + [GMEM_SMEM_CASES[0]._replace(scope="thread", threads=1, rows=16,
+                                                                          cols=32, dtype="float32")]):
+        try:
+            res = _res(re.sub(r"^kernel \w+", f"kernel ldg_k{i}", ldgsts_cell(case).strip(), count=1,
+                              flags=re.MULTILINE))
+        except DispatchError:  # no 4-byte run: declined (tests/unit/lower/test_ldgsts.py)
+            continue
+        results.append(res)
+    text = _one_translation_unit(results)
+    for form in ("cp.async.cg.shared.global [%0], [%1], 16;", "cp.async.ca.shared.global [%0], [%1], 8;",
+                 "cp.async.ca.shared.global [%0], [%1], 4;"):
+        assert form in text, form
+    assert "for (int i = 0; i < 128; ++i)" in text  # the serial loop of the one-thread case
+    r = nvcc_compile(text, arch, timeout=600)
+    assert r.ok, r.log
+    assert len(results) >= 18

@@ -22,33 +22,13 @@ size 24 not divisible by thread_cnt=32"), so a 4×6 tile at warp scope falls to 
 
 from __future__ import annotations
 
-import numpy as np
-
 from ...arch.ptx import PTX_FORM
-from ...arch.threads import SCOPE_TID
 from ...ir import nodes as ir
-from ..common import (
-    IndexTable,
-    copy_predicates,
-    emit_iterations,
-    memory_index,
-    region_coords,
-    runs_ok,
-    swizzle_chunk,
-    vector_lengths,
-)
-from ..dispatch import DispatchContext, EmitSummary, Emitted, Verdict, predicate, register_dispatch
-from ..ops import CopyOp, RegionRef
+from ..common import copy_predicates, divides_thread_cnt, emit_iterations, gs_split
+from ..dispatch import DispatchContext, EmitSummary, Emitted, predicate, register_dispatch
+from ..ops import CopyOp
 
 _GMEM_SMEM_PAIRS = [("global", "shared"), ("shared", "global")]
-
-
-def _divides_thread_cnt(op: CopyOp, ctx: DispatchContext) -> Verdict:
-    """The region's element count must be a multiple of the scope's threads (TVM ``_divides_thread_cnt``)."""
-    n, t = op.dst.numel, ctx.scope_threads
-    if n % t:
-        return False, f"region size {n} not divisible by thread_cnt={t}"
-    return True, None
 
 
 # === Variant: copy/gmem_smem (priority=10) ===
@@ -59,31 +39,18 @@ def _divides_thread_cnt(op: CopyOp, ctx: DispatchContext) -> Verdict:
 # Emits: ``for f in T.grid(outer)``: one vector ``ld.<src>`` into registers and one
 #        ``st.<dst>`` per thread; the widest width aligned on both sides.  No barrier.
 @register_dispatch("copy", "cuda", variant="gmem_smem", priority=10, when=copy_predicates(
-    ["thread", "warp", "warpgroup", "cta"], _GMEM_SMEM_PAIRS, predicate("divides_thread_cnt", _divides_thread_cnt)))
+    ["thread", "warp", "warpgroup", "cta"], _GMEM_SMEM_PAIRS, predicate("divides_thread_cnt", divides_thread_cnt)))
 def copy_schedule_gmem_smem(op: CopyOp, ctx: DispatchContext) -> Emitted:
     dst, src = op.dst, op.src
+    sp = gs_split(op, ctx)
+    assert sp is not None, "the default widths end with one element, which always fits"
+    v = sp.vec
+    body, how = emit_iterations(ctx, sp.outer, sp.tables,
+                                lambda di, si: ir.VecMove(dst.buf, di, src.buf, si, v), tvar=sp.tvar,
+                                threads=sp.threads, what="vector move")
     eb = dst.buf.elem_bytes
-    T = ctx.scope_threads
-    n = dst.numel
-    d_idx, s_idx = memory_index(dst), memory_index(src)
-    shared = dst if dst.buf.scope == "shared" else src
-    cap = swizzle_chunk(shared.buf)
-    for v in vector_lengths(eb, cap):
-        if n % (T * v) == 0 and runs_ok(d_idx, v) and runs_ok(s_idx, v):
-            break
-    outer = n // (T * v)
-    tvar = ir.ThreadVar(SCOPE_TID[ctx.scope_kind]) if T > 1 else None
-
-    def table(region: RegionRef, idx: np.ndarray) -> IndexTable:
-        starts = idx[::v].reshape(outer, T)
-        coords = region_coords(region)[:, ::v].reshape(-1, outer, T)
-        return IndexTable(region.buf, starts, coords)
-
-    body, how = emit_iterations(ctx, outer, [table(dst, d_idx), table(src, s_idx)],
-                                lambda di, si: ir.VecMove(dst.buf, di, src.buf, si, v), tvar=tvar, threads=T,
-                                what="vector move")
     form = PTX_FORM[v * eb]
-    notes = (f"swizzle chunk caps at {cap} elements",) if cap is not None else ()
-    return body, EmitSummary(f"ld.{src.buf.scope}.{form} + st.{dst.buf.scope}.{form}", outer,
-                             moves=f"{v} {dst.buf.dtype} ({v * eb} B)", tid=tvar.kind if tvar else None,
-                             split=(outer, T, v), how=how, notes=notes)
+    notes = (f"swizzle chunk caps at {sp.cap} elements",) if sp.cap is not None else ()
+    return body, EmitSummary(f"ld.{src.buf.scope}.{form} + st.{dst.buf.scope}.{form}", sp.outer,
+                             moves=f"{v} {dst.buf.dtype} ({v * eb} B)", tid=sp.tvar.kind if sp.tvar else None,
+                             split=(sp.outer, sp.threads, v), how=how, notes=notes)
