@@ -191,7 +191,7 @@ def validate(*, dtype: str, elem_bytes: int, dims, strides, box, elem_strides, s
          f"view base byte offset {base_bytes} must preserve {GLOBAL_ALIGN}B global alignment")
     for i, d in enumerate(dims):
         rule("global_dim", 0 < d <= MAX_GLOBAL_DIM, f"globalDim[{i}]={d} must be in (0, 2^32]")
-    for i, s in enumerate(strides, start=1):
+    for i, s in enumerate(strides):
         rule("global_stride_range", 0 <= s < MAX_STRIDE, f"globalStrides[{i}]={s} must be in [0, 2^40)")
         rule("global_stride_alignment", s % STRIDE_ALIGN == 0,
              f"globalStrides[{i}]={s} must be a multiple of {STRIDE_ALIGN}B")
