@@ -38,10 +38,10 @@ def driver() -> Any:
         cuda-bindings is not installed (:data:`NEEDS_BINDINGS`), or ``cuInit`` failed.
     """
     try:
-        from cuda.bindings import driver as drv  # type: ignore[import-not-found]
+        from cuda.bindings import driver as drv
     except ImportError:
         try:  # cuda-python < 12.8 spelled it cuda.cuda
-            from cuda import cuda as drv  # type: ignore[import-not-found,no-redef]
+            from cuda import cuda as drv
         except ImportError:
             raise LaunchError(NEEDS_BINDINGS,
                               hint="the kernel has TMA copies (cp.async.bulk.tensor); their tensor maps are "
@@ -86,9 +86,9 @@ def encode(tmap: TensorMap, address: int, drv: Any | None = None) -> np.void:
                           details=(f"dataType={tmap.dtype} rank={rank} globalAddress={base:#x} globalDim={list(dims)} "
                                    f"globalStrides={list(strides)} boxDim={list(box)} elementStrides={list(estr)} "
                                    f"swizzle={sw} l2Promotion={l2} oobFill={oob}"))
-    out = np.zeros((), TENSORMAP_NUMPY)
-    out["opaque"] = np.array([int(w) for w in m.opaque], dtype=np.uint64)
-    return out[()]
+    out = np.zeros(1, TENSORMAP_NUMPY)
+    out["opaque"][0] = np.array([int(w) for w in m.opaque], dtype=np.uint64)
+    return out[0]
 
 
 def encode_all(tmaps: Sequence[TensorMap], addresses: dict[str, int]) -> list[np.void]:

@@ -247,8 +247,9 @@ def _runtime_config(op: CopyOp, direction: str, *, explicit: bool) -> _Config:
 # ----------------------------------------------------------------------------- shared side
 def _shared_tile(buf: ir.Buffer) -> TileLayout:
     """The shared buffer's tile layout with the swizzle stripped (TVM ``strip_swizzle_to_tile``)."""
-    lay = buf.layout
-    return lay.tile if isinstance(lay, ComposeLayout) else lay
+    lay = buf.layout.tile if isinstance(buf.layout, ComposeLayout) else buf.layout
+    assert isinstance(lay, TileLayout), "global and shared buffers carry a TileLayout or a swizzle over one"
+    return lay
 
 
 def swizzle_mode(buf: ir.Buffer) -> tuple[int, str | None]:
@@ -386,7 +387,7 @@ def _spec_for_prefix(p: int, order: list[int], iters: list[Iter], gts: list[_Gt]
     """TVM ``_auto_spec_for_prefix``: the box of the ``p`` smallest-stride shared iterators."""
     selected = set(order[:p])
     by_smem: dict[int, list[int]] = {i: [] for i in range(len(iters))}
-    detached = []
+    detached: list[int] = []
     for k, gt in enumerate(gts):
         (detached if gt.smem is None else by_smem[gt.smem]).append(k)
     cuda = [k for i in order for k in reversed(by_smem[i])] + detached
@@ -440,12 +441,12 @@ def _remap(axes: tuple[IssueAxis, ...], removed: int) -> tuple[IssueAxis, ...]:
                  for ax in axes)
 
 
-def _drop(plan: TmaPlan, k: int, **inner: object) -> TmaPlan:
+def _drop(plan: TmaPlan, k: int, **inner: int) -> TmaPlan:
     """``plan`` without dimension ``k`` (after setting ``inner``'s fields of dimension ``k - 1``)."""
     fields = {"dims": list(plan.dims), "box": list(plan.box), "coords": list(plan.coords),
               "full_strides": list(plan.full_strides)}
     for name, value in inner.items():
-        fields[name][k - 1] = value  # type: ignore[index]
+        fields[name][k - 1] = value
     for v in fields.values():
         v.pop(k)
     return replace(plan, dims=tuple(fields["dims"]), box=tuple(fields["box"]), coords=tuple(fields["coords"]),
@@ -550,6 +551,7 @@ def _descriptor_dtype(buf: ir.Buffer, fail_fn) -> str:
     dt = hw.DTYPE_TO_TENSORMAP.get(buf.dtype)
     if dt is None:
         fail_fn("dtype", f"unsupported TensorMap descriptor dtype {buf.dtype}")
+    assert dt is not None  # fail_fn raised
     return dt
 
 
