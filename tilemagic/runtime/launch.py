@@ -433,7 +433,8 @@ def run_on_gpu(
         dev_bufs = [cupy.array(_bits(host[buf.name]), copy=True) for buf in src.params]
         extras = [cupy.zeros(int(n), dtype=np.dtype(dt)) for (_, dt, n) in src.extra_params]
         # the tensor maps follow the global buffers, encoded on their device pointers (runtime/tensormap.py)
-        maps = encode_all(src.tensormaps, {b.name: d.data.ptr for b, d in zip(src.params, dev_bufs)})
+        maps = encode_all(src.tensormaps, {b.name: d.data.ptr for b, d in zip(src.params, dev_bufs)}) \
+            if src.tensormaps else []
         args = tuple(dev_bufs) + tuple(maps) + tuple(extras)
         grid, block = (1,), (int(src.threads),)
 

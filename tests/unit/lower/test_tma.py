@@ -115,6 +115,24 @@ def test_coordinate_only_dimension_stays():
     assert plan_of(copies) == ("FLOAT32", (32, 32, 4), (512, 128), (32, 32, 1), (0, 0, 1))
 
 
+def test_permuted_shared_dimensions_are_one_dense_block():
+    """Two planes interleaved row by row in shared memory (plane stride 64, row stride 128): the box follows the
+    shared order — columns, planes, rows — so the plane dimension sits between columns and rows."""
+    A = gbuf("A", "float16", (4, 64, 64))
+    S = sbuf("S", "float16", (2, 64, 64), TileLayout.from_spec((2, 64, 64), (64, 128, 1)))
+    _, _, copies = lower1(copy_async_op(region(S), region(A, (2, 0, 0), (2, 64, 64)), mbar=mbar()), A, S)
+    assert plan_of(copies) == ("FLOAT16", (64, 4, 64), (8192, 128), (64, 2, 64), (0, 2, 0))
+
+
+def test_s2g_plans_like_g2s_without_an_mbarrier():
+    A = gbuf("A", "float16", (256, 256))
+    S = sbuf("S", "float16", (64, 128), ComposeLayout(3, 3, 3, TileLayout.from_spec((64, 2, 64), (64, 4096, 1))))
+    _, rec, copies = lower1(copy_async_op(region(A, (128, 64), (64, 128)), region(S)), A, S)
+    assert copies[0].direction == "s2g" and copies[0].mbar is None
+    assert plan_of(copies) == ("FLOAT16", (64, 256, 4), (512, 128), (64, 64, 2), (0, 128, 1))
+    assert rec.summary.startswith("per thread: 1 × cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group")
+
+
 def test_shared_chain_must_be_one_dense_block():
     A = gbuf("A", "float16", (64, 64))
     S = sbuf("S", "float16", (16, 16), TileLayout.from_spec((16, 16), (32, 1)))  # rows 32 apart: a gap
