@@ -277,10 +277,10 @@ def test_oob_rules():
     assert 'tma_auto does not support non-default oob; use dispatch="tma_explicit"' in why
     why = rejected(copy_async_op(region(A), region(S), dispatch="tma_explicit", oob="nan"), A, S)
     assert "TensorMap oob is only valid for explicit global-to-shared copies" in why
-    I = gbuf("I", "int32", (64, 64))
+    G = gbuf("G", "int32", (64, 64))
     J = sbuf("J", "int32", (64, 64))
-    why = rejected(copy_async_op(region(J), region(I, (0, 0), (8, 64)), dispatch="tma_explicit", mbar=mbar(),
-                                 oob="nan"), I, J)
+    why = rejected(copy_async_op(region(J), region(G, (0, 0), (8, 64)), dispatch="tma_explicit", mbar=mbar(),
+                                 oob="nan"), G, J)
     assert "nan_oob_dtype: NaN OOB fill requires a non-packed floating-point descriptor" in why
 
 
