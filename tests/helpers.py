@@ -24,3 +24,60 @@ def run(src: str, **kw) -> tilemagic.TileCopyResult:
 def run_demo(name: str, **kw) -> tilemagic.TileCopyResult:
     """:func:`run` on the demo ``name`` (``tilemagic/demos/<name>.tile``)."""
     return run(demo_source(name), **kw)
+
+
+# ----------------------------------------------------------------------------- copy ops built directly
+# (the TMA variants' tests: until the language's `mbarrier` / `mbar=` statements are on main, the ops are
+# built as the checker would build them)
+def tma_buffers():
+    """``(gbuf, sbuf, mbar)`` factories: a row-major global buffer, a shared buffer (row-major or the given
+    layout) and a shared mbarrier object, as :func:`tilemagic.lower.program.check` makes them."""
+    from tilemagic.errors import Span
+    from tilemagic.ir import nodes as ir
+    from tilemagic.layout import row_major
+
+    sp = Span(1, 1, 1, 2)
+
+    def gbuf(name, dtype, shape):
+        return ir.Buffer(name, "global", dtype, tuple(shape), row_major(shape), per_thread=0, span=sp)
+
+    def sbuf(name, dtype, shape, layout=None):
+        return ir.Buffer(name, "shared", dtype, tuple(shape), layout or row_major(shape), span=sp)
+
+    def mbar(name="full", count=1):
+        return ir.Buffer(name, "shared", "uint64", (1,), row_major((1,)), mbar_count=count, span=sp)
+
+    return gbuf, sbuf, mbar
+
+
+def region(buf, begins=None, extents=None):
+    """A :class:`~tilemagic.lower.ops.RegionRef` of ``buf`` (the whole buffer by default)."""
+    from tilemagic.errors import Span
+    from tilemagic.lower.ops import RegionRef
+
+    begins = tuple(begins) if begins is not None else (0,) * len(buf.shape)
+    extents = tuple(extents) if extents is not None else tuple(buf.shape)
+    return RegionRef(buf, begins, extents, Span(1, 1, 1, 2))
+
+
+def copy_async_op(dst, src, scope="thread", dispatch=None, line=1, **options):
+    """``SCOPE.copy_async DST <- SRC [KEY=VALUE ...] [dispatch=V]`` as a :class:`~tilemagic.lower.ops.CopyOp`."""
+    from tilemagic.errors import Span
+    from tilemagic.lower.ops import CopyOp
+
+    sp = Span(line, 1, line, 2)
+    opts = " ".join(f"{k}={getattr(v, 'name', v)}" for k, v in options.items())
+    text = f"{scope}.copy_async {dst} <- {src}" + (f" {opts}" if opts else "") + (f" dispatch={dispatch}" if dispatch
+                                                                                  else "")
+    return CopyOp("copy_async", {"wg": "warpgroup"}.get(scope, scope), dst, src, dispatch, text, sp, None,
+                  tuple((k, v, sp) for k, v in options.items()))
+
+
+def lower_ops(ops, *buffers, name="k", threads=128, arch="sm_90a"):
+    """``lower()`` of a typed program holding ``ops`` (CopyOps) over ``buffers``: ``(kernel, records)``."""
+    from tilemagic.lower.dispatch import TargetSpec
+    from tilemagic.lower.program import CopyItem, TypedProgram, lower
+
+    tp = TypedProgram(name, threads, {b.name: b for b in buffers}, 0, [CopyItem(op) for op in ops])
+    kernel, records, _ = lower(tp, TargetSpec("cuda", arch))
+    return kernel, records

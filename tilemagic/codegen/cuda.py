@@ -17,6 +17,7 @@ from importlib import resources
 
 from ..caches import register_cache
 from ..arch import tcgen05 as tc
+from ..arch import tma as tma_hw
 from ..arch.ptx import VEC_FORMS, word_bytes
 from ..arch.threads import axis_def
 from ..ir import nodes as ir
@@ -60,6 +61,8 @@ class CudaSource:
         For each line of ``text``, the description line it came from.
     uses_tcgen05 : bool
         The native source needs ``-arch=sm_100a`` (or another CC 10.x ``a`` target).
+    tensormaps : tuple of TensorMap
+        ``const __grid_constant__ CUtensorMap`` parameters after the global buffers, encoded by the launch.
     """
 
     text: str
@@ -73,6 +76,8 @@ class CudaSource:
     grid: bool = False
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
+    #: the kernel's tensor maps, in parameter order after the global buffers (the launch encodes each)
+    tensormaps: tuple[ir.TensorMap, ...] = ()
 
 
 def translation_unit(texts) -> str:
@@ -322,8 +327,56 @@ def _stmt(L: Lines, s: ir.Stmt, mode: str):
         _cp_async(L, s, src)
     elif isinstance(s, ir.Barrier):
         L.add("__syncthreads();", src)
+    elif isinstance(s, ir.TmaCopy):
+        _tma_copy(L, s, src)
     else:
         (_tcgen_native if mode == "native" else _tcgen_emulated)(L, s, src)
+
+
+def _shared_addr(buf: ir.Buffer, byte_offset: int = 0) -> str:
+    ptr = f"(char*){buf.name} + {byte_offset}" if byte_offset else buf.name
+    return f'"r"((uint32_t)__cvta_generic_to_shared({ptr}))'
+
+
+def _tma_copy(L: Lines, s: ir.TmaCopy, src) -> None:
+    """``cp.async.bulk.tensor`` of tile mode (PTX ISA 9.0 §9.7.9.25.5.2): the map operand is the generic address of
+    the ``__grid_constant__`` parameter, coordinates ``.s32`` in CUDA order, the policy of ``.L2::cache_hint`` a
+    64-bit operand (:data:`tilemagic.arch.tma.CACHE_HINTS`)."""
+    r = s.tmap.rank
+    coords = ", ".join(f"%{k + 2}" if s.direction == "g2s" else f"%{k + 1}" for k in range(r))
+    cins = [f'"r"((int){cexpr(c)})' for c in s.coords]
+    tmap = f'"l"((uint64_t)&{s.tmap.name})'
+    hint = ".L2::cache_hint" if s.cache_hint else ""
+    policy = [f'"l"((uint64_t){tma_hw.CACHE_HINTS[s.cache_hint]:#x}ull)'] if s.cache_hint else []
+    if s.direction == "g2s":
+        assert s.mbar is not None
+        tail = f", %{r + 3}" if s.cache_hint else ""
+        _asm(L, f"{s.chain}{hint} [%0], [%1, {{{coords}}}], [%{r + 2}]{tail};", [],
+             [_shared_addr(s.smem, s.smem_offset), tmap, *cins, _shared_addr(s.mbar), *policy], src)
+    else:
+        tail = f", %{r + 2}" if s.cache_hint else ""
+        _asm(L, f"{s.chain}{hint} [%0, {{{coords}}}], [%{r + 1}]{tail};", [],
+             [tmap, *cins, _shared_addr(s.smem, s.smem_offset), *policy], src)
+
+
+#: NVRTC has no <cuda.h>: the driver's 128-byte, 64-byte aligned opaque map (CCCL forward-declares the struct)
+_CUTENSORMAP = """\
+#if !defined(CUDA_VERSION)
+struct alignas(64) CUtensorMap_st { unsigned long long opaque[16]; };
+typedef struct CUtensorMap_st CUtensorMap;
+#endif
+"""
+
+
+def shared_alignment(kernel: ir.Kernel) -> dict[str, int]:
+    """Byte alignment of every shared buffer a TMA copy touches: 128 B, or the swizzle pattern's period
+    (1024/512/256 B for 128B/64B/32B, :func:`tilemagic.arch.tma.shared_alignment`) — the hardware swizzles
+    absolute shared addresses, so the buffer must start on a pattern boundary."""
+    out: dict[str, int] = {}
+    for s in ir.walk(kernel.body):
+        if isinstance(s, ir.TmaCopy):
+            out[s.smem.name] = max(out.get(s.smem.name, 16), tma_hw.shared_alignment(s.tmap.swizzle))
+    return out
 
 
 _GET_TMEM_ADDR = """\
@@ -352,6 +405,8 @@ def global_traffic(kernel: ir.Kernel) -> tuple[tuple[str, ...], tuple[str, ...]]
                 writes.add(s.dst.name)
         elif isinstance(s, ir.Store) and s.buf.scope == "global":
             writes.add(s.buf.name)
+        elif isinstance(s, ir.TmaCopy):
+            (reads if s.direction == "g2s" else writes).add(s.tmap.buf.name)
     names = [b.name for b in kernel.params]
     return tuple(n for n in names if n in reads), tuple(n for n in names if n in writes)
 
@@ -407,12 +462,17 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         for line in emulation_header().splitlines():
             if not line.startswith("#pragma once") and not line.startswith("#include"):
                 L.add(line)
+    if kernel.tensormaps:
+        L.add("")
+        for line in _CUTENSORMAP.splitlines():
+            L.add(line)
     if tc and any(isinstance(s, ir.TcgenLdSt) and (s.row or s.col) for s in ir.walk(kernel.body)):
         L.add("")
         for line in _GET_TMEM_ADDR.splitlines():
             L.add(line)
     L.add("")
     params = [f"{ir.CUDA_TYPE[b.dtype]}* __restrict__ {b.name}" for b in kernel.params]
+    params += [f"const __grid_constant__ CUtensorMap {m.name}" for m in kernel.tensormaps]
     extra: tuple[tuple[str, str, int], ...] = ()
     if emulated:
         extra = (("tm_scratch", "uint32", TM_SCRATCH_WORDS), ("tm_status", "int32", 8))
@@ -430,8 +490,10 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
             L.add(f"{b.name} += (size_t)blockIdx.x * {grid_stride(b)};")
         for name, _, n in extra:
             L.add(f"{name} += (size_t)blockIdx.x * {n};")
+    align = shared_alignment(kernel)
     for b in kernel.shared:
-        L.add(f"__shared__ __align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];", src_line(b))
+        L.add(f"__shared__ __align__({align.get(b.name, 16)}) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];",
+              src_line(b))
     for b in kernel.locals:
         L.add(f"__align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.storage_elems}];", src_line(b))
     if emulated:
@@ -444,4 +506,4 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
     text, lines = L.text()
     reads, writes = global_traffic(kernel)
     return CudaSource(text, kernel.name, mode, tuple(kernel.params), extra, kernel.threads, lines, tc,
-                      grid=grid, reads=reads, writes=writes)
+                      grid=grid, reads=reads, writes=writes, tensormaps=tuple(kernel.tensormaps))

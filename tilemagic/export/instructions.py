@@ -142,6 +142,13 @@ def _vec_instrs(mv: ir.VecMove, guarded: bool) -> list[Instr]:
     return [Instr(f"ld.{mv.src.scope}.{form}", guarded=guarded), Instr(f"st.{mv.dst.scope}.{form}", guarded=guarded)]
 
 
+def _tma_instr(tc: ir.TmaCopy) -> Instr:
+    """A TMA issue as TVM prints it: the chain with ``.L2::cache_hint`` when a policy is passed.  Never marked
+    guarded: the variant is single-thread and the election (``if tx == 0:``) is the caller's statement, outside
+    the dispatched op, on both sides."""
+    return Instr(tc.chain + (".L2::cache_hint" if tc.cache_hint else ""))
+
+
 def ours_instructions(kernel: ir.Kernel) -> dict[int, list[Instr]]:
     """tilemagic's instructions per description line (one copy op per line), loops expanded.
 
@@ -165,6 +172,8 @@ def ours_instructions(kernel: ir.Kernel) -> dict[int, list[Instr]]:
             instrs = [Instr(stmt.chain, guarded=guarded, nbytes=stmt.nbytes)]
         elif isinstance(stmt, ir.Store):
             instrs = [Instr("store", guarded=guarded)]
+        elif isinstance(stmt, ir.TmaCopy):
+            instrs = [_tma_instr(stmt)]
         elif isinstance(chain := getattr(stmt, "chain", None), str):  # any other instruction node
             instrs = [Instr(chain, guarded=guarded)]
         else:

@@ -32,6 +32,7 @@ import warnings
 from dataclasses import dataclass, field
 from html import escape
 
+from ..ir import nodes as ir
 from .instructions import (
     Instr,
     instr_bytes,
@@ -39,6 +40,7 @@ from .instructions import (
     summary_lines,
     tvm_instructions,
 )
+from .tvm_tma import SWIZZLE_BUG, TmaPlanComparison, compare_tma_plan, is_tma_candidate
 from .tvmscript import TVM_VARIANT_NAMES, TvmScriptExport, export_tvmscript
 
 __all__ = [
@@ -248,6 +250,9 @@ class OpComparison:
     tvm_why_not : str or None
         When TVM chose another variant family than tilemagic: what TVM says when that op is
         forced (``dispatch=``) to tilemagic's family.
+    tma : TmaPlanComparison or None
+        A global <-> shared ``copy_async``: tilemagic's tensor-map plan beside TVM's planner on the same op
+        (:mod:`.tvm_tma`); a documented TVM 0.27 bug (the unchecked swizzle) reads ``known TVM bug``.
     """
 
     line: int
@@ -260,6 +265,7 @@ class OpComparison:
     ours_error: str | None = None
     tvm_error: str | None = None
     tvm_why_not: str | None = None
+    tma: TmaPlanComparison | None = None
 
     @property
     def ours_lines(self) -> list[str]:
@@ -284,7 +290,13 @@ class OpComparison:
 
     @property
     def verdict(self) -> str:
-        """``same``, ``differs``, ``both reject``, ``tilemagic rejects``, ``TVM rejects`` or ``not compared``."""
+        """``same``, ``differs``, ``both reject``, ``tilemagic rejects``, ``TVM rejects``, ``known TVM bug`` or
+        ``not compared``."""
+        if self.tma is not None:
+            if self.tma.note == SWIZZLE_BUG:
+                return "known TVM bug"
+            if not self.tma.agrees:
+                return "differs"
         ours_ok, tvm_ok = self.ours is not None, self.tvm is not None
         if ours_ok and tvm_ok:
             return "same" if self.family_agrees and self.ours_lines == self.tvm_lines else "differs"
@@ -336,7 +348,7 @@ class TvmComparison:
     @property
     def agrees(self) -> bool:
         """Every op: same lowering, or both reject it; and TVM lowered the whole program when tilemagic did."""
-        if not self.available or not all(o.verdict in ("same", "both reject") for o in self.ops):
+        if not self.available or not all(o.verdict in ("same", "both reject", "known TVM bug") for o in self.ops):
             return False
         return self.tvm is None or self.tvm.error is None or any(o.ours_error for o in self.ops)
 
@@ -364,6 +376,8 @@ class TvmComparison:
             if o.tvm_why_not:
                 out.append(f"  TVM with dispatch={variant_family(o.ours_variant)}:")
                 out += ["    " + ln for ln in o.tvm_why_not.splitlines()]
+            if o.tma is not None:
+                out += ["  " + ln for ln in o.tma.text()]
         if self.tvm is not None and self.tvm.cuda_note:
             out += ["", f"TVM CUDA: {self.tvm.cuda_note}"]
         if self.tvm is not None and (self.tvm.lowered or self.tvm.cuda):
@@ -488,6 +502,11 @@ def compare_with_tvm(result=None, *, program=None, typed=None, error: Exception 
                 oc.tvm_error = f"could not read TVM's dispatched TIR: {e}"
         elif run.error is not None and (run.error_line is None or run.error_line == op.span.line):
             oc.tvm_error = run.error
+        if is_tma_candidate(op):
+            copies = [s for s in ir.walk(kernel.body) if isinstance(s, ir.TmaCopy) and s.span is not None
+                      and s.span.line == op.span.line] if kernel is not None else []
+            err = oc.ours_error or (ours_error if ours_error_line in (None, op.span.line) else None)
+            oc.tma = compare_tma_plan(op, oc.ours_variant, copies, err, arch)
         ops.append(oc)
     for oc in ops if explain else ():  # ask TVM why it did not take tilemagic's variant family
         fam = variant_family(oc.ours_variant)
@@ -498,7 +517,7 @@ def compare_with_tvm(result=None, *, program=None, typed=None, error: Exception 
                 oc.tvm_why_not = forced.error
             elif forced.error is None:
                 oc.tvm_why_not = f"{fam} accepts it too; {oc.tvm_variant} is tried first (priority, then name)"
-    same = sum(o.verdict in ("same", "both reject") for o in ops)
+    same = sum(o.verdict in ("same", "both reject", "known TVM bug") for o in ops)
     msg = f"TVM TIRx (apache-tvm {_tvm_version()}) vs tilemagic: {same} of {len(ops)} ops agree"
     if run.error and run.error_line is None:
         msg += f"; TVM failed to {run.error_stage} the program: {run.error.splitlines()[0]}"

@@ -137,8 +137,36 @@ def print_ir(kernel: ir.Kernel, *, arch: str = "sm_100a"):
         L.add(f"# tmem {b.name}: {b.dtype}{list(b.shape)} @ {b.layout} · datapath {b.datapath or '?'} · "
               f"{where}32-bit columns [{b.tmem_col}, {b.tmem_col + b.tmem_ncols}) of {kernel.tmem_cols}",
               src_line(b))
+    _tensormaps(L, kernel)
     _stmt(L, kernel.body)
     return L.text()
+
+
+def _tensormaps(L: Lines, kernel: ir.Kernel) -> None:
+    """One line per tensor map: what the host encodes (``cuTensorMapEncodeTiled``, CUDA order) and passes."""
+    for m in kernel.tensormaps:
+        L.add(f"{m.name} = T.tensormap_encode_tiled({m.buf.name}, \"{m.dtype}\", rank={m.rank}, dims={list(m.dims)}, "
+              f"strides={list(m.strides)}, box={list(m.box)}, elem_strides={list(m.elem_strides)}, "
+              f"swizzle={m.swizzle}, l2_promotion={m.l2_promotion}, oob_fill={m.oob_fill})"
+              f"  # host side; a __grid_constant__ CUtensorMap parameter")
+
+
+def _tma_copy(L: Lines, s: ir.TmaCopy, src: int | None) -> None:
+    """``T.ptx["cp.async.bulk.tensor..."](...)``: TVM's operand order (G2S: shared, map, coordinates, mbarrier;
+    S2G: map, coordinates, shared), coordinates in CUDA order."""
+    coords = ", ".join(expr_str(c) for c in s.coords)
+    rw = "w" if s.direction == "g2s" else "r"
+    smem = f'{s.smem.name}.access_ptr("{rw}", offset={s.smem_offset // s.smem.elem_bytes})'
+    tmap = f"T.address_of({s.tmap.name})"
+    chain = s.chain + (".L2::cache_hint" if s.cache_hint else "")
+    if s.direction == "g2s":
+        assert s.mbar is not None
+        args = [smem, tmap, coords, f"T.address_of({s.mbar.name}[0])"]
+    else:
+        args = [tmap, coords, smem]
+    if s.cache_hint:
+        args.append(f'T.cache_policy("{s.cache_hint}")')
+    L.add(f'T.ptx["{chain}"]({", ".join(args)})', src)
 
 
 def _register_views(kernel):
@@ -230,6 +258,8 @@ def _stmt(L: Lines, s: ir.Stmt):
         L.add(f'T.ptx["tcgen05.wait::{s.kind}.sync.aligned"]()', src)
     elif isinstance(s, ir.Barrier):
         L.add("T.cuda.cta_sync()", src)
+    elif isinstance(s, ir.TmaCopy):
+        _tma_copy(L, s, src)
     elif isinstance(s, ir.TcgenLdSt):
         regs = [f"{s.local.name}_32b[{s.reg_base + i}]" for i in range(s.regs)]
         addr = tmem_addr_str(s)

@@ -45,11 +45,15 @@ class TargetSpec:
 
 class Builder(Protocol):
     """What variants use of the kernel's lowering state (:class:`tilemagic.lower.program.KernelBuilder`):
-    the shared slot holding the TMEM base address (None without TMEM), ``n`` fresh loop variables."""
+    the shared slot holding the TMEM base address (None without TMEM), ``n`` fresh loop variables, and the
+    kernel's tensor maps (``tensormap(m)``: the map of ``m``'s :meth:`~tilemagic.ir.nodes.TensorMap.key` already
+    registered, else ``m`` under a name apart from the kernel's names)."""
 
     tmem_addr: ir.Buffer | None
 
     def loop_vars(self, n: int) -> tuple[ir.LoopVar, ...]: ...
+
+    def tensormap(self, tmap: ir.TensorMap) -> ir.TensorMap: ...
 
 
 @dataclass

@@ -443,6 +443,21 @@ class KernelBuilder:
         self.tmem_addr = ir.Buffer("tmem_addr", "shared", "uint32", (1,), per_thread=1) if tp.tmem_cols else None
         self._taken = set(tp.buffers) | {tp.name}
         self._vars: list[ir.LoopVar] = []
+        self.tensormaps: dict[tuple, ir.TensorMap] = {}
+
+    def tensormap(self, tmap: ir.TensorMap) -> ir.TensorMap:
+        """One map per distinct :meth:`~tilemagic.ir.nodes.TensorMap.key` (TVM's descriptor cache): the
+        registered one, or ``tmap`` named apart from the buffers, the kernel and the other maps."""
+        from dataclasses import replace
+
+        key = tmap.key()
+        if key not in self.tensormaps:
+            name, k = tmap.name, 1
+            while name in self._taken:
+                name, k = f"{tmap.name}{k}", k + 1
+            self._taken.add(name)
+            self.tensormaps[key] = replace(tmap, name=name)
+        return self.tensormaps[key]
 
     def loop_vars(self, n: int) -> tuple[ir.LoopVar, ...]:
         """``n`` loop variables named apart from every buffer and the kernel (i, j, k, ..., then i0, i1, ...).
@@ -524,5 +539,6 @@ def lower(tp: TypedProgram,
         tmem_cols=tp.tmem_cols,
         tmem_addr=b.tmem_addr,
         body=ir.Seq(tuple(body)),
+        tensormaps=tuple(b.tensormaps.values()),
     )
     return kernel, records, warns

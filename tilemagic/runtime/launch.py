@@ -27,6 +27,7 @@ from ..errors import LaunchError
 from ..ir.nodes import bits_view
 from .device import DeviceStatus, probe
 from .nvrtc import arch_for_device, compile_cupy, cupy_options
+from .tensormap import encode_all
 
 if TYPE_CHECKING:
     from ..codegen.cuda import CudaSource
@@ -412,6 +413,8 @@ def run_on_gpu(
     uses_tmem = emulated is not None
     arch, how = arch_for_device(int(status.cc), uses_tmem)
     src = emulated if how == "emulated" and emulated is not None else native
+    if src.tensormaps and not arch.endswith("a"):
+        arch += "a"  # TMA kernels are built for the device's arch-specific target (sm_90a on the H200)
     backend, mode = _mode_text(arch, how, uses_tmem)
     device = status.label or "CUDA device"
 
@@ -419,7 +422,7 @@ def run_on_gpu(
     cinfo: dict = {}
     kernel = compile_cupy(src, arch, info=cinfo)
     gsrc = gkernel = None
-    if bench and bench_sources is not None:
+    if bench and bench_sources is not None and not src.tensormaps:  # a map names one tile: no grid form yet
         gsrc = bench_sources[1] if how == "emulated" else bench_sources[0]
         gkernel = compile_cupy(gsrc, arch) if gsrc is not None else None
 
@@ -429,7 +432,10 @@ def run_on_gpu(
         # copy=True: never alias host memory (cupy may zero-copy on unified-memory systems)
         dev_bufs = [cupy.array(_bits(host[buf.name]), copy=True) for buf in src.params]
         extras = [cupy.zeros(int(n), dtype=np.dtype(dt)) for (_, dt, n) in src.extra_params]
-        args = tuple(dev_bufs) + tuple(extras)
+        # the tensor maps follow the global buffers, encoded on their device pointers (runtime/tensormap.py)
+        maps = encode_all(src.tensormaps, {b.name: d.data.ptr for b, d in zip(src.params, dev_bufs)}) \
+            if src.tensormaps else []
+        args = tuple(dev_bufs) + tuple(maps) + tuple(extras)
         grid, block = (1,), (int(src.threads),)
 
         def launch():

@@ -141,3 +141,33 @@ def test_every_ldgsts_cell_assembles(arch):
     r = nvcc_compile(text, arch, timeout=600)
     assert r.ok, r.log
     assert len(results) >= 18
+
+
+def _tma_kernel_source():
+    """A G2S (128B swizzle, L2 hint) and an S2G through the real TMA variants; the mbarrier object is declared
+    here (its declaration and init are the language's statements, another part of issue 13)."""
+    from helpers import copy_async_op, lower_ops, region, tma_buffers
+
+    from tilemagic.codegen.cuda import generate
+    from tilemagic.layout import row_major
+    from tilemagic.layout.swizzle import ComposeLayout
+
+    gbuf, sbuf, mbar = tma_buffers()
+    A, B = gbuf("A", "float16", (256, 128)), gbuf("B", "float16", (256, 128))
+    S = sbuf("S", "float16", (64, 64), ComposeLayout(3, 3, 3, row_major((64, 64)), bare=True))
+    ops = [copy_async_op(region(S), region(A, (64, 0), (64, 64)), mbar=mbar(), cache_hint="evict_first"),
+           copy_async_op(region(B, (0, 64), (64, 64)), region(S), line=2)]
+    kernel, _ = lower_ops(ops, A, B, S)
+    text = generate(kernel, arch="sm_90a").text
+    head = text.index("\n", text.index('extern "C"')) + 1
+    return text[:head] + "__shared__ __align__(8) uint64_t full[1];\n" + text[head:]
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_tma_copies_assemble(arch):
+    r = nvcc_compile(_tma_kernel_source(), arch)
+    assert r.ok, r.log
+
+
+def test_tma_copies_need_sm_90():
+    assert not nvcc_compile(_tma_kernel_source(), "sm_80").ok
