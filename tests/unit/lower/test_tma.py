@@ -258,7 +258,11 @@ def test_predicates_accept_and_decline_with_tvms_reasons():
     why = rejected(copy_async_op(region(S), region(A), dispatch="tma_auto", mbar=mbar()), A, S, arch="sm_80")
     assert "tma_target: cp.async.bulk.tensor needs sm_90 or newer; the target is sm_80" in why
     _, rec, _ = lower1(copy_async_op(region(S), region(A), mbar=mbar()), A, S)
-    assert rec.candidates[0].reasons == ("validate_tma_copy_op: ok", "single_thread: ok", "tma_target: ok")
+    first = rec.candidates[0]  # ldgsts (priority 20) declines a copy with mbar=; tma_auto takes it
+    assert first.variant == "ldgsts" and not first.accepted and any(r.startswith("no_mbar: ") for r in first.reasons)
+    tma = next(c for c in rec.candidates if c.variant == "tma_auto")
+    assert rec.chosen == "tma_auto"
+    assert tma.reasons == ("validate_tma_copy_op: ok", "single_thread: ok", "tma_target: ok")
 
 
 def test_mbar_is_required_for_g2s_and_forbidden_for_s2g():
