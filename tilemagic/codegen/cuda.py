@@ -313,8 +313,49 @@ def _stmt(L: Lines, s: ir.Stmt, mode: str):
         _ldstmatrix(L, s, src)
     elif isinstance(s, ir.Barrier):
         L.add("__syncthreads();", src)
+    elif isinstance(s, MBAR_SYNC_NODES):
+        _mbar_sync(L, s, src)
     else:
         (_tcgen_native if mode == "native" else _tcgen_emulated)(L, s, src)
+
+
+#: the synchronisation of asynchronous copies: mbarriers, fences, commit groups (:func:`_mbar_sync`)
+MBAR_SYNC_NODES = (ir.MbarInit, ir.MbarArrive, ir.MbarWait, ir.Fence, ir.AsyncGroup)
+
+
+def _smem_addr(buf: ir.Buffer) -> str:
+    return f'"r"((uint32_t)__cvta_generic_to_shared({buf.name}))'
+
+
+def _mbar_sync(L: Lines, s: ir.Stmt, src):
+    """Inline PTX of an mbarrier init/arrive/wait, a fence or a commit-group statement (PTX ISA 9.0
+    §9.7.13.15, §9.7.13.4, §9.7.9.25.3, §9.7.9.25.6); needs sm_90 (cp.async groups alone: sm_80)."""
+    if isinstance(s, ir.MbarInit):
+        _asm(L, "mbarrier.init.shared::cta.b64 [%0], %1;", [], [_smem_addr(s.bar), f'"r"({s.count})'], src)
+    elif isinstance(s, ir.MbarArrive):
+        if s.expect_tx or s.auto_from:
+            note = f"  // expect_tx=auto: {', '.join(f'L{ln} {n} B' for ln, n in s.auto_from)}" if s.auto_from else ""
+            _asm(L, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;", [],
+                 [_smem_addr(s.bar), f'"r"({s.expect_tx})'], src)
+            if note:
+                L.rows[-1] = (L.rows[-1][0] + note, src)
+        else:
+            _asm(L, "mbarrier.arrive.shared::cta.b64 _, [%0];", [], [_smem_addr(s.bar)], src)
+    elif isinstance(s, ir.MbarWait):
+        # CUTLASS ClusterBarrier::wait: retry try_wait.parity until the phase of this parity has completed
+        _asm(L, "{\\n\\t.reg .pred P1;\\nTM_WAIT:\\n\\t"
+                "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\\n\\t"
+                "@P1 bra TM_DONE;\\n\\tbra TM_WAIT;\\nTM_DONE:\\n\\t}", [],
+             [_smem_addr(s.bar), f'"r"({s.parity})'], src)
+    elif isinstance(s, ir.Fence):
+        text = "fence.proxy.async.shared::cta;" if s.kind == "proxy_async" else "fence.mbarrier_init.release.cluster;"
+        L.add(f'asm volatile("{text}" ::: "memory");', src)
+    elif isinstance(s, ir.AsyncGroup):
+        chain = "cp.async.bulk" if s.bulk else "cp.async"
+        if s.kind == "commit":
+            L.add(f'asm volatile("{chain}.commit_group;" ::: "memory");', src)
+        else:
+            L.add(f'asm volatile("{chain}.wait_group{".read" if s.read else ""} {s.n};" ::: "memory");', src)
 
 
 _GET_TMEM_ADDR = """\
@@ -420,6 +461,9 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         for name, _, n in extra:
             L.add(f"{name} += (size_t)blockIdx.x * {n};")
     for b in kernel.shared:
+        if b.is_mbarrier:  # the 64-bit mbarrier object (PTX ISA 9.0 §9.7.13.15.1: 8-byte aligned shared memory)
+            L.add(f"__shared__ alignas(8) uint64_t {b.name}[1];  // mbarrier, count {b.mbar_count}", src_line(b))
+            continue
         L.add(f"__shared__ __align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];", src_line(b))
     for b in kernel.locals:
         L.add(f"__align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.storage_elems}];", src_line(b))

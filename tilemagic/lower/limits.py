@@ -32,6 +32,9 @@ def check_buffers(buffers: Iterable, lim: TargetLimits, *, tmem_slot: bool = Fal
     """Shared memory, kernel arguments and host memory of a cell's buffers (a register tile of more than
     ``lim.regs_per_thread`` registers is a warning of the pipeline, with ptxas's spill cost).
 
+    Shared buffers are counted 16-byte aligned and rounded up to 16 bytes, mbarriers 8 bytes at 8-byte
+    alignment, in declaration order.
+
     Parameters
     ----------
     buffers : iterable of ir.Buffer
@@ -49,7 +52,10 @@ def check_buffers(buffers: Iterable, lim: TargetLimits, *, tmem_slot: bool = Fal
     n_globals = 0
     for b in bufs:
         if b.scope == "shared":
-            shared += -(-b.nbytes // 16) * 16
+            if b.is_mbarrier:  # an 8-byte mbarrier object, 8-byte aligned (PTX ISA 9.0 §9.7.13.15.1)
+                shared = -(-shared // 8) * 8 + 8
+            else:
+                shared = -(-shared // 16) * 16 + -(-b.nbytes // 16) * 16
             if shared > lim.static_smem:
                 slot = " and the 16-byte TMEM address slot" if tmem_slot else ""
                 raise TileTypeError(
