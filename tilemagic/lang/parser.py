@@ -261,7 +261,7 @@ class _Line:
             message += f" (at the caret: U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}, invisible: delete it)"
         raise TileSyntaxError(message, span, source=self.err_source, hint=hint)
 
-    def int(self, tok: Token | Tree, what: str, *, minimum: int | None = None) -> int:
+    def int(self, tok: Token | Tree, what: str, *, minimum: int | None = None, hint: str | None = None) -> int:
         tok = _token(tok)
         text = tok.value
         digits = text.lstrip("-")
@@ -270,7 +270,7 @@ class _Line:
         value = int(text)
         if minimum is not None and value < minimum:
             need = "positive" if minimum == 1 else f">= {minimum}"
-            self.error(f"{what} must be {need}, got {_show(text)}", self.tok(tok))
+            self.error(f"{what} must be {need}, got {_show(text)}", self.tok(tok), hint=hint)
         return value
 
 
@@ -690,7 +690,8 @@ def _mbar_decl(ln: _Line, tree: Tree) -> A.MbarrierDecl:
                  hint="choose another name, e.g. `mbarrier full`")
     count, count_span = 1, None
     if count_tok is not None:
-        count = ln.int(count_tok, "an mbarrier count", minimum=1)
+        count = ln.int(count_tok, "an mbarrier count", minimum=1,
+                       hint="the count is the number of arrivals that complete a phase, 1 to 2**20 - 1")
         count_span = ln.join(ln.tok(count_kw), ln.tok(count_tok))
         if count > A.MBAR_MAX_COUNT:
             ln.error(f"an mbarrier count must be at most {A.MBAR_MAX_COUNT} (2**20 - 1), got {count}",
@@ -713,7 +714,8 @@ def _arrive(ln: _Line, tree: Tree) -> A.ArriveStmt:
             ln.error(f"expect_tx is a whole number of bytes, got {_show(str(v_tok))}", ln.tok(v_tok),
                      hint="write the bytes the copies deliver, or `expect_tx=auto`")
         else:
-            expect = ln.int(v_tok, "expect_tx", minimum=0)
+            expect = ln.int(v_tok, "expect_tx", minimum=0,
+                            hint="expect_tx raises the phase's tx-count by this many bytes (0 to 2**20 - 1)")
             if expect > A.MBAR_MAX_TX:
                 ln.error(f"expect_tx must be at most {A.MBAR_MAX_TX} bytes (2**20 - 1), got {expect}", ln.tok(v_tok),
                          hint="an mbarrier's tx-count lies in [-(2**20 - 1), 2**20 - 1] (PTX ISA 9.0 §9.7.13.15.1): "
@@ -723,7 +725,7 @@ def _arrive(ln: _Line, tree: Tree) -> A.ArriveStmt:
 
 def _mbar_wait(ln: _Line, tree: Tree) -> A.MbarWaitStmt:
     _kw, bar_tok, _phase_kw, p_tok = tree.children
-    phase = ln.int(p_tok, "a phase parity", minimum=0)
+    phase = ln.int(p_tok, "a phase parity", minimum=0, hint="the phase parity is 0 or 1")
     if phase not in (0, 1):
         ln.error(f"the phase parity is 0 or 1, got {phase}", ln.tok(p_tok),
                  hint="`wait BAR phase P` waits for the phase of parity P (phase number k: P = k % 2)")
@@ -736,7 +738,8 @@ def _group(ln: _Line, tree: Tree) -> A.GroupStmt:
     if kind.endswith("commit_group"):
         return A.GroupStmt("commit", bulk, 0, False, ln.node(tree))
     n_tok = tree.children[1]
-    n = ln.int(n_tok, "the number of pending groups", minimum=0)
+    n = ln.int(n_tok, "the number of pending groups", minimum=0,
+               hint="`wait_group N` waits until at most N of the thread's newest groups are pending (0: all done)")
     read = bulk and tree.children[2] is not None
     return A.GroupStmt("wait", bulk, n, read, ln.node(tree))
 
