@@ -464,9 +464,11 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
         elif isinstance(item, ast.MbarrierDecl):
             check_identifier(item.name, item.name_span, "buffer")
             if item.name in bufs:
-                raise TileTypeError(f"'{item.name}' is declared twice", item.name_span)
+                raise TileTypeError(f"'{item.name}' is declared twice", item.name_span,
+                                    hint="buffers and mbarriers share one namespace: rename one")
             if item.name == kname:
-                raise TileTypeError(f"mbarrier '{item.name}' has the kernel's name", item.name_span)
+                raise TileTypeError(f"mbarrier '{item.name}' has the kernel's name", item.name_span,
+                                    hint="rename the mbarrier or the kernel")
             bufs[item.name] = ir.Buffer(item.name, "shared", "uint64", (1,), None, per_thread=1, span=item.span,
                                         mbar_count=item.count)
         elif isinstance(item, ast.ArriveStmt):
