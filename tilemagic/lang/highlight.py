@@ -146,7 +146,7 @@ class TileCopyLexer(RegexLexer):
             (r"[A-Za-z_][A-Za-z0-9_]*", Name),
             (r"[^\n]", Text),
         ],
-        "sync": [  # the rest of `mbarrier NAME count=N`, `arrive BAR expect_tx=N|auto`, `wait BAR phase P`, `wait_group N`
+        "sync": [  # the rest of `mbarrier NAME count=N`, `arrive BAR expect_tx=N|auto`, `wait BAR phase P`, ...:
             (r"(?=\n)", Text, "#pop"),
             (r"[ \t\f\r]+", Whitespace),
             (r"#[^\n]*", Comment.Single),
