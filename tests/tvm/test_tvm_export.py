@@ -140,3 +140,12 @@ def test_export_of_mbarriers_groups_fences_and_guards_parses_in_tvm(tvm):
                  'T.ptx.cp(0, "async", "bulk", "wait_group", "read"', 'cache_hint="evict_last"', "mbar=",
                  "if warpid == 1 and laneid < 1:"):
         assert want in printed, want
+
+
+def test_compare_tvm_agrees_on_guarded_copies(tvm):
+    src = ("kernel k threads=64\nglobal A: float32[32] = arange\nglobal B: float32[32] = zeros\n"
+           "shared S: float32[32]\nmbarrier ready count=32\nif warpid == 0: warp.copy S <- A\n"
+           "if warpid == 0: arrive ready\nif warpid == 1: wait ready phase 0\nif warpid == 1: warp.copy B <- S\n"
+           "check B == A")
+    res = tilemagic.tilecopy(src, launch="off", compare="tvm", emit_warnings=False)
+    assert res.tvm_comparison.agrees, res.tvm_comparison.text()

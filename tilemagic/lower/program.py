@@ -685,7 +685,7 @@ def _guarded(guard: ast.Guard | None, stmts: list[ir.Stmt], span: Span) -> list[
     """``stmts`` under ``guard`` (one ``ir.If`` around them), or ``stmts`` without one."""
     if guard is None or not stmts:
         return stmts
-    return [ir.If(guard_expr(guard), ir.Seq(tuple(stmts)), span=span)]
+    return [ir.GuardIf(guard_expr(guard), ir.Seq(tuple(stmts)), span=span)]
 
 
 def _sync_node(item) -> ir.Stmt:

@@ -184,3 +184,35 @@ def test_errors_inside_a_guard_show_the_original_line():
         parse("kernel k threads=128\nif tx == 0: arrive full expect_tx=1.5")
     text = ei.value.render()
     assert "if tx == 0: arrive full expect_tx=1.5" in text and ei.value.line == 2 and ei.value.col == 35
+
+
+# ----------------------------------------------------------------------------- the Pygments lexer
+@pytest.mark.parametrize("cell,word,kind", [
+    ("mbarrier full count=2\n", "mbarrier", "Keyword.Declaration"),
+    ("mbarrier full count=2\n", "count", "Keyword"),
+    ("mbarrier full count=2\n", "full", "Name.Variable"),
+    ("arrive full expect_tx=auto\n", "arrive", "Keyword"),
+    ("arrive full expect_tx=auto\n", "expect_tx", "Keyword"),
+    ("arrive full expect_tx=auto\n", "auto", "Keyword"),
+    ("wait full phase 1\n", "phase", "Keyword"),
+    ("wait full phase 1\n", "1", "Literal.Number.Integer"),
+    ("bulk_wait_group 0 read\n", "bulk_wait_group", "Keyword"),
+    ("bulk_wait_group 0 read\n", "read", "Keyword"),
+    ("commit_group\n", "commit_group", "Keyword"),
+    ("fence.proxy.async\n", "async", "Keyword"),
+    ("if warpid == 1 and laneid < 4: arrive full\n", "if", "Keyword"),
+    ("if warpid == 1 and laneid < 4: arrive full\n", "and", "Keyword"),
+    ("if warpid == 1 and laneid < 4: arrive full\n", "laneid", "Name.Builtin"),
+    ("if warpid == 1 and laneid < 4: arrive full\n", "<", "Operator"),
+    ("if tx == 0: thread.copy_async S <- A mbar=full oob=nan\n", "mbar", "Keyword"),
+    ("if tx == 0: thread.copy_async S <- A mbar=full oob=nan\n", "nan", "Name.Constant"),
+    ("thread.copy_async S <- A cache_hint=evict_first\n", "evict_first", "Name.Constant"),
+])
+def test_the_lexer_colours_the_new_words(cell, word, kind):
+    from pygments.token import Error, Text, string_to_tokentype
+
+    from tilemagic.lang.highlight import TileCopyLexer
+
+    toks = [(t, v) for t, v in TileCopyLexer().get_tokens(cell) if v.strip()]
+    assert (string_to_tokentype(kind), word) in toks, toks
+    assert not [v for t, v in toks if t in Error or t is Text], toks

@@ -122,7 +122,7 @@ def test_guards_become_if_around_the_statement_and_the_copy_marker_stays_outside
     body = list(kernel.body.body[4:])  # after the mbarrier prologue
     assert isinstance(body[0], ir.Comment) and body[0].op == "copy" and "if warpid == 1: warp.copy" in body[0].text
     guard = body[1]
-    assert isinstance(guard, ir.If) and guard.cond is ir.Bin("==", ir.ThreadVar("warpid"), ir.Const(1))
+    assert isinstance(guard, ir.GuardIf) and guard.cond is ir.Bin("==", ir.ThreadVar("warpid"), ir.Const(1))
     assert any(isinstance(s, ir.VecMove) for s in ir.walk(guard.then))
     arrive = body[2]
     assert arrive.cond is ir.Bin("and", ir.Bin("==", ir.ThreadVar("tx"), ir.Const(0)),
@@ -354,3 +354,14 @@ def test_export_guards_on_axes_a_cta_size_does_not_bind():
     prog = parse(src)
     text = export_tvmscript(prog, check(prog)).text
     assert "if tx // 128 == 0 and tx % 128 < 33:" in text
+
+
+def test_instruction_lists_see_the_variants_election_not_the_users_guard():
+    from tilemagic.export.instructions import ours_instructions
+
+    src = ("kernel k threads=64\nglobal A: float32[4, 6]\nshared S: float32[4, 6]\nglobal B: float32[32]\n"
+           "shared T: float32[32]\nif warpid == 1: warp.copy S <- A\nif warpid == 0: warp.copy T <- B")
+    _, _, kernel = lowered(src)
+    ours = ours_instructions(kernel)
+    assert all(i.guarded for i in ours[6])  # the fallback's elected thread (4x6 does not split over 32 threads)
+    assert ours[7] and not any(i.guarded for i in ours[7])  # gmem_smem under the user's guard only
