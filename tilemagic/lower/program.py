@@ -373,9 +373,10 @@ def guard_threads(guard: ast.Guard | None, threads: int) -> int:
     return int(np.count_nonzero(np.broadcast_to(eval_static(guard_expr(guard), tid), tid.shape)))
 
 
-def _check_guard_scope(guard: ast.Guard, exec_scope: str, threads: int) -> None:
+def _check_guard_scope(guard: ast.Guard, exec_scope: str, threads: int, what: str | None = None) -> None:
     """A copy runs on whole instances of its exec scope (TVM TIRx ``_all_threads_active``,
-    ``apache-tvm 0.27.0.post1``): its guard must select every thread of an instance or none."""
+    ``apache-tvm 0.27.0.post1``), a ``.sync.aligned`` instruction on whole warps (PTX ISA 9.0 §9.7.16.8.5):
+    the guard must select every thread of an instance or none."""
     size = threads if exec_scope == "cta" else THREADS_PER[exec_scope]
     if size == 1:
         return
@@ -385,9 +386,10 @@ def _check_guard_scope(guard: ast.Guard, exec_scope: str, threads: int) -> None:
     split = np.flatnonzero(rows.any(axis=1) & ~rows.all(axis=1))
     if split.size:
         inst = int(split[0])
+        who = what or f"a {exec_scope}-scope copy"
         raise TileTypeError(
             f"the guard `{guard}` splits {exec_scope} {inst} (threads {inst * size}..{inst * size + size - 1}): "
-            f"a {exec_scope}-scope copy runs on all {size} threads of each {exec_scope} it executes in",
+            f"{who} runs on all {size} threads of each {exec_scope} it executes in",
             guard.span, hint="guard whole instances (e.g. `if warpid == 1:` around a warp copy), or use a narrower "
                              "scope (`thread.copy_async` under `if tx == 0:`)")
 
@@ -550,6 +552,8 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
     for it in items:
         if isinstance(it, CopyItem) and it.guard is not None:
             _check_guard_scope(it.guard, it.op.exec_scope, threads)
+        elif isinstance(it, ast.WaitStmt) and it.guard is not None:  # tcgen05.wait::ld|st.sync.aligned: whole warps
+            _check_guard_scope(it.guard, "warp", threads, what=f"`wait {it.kind}` (.sync.aligned)")
 
     # ---- TMEM plan (PTX ISA 9.0 §9.7.16.7.1: power of two >= 32 columns, <= 512)
     tmem = [b for b in bufs.values() if b.scope == "tmem"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from cells import mbar_cell as tma_cell
 
 from tilemagic.codegen.cuda import generate
 from tilemagic.errors import TileMagicError
@@ -54,13 +55,6 @@ def stand_in_tma():
     yield ELECT
     D._TABLE[("copy_async", "cuda")][:] = [c for c in D._TABLE[("copy_async", "cuda")]
                                            if c.variant != "stand_in_tma"]
-
-
-def tma_cell(arrive: str, copies: list[str], tail: str = "wait full phase 0", threads: int = 128) -> str:
-    """A float32 cell: `A` 64x32 global, `S` 32x32 shared, mbarrier `full`, then `arrive`, `copies`, `tail`."""
-    return "\n".join([f"kernel k threads={threads}", "global A: float32[64, 32] = arange",
-                      "shared S: float32[32, 32]", "mbarrier full", "mbarrier other count=2", arrive, *copies,
-                      tail])
 
 
 def lowered(src: str):
@@ -140,6 +134,8 @@ def test_guards_become_if_around_the_statement_and_the_copy_marker_stays_outside
      4, 1, "splits warp 0 (threads 0..31)"),
     ("kernel k threads=256\nglobal A: float32[128]\nshared S: float32[128]\nif warpid == 5: wg.copy S <- A",
      4, 1, "splits warpgroup 1 (threads 128..255)"),
+    ("kernel k threads=128\ntmem T: float32[128, 32]\nif laneid < 4: wait ld", 3, 1,
+     "splits warp 0 (threads 0..31): `wait ld` (.sync.aligned) runs on all 32 threads"),
     ("kernel k threads=32\nmbarrier b\narrive c", 3, 8, "unknown mbarrier 'c' in `arrive`"),
     ("kernel k threads=32\nshared S: float32[4]\nwait S phase 0", 3, 6, "'S' in `wait` is a shared buffer, not an "
                                                                      "mbarrier"),
