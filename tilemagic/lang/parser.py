@@ -851,7 +851,7 @@ def _guard(ln: _Line) -> tuple[A.Guard, int]:
 def _parse_guarded(ln: _Line):
     guard, end = _guard(ln)
     inner = _Line(" " * end + ln.text[end:], ln.lineno, ln.err_source, "")
-    if not inner.text.strip():
+    if not inner.text.split("#", 1)[0].strip():
         ln.error("expected a statement after the guard", ln.span(end + 1), hint=_GUARD_HINT)
     m = _IDENT.match(inner.text, len(inner.text) - len(inner.text.lstrip()))
     if m is not None and m.group() == "if":

@@ -149,6 +149,7 @@ BAD = [
     ("if tx == 0 arrive full", 1, 12, "expected `and` or ':'"),
     ("if tx == 0 or tx == 1: arrive full", 1, 12, "guards join conditions with `and` only"),
     ("if tx == 0:", 1, 12, "expected a statement after the guard"),
+    ("if tx == 0:  # nothing", 1, 12, "expected a statement after the guard"),
     ("if tx == 0: if laneid == 0: arrive full", 1, 13, "guards do not nest"),
     ("if : arrive full", 1, 4, "expected a thread axis"),
     ("if tx == 0: arrive full expect_tx=-2", 1, 35, "expect_tx must be >= 0"),
