@@ -323,6 +323,15 @@ def _stmt(L: Lines, s: ir.Stmt, mode: str):
 MBAR_SYNC_NODES = (ir.MbarInit, ir.MbarArrive, ir.MbarWait, ir.Fence, ir.AsyncGroup)
 
 
+def _mbar_sync_arch(kernel: ir.Kernel) -> str | None:
+    """The oldest target the kernel's synchronisation statements assemble for: ``sm_80`` for cp.async groups
+    alone, ``sm_90`` with mbarriers, fences or bulk groups (PTX ISA 9.0 target requirements); None without."""
+    nodes = [s for s in ir.walk(kernel.body) if isinstance(s, MBAR_SYNC_NODES)]
+    if not nodes:
+        return None
+    return "sm_80" if all(isinstance(s, ir.AsyncGroup) and not s.bulk for s in nodes) else "sm_90"
+
+
 def _smem_addr(buf: ir.Buffer) -> str:
     return f'"r"((uint32_t)__cvta_generic_to_shared({buf.name}))'
 
@@ -427,6 +436,9 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         "no tcgen05: runs on any CUDA GPU")
     ctas = "one CTA per tile (--bench grid)" if grid else "1 CTA"
     L.add(f"// tilemagic: kernel {kernel.name}, {ctas} x {kernel.threads} threads, {head}")
+    sync_arch = _mbar_sync_arch(kernel)
+    if sync_arch:
+        L.add(f"// the asynchronous-copy synchronisation needs {sync_arch} or newer")
     for inc in ("cuda_fp16.h", "cuda_bf16.h"):
         L.add(f"#include <{inc}>")
     # NVRTC (CuPy) has no <stdint.h>; CCCL's <cuda/std/cstdint> gives the same names

@@ -302,8 +302,11 @@ def test_cuda_of_the_synchronisation(stand_in_tma):
                  'asm volatile("cp.async.bulk.commit_group;" ::: "memory");',
                  'asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");',
                  'asm volatile("cp.async.bulk.wait_group 2;" ::: "memory");',
-                 "if (warpid == 1 && laneid < 4) {"]:
+                 "if (warpid == 1 && laneid < 4) {",
+                 "// the asynchronous-copy synchronisation needs sm_90 or newer"]:
         assert want in cu, want
+    _, _, only_groups = lowered("kernel k threads=32\ncommit_group\nwait_group 0")
+    assert "needs sm_80 or newer" in generate(only_groups).text
 
 
 def _has_tma(stmt):
