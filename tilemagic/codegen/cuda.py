@@ -17,6 +17,7 @@ from importlib import resources
 
 from ..caches import register_cache
 from ..arch import tcgen05 as tc
+from ..arch.mbarrier import MBAR_BYTES
 from ..arch.ptx import VEC_FORMS, word_bytes
 from ..arch.threads import axis_def
 from ..ir import nodes as ir
@@ -474,7 +475,8 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
             L.add(f"{name} += (size_t)blockIdx.x * {n};")
     for b in kernel.shared:
         if b.is_mbarrier:  # the 64-bit mbarrier object (PTX ISA 9.0 §9.7.13.15.1: 8-byte aligned shared memory)
-            L.add(f"__shared__ alignas(8) uint64_t {b.name}[1];  // mbarrier, count {b.mbar_count}", src_line(b))
+            L.add(f"__shared__ alignas({MBAR_BYTES}) uint64_t {b.name}[1];  // mbarrier, count {b.mbar_count}",
+                  src_line(b))
             continue
         L.add(f"__shared__ __align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];", src_line(b))
     for b in kernel.locals:

@@ -54,7 +54,7 @@ from ..errors import TileMagicError
 from ..ir import nodes as ir
 from ..lang import ast
 from ..layout import TileLayout
-from ..arch.threads import axis_def
+from ..arch.threads import AXIS_SCOPES, THREADS_PER, axis_def
 from ..lower.program import (
     ArriveItem,
     CopyItem,
@@ -224,8 +224,10 @@ def _thread_ids(threads: int, warp_id: str | None, bind: dict[str, str] | None =
     return out
 
 
-#: the TVM scope id of each thread axis, and the CTA sizes that define it (:func:`_thread_ids`)
-_AXIS_ID = {"tx": 1, "laneid": 32, "warpid": 32, "tid_in_wg": 128, "wid_in_wg": 128, "wgid": 128}
+def _axis_bound(axis: str, threads: int) -> bool:
+    """Does :func:`_thread_ids` define the scope id of ``axis`` for a CTA of ``threads`` threads (the CTA is
+    whole instances of the axis's sub-scope and scope)?"""
+    return all(threads % THREADS_PER[s] == 0 for s in AXIS_SCOPES[axis] if s != "cta")
 
 
 def _guard_axes(tp) -> list[str]:
@@ -241,7 +243,7 @@ def _guard_axes(tp) -> list[str]:
 
 def _axis_text(axis: str, threads: int, bind: dict[str, str]) -> str:
     """A thread axis in the exported text: its bound scope id, or its closed form of the thread id."""
-    if threads % _AXIS_ID[axis] == 0:
+    if _axis_bound(axis, threads):
         return bind[axis]
     div, mod = axis_def(axis)
     text = bind["tx"] + (f" // {div}" if div > 1 else "")

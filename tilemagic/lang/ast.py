@@ -45,9 +45,6 @@ COPY_OPTIONS: dict[str, tuple[str, ...] | None] = {
 }
 #: The options a synchronous ``copy`` takes (the others are ``copy_async``'s only).
 SYNC_COPY_OPTIONS = ("dispatch",)
-#: mbarrier arrival count and tx-count limits: 1 <= count <= 2**20 - 1, |tx| <= 2**20 - 1 (PTX ISA 9.0 §9.7.13.15.1).
-MBAR_MAX_COUNT = (1 << 20) - 1
-MBAR_MAX_TX = (1 << 20) - 1
 
 
 # ----------------------------------------------------------------------------- layouts

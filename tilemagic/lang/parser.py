@@ -32,6 +32,7 @@ from lark.exceptions import (
     UnexpectedToken,
 )
 
+from ..arch.mbarrier import MBAR_MAX_COUNT, MBAR_MAX_TX
 from ..caches import register_cache
 from ..errors import Span, TileSyntaxError, char_name, odd_break, split_lines
 from . import ast as A
@@ -693,8 +694,8 @@ def _mbar_decl(ln: _Line, tree: Tree) -> A.MbarrierDecl:
         count = ln.int(count_tok, "an mbarrier count", minimum=1,
                        hint="the count is the number of arrivals that complete a phase, 1 to 2**20 - 1")
         count_span = ln.join(ln.tok(count_kw), ln.tok(count_tok))
-        if count > A.MBAR_MAX_COUNT:
-            ln.error(f"an mbarrier count must be at most {A.MBAR_MAX_COUNT} (2**20 - 1), got {count}",
+        if count > MBAR_MAX_COUNT:
+            ln.error(f"an mbarrier count must be at most {MBAR_MAX_COUNT} (2**20 - 1), got {count}",
                      ln.tok(count_tok), hint="the count is the number of arrivals that complete a phase "
                                              "(PTX ISA 9.0 §9.7.13.15.1)")
     return A.MbarrierDecl(name, count, ln.node(tree), ln.tok(name_tok), count_span)
@@ -716,8 +717,8 @@ def _arrive(ln: _Line, tree: Tree) -> A.ArriveStmt:
         else:
             expect = ln.int(v_tok, "expect_tx", minimum=0,
                             hint="expect_tx raises the phase's tx-count by this many bytes (0 to 2**20 - 1)")
-            if expect > A.MBAR_MAX_TX:
-                ln.error(f"expect_tx must be at most {A.MBAR_MAX_TX} bytes (2**20 - 1), got {expect}", ln.tok(v_tok),
+            if expect > MBAR_MAX_TX:
+                ln.error(f"expect_tx must be at most {MBAR_MAX_TX} bytes (2**20 - 1), got {expect}", ln.tok(v_tok),
                          hint="an mbarrier's tx-count lies in [-(2**20 - 1), 2**20 - 1] (PTX ISA 9.0 §9.7.13.15.1): "
                               "split the copies over several phases or barriers")
     return A.ArriveStmt(str(bar_tok), expect, auto, ln.node(tree), ln.tok(bar_tok), espan)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..arch.mbarrier import MBAR_BYTES
 from ..arch.limits import TargetLimits
 from ..arch.tcgen05 import alloc_columns
 from ..errors import LoweringError, Span, TileTypeError
@@ -53,7 +54,7 @@ def check_buffers(buffers: Iterable, lim: TargetLimits, *, tmem_slot: bool = Fal
     for b in bufs:
         if b.scope == "shared":
             if b.is_mbarrier:  # an 8-byte mbarrier object, 8-byte aligned (PTX ISA 9.0 §9.7.13.15.1)
-                shared = -(-shared // 8) * 8 + 8
+                shared = -(-shared // MBAR_BYTES) * MBAR_BYTES + MBAR_BYTES
             else:
                 shared = -(-shared // 16) * 16 + -(-b.nbytes // 16) * 16
             if shared > lim.static_smem:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..arch.limits import limits_for
+from ..arch.mbarrier import MBAR_MAX_TX
 from ..arch.threads import THREAD_AXES, THREADS_PER
 from ..errors import LoweringError, Span, TileTypeError, split_lines
 from ..ir import nodes as ir
@@ -794,10 +795,10 @@ def resolve_expect_tx(segments: list[tuple[ProgramItem, list[ir.Stmt]]], threads
                 f"expect_tx=auto: {total} bytes cannot be shared evenly by the {arrivers} threads executing this "
                 "arrive", item.span, hint="let one thread arrive with the bytes: `if tx == 0: arrive ...`")
         per = total // arrivers
-        if per > ast.MBAR_MAX_TX:
+        if per > MBAR_MAX_TX:
             raise LoweringError(
                 f"expect_tx=auto is {per} bytes per arriving thread, more than an mbarrier's tx-count holds "
-                f"({ast.MBAR_MAX_TX}, PTX ISA 9.0 §9.7.13.15.1)", item.span,
+                f"({MBAR_MAX_TX}, PTX ISA 9.0 §9.7.13.15.1)", item.span,
                 hint="split the copies over several phases or mbarriers")
         node.expect_tx = per
         node.auto_from = tuple(found)
