@@ -748,7 +748,8 @@ def issue_count(scope: tuple[ir.Stmt, ...], threads: int) -> int:
 def resolve_expect_tx(segments: list[tuple[ProgramItem, list[ir.Stmt]]], threads: int) -> None:
     """Fill in every ``arrive BAR expect_tx=auto``: the bytes of the TMA copies (``ir.TmaCopy`` with
     ``mbar=BAR``, ``tmap.box_bytes`` each, out-of-bounds elements included) times the times each is issued
-    (:func:`issue_count`), from the arrive up to the next ``wait BAR`` (or the end of the kernel); each
+    (:func:`issue_count`), from the arrive up to the next ``wait BAR`` or ``arrive BAR expect_tx=auto`` (or the
+    end of the kernel: no copy is counted twice); each
     arriving thread raises the tx-count by its share (the total divided by the threads executing the
     arrive), so the phase expects exactly the bytes the copies complete (PTX ISA 9.0 §9.7.13.15.11).
 
@@ -767,8 +768,8 @@ def resolve_expect_tx(segments: list[tuple[ProgramItem, list[ir.Stmt]]], threads
         total = 0
         found: list[tuple[int, int]] = []
         for later, lstmts in segments[k + 1:]:
-            if isinstance(later, MbarWaitItem) and later.bar is bar:
-                break
+            if (isinstance(later, MbarWaitItem) or isinstance(later, ArriveItem) and later.auto) and later.bar is bar:
+                break  # the next wait on BAR, or the next arrive that counts its own copies
             for top in lstmts:
                 for s, scope in ir.walk_scoped(top):
                     if isinstance(s, ir.TmaCopy) and s.mbar is bar and s.direction == "g2s":

@@ -212,6 +212,21 @@ def test_expect_tx_auto_stops_at_the_next_wait_on_its_barrier(stand_in_tma):
     assert (second.expect_tx, second.auto_from) == (2 * BOX, ((12, 2 * BOX),))
 
 
+def test_expect_tx_auto_ends_at_the_next_auto_arrive_on_its_barrier(stand_in_tma):
+    # two producers of a count-2 barrier, each counting its own copy; a plain arrive does not end the range
+    src = tma_cell("if tx == 0: arrive other expect_tx=auto",
+                   ["if tx == 0: thread.copy_async S <- A[0:32, :] mbar=other dispatch=stand_in_tma",
+                    "if tx == 32: arrive full",
+                    "if tx == 32: arrive other expect_tx=auto",
+                    "if tx == 32: thread.copy_async S <- A[32:64, :] mbar=other dispatch=stand_in_tma",
+                    "if tx == 32: thread.copy_async S <- A[32:64, :] mbar=other dispatch=stand_in_tma"],
+                   tail="wait other phase 0")
+    _, _, kernel = lowered(src)
+    first, _plain, second = arrives(kernel)
+    assert (first.expect_tx, first.auto_from) == (2 * BOX, ((7, 2 * BOX),))
+    assert (second.expect_tx, second.auto_from) == (4 * BOX, ((10, 2 * BOX), (11, 2 * BOX)))
+
+
 def test_expect_tx_auto_counts_only_copies_naming_its_barrier(stand_in_tma):
     src = tma_cell("if tx == 0: arrive other expect_tx=auto",
                    ["if tx == 0: thread.copy_async S <- A[0:32, :] mbar=full dispatch=stand_in_tma"],
