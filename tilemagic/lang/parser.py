@@ -385,6 +385,10 @@ _SWIZZLE_HINT = ("usage: `swizzle(per_element, swizzle_len, atom_len)` over the 
 
 
 def _hint_for(ln: _Line, expected: set, got: str, col: int = 0) -> str:
+    if ln.word == "wait_group" and got == "read":
+        return "`read` belongs to the bulk groups of TMA stores: `bulk_wait_group N read`"
+    if ln.word == "mbarrier" and got == ":":
+        return "an mbarrier has no dtype or shape (it is one 64-bit object in shared memory): `mbarrier NAME [count=N]`"
     if got in ("->", "=", "<", "-", "<=", ">") and "LARROW" in expected and ln.word in _OPS:
         return _ARROW_HINT
     if got == "" and (expected & {"_RSQB", "_RPAR"}):

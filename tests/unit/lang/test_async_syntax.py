@@ -217,3 +217,10 @@ def test_the_lexer_colours_the_new_words(cell, word, kind):
     toks = [(t, v) for t, v in TileCopyLexer().get_tokens(cell) if v.strip()]
     assert (string_to_tokentype(kind), word) in toks, toks
     assert not [v for t, v in toks if t in Error or t is Text], toks
+
+
+def test_slips_get_a_specific_hint():
+    for src, hint in (("wait_group 0 read", "bulk_wait_group N read"), ("mbarrier full: uint64[1]", "has no dtype")):
+        with pytest.raises(TileMagicError) as ei:
+            parse(src)
+        assert hint in ei.value.hint, ei.value.render()
