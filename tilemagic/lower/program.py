@@ -366,12 +366,18 @@ def guard_expr(guard: ast.Guard) -> ir.Expr:
     return cond
 
 
+def _holds(conds, threads: int, env: dict | None = None) -> np.ndarray:
+    """Per thread of a CTA of ``threads`` threads (bool array): do all of ``conds`` hold (loop values ``env``)?"""
+    tid = np.arange(threads, dtype=np.int64)
+    mask = np.ones(threads, dtype=bool)
+    for c in conds:
+        mask &= np.broadcast_to(np.asarray(eval_static(c, tid, env), dtype=bool), tid.shape)
+    return mask
+
+
 def guard_threads(guard: ast.Guard | None, threads: int) -> int:
     """How many threads of a CTA of ``threads`` threads execute a statement under ``guard``."""
-    if guard is None:
-        return threads
-    tid = np.arange(threads, dtype=np.int64)
-    return int(np.count_nonzero(np.broadcast_to(eval_static(guard_expr(guard), tid), tid.shape)))
+    return threads if guard is None else int(np.count_nonzero(_holds([guard_expr(guard)], threads)))
 
 
 def _check_guard_scope(guard: ast.Guard, exec_scope: str, threads: int, what: str | None = None) -> None:
@@ -381,15 +387,15 @@ def _check_guard_scope(guard: ast.Guard, exec_scope: str, threads: int, what: st
     size = threads if exec_scope == "cta" else THREADS_PER[exec_scope]
     if size == 1:
         return
-    tid = np.arange(threads, dtype=np.int64)
-    mask = np.broadcast_to(np.asarray(eval_static(guard_expr(guard), tid), dtype=bool), tid.shape)
-    rows = mask.reshape(-1, size)
-    split = np.flatnonzero(rows.any(axis=1) & ~rows.all(axis=1))
-    if split.size:
-        inst = int(split[0])
+    mask = _holds([guard_expr(guard)], threads)
+    split = [k for k in range(-(-threads // size)) if 0 < np.count_nonzero(mask[k * size:(k + 1) * size])
+             < min(size, threads - k * size)]
+    if split:
+        inst = split[0]
         who = what or f"a {exec_scope}-scope copy"
+        last = min(threads, inst * size + size) - 1
         raise TileTypeError(
-            f"the guard `{guard}` splits {exec_scope} {inst} (threads {inst * size}..{inst * size + size - 1}): "
+            f"the guard `{guard}` splits {exec_scope} {inst} (threads {inst * size}..{last}): "
             f"{who} runs on all {size} threads of each {exec_scope} it executes in",
             guard.span, hint="guard whole instances (e.g. `if warpid == 1:` around a warp copy), or use a narrower "
                              "scope (`thread.copy_async` under `if tx == 0:`)")
@@ -720,28 +726,20 @@ def issue_count(scope: tuple[ir.Stmt, ...], threads: int) -> int:
     Undetermined
         A condition that cannot be evaluated statically (a load), or more than 65536 loop trips to enumerate.
     """
-    tid = np.arange(threads, dtype=np.int64)
     grids = [s for s in scope if isinstance(s, ir.Grid)]
     conds = [s.cond for s in scope if isinstance(s, ir.If)]
     trips = math.prod(math.prod(g.extents) for g in grids)
     loop_vars = {v for g in grids for v in g.vars}
     uses_loops = any(isinstance(e, ir.LoopVar) and e in loop_vars for c in conds for e in ir.iter_exprs(c))
     if not uses_loops:  # the common case: guards on thread axes only
-        mask = np.ones(threads, dtype=bool)
-        for c in conds:
-            mask &= np.broadcast_to(np.asarray(eval_static(c, tid), dtype=bool), tid.shape)
-        return int(np.count_nonzero(mask)) * trips
+        return int(np.count_nonzero(_holds(conds, threads))) * trips
     if trips > _MAX_TRIPS:
         raise Undetermined(f"{trips} loop trips")
     total = 0
     ranges = [range(e) for g in grids for e in g.extents]
     vars_ = [v for g in grids for v in g.vars]
     for values in itertools.product(*ranges):
-        env = dict(zip(vars_, values))
-        mask = np.ones(threads, dtype=bool)
-        for c in conds:
-            mask &= np.broadcast_to(np.asarray(eval_static(c, tid, env), dtype=bool), tid.shape)
-        total += int(np.count_nonzero(mask))
+        total += int(np.count_nonzero(_holds(conds, threads, dict(zip(vars_, values)))))
     return total
 
 

@@ -136,6 +136,8 @@ def test_guards_become_if_around_the_statement_and_the_copy_marker_stays_outside
      4, 1, "splits warpgroup 1 (threads 128..255)"),
     ("kernel k threads=128\ntmem T: float32[128, 32]\nif laneid < 4: wait ld", 3, 1,
      "splits warp 0 (threads 0..31): `wait ld` (.sync.aligned) runs on all 32 threads"),
+    ("kernel k threads=48\ntmem T: float32[128, 32]\nif tx < 36: wait st", 3, 1,
+     "splits warp 1 (threads 32..47)"),  # the CTA's last warp is partial: its 16 threads are the instance
     ("kernel k threads=32\nmbarrier b\narrive c", 3, 8, "unknown mbarrier 'c' in `arrive`"),
     ("kernel k threads=32\nshared S: float32[4]\nwait S phase 0", 3, 6, "'S' in `wait` is a shared buffer, not an "
                                                                      "mbarrier"),
