@@ -629,3 +629,11 @@ def failing_global_cell(rows: int, cols: int, dtype: str = "float32", check: str
     first differs (``check`` may name regions); the bounded-memory tests' and benchmarks' failing cell."""
     return (f"kernel k threads=32\nglobal A: {dtype}[{rows}, {cols}] = arange\nglobal B: {dtype}[{rows}, {cols}]\n"
             f"check {check}")
+
+
+def mbar_cell(arrive: str, copies: list[str], tail: str = "wait full phase 0", threads: int = 128) -> str:
+    """A float32 cell around an mbarrier phase: `A` 64x32 global, `S` 32x32 shared, mbarriers `full` (count 1)
+    and `other` (count 2) on lines 4-5, then `arrive` (line 6), the `copies` (from line 7) and `tail`."""
+    return "\n".join([f"kernel k threads={threads}", "global A: float32[64, 32] = arange",
+                      "shared S: float32[32, 32]", "mbarrier full", "mbarrier other count=2", arrive, *copies,
+                      tail])

@@ -266,7 +266,7 @@ class TileCopyResult:
         """
         from .export.tvmscript import export_tvmscript
 
-        return export_tvmscript(self.program, self.typed, self.dispatch, tmem_base=tmem_base).text
+        return export_tvmscript(self.program, self.typed, self.dispatch, tmem_base=tmem_base, kernel=self.kernel).text
 
     def compare_tvm(self, cuda: bool = True):
         """TVM's lowering of :meth:`tvmscript` beside this one, op by op (needs apache-tvm; a

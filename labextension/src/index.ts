@@ -22,6 +22,7 @@ interface TileState {
   first: boolean; // at the statement's first word
   header: boolean; // on the %%tilecopy line
   layout: boolean; // after `@` in a declaration
+  guard: boolean; // in the condition of `if COND: STATEMENT` (the statement starts after its `:`)
 }
 
 const set = (xs: string[]) => new Set(xs);
@@ -30,18 +31,21 @@ const SCOPES = set(words.scopes);
 const AXES = set(words.axes);
 const SHAPES = set(words.shapes);
 const LAYOUTS = set(['S', 'datapath', 'frag', 'swizzle']);
-const STATEMENTS = set(['kernel', 'wait', 'cta_sync', 'check']);
+const STATEMENTS = set(['kernel', 'wait', 'cta_sync', 'check', 'mbarrier', 'arrive', 'commit_group', 'wait_group',
+  'bulk_commit_group', 'bulk_wait_group', 'fence', 'if']);
 const KINDS = set(['global', 'shared', 'local', 'tmem']);
-const INNER = set(['threads', 'at', 'dispatch', 'sub_slab', 'ld', 'st']);
+const INNER = set(['threads', 'at', 'dispatch', 'sub_slab', 'ld', 'st', 'count', 'expect_tx', 'auto', 'phase', 'read',
+  'mbar', 'oob', 'cache_hint', 'and', 'proxy', 'async']);
 
 const tilecopy = StreamLanguage.define<TileState>({
   name: 'tilecopy',
-  startState: () => ({ first: true, header: false, layout: false }),
+  startState: () => ({ first: true, header: false, layout: false, guard: false }),
   token(stream: StringStream, state: TileState): string | null {
     if (stream.sol()) {
       state.first = true;
       state.header = false;
       state.layout = false;
+      state.guard = false;
     }
     if (stream.eatSpace()) {
       return null;
@@ -61,7 +65,7 @@ const tilecopy = StreamLanguage.define<TileState>({
       stream.match(/^("[^"]*"|'[^']*'|[^\s#]+)/);
       return 'string';
     }
-    if (stream.match(/^(<-|->|==)/)) {
+    if (stream.match(/^(<-|->|==|!=|<=|>=)/)) {
       return 'operator';
     }
     if (stream.match(/^-?[0-9]+(?:x[0-9]+b(?:x2)?)?/)) {
@@ -72,6 +76,9 @@ const tilecopy = StreamLanguage.define<TileState>({
       const first = state.first;
       state.first = false;
       if (first) {
+        if (w === 'if') {
+          state.guard = true;
+        }
         if (STATEMENTS.has(w) || KINDS.has(w)) {
           return 'keyword';
         }
@@ -105,7 +112,12 @@ const tilecopy = StreamLanguage.define<TileState>({
       state.layout = true;
       return 'operator';
     }
-    if (c === '=' || c === ':' || c === '+' || c === '.') {
+    if (c === ':' && state.guard) {
+      state.guard = false;
+      state.first = true; // the guarded statement's first word
+      return 'operator';
+    }
+    if (c === '=' || c === ':' || c === '+' || c === '.' || c === '<' || c === '>' || c === '!') {
       return 'operator';
     }
     return 'punctuation';

@@ -106,3 +106,46 @@ def test_compare_a_cell_tilemagic_rejects(tvm):
     cmp = compare_source_with_tvm(roundtrip_cell("float32", 3), cuda=False)
     verdicts = [o.verdict for o in cmp.ops]
     assert verdicts.count("both reject") == 1  # tcgen05.st of 3 columns: illegal .num on both sides
+
+
+ASYNC_SYNC_CELL = """kernel k threads=128
+global A: float16[128, 64] = arange
+global B: float16[128, 64] = zeros
+shared S: float16[64, 64]
+mbarrier full
+mbarrier empty count=4
+if tx == 0: arrive full expect_tx=8192
+if tx == 0: thread.copy_async S <- A[64:128, :] mbar=full cache_hint=evict_last dispatch=tma_auto
+wait full phase 0
+if laneid == 0: arrive empty
+if warpid == 1 and laneid < 1: wait empty phase 0
+commit_group
+wait_group 0
+fence.proxy.async
+cta_sync
+if tx == 0: thread.copy_async B[0:64, :] <- S dispatch=tma_auto
+if tx == 0: bulk_commit_group
+if tx == 0: bulk_wait_group 0 read
+if warpid == 2: warp.copy B[64:128, :] <- A[0:64, :]
+"""
+
+
+def test_export_of_mbarriers_groups_fences_and_guards_parses_in_tvm(tvm):
+    text = tvmscript_from_source(ASYNC_SYNC_CELL).text
+    printed = tvm.script.from_source(text).script()
+    # TVM's own printing of the calls: the mbarrier ops, the try_wait loop, the groups and the fences
+    for want in ('"init", "", "shared", "b64"', '"arrive", "expect_tx"', "T.cuda.mbarrier_wait(",
+                 'T.ptx.cp("async", "commit_group"', 'T.ptx.cp(0, "async", "wait_group"',
+                 'T.ptx.fence("proxy", "async", "shared::cta"', 'T.ptx.fence("mbarrier_init", "release", "cluster"',
+                 'T.ptx.cp(0, "async", "bulk", "wait_group", "read"', 'cache_hint="evict_last"', "mbar=",
+                 "if warpid == 1 and laneid < 1:"):
+        assert want in printed, want
+
+
+def test_compare_tvm_agrees_on_guarded_copies(tvm):
+    src = ("kernel k threads=64\nglobal A: float32[32] = arange\nglobal B: float32[32] = zeros\n"
+           "shared S: float32[32]\nmbarrier ready count=32\nif warpid == 0: warp.copy S <- A\n"
+           "if warpid == 0: arrive ready\nif warpid == 1: wait ready phase 0\nif warpid == 1: warp.copy B <- S\n"
+           "check B == A")
+    res = tilemagic.tilecopy(src, launch="off", compare="tvm", emit_warnings=False)
+    assert res.tvm_comparison.agrees, res.tvm_comparison.text()

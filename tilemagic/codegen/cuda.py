@@ -18,6 +18,7 @@ from importlib import resources
 from ..caches import register_cache
 from ..arch import tcgen05 as tc
 from ..arch import tma as tma_hw
+from ..arch.mbarrier import MBAR_BYTES
 from ..arch.ptx import VEC_FORMS, word_bytes
 from ..arch.threads import axis_def
 from ..ir import nodes as ir
@@ -329,6 +330,8 @@ def _stmt(L: Lines, s: ir.Stmt, mode: str):
         L.add("__syncthreads();", src)
     elif isinstance(s, ir.TmaCopy):
         _tma_copy(L, s, src)
+    elif isinstance(s, MBAR_SYNC_NODES):
+        _mbar_sync(L, s, src)
     else:
         (_tcgen_native if mode == "native" else _tcgen_emulated)(L, s, src)
 
@@ -377,6 +380,50 @@ def shared_alignment(kernel: ir.Kernel) -> dict[str, int]:
         if isinstance(s, ir.TmaCopy):
             out[s.smem.name] = max(out.get(s.smem.name, 16), tma_hw.shared_alignment(s.tmap.swizzle))
     return out
+
+
+#: the synchronisation of asynchronous copies: mbarriers, fences, commit groups (:func:`_mbar_sync`)
+MBAR_SYNC_NODES = (ir.MbarInit, ir.MbarArrive, ir.MbarWait, ir.Fence, ir.AsyncGroup)
+
+
+def _mbar_sync_arch(kernel: ir.Kernel) -> str | None:
+    """The oldest target the kernel's synchronisation statements assemble for: ``sm_80`` for cp.async groups
+    alone, ``sm_90`` with mbarriers, fences or bulk groups (PTX ISA 9.0 target requirements); None without."""
+    nodes = [s for s in ir.walk(kernel.body) if isinstance(s, MBAR_SYNC_NODES)]
+    if not nodes:
+        return None
+    return "sm_80" if all(isinstance(s, ir.AsyncGroup) and not s.bulk for s in nodes) else "sm_90"
+
+
+def _mbar_sync(L: Lines, s: ir.Stmt, src):
+    """Inline PTX of an mbarrier init/arrive/wait, a fence or a commit-group statement (PTX ISA 9.0
+    §9.7.13.15, §9.7.13.4, §9.7.9.25.3, §9.7.9.25.6); needs sm_90 (cp.async groups alone: sm_80)."""
+    if isinstance(s, ir.MbarInit):
+        _asm(L, "mbarrier.init.shared::cta.b64 [%0], %1;", [], [_shared_addr(s.bar), f'"r"({s.count})'], src)
+    elif isinstance(s, ir.MbarArrive):
+        if s.expect_tx or s.auto_from:
+            note = f"  // expect_tx=auto: {', '.join(f'L{ln} {n} B' for ln, n in s.auto_from)}" if s.auto_from else ""
+            _asm(L, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;", [],
+                 [_shared_addr(s.bar), f'"r"({s.expect_tx})'], src)
+            if note:
+                L.rows[-1] = (L.rows[-1][0] + note, src)
+        else:
+            _asm(L, "mbarrier.arrive.shared::cta.b64 _, [%0];", [], [_shared_addr(s.bar)], src)
+    elif isinstance(s, ir.MbarWait):
+        # CUTLASS ClusterBarrier::wait: retry try_wait.parity until the phase of this parity has completed
+        _asm(L, "{\\n\\t.reg .pred P1;\\nTM_WAIT:\\n\\t"
+                "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\\n\\t"
+                "@P1 bra TM_DONE;\\n\\tbra TM_WAIT;\\nTM_DONE:\\n\\t}", [],
+             [_shared_addr(s.bar), f'"r"({s.parity})'], src)
+    elif isinstance(s, ir.Fence):
+        text = "fence.proxy.async.shared::cta;" if s.kind == "proxy_async" else "fence.mbarrier_init.release.cluster;"
+        L.add(f'asm volatile("{text}" ::: "memory");', src)
+    elif isinstance(s, ir.AsyncGroup):
+        chain = "cp.async.bulk" if s.bulk else "cp.async"
+        if s.kind == "commit":
+            L.add(f'asm volatile("{chain}.commit_group;" ::: "memory");', src)
+        else:
+            L.add(f'asm volatile("{chain}.wait_group{".read" if s.read else ""} {s.n};" ::: "memory");', src)
 
 
 _GET_TMEM_ADDR = """\
@@ -452,6 +499,9 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         "no tcgen05: runs on any CUDA GPU")
     ctas = "one CTA per tile (--bench grid)" if grid else "1 CTA"
     L.add(f"// tilemagic: kernel {kernel.name}, {ctas} x {kernel.threads} threads, {head}")
+    sync_arch = _mbar_sync_arch(kernel)
+    if sync_arch:
+        L.add(f"// the asynchronous-copy synchronisation needs {sync_arch} or newer")
     for inc in ("cuda_fp16.h", "cuda_bf16.h"):
         L.add(f"#include <{inc}>")
     # NVRTC (CuPy) has no <stdint.h>; CCCL's <cuda/std/cstdint> gives the same names
@@ -492,6 +542,10 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
             L.add(f"{name} += (size_t)blockIdx.x * {n};")
     align = shared_alignment(kernel)
     for b in kernel.shared:
+        if b.is_mbarrier:  # the 64-bit mbarrier object (PTX ISA 9.0 §9.7.13.15.1: 8-byte aligned shared memory)
+            L.add(f"__shared__ alignas({MBAR_BYTES}) uint64_t {b.name}[1];  // mbarrier, count {b.mbar_count}",
+                  src_line(b))
+            continue
         L.add(f"__shared__ __align__({align.get(b.name, 16)}) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.numel}];",
               src_line(b))
     for b in kernel.locals:

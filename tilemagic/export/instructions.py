@@ -161,7 +161,7 @@ def ours_instructions(kernel: ir.Kernel) -> dict[int, list[Instr]]:
     for stmt, scope in ir.walk_scoped(kernel.body):
         if isinstance(stmt, (ir.Seq, ir.If, ir.Grid)) or stmt.span is None:
             continue
-        guarded = any(isinstance(s, ir.If) for s in scope)
+        guarded = any(isinstance(s, ir.If) and not isinstance(s, ir.GuardIf) for s in scope)  # the variant's own
         times = math.prod(e for s in scope if isinstance(s, ir.Grid) for e in s.extents)
         if isinstance(stmt, ir.TcgenLdSt):
             regs = tuple((stmt.local.name, stmt.reg_base + i) for i in range(stmt.regs))

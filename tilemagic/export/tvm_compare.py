@@ -477,10 +477,10 @@ def compare_with_tvm(result=None, *, program=None, typed=None, error: Exception 
     else:
         prog, tp, records, kernel = result.program, result.typed, result.dispatch, result.kernel
         arch = result.options.arch
-    export = export_tvmscript(prog, tp, records, tmem_base=tmem_base)
+    export = export_tvmscript(prog, tp, records, tmem_base=tmem_base, kernel=kernel)
     cuda_export = None
     if cuda and tp.tmem_cols and tmem_base == "shared":
-        cuda_export = export_tvmscript(prog, tp, records, tmem_base="const")
+        cuda_export = export_tvmscript(prog, tp, records, tmem_base="const", kernel=kernel)
     run = run_tvm(export, arch=arch, cuda=cuda, cuda_export=cuda_export)
     inverse = {v: k for k, v in export.names.items()}
     ours_by_line = ours_instructions(kernel) if kernel is not None else {}
@@ -512,7 +512,8 @@ def compare_with_tvm(result=None, *, program=None, typed=None, error: Exception 
         fam = variant_family(oc.ours_variant)
         # fam is None only without ours_variant, i.e. when tilemagic did not lower the op (then oc.ours is None)
         if oc.ours is not None and fam is not None and oc.tvm_variant is not None and fam != oc.tvm_variant:
-            forced = run_tvm(export_tvmscript(prog, tp, records, tmem_base=tmem_base, force={oc.line: fam}), arch=arch)
+            forced = run_tvm(export_tvmscript(prog, tp, records, tmem_base=tmem_base, force={oc.line: fam},
+                                              kernel=kernel), arch=arch)
             if forced.error is not None and forced.error_line == oc.line:
                 oc.tvm_why_not = forced.error
             elif forced.error is None:

@@ -20,7 +20,17 @@ TVM's own ``test_tcgen05_ldst.py`` / ``test_fallback.py``, as accepted by
 * ops are ``Tx.<scope>.copy`` / ``Tx.<scope>.copy_async(dst, src[, dispatch=...])``,
   ``wait ld``/``wait st`` are ``T.ptx.tcgen05.wait__ld/st.sync.aligned()``,
   ``cta_sync`` is ``T.cuda.cta_sync()`` (between ``tcgen05.fence::before_thread_sync``
-  and ``::after_thread_sync`` when the kernel uses TMEM, as tilemagic lowers it).
+  and ``::after_thread_sync`` when the kernel uses TMEM, as tilemagic lowers it);
+* an ``mbarrier`` is a ``T.alloc_shared((1,), "uint64")`` initialised by thread 0
+  (``T.ptx.mbarrier.init.shared.b64``, ``T.ptx.fence.mbarrier_init.release.cluster()``,
+  ``T.cuda.cta_sync()``), ``arrive`` is ``T.ptx.mbarrier.arrive[.expect_tx].shared.b64``,
+  ``wait BAR phase P`` is ``T.cuda.mbarrier_wait``, the commit groups are
+  ``T.ptx.cp.async_[.bulk].commit_group()`` / ``.wait_group[.read](N)``,
+  ``fence.proxy.async`` is ``T.ptx.fence.proxy.async_.shared__cta()`` (the spellings of
+  TVM's ``tirx.backend.cuda.lang.pipeline``); ``copy_async`` options are TVM's config keys
+  (``mbar=T.address_of(BAR[0])``, ``oob="zero"``, ``cache_hint="evict_first"``); a guard
+  ``if AXIS OP N:`` compares TVM's scope ids (``T.thread_id``, ``T.warp_id``, ...).  An
+  ``expect_tx=auto`` is written as the byte count tilemagic resolved (the lowered kernel is needed).
 
 The text is self-contained for ``tvm.script.from_source(text)``: it only uses the
 names TVMScript binds by default (``T``, ``Tx``, ``Axis``, ``tvm``), so layout factories
@@ -44,7 +54,16 @@ from ..errors import TileMagicError
 from ..ir import nodes as ir
 from ..lang import ast
 from ..layout import TileLayout
-from ..lower.program import CopyItem, SyncItem, WaitItem
+from ..arch.threads import AXIS_SCOPES, THREADS_PER, axis_def
+from ..lower.program import (
+    ArriveItem,
+    CopyItem,
+    FenceItem,
+    GroupItem,
+    MbarWaitItem,
+    SyncItem,
+    WaitItem,
+)
 
 __all__ = ["TVM_VARIANT_NAMES", "TvmScriptExport", "export_tvmscript", "tvmscript_from_source"]
 
@@ -182,18 +201,100 @@ class _Names:
 
 
 # ----------------------------------------------------------------------------- export
-def _thread_ids(threads: int, warp_id: str | None) -> list[str]:
+def _thread_ids(threads: int, warp_id: str | None, bind: dict[str, str] | None = None) -> list[str]:
     """Scope-id definitions of a one-CTA launch of ``threads`` threads (TVM's ``T.*_id`` statements).
 
-    ``warp_id`` names the cta->warp id when the program needs it (the TMEM alloc guard).
+    ``warp_id`` names the cta->warp id when the program needs it (the TMEM alloc guard); ``bind`` maps
+    thread axes the guards use (``tx``, ``warpid``, ...) to the names their ids are bound to.
     """
+    bind = dict(bind or {})
+    if warp_id:
+        bind.setdefault("warpid", warp_id)
+
+    def named(axis: str, call: str) -> str:
+        return f"{bind[axis]} = {call}" if axis in bind else call
+
     out = ["T.cta_id([1])"]
     if threads % 128 == 0:
-        out += [f"T.warpgroup_id([{threads // 128}])", "T.warp_id_in_wg([4])", "T.thread_id_in_wg([128])"]
+        out += [named("wgid", f"T.warpgroup_id([{threads // 128}])"), named("wid_in_wg", "T.warp_id_in_wg([4])"),
+                named("tid_in_wg", "T.thread_id_in_wg([128])")]
     if threads % 32 == 0:
-        out += [f"{warp_id + ' = ' if warp_id else ''}T.warp_id([{threads // 32}])", "T.lane_id([32])"]
-    out.append(f"T.thread_id([{threads}])")
+        out += [named("warpid", f"T.warp_id([{threads // 32}])"), named("laneid", "T.lane_id([32])")]
+    out.append(named("tx", f"T.thread_id([{threads}])"))
     return out
+
+
+def _axis_bound(axis: str, threads: int) -> bool:
+    """Does :func:`_thread_ids` define the scope id of ``axis`` for a CTA of ``threads`` threads (the CTA is
+    whole instances of the axis's sub-scope and scope)?"""
+    return all(threads % THREADS_PER[s] == 0 for s in AXIS_SCOPES[axis] if s != "cta")
+
+
+def _guard_axes(tp) -> list[str]:
+    """The thread axes the guards of the program compare (the mbarrier prologue compares ``tx``)."""
+    axes = ["tx"] if tp.mbarriers else []
+    for item in tp.items:
+        g = getattr(item, "guard", None)
+        for t in (g.terms if g is not None else ()):
+            if t.axis not in axes:
+                axes.append(t.axis)
+    return axes
+
+
+def _axis_text(axis: str, threads: int, bind: dict[str, str]) -> str:
+    """A thread axis in the exported text: its bound scope id, or its closed form of the thread id."""
+    if _axis_bound(axis, threads):
+        return bind[axis]
+    div, mod = axis_def(axis)
+    text = bind["tx"] + (f" // {div}" if div > 1 else "")
+    return f"({text}) % {mod}" if mod is not None and div > 1 else (f"{text} % {mod}" if mod is not None else text)
+
+
+def _guard_text(guard: ast.Guard, threads: int, bind: dict[str, str]) -> str:
+    return " and ".join(f"{_axis_text(t.axis, threads, bind)} {t.op} {t.value}" for t in guard.terms)
+
+
+def _bar_ref(bar: ir.Buffer, names: dict[str, str]) -> str:
+    return f"T.address_of({names[bar.name]}[0])"
+
+
+def _auto_counts(kernel: ir.Kernel | None) -> dict[int, int]:
+    """Source line -> the expect_tx an ``expect_tx=auto`` arrive of that line was resolved to."""
+    if kernel is None:
+        return {}
+    return {s.span.line: s.expect_tx for s in ir.walk(kernel.body)
+            if isinstance(s, ir.MbarArrive) and s.auto_from and s.span is not None}
+
+
+def _sync_lines(item, names: dict[str, str], auto: dict[int, int]) -> list[str]:
+    """The TVMScript of an arrive / mbarrier wait / commit group / fence (TVM's spelling)."""
+    if isinstance(item, ArriveItem):
+        bar = _bar_ref(item.bar, names)
+        if item.auto:
+            if item.span.line not in auto:
+                raise ExportError("expect_tx=auto: the byte count is resolved when tilemagic lowers the cell; "
+                                  "this export has no lowered kernel", item.span,
+                                  hint="export a cell that lowers, or write `expect_tx=BYTES`")
+            return [f"# expect_tx=auto: {auto[item.span.line]} bytes (tilemagic)",
+                    f"T.ptx.mbarrier.arrive.expect_tx.shared.b64({bar}, T.uint32({auto[item.span.line]}))"]
+        if item.expect_tx:
+            return [f"T.ptx.mbarrier.arrive.expect_tx.shared.b64({bar}, T.uint32({item.expect_tx}))"]
+        return [f"T.ptx.mbarrier.arrive.shared.b64({bar}, T.uint32(1))"]
+    if isinstance(item, MbarWaitItem):
+        return [f"T.cuda.mbarrier_wait({_bar_ref(item.bar, names)}, {item.phase})"]
+    if isinstance(item, GroupItem):
+        chain = "T.ptx.cp.async_" + (".bulk" if item.bulk else "")
+        if item.kind == "commit":
+            return [f"{chain}.commit_group()"]
+        return [f"{chain}.wait_group{'.read' if item.read else ''}({item.n})"]
+    assert isinstance(item, FenceItem)
+    return ["T.ptx.fence.proxy.async_.shared__cta()"]
+
+
+def _option_text(key: str, value: object, names: dict[str, str]) -> str:
+    if isinstance(value, ir.Buffer):  # mbar=
+        return f"{key}={_bar_ref(value, names)}"
+    return f'{key}="{value}"'
 
 
 def _op_comment(op, rec) -> str:
@@ -204,7 +305,7 @@ def _op_comment(op, rec) -> str:
 
 
 def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
-                     force: dict[int, str] | None = None) -> TvmScriptExport:
+                     force: dict[int, str] | None = None, kernel: ir.Kernel | None = None) -> TvmScriptExport:
     """Write the TVM TIRx equivalent of a checked program.
 
     Parameters
@@ -223,6 +324,13 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
     force : dict of int -> str, optional
         Description line -> TVM variant name: add ``dispatch=`` to those ops (used to ask
         TVM why it did not pick a variant).
+    kernel : tilemagic.ir.nodes.Kernel, optional
+        The lowered kernel: gives the byte counts of ``expect_tx=auto``.
+
+    Raises
+    ------
+    ExportError
+        A layout the export has no form for, or ``expect_tx=auto`` without ``kernel`` (located).
 
     Returns
     -------
@@ -239,6 +347,8 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
     globals_ = tp.by_scope("global")
     handles = {b.name: names.fresh(f"{bufnames[b.name]}_ptr") for b in globals_}
     rec_of = {id(op): rec for op, rec in zip(tp.copy_ops, records or ())}
+    bind = {axis: names.fresh(axis) for axis in _guard_axes(tp)}
+    auto = _auto_counts(kernel)
 
     out: list[str] = [
         f"# TVM TIRx equivalent of the %%tilecopy cell `{tp.name}`, exported by tilemagic.",
@@ -260,11 +370,20 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
     for b in globals_:
         body.append(f'{bufnames[b.name]} = T.match_buffer({handles[b.name]}, {_shape_text(b.shape)}, "{b.dtype}")')
     body.append("T.device_entry()")
-    body += _thread_ids(tp.threads, warp_id if tp.tmem_cols else None)
+    if tp.tmem_cols and "warpid" in bind:
+        warp_id = bind["warpid"]
+    body += _thread_ids(tp.threads, warp_id if tp.tmem_cols else None, bind)
     for b in tp.by_scope("shared"):
         decl = decls.get(b.name)
         lay = "" if decl is None or decl.layout is None else f", layout={_layout_of(b)}"
-        body.append(f'{bufnames[b.name]} = T.alloc_shared({_shape_text(b.shape)}, "{b.dtype}"{lay})')
+        body.append(f'{bufnames[b.name]} = T.alloc_shared({_shape_text(b.shape)}, "{b.dtype}"{lay})'
+                    + (f"  # mbarrier, count {b.mbar_count}" if b.is_mbarrier else ""))
+    if tp.mbarriers:
+        body.append("# mbarriers: thread 0 initialises them, fences the inits, the CTA synchronises")
+        body.append(f"if {_axis_text('tx', tp.threads, bind)} == 0:")
+        body += [f"    T.ptx.mbarrier.init.shared.b64({_bar_ref(m, bufnames)}, T.uint32({m.mbar_count}))"
+                 for m in tp.mbarriers]
+        body += ["T.ptx.fence.mbarrier_init.release.cluster()", "T.cuda.cta_sync()"]
     fence = ["T.ptx.tcgen05.fence__before_thread_sync()", "T.cuda.cta_sync()",
              "T.ptx.tcgen05.fence__after_thread_sync()"]
     if tp.tmem_cols:
@@ -295,6 +414,8 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
             body.append(f'{bufnames[b.name]} = T.alloc_local({_shape_text(b.shape)}, "{b.dtype}", '
                         f"layout={_layout_of(b)})")
     for item in tp.items:
+        guard = getattr(item, "guard", None)
+        pad = "    " if guard is not None else ""
         if isinstance(item, CopyItem):
             op = item.op
             body.append(_op_comment(op, rec_of.get(id(op))))
@@ -307,9 +428,19 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
                 if tvm_name != op.dispatch:
                     body.append(f"# dispatch={op.dispatch}: TVM 0.27 implements {op.dispatch} "
                                 f"as its {tvm_name} variant")
-            body.append(f"{_SCOPE_NS[op.exec_scope]}.{op.op}({_region_text(op.dst, bufnames)}, "
+            extra += "".join(f", {_option_text(k, v, bufnames)}" for k, v, _ in op.options if k != "dispatch")
+            if guard is not None:
+                body.append(f"if {_guard_text(guard, tp.threads, bind)}:")
+            body.append(f"{pad}{_SCOPE_NS[op.exec_scope]}.{op.op}({_region_text(op.dst, bufnames)}, "
                         f"{_region_text(op.src, bufnames)}{extra})")
             op_lines[len(out) + len(body)] = op.span.line
+        elif isinstance(item, (ArriveItem, MbarWaitItem, GroupItem, FenceItem)) or (
+                isinstance(item, WaitItem) and guard is not None):
+            if guard is not None:
+                body.append(f"if {_guard_text(guard, tp.threads, bind)}:")
+            lines = ([f"T.ptx.tcgen05.wait__{item.kind}.sync.aligned()"] if isinstance(item, WaitItem)
+                     else _sync_lines(item, bufnames, auto))
+            body += [pad + ln for ln in lines]
         elif isinstance(item, WaitItem):
             body.append(f"T.ptx.tcgen05.wait__{item.kind}.sync.aligned()")
         elif isinstance(item, SyncItem):

@@ -375,6 +375,13 @@ class If(Stmt):
 
 
 @dataclass(eq=False)
+class GuardIf(If):
+    """The ``If`` of a guard the description writes (``if tx == 0: STATEMENT``) around a statement's IR: an
+    ``If`` in every respect, told apart from a variant's own thread election (the instruction lists compare
+    what the variant emitted)."""
+
+
+@dataclass(eq=False)
 class Grid(Stmt):
     """Serial loop nest ``for i, j in T.grid(4, 6)``."""
 

@@ -115,7 +115,8 @@ def print_ir(kernel: ir.Kernel, *, arch: str = "sm_100a"):
         L.add(f"{axis} = tx" + (f" // {div}" if div > 1 else "") + (f" % {mod}" if mod else ""))
     for b in kernel.shared:
         L.add(f'{b.name} = T.alloc_shared({tuple(b.shape)!r}, "{b.dtype}")'
-              + (_layout_note(b) if b.layout is not None and b.name != "tmem_addr" else ""), src_line(b))
+              + (_layout_note(b) if b.layout is not None and b.name != "tmem_addr" else "")
+              + (f"  # mbarrier, count {b.mbar_count}" if b.is_mbarrier else ""), src_line(b))
     views = _register_views(kernel)
     for b in kernel.locals:
         L.add(f'{b.name} = T.alloc_local(({b.storage_elems},), "{b.dtype}"){_layout_note(b)}', src_line(b))
@@ -265,5 +266,42 @@ def _stmt(L: Lines, s: ir.Stmt):
         addr = tmem_addr_str(s)
         args = [*regs, addr] if s.op == "ld" else [addr, *regs]
         L.add(f'T.ptx["{s.chain}"]({", ".join(args)})', src)
-    else:
+    elif not _mbar_sync_stmt(L, s, src):
         raise TypeError(f"cannot print {type(s).__name__}")
+
+
+def auto_note(s: ir.MbarArrive) -> str:
+    """Where an ``expect_tx=auto`` count came from: ``8192 B = L7: 8192 B + ...`` (empty for a written count)."""
+    if not s.auto_from:
+        return ""
+    parts = " + ".join(f"L{line}: {nbytes} B" for line, nbytes in s.auto_from)
+    return f"expect_tx=auto: {s.expect_tx} B per arriving thread, from the copies {parts}"
+
+
+def _mbar_sync_stmt(L: Lines, s: ir.Stmt, src: int | None) -> bool:
+    """mbarriers, fences and commit groups in TVM TIRx's spelling (``T.ptx.mbarrier.arrive.shared.b64``,
+    ``T.cuda.mbarrier_wait``, ``apache-tvm 0.27.0.post1``); False for any other statement."""
+    if isinstance(s, ir.MbarInit):
+        L.add(f"T.ptx.mbarrier.init.shared.b64(T.address_of({s.bar.name}[0]), T.uint32({s.count}))", src)
+    elif isinstance(s, ir.MbarArrive):
+        bar = f"T.address_of({s.bar.name}[0])"
+        note = auto_note(s)
+        if s.expect_tx or s.auto_from:
+            L.add(f"T.ptx.mbarrier.arrive.expect_tx.shared.b64({bar}, T.uint32({s.expect_tx}))"
+                  + (f"  # {note}" if note else ""), src)
+        else:
+            L.add(f"T.ptx.mbarrier.arrive.shared.b64({bar}, T.uint32(1))", src)
+    elif isinstance(s, ir.MbarWait):
+        L.add(f"T.cuda.mbarrier_wait(T.address_of({s.bar.name}[0]), {s.parity})", src)
+    elif isinstance(s, ir.Fence):
+        L.add("T.ptx.fence.proxy.async_.shared__cta()" if s.kind == "proxy_async"
+              else "T.ptx.fence.mbarrier_init.release.cluster()", src)
+    elif isinstance(s, ir.AsyncGroup):
+        chain = "T.ptx.cp.async_" + (".bulk" if s.bulk else "")
+        if s.kind == "commit":
+            L.add(f"{chain}.commit_group()", src)
+        else:
+            L.add(f"{chain}.wait_group{'.read' if s.read else ''}({s.n})", src)
+    else:
+        return False
+    return True

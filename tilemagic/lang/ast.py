@@ -28,9 +28,23 @@ DTYPE_ALIASES = {
 SCOPES = ("thread", "warp", "wg", "cta")
 # Axes allowed in `n@AXIS` strides and offsets (tvm.tirx.layout names), from the hardware tables.
 AXES = (*MEMORY_AXES, *THREAD_AXES)
+#: Axes a guard may compare (``if tx == 0:``), from the hardware table.
+THREAD_AXIS_NAMES = THREAD_AXES
 BUFFER_KINDS = ("global", "shared", "local", "tmem")
 INIT_KEYWORDS = ("random", "arange", "zeros")
 TCGEN05_SHAPES = ("32x32b", "16x64b", "16x128b", "16x256b")
+#: Comparison operators of a guard (``if tx == 0: ...``).
+GUARD_OPS = ("==", "!=", "<", "<=", ">", ">=")
+#: ``copy_async`` options and their allowed values (None: any name; ``mbar`` names a declared mbarrier).
+#: ``oob`` and ``cache_hint`` spell TVM TIRx's ``copy_async`` config (``apache-tvm 0.27.0.post1``).
+COPY_OPTIONS: dict[str, tuple[str, ...] | None] = {
+    "dispatch": None,
+    "mbar": None,
+    "oob": ("zero", "nan"),
+    "cache_hint": ("evict_normal", "evict_first", "evict_last"),
+}
+#: The options a synchronous ``copy`` takes (the others are ``copy_async``'s only).
+SYNC_COPY_OPTIONS = ("dispatch",)
 
 
 # ----------------------------------------------------------------------------- layouts
@@ -127,6 +141,39 @@ class BufferDecl:
     init_span: Span | None = None
 
 
+@dataclass(frozen=True)
+class MbarrierDecl:
+    """``mbarrier NAME [count=N]``: a shared ``uint64`` mbarrier object with arrival count ``count`` (default 1)."""
+
+    name: str
+    count: int
+    span: Span
+    name_span: Span
+    count_span: Span | None = None
+
+
+# ----------------------------------------------------------------------------- guards
+@dataclass(frozen=True)
+class GuardTerm:
+    """``AXIS OP VALUE`` of a guard (``tx == 0``); ``axis`` a thread axis of :mod:`tilemagic.arch.threads`."""
+
+    axis: str
+    op: str  # one of GUARD_OPS
+    value: int
+    span: Span
+
+
+@dataclass(frozen=True)
+class Guard:
+    """``if TERM [and TERM ...]:`` before a statement: only the threads satisfying every term execute it."""
+
+    terms: tuple[GuardTerm, ...]
+    span: Span  # from `if` to the colon
+
+    def __str__(self) -> str:
+        return " and ".join(f"{t.axis} {t.op} {t.value}" for t in self.terms)
+
+
 # ----------------------------------------------------------------------------- statements
 @dataclass(frozen=True)
 class Slice:
@@ -149,8 +196,23 @@ class Region:
 
 
 @dataclass(frozen=True)
+class CopyOption:
+    """``KEY=VALUE`` after a copy's regions (``mbar=full``, ``oob=zero``, ``dispatch=tma_auto``)."""
+
+    key: str
+    value: str
+    span: Span  # the whole pair
+    key_span: Span
+    value_span: Span
+
+
+@dataclass(frozen=True)
 class CopyStmt:
-    """``SCOPE.copy DST <- SRC [dispatch=VARIANT]`` (``is_async`` for ``copy_async``)."""
+    """``SCOPE.copy DST <- SRC [KEY=VALUE ...]`` (``is_async`` for ``copy_async``).
+
+    ``dispatch`` is the ``dispatch=`` option's value; ``options`` holds every option as written (``dispatch``
+    included), each key at most once.
+    """
 
     scope: str  # one of SCOPES ("warpgroup" already mapped to "wg")
     is_async: bool
@@ -160,10 +222,16 @@ class CopyStmt:
     span: Span
     op_span: Span  # the `wg.copy_async` token
     dispatch_span: Span | None = None
+    options: tuple[CopyOption, ...] = ()
+    guard: Guard | None = None
 
     @property
     def op_name(self) -> str:
         return "copy_async" if self.is_async else "copy"
+
+    def option(self, key: str) -> CopyOption | None:
+        """The option ``key`` as written, or None."""
+        return next((o for o in self.options if o.key == key), None)
 
 
 @dataclass(frozen=True)
@@ -172,6 +240,55 @@ class WaitStmt:
 
     kind: str  # "ld" | "st"
     span: Span
+    guard: Guard | None = None
+
+
+@dataclass(frozen=True)
+class ArriveStmt:
+    """``arrive BAR [expect_tx=BYTES|auto]``: every executing thread arrives once on ``BAR`` (after raising its
+    tx-count by ``expect_tx`` bytes).  ``auto``: the bytes of the copies naming ``mbar=BAR`` up to the next
+    ``wait BAR`` (resolved after lowering); ``expect_tx`` is None then, and None without the clause too."""
+
+    bar: str
+    expect_tx: int | None
+    auto: bool
+    span: Span
+    bar_span: Span
+    expect_span: Span | None = None
+    guard: Guard | None = None
+
+
+@dataclass(frozen=True)
+class MbarWaitStmt:
+    """``wait BAR phase P``: every executing thread waits until the phase of parity ``P`` of ``BAR`` completed."""
+
+    bar: str
+    phase: int
+    span: Span
+    bar_span: Span
+    phase_span: Span
+    guard: Guard | None = None
+
+
+@dataclass(frozen=True)
+class GroupStmt:
+    """``commit_group`` / ``wait_group N`` (cp.async) and ``bulk_commit_group`` / ``bulk_wait_group N [read]``."""
+
+    kind: str  # "commit" | "wait"
+    bulk: bool
+    n: int
+    read: bool
+    span: Span
+    guard: Guard | None = None
+
+
+@dataclass(frozen=True)
+class FenceStmt:
+    """``fence.proxy.async``: ``fence.proxy.async.shared::cta`` by every executing thread."""
+
+    kind: str  # "proxy_async"
+    span: Span
+    guard: Guard | None = None
 
 
 @dataclass(frozen=True)
@@ -190,7 +307,9 @@ class CheckStmt:
     span: Span
 
 
-Stmt = CopyStmt | WaitStmt | SyncStmt | CheckStmt
+Stmt = CopyStmt | WaitStmt | SyncStmt | CheckStmt | ArriveStmt | MbarWaitStmt | GroupStmt | FenceStmt
+#: statements that may carry a guard (``if COND: STATEMENT``)
+GUARDABLE = (CopyStmt, WaitStmt, ArriveStmt, MbarWaitStmt, GroupStmt, FenceStmt)
 
 
 @dataclass
@@ -202,4 +321,5 @@ class Program:
     buffers: tuple[BufferDecl, ...] = ()
     stmts: tuple[Stmt, ...] = ()
     # statements and declarations interleaved in source order (for printers)
-    items: tuple[KernelDecl | BufferDecl | Stmt, ...] = field(default=())
+    items: tuple[KernelDecl | BufferDecl | MbarrierDecl | Stmt, ...] = field(default=())
+    mbarriers: tuple[MbarrierDecl, ...] = ()

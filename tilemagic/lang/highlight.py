@@ -2,8 +2,11 @@
 
 ``TileCopyLexer`` colours what the grammar (``grammar.lark``) knows: the ``%%tilecopy`` line and its
 ``--flags``, statement keywords (``kernel``, ``global``/``shared``/``local``/``tmem``, ``SCOPE.copy``,
-``SCOPE.copy_async``, ``wait ld|st``, ``cta_sync``, ``check``), the keywords inside a statement (``threads``,
-``at``, ``dispatch``, ``sub_slab``), execution scopes and thread axes, dtypes, layouts (``S[...]``,
+``SCOPE.copy_async``, ``wait ld|st``, ``cta_sync``, ``check``, ``mbarrier``, ``arrive``, ``wait BAR phase P``,
+``commit_group``, ``wait_group``, ``bulk_commit_group``, ``bulk_wait_group``, ``fence.proxy.async``, the guard
+``if COND:``), the keywords inside a statement (``threads``, ``at``, ``dispatch``, ``sub_slab``, ``count``,
+``expect_tx``, ``auto``, ``phase``, ``read``, the copy options ``mbar``/``oob``/``cache_hint``), execution
+scopes and thread axes, dtypes, layouts (``S[...]``,
 ``datapath(D|F|B)``, ``frag(SHAPE)``, ``swizzle(...)``), tcgen05 shapes, numbers, arrows and comments.  The
 static report's description pane uses it; the package registers it with Pygments (entry point
 ``pygments.lexers``: ``tilecopy``, files ``*.tile``), so nbconvert, Sphinx and ``pygmentize`` colour
@@ -34,7 +37,7 @@ from pygments.token import (
 
 from ..arch.tcgen05 import SHAPES
 from ..arch.threads import AXIS_SCOPES, MEMORY_AXES, SCOPES
-from .ast import DTYPES
+from .ast import COPY_OPTIONS, DTYPES
 
 __all__ = ["TileCopyLexer"]
 
@@ -71,7 +74,12 @@ class TileCopyLexer(RegexLexer):
             (r"(" + "|".join(_SCOPE_WORDS) + r")([ \t]*)(\.)([ \t]*)(copy_async|copy)" + _END,
              bygroups(Name.Builtin, Whitespace, Punctuation, Whitespace, Keyword), "statement"),
             (r"(wait)([ \t]+)(ld|st)" + _END, bygroups(Keyword, Whitespace, Keyword)),
-            (words(("wait", "cta_sync"), suffix=_END), Keyword),
+            (r"(if)" + _END, Keyword, "guard"),
+            (r"(mbarrier)" + _END, Keyword.Declaration, "sync"),
+            (r"(fence)([ \t]*\.[ \t]*)(proxy)([ \t]*\.[ \t]*)(async)" + _END,
+             bygroups(Keyword, Punctuation, Keyword, Punctuation, Keyword)),
+            (words(("arrive", "wait", "wait_group", "bulk_wait_group"), suffix=_END), Keyword, "sync"),
+            (words(("cta_sync", "commit_group", "bulk_commit_group"), suffix=_END), Keyword),
             (r"(check)" + _END, Keyword, "statement"),
             (r"[^\n]+", Text),  # an unknown statement: plain text (the parser locates the error)
         ],
@@ -126,7 +134,29 @@ class TileCopyLexer(RegexLexer):
             (r"[A-Za-z_][A-Za-z0-9_]*", Name),
             (r"[^\n]", Text),
         ],
-        "statement": [  # a copy or a check: regions, an arrow, `dispatch=VARIANT`
+        "guard": [  # `if AXIS OP INT [and ...]:` -- the statement after the colon is lexed from the root
+            (r"(?=\n)", Text, "#pop"),
+            (r"[ \t\f\r]+", Whitespace),
+            (r"#[^\n]*", Comment.Single),
+            (words(tuple(AXIS_SCOPES), suffix=_END), Name.Builtin),
+            (r"(and)" + _END, Keyword),
+            (r"==|!=|<=|>=|<|>", Operator),
+            (r"-?[0-9]+", Number.Integer),
+            (r":", Punctuation, "#pop"),
+            (r"[A-Za-z_][A-Za-z0-9_]*", Name),
+            (r"[^\n]", Text),
+        ],
+        "sync": [  # the rest of `mbarrier NAME count=N`, `arrive BAR expect_tx=N|auto`, `wait BAR phase P`, ...:
+            (r"(?=\n)", Text, "#pop"),
+            (r"[ \t\f\r]+", Whitespace),
+            (r"#[^\n]*", Comment.Single),
+            (words(("count", "expect_tx", "auto", "phase", "read"), suffix=_END), Keyword),
+            (r"=", Operator),
+            (r"-?[0-9]+", Number.Integer),
+            (r"[A-Za-z_][A-Za-z0-9_]*", Name.Variable),
+            (r"[^\n]", Text),
+        ],
+        "statement": [  # a copy or a check: regions, an arrow, `dispatch=VARIANT`, the copy_async options
             (r"(?=\n)", Text, "#pop"),
             (r"[ \t\f\r]+", Whitespace),
             (r"#[^\n]*", Comment.Single),
@@ -135,6 +165,10 @@ class TileCopyLexer(RegexLexer):
              bygroups(Keyword, Whitespace, Operator, Whitespace, Name.Constant)),
             (r"(dispatch)([ \t]*)(=)([ \t]*)(\"[^\"\n]*\"|'[^'\n]*')",
              bygroups(Keyword, Whitespace, Operator, Whitespace, String)),
+            (r"(mbar)([ \t]*)(=)([ \t]*)([A-Za-z_][A-Za-z0-9_]*)",
+             bygroups(Keyword, Whitespace, Operator, Whitespace, Name.Variable)),
+            (r"(" + "|".join(k for k, v in COPY_OPTIONS.items() if v) + r")([ \t]*)(=)([ \t]*)([A-Za-z_][A-Za-z0-9_]*)",
+             bygroups(Keyword, Whitespace, Operator, Whitespace, Name.Constant)),
             (r"-?[0-9]+", Number.Integer),
             (r"[\[\],]", Punctuation),
             (r":", Operator),

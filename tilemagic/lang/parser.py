@@ -14,9 +14,10 @@ offending token; no lark or other exception escapes for any input string.
 
 from __future__ import annotations
 
-import unicodedata
-
+import dataclasses
+import difflib
 import re
+import unicodedata
 from functools import lru_cache
 from pathlib import Path
 from typing import NoReturn
@@ -31,6 +32,7 @@ from lark.exceptions import (
     UnexpectedToken,
 )
 
+from ..arch.mbarrier import MBAR_MAX_COUNT, MBAR_MAX_TX
 from ..caches import register_cache
 from ..errors import Span, TileSyntaxError, char_name, odd_break, split_lines
 from . import ast as A
@@ -40,14 +42,18 @@ __all__ = ["parse", "STATEMENTS"]
 _GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 
 # First words of the statements (copy ops are `SCOPE.copy` / `SCOPE.copy_async`).
-STATEMENTS = ("kernel", "global", "shared", "local", "tmem", "wait", "cta_sync", "check")
+STATEMENTS = ("kernel", "global", "shared", "local", "tmem", "wait", "cta_sync", "check", "mbarrier", "arrive",
+              "commit_group", "wait_group", "bulk_commit_group", "bulk_wait_group", "fence", "if")
 _OPS = ("copy", "copy_async")
 _SCOPE_WORDS = A.SCOPES + ("warpgroup",)
 
 _STATEMENTS_HINT = (
     "a line is one of: `kernel NAME [threads=N]`, `global|shared|local|tmem NAME: DTYPE[...]`, "
-    "`SCOPE.copy DST <- SRC`, `SCOPE.copy_async DST <- SRC`, `wait ld|st`, `cta_sync`, `check A == B`"
+    "`SCOPE.copy DST <- SRC`, `SCOPE.copy_async DST <- SRC`, `wait ld|st`, `cta_sync`, `check A == B`, "
+    "`mbarrier NAME [count=N]`, `arrive BAR [expect_tx=N|auto]`, `wait BAR phase P`, `commit_group`, "
+    "`wait_group N`, `bulk_commit_group`, `bulk_wait_group N [read]`, `fence.proxy.async`, `if COND: STATEMENT`"
 )
+_OPTIONS_LIST = ", ".join(f"`{k}=`" for k in A.COPY_OPTIONS)
 _SCOPE_HINT = "write the exec scope first: `wg.copy DST <- SRC` (thread, warp, wg, cta)"
 _ARROW_HINT = "the destination comes first and the arrow is `<-`: `wg.copy DST <- SRC` (like TIRx `copy(dst, src)`)"
 _DTYPE_LIST = "float32 (f32), float16 (f16), bfloat16 (bf16), uint8 (u8), int8 (i8), int32 (i32)"
@@ -58,6 +64,9 @@ _LAYOUT_HINT = (
 _MAX_INT_DIGITS = 1000
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_FENCE = re.compile(r"[ \t]*fence[ \t]*\.[ \t]*proxy[ \t]*\.[ \t]*async(?![A-Za-z0-9_])")
+_GUARD_TOKEN = re.compile(r"[ \t]*(?:(?P<int>-?[0-9]+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|"
+                          r"(?P<op>==|!=|<=|>=|<|>|=)|(?P<colon>:)|(?P<other>\S))")
 _HEADER = re.compile(r"[ \t]*%%tilecopy(?![^ \t])")
 
 # Usage line per statement, used as the hint of a generic grammar error.
@@ -70,8 +79,17 @@ _USAGE = {
               "e.g. `local a: float16[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]`"),
     "tmem": "usage: `tmem NAME: DTYPE[d0, d1, ...] [@ LAYOUT] [at OTHER [+ COLS]]`, e.g. `tmem T: float16[128, 8]`",
     "copy": "usage: `SCOPE.copy DST <- SRC [dispatch=VARIANT]`, e.g. `wg.copy a <- A[0:128, :]`",
-    "copy_async": "usage: `SCOPE.copy_async DST <- SRC [dispatch=VARIANT]`, e.g. `wg.copy_async T <- a`",
-    "wait": "usage: `wait ld` or `wait st`",
+    "copy_async": ("usage: `SCOPE.copy_async DST <- SRC [mbar=BAR] [oob=zero|nan] "
+                   "[cache_hint=evict_normal|evict_first|evict_last] [dispatch=VARIANT]`, "
+                   "e.g. `wg.copy_async T <- a` or `thread.copy_async S <- A mbar=full dispatch=tma_auto`"),
+    "wait": "usage: `wait ld`, `wait st` or `wait BAR phase 0|1`",
+    "mbarrier": "usage: `mbarrier NAME [count=N]`, e.g. `mbarrier full count=1`",
+    "arrive": "usage: `arrive BAR [expect_tx=BYTES|auto]`, e.g. `arrive full expect_tx=auto`",
+    "commit_group": "usage: `commit_group` (nothing else on the line)",
+    "wait_group": "usage: `wait_group N`, e.g. `wait_group 0`",
+    "bulk_commit_group": "usage: `bulk_commit_group` (nothing else on the line)",
+    "bulk_wait_group": "usage: `bulk_wait_group N [read]`, e.g. `bulk_wait_group 0 read`",
+    "fence": "usage: `fence.proxy.async` (nothing else on the line)",
     "cta_sync": "usage: `cta_sync` (nothing else on the line)",
     "check": "usage: `check A == B`, e.g. `check B == A` or `check B[0:64, :] == A[64:128, :]`",
 }
@@ -104,17 +122,31 @@ _TERMINAL_NAMES = {
     "_PLUS": "'+'",
     "_EQ": "'='",
     "THREADS": "'threads='",
-    "DISPATCH": "'dispatch='",
+    "OPT_KEY": "an option (" + ", ".join(f"{k}=" for k in A.COPY_OPTIONS) + ")",
+    "PHASE": "'phase'",
+    "COUNT": "'count='",
+    "EXPECT_TX": "'expect_tx='",
+    "AUTO": "'auto'",
+    "DECIMAL": "an integer",
+    "READ": "'read'",
     "SUB_SLAB": "'sub_slab='",
     "AT": "'at'",
     "LD": "'ld'",
     "ST": "'st'",
+    "BAR_NAME": "an mbarrier name",
     "KERNEL": "'kernel'",
     "BUFKIND": "a buffer kind",
     "COPY_OP": "a copy op",
     "WAIT": "'wait'",
     "CTA_SYNC": "'cta_sync'",
     "CHECK": "'check'",
+    "MBARRIER": "'mbarrier'",
+    "ARRIVE": "'arrive'",
+    "COMMIT_GROUP": "'commit_group'",
+    "WAIT_GROUP": "'wait_group'",
+    "BULK_COMMIT_GROUP": "'bulk_commit_group'",
+    "BULK_WAIT_GROUP": "'bulk_wait_group'",
+    "FENCE_PROXY_ASYNC": "'fence.proxy.async'",
     "$END": "end of line",
 }
 _TERMINAL_ORDER = {name: i for i, name in enumerate(_TERMINAL_NAMES)}
@@ -133,9 +165,16 @@ _ALLOWED_TERMS = {
     "shared": _DECL_TERMS | _LAYOUT_TERMS,
     "local": _DECL_TERMS | _LAYOUT_TERMS,
     "tmem": _DECL_TERMS | _LAYOUT_TERMS | {"AT"},
-    "copy": _REGION_TERMS | {"LARROW", "DISPATCH", "_EQ", "VARIANT", "STRING", "$END"},
-    "copy_async": _REGION_TERMS | {"LARROW", "DISPATCH", "_EQ", "VARIANT", "STRING", "$END"},
-    "wait": {"LD", "ST", "$END"},
+    "copy": _REGION_TERMS | {"LARROW", "OPT_KEY", "_EQ", "VARIANT", "STRING", "$END"},
+    "copy_async": _REGION_TERMS | {"LARROW", "OPT_KEY", "_EQ", "VARIANT", "STRING", "$END"},
+    "wait": {"LD", "ST", "BAR_NAME", "PHASE", "INT", "$END"},
+    "mbarrier": {"BAR_NAME", "COUNT", "_EQ", "INT", "$END"},
+    "arrive": {"BAR_NAME", "EXPECT_TX", "_EQ", "INT", "AUTO", "DECIMAL", "$END"},
+    "commit_group": {"$END"},
+    "wait_group": {"INT", "$END"},
+    "bulk_commit_group": {"$END"},
+    "bulk_wait_group": {"INT", "READ", "$END"},
+    "fence": {"$END"},
     "cta_sync": {"$END"},
     "check": _REGION_TERMS | {"_EQEQ", "$END"},
 }
@@ -223,7 +262,7 @@ class _Line:
             message += f" (at the caret: U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}, invisible: delete it)"
         raise TileSyntaxError(message, span, source=self.err_source, hint=hint)
 
-    def int(self, tok: Token | Tree, what: str, *, minimum: int | None = None) -> int:
+    def int(self, tok: Token | Tree, what: str, *, minimum: int | None = None, hint: str | None = None) -> int:
         tok = _token(tok)
         text = tok.value
         digits = text.lstrip("-")
@@ -232,7 +271,7 @@ class _Line:
         value = int(text)
         if minimum is not None and value < minimum:
             need = "positive" if minimum == 1 else f">= {minimum}"
-            self.error(f"{what} must be {need}, got {_show(text)}", self.tok(tok))
+            self.error(f"{what} must be {need}, got {_show(text)}", self.tok(tok), hint=hint)
         return value
 
 
@@ -262,6 +301,16 @@ def _precheck(ln: _Line) -> None:
     rest = m.end()
     while rest < len(text) and text[rest] in " \t":
         rest += 1
+    if word == "fence":
+        m_f = _FENCE.match(text, pos)
+        if m_f is None:
+            m2 = re.compile(r"[A-Za-z0-9_. \t]*[A-Za-z0-9_]").match(text, pos)
+            end = m2.end() if m2 else m.end()
+            ln.error(f"unknown fence '{_show(text[pos:end])}'", ln.span(pos + 1, end + 1),
+                     hint="the fence a kernel writes is `fence.proxy.async` (fence.proxy.async.shared::cta); the "
+                          "mbarrier-init fence is part of the prologue tilemagic writes")
+        ln.word = "fence"
+        return
     if rest < len(text) and text[rest] == ".":  # SCOPE.op
         if word not in _SCOPE_WORDS:
             if word.lower() in _SCOPE_WORDS:
@@ -313,7 +362,7 @@ def _filter_expected(ln: _Line, expected: Iterable[str], col: int) -> set:
         if "<-" in before or "->" in before:
             narrowed -= {"LARROW"}
         else:
-            narrowed -= {"DISPATCH", "VARIANT", "STRING", "$END"}
+            narrowed -= {"OPT_KEY", "VARIANT", "STRING", "$END"}
     elif ln.word == "check":
         narrowed -= {"_EQEQ"} if "==" in before else {"$END"}
     elif ln.word in ("shared", "local", "tmem") and not before.rstrip().endswith("sub_slab"):
@@ -336,6 +385,10 @@ _SWIZZLE_HINT = ("usage: `swizzle(per_element, swizzle_len, atom_len)` over the 
 
 
 def _hint_for(ln: _Line, expected: set, got: str, col: int = 0) -> str:
+    if ln.word == "wait_group" and got == "read":
+        return "`read` belongs to the bulk groups of TMA stores: `bulk_wait_group N read`"
+    if ln.word == "mbarrier" and got == ":":
+        return "an mbarrier has no dtype or shape (it is one 64-bit object in shared memory): `mbarrier NAME [count=N]`"
     if got in ("->", "=", "<", "-", "<=", ">") and "LARROW" in expected and ln.word in _OPS:
         return _ARROW_HINT
     if got == "" and (expected & {"_RSQB", "_RPAR"}):
@@ -565,28 +618,135 @@ def _decl(ln: _Line, tree: Tree) -> A.BufferDecl:
     )
 
 
+def _closest(word: str, choices: Iterable[str]) -> str | None:
+    found = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def _copy_option(ln: _Line, tree: Tree, is_async: bool, seen: dict[str, A.CopyOption]) -> A.CopyOption:
+    """One ``KEY=VALUE`` of a copy, validated: known key, given once, legal for the op, a legal value."""
+    key_tok, v_tok = tree.children
+    key = str(key_tok)
+    kspan = ln.tok(key_tok)
+    if key not in A.COPY_OPTIONS:
+        legal = A.COPY_OPTIONS if is_async else A.SYNC_COPY_OPTIONS
+        close = _closest(key, legal)
+        ln.error(f"unknown option '{_show(key)}'", kspan,
+                 hint=(f"did you mean `{close}=`? " if close else "")
+                 + (f"the options of copy_async are {_OPTIONS_LIST}" if is_async else
+                    "a synchronous copy takes `dispatch=`; " f"copy_async takes {_OPTIONS_LIST}"))
+    if v_tok is None:
+        ln.error(f"option `{key}` needs a value", kspan, hint=f"write `{key}=VALUE`" + (
+            f" (one of {', '.join(A.COPY_OPTIONS[key] or ())})" if A.COPY_OPTIONS[key] else ""))
+    if key in seen:
+        ln.error(f"option `{key}` is given twice (first at column {seen[key].span.col})", kspan,
+                 hint="write each option once")
+    if not is_async and key not in A.SYNC_COPY_OPTIONS:
+        ln.error(f"`{key}=` is an option of `copy_async`; a synchronous `copy` takes only "
+                 + ", ".join(f"`{k}=`" for k in A.SYNC_COPY_OPTIONS), kspan,
+                 hint=f"drop `{key}=`, or make the copy asynchronous: `SCOPE.copy_async DST <- SRC {key}=...`")
+    v_tok = _token(v_tok)
+    value = str(v_tok)
+    vspan = ln.tok(v_tok)
+    if v_tok.type == "STRING":
+        value = value[1:-1]
+        if not value.strip():
+            ln.error(f"the {'dispatch variant' if key == 'dispatch' else key + ' value'} is empty", vspan,
+                     hint="name a variant, e.g. `dispatch=tmem<->local`" if key == "dispatch" else None)
+    allowed = A.COPY_OPTIONS[key]
+    if key == "dispatch":
+        pass  # any variant name: the dispatcher names an unknown one with the why-table
+    elif allowed is not None:
+        if value not in allowed:
+            close = _closest(value, allowed)
+            ln.error(f"unknown {key} value '{_show(value)}'; expected {_join_or(list(allowed))}", vspan,
+                     hint=f"did you mean `{key}={close}`?" if close else f"write `{key}={allowed[0]}`")
+    elif not _IDENT.fullmatch(value):  # mbar: the name of a declared mbarrier
+        ln.error(f"`{key}=` names an mbarrier; '{_show(value)}' is not a name", vspan,
+                 hint="declare one with `mbarrier NAME` and write `mbar=NAME`")
+    opt = A.CopyOption(key, value, ln.join(kspan, vspan), kspan, vspan)
+    seen[key] = opt
+    return opt
+
+
 def _copy(ln: _Line, tree: Tree) -> A.CopyStmt:
-    op_tok, dst_tree, arrow_tok, src_tree, dispatch_tree = tree.children
+    op_tok, dst_tree, arrow_tok, src_tree, *opt_trees = tree.children
     if _token(arrow_tok).type == "RARROW":
         ln.error("the copy arrow is '<-', not '->'", ln.tok(arrow_tok), hint=_ARROW_HINT)
     scope, _, op = str(op_tok).partition(".")
     scope, op = scope.strip(), op.strip()
     scope = "wg" if scope == "warpgroup" else scope
-    dispatch = None
-    dispatch_span = None
-    if dispatch_tree is not None:
-        _kw, v_tok = dispatch_tree.children
-        dispatch = str(v_tok)
-        if _token(v_tok).type == "STRING":
-            dispatch = dispatch[1:-1]
-            if not dispatch.strip():
-                ln.error("the dispatch variant is empty", ln.tok(v_tok),
-                         hint="name a variant, e.g. `dispatch=tmem<->local`")
-        dispatch_span = ln.tok(v_tok)
+    is_async = op == "copy_async"
+    seen: dict[str, A.CopyOption] = {}
+    options = tuple(_copy_option(ln, t, is_async, seen) for t in opt_trees)
+    disp = seen.get("dispatch")
     return A.CopyStmt(
-        scope=scope, is_async=(op == "copy_async"), dst=_region(ln, dst_tree), src=_region(ln, src_tree),
-        dispatch=dispatch, span=ln.node(tree), op_span=ln.tok(op_tok), dispatch_span=dispatch_span,
+        scope=scope, is_async=is_async, dst=_region(ln, dst_tree), src=_region(ln, src_tree),
+        dispatch=disp.value if disp else None, span=ln.node(tree), op_span=ln.tok(op_tok),
+        dispatch_span=disp.value_span if disp else None, options=options,
     )
+
+
+def _mbar_decl(ln: _Line, tree: Tree) -> A.MbarrierDecl:
+    _kw, name_tok, count_kw, count_tok = tree.children
+    name = str(name_tok)
+    if name in ("ld", "st"):
+        ln.error(f"an mbarrier cannot be named '{name}': `wait {name}` is tcgen05.wait::{name}", ln.tok(name_tok),
+                 hint="choose another name, e.g. `mbarrier full`")
+    count, count_span = 1, None
+    if count_tok is not None:
+        count = ln.int(count_tok, "an mbarrier count", minimum=1,
+                       hint="the count is the number of arrivals that complete a phase, 1 to 2**20 - 1")
+        count_span = ln.join(ln.tok(count_kw), ln.tok(count_tok))
+        if count > MBAR_MAX_COUNT:
+            ln.error(f"an mbarrier count must be at most {MBAR_MAX_COUNT} (2**20 - 1), got {count}",
+                     ln.tok(count_tok), hint="the count is the number of arrivals that complete a phase "
+                                             "(PTX ISA 9.0 §9.7.13.15.1)")
+    return A.MbarrierDecl(name, count, ln.node(tree), ln.tok(name_tok), count_span)
+
+
+def _arrive(ln: _Line, tree: Tree) -> A.ArriveStmt:
+    _kw, bar_tok, ex_kw, v_tok = tree.children
+    expect: int | None = None
+    auto = False
+    espan = None
+    if v_tok is not None:
+        v_tok = _token(v_tok)
+        espan = ln.join(ln.tok(ex_kw), ln.tok(v_tok))
+        if v_tok.type == "AUTO":
+            auto = True
+        elif v_tok.type == "DECIMAL":
+            ln.error(f"expect_tx is a whole number of bytes, got {_show(str(v_tok))}", ln.tok(v_tok),
+                     hint="write the bytes the copies deliver, or `expect_tx=auto`")
+        else:
+            expect = ln.int(v_tok, "expect_tx", minimum=0,
+                            hint="expect_tx raises the phase's tx-count by this many bytes (0 to 2**20 - 1)")
+            if expect > MBAR_MAX_TX:
+                ln.error(f"expect_tx must be at most {MBAR_MAX_TX} bytes (2**20 - 1), got {expect}", ln.tok(v_tok),
+                         hint="an mbarrier's tx-count lies in [-(2**20 - 1), 2**20 - 1] (PTX ISA 9.0 §9.7.13.15.1): "
+                              "split the copies over several phases or barriers")
+    return A.ArriveStmt(str(bar_tok), expect, auto, ln.node(tree), ln.tok(bar_tok), espan)
+
+
+def _mbar_wait(ln: _Line, tree: Tree) -> A.MbarWaitStmt:
+    _kw, bar_tok, _phase_kw, p_tok = tree.children
+    phase = ln.int(p_tok, "a phase parity", minimum=0, hint="the phase parity is 0 or 1")
+    if phase not in (0, 1):
+        ln.error(f"the phase parity is 0 or 1, got {phase}", ln.tok(p_tok),
+                 hint="`wait BAR phase P` waits for the phase of parity P (phase number k: P = k % 2)")
+    return A.MbarWaitStmt(str(bar_tok), phase, ln.node(tree), ln.tok(bar_tok), ln.tok(p_tok))
+
+
+def _group(ln: _Line, tree: Tree) -> A.GroupStmt:
+    kind = tree.data
+    bulk = kind.startswith("bulk_")
+    if kind.endswith("commit_group"):
+        return A.GroupStmt("commit", bulk, 0, False, ln.node(tree))
+    n_tok = tree.children[1]
+    n = ln.int(n_tok, "the number of pending groups", minimum=0,
+               hint="`wait_group N` waits until at most N of the thread's newest groups are pending (0: all done)")
+    read = bulk and tree.children[2] is not None
+    return A.GroupStmt("wait", bulk, n, read, ln.node(tree))
 
 
 def _kernel(ln: _Line, tree: Tree) -> A.KernelDecl:
@@ -609,6 +769,16 @@ def _statement(ln: _Line, tree: Tree):
         return _kernel(ln, tree)
     if kind == "wait_stmt":
         return A.WaitStmt(str(tree.children[1]), ln.node(tree))
+    if kind == "mbar_wait_stmt":
+        return _mbar_wait(ln, tree)
+    if kind == "mbar_decl":
+        return _mbar_decl(ln, tree)
+    if kind == "arrive_stmt":
+        return _arrive(ln, tree)
+    if kind in ("commit_group", "wait_group", "bulk_commit_group", "bulk_wait_group"):
+        return _group(ln, tree)
+    if kind == "fence_stmt":
+        return A.FenceStmt("proxy_async", ln.node(tree))
     if kind == "sync_stmt":
         return A.SyncStmt(ln.node(tree))
     if kind == "check_stmt":
@@ -617,8 +787,100 @@ def _statement(ln: _Line, tree: Tree):
     raise AssertionError(kind)  # pragma: no cover
 
 
+_GUARD_HINT = ("a guard is `if AXIS OP INT [and AXIS OP INT ...]: STATEMENT` with AXIS one of "
+               + ", ".join(A.THREAD_AXIS_NAMES) + " and OP one of " + " ".join(A.GUARD_OPS)
+               + ", e.g. `if tx == 0: arrive full expect_tx=auto`")
+
+
+def _guard(ln: _Line) -> tuple[A.Guard, int]:
+    """Parse the ``if COND:`` prefix of ``ln``; returns the guard and the index just past the colon."""
+    text = ln.text
+    pos = text.index("if") + 2
+    terms: list[A.GuardTerm] = []
+    start_col = text.index("if") + 1
+
+    def next_tok(p: int):
+        m = _GUARD_TOKEN.match(text, p)
+        if m is None:  # only blanks are left
+            return None, None, len(text.rstrip()) + 1, len(text)
+        kind = m.lastgroup or "other"
+        return kind, m.group(kind), m.start(kind) + 1, m.end()
+
+    while True:
+        kind, val, col, end = next_tok(pos)
+        if kind != "name":
+            what = "end of line" if kind is None else f"'{_show(val or '')}'"
+            ln.error(f"unexpected {what}; expected a thread axis in the guard", ln.span(col, col + len(val or " ")),
+                     hint=_GUARD_HINT)
+        assert val is not None
+        if val not in A.THREAD_AXIS_NAMES:
+            close = _closest(val, A.THREAD_AXIS_NAMES)
+            ln.error(f"unknown thread axis '{_show(val)}' in a guard", ln.span(col, end + 1),
+                     hint=(f"did you mean `{close}`? " if close else "") + "guards compare the thread axes "
+                          + ", ".join(A.THREAD_AXIS_NAMES))
+        axis, axis_col = val, col
+        kind, val, col, end = next_tok(end)
+        if kind != "op" or val == "=":
+            what = "end of line" if kind is None else f"'{_show(val or '')}'"
+            ln.error(f"unexpected {what}; expected a comparison ({' '.join(A.GUARD_OPS)})",
+                     ln.span(col, col + len(val or " ")),
+                     hint="compare with '==': `if tx == 0: ...`" if val == "=" else _GUARD_HINT)
+        assert val is not None
+        op = val
+        kind, val, col, end = next_tok(end)
+        if kind != "int":
+            what = "end of line" if kind is None else f"'{_show(val or '')}'"
+            ln.error(f"unexpected {what}; expected an integer after `{axis} {op}`",
+                     ln.span(col, col + len(val or " ")), hint=_GUARD_HINT)
+        assert val is not None
+        if val.startswith("-"):
+            ln.error(f"a guard compares with a non-negative integer, got {val}", ln.span(col, end + 1),
+                     hint="thread axes count from 0")
+        if len(val) > 12:
+            ln.error(f"the guard's integer has too many digits ({len(val)})", ln.span(col, end + 1))
+        terms.append(A.GuardTerm(axis, op, int(val), ln.span(axis_col, end + 1)))
+        kind, val, col, end = next_tok(end)
+        if kind == "colon":
+            return A.Guard(tuple(terms), ln.span(start_col, end + 1)), end
+        if kind == "name" and val == "and":
+            pos = end
+            continue
+        if kind == "name" and val in ("or", "&&", "||"):
+            ln.error(f"guards join conditions with `and` only, not `{val}`", ln.span(col, end + 1),
+                     hint="a statement under `or` would need two guards: write the statement twice")
+        what = "end of line" if kind is None else f"'{_show(val or '')}'"
+        ln.error(f"unexpected {what}; expected `and` or ':' after the guard condition",
+                 ln.span(col, col + len(val or " ")), hint=_GUARD_HINT)
+
+
+def _parse_guarded(ln: _Line):
+    guard, end = _guard(ln)
+    inner = _Line(" " * end + ln.text[end:], ln.lineno, ln.err_source, "")
+    if not inner.text.split("#", 1)[0].strip():
+        ln.error("expected a statement after the guard", ln.span(end + 1), hint=_GUARD_HINT)
+    m = _IDENT.match(inner.text, len(inner.text) - len(inner.text.lstrip()))
+    if m is not None and m.group() == "if":
+        inner.error("guards do not nest", inner.span(m.start() + 1, m.end() + 1),
+                    hint="join the conditions with `and`: `if warpid == 0 and laneid == 0: ...`")
+    node = _parse_line(inner)
+    if isinstance(node, A.SyncStmt):
+        ln.error("a guarded `cta_sync` deadlocks: `__syncthreads()` waits for every thread of the CTA, and the "
+                 "threads the guard excludes never reach it", guard.span,
+                 hint="write `cta_sync` without a guard")
+    if isinstance(node, (A.KernelDecl, A.BufferDecl, A.MbarrierDecl)):
+        ln.error("a declaration cannot be guarded: it holds for the whole CTA", guard.span,
+                 hint="drop the `if ...:`; an mbarrier is initialised by thread 0 in the prologue without one")
+    if isinstance(node, A.CheckStmt):
+        ln.error("`check` cannot be guarded: it compares global buffers on the host after the launch",
+                 guard.span, hint="drop the `if ...:`")
+    assert isinstance(node, A.GUARDABLE)
+    return dataclasses.replace(node, guard=guard)
+
+
 def _parse_line(ln: _Line):
     _precheck(ln)
+    if ln.word == "if":
+        return _parse_guarded(ln)
     try:
         tree = _lark().parse(ln.text)
     except UnexpectedInput as exc:
@@ -654,6 +916,7 @@ def parse(source: str, *, line_offset: int = 0) -> A.Program:
     kernel: A.KernelDecl | None = None
     buffers: list[A.BufferDecl] = []
     stmts: list[A.Stmt] = []
+    mbarriers: list[A.MbarrierDecl] = []
     items: list = []
     seen_nonblank = False
     for idx, text in enumerate(split_lines(source)):
@@ -691,8 +954,10 @@ def parse(source: str, *, line_offset: int = 0) -> A.Program:
             kernel = node
         elif isinstance(node, A.BufferDecl):
             buffers.append(node)
+        elif isinstance(node, A.MbarrierDecl):
+            mbarriers.append(node)
         else:
             stmts.append(node)
         items.append(node)
     return A.Program(source=source, kernel=kernel, buffers=tuple(buffers), stmts=tuple(stmts),
-                     items=tuple(items))
+                     items=tuple(items), mbarriers=tuple(mbarriers))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..arch.mbarrier import MBAR_BYTES
 from ..arch.limits import TargetLimits
 from ..arch.tcgen05 import alloc_columns
 from ..errors import LoweringError, Span, TileTypeError
@@ -32,6 +33,9 @@ def check_buffers(buffers: Iterable, lim: TargetLimits, *, tmem_slot: bool = Fal
     """Shared memory, kernel arguments and host memory of a cell's buffers (a register tile of more than
     ``lim.regs_per_thread`` registers is a warning of the pipeline, with ptxas's spill cost).
 
+    Shared buffers are counted 16-byte aligned and rounded up to 16 bytes, mbarriers 8 bytes at 8-byte
+    alignment, in declaration order.
+
     Parameters
     ----------
     buffers : iterable of ir.Buffer
@@ -49,7 +53,10 @@ def check_buffers(buffers: Iterable, lim: TargetLimits, *, tmem_slot: bool = Fal
     n_globals = 0
     for b in bufs:
         if b.scope == "shared":
-            shared += -(-b.nbytes // 16) * 16
+            if b.is_mbarrier:  # an 8-byte mbarrier object, 8-byte aligned (PTX ISA 9.0 §9.7.13.15.1)
+                shared = -(-shared // MBAR_BYTES) * MBAR_BYTES + MBAR_BYTES
+            else:
+                shared = -(-shared // 16) * 16 + -(-b.nbytes // 16) * 16
             if shared > lim.static_smem:
                 slot = " and the 16-byte TMEM address slot" if tmem_slot else ""
                 raise TileTypeError(

@@ -7,9 +7,13 @@ Two steps:
    regions of every op; it raises located :class:`~tilemagic.errors.TileTypeError`
    / :class:`~tilemagic.errors.LoweringError`.
 2. :func:`lower` dispatches every copy op (:func:`~tilemagic.lower.dispatch.run_dispatch`)
-   and assembles the kernel: TMEM ``alloc`` + ``relinquish_alloc_permit`` by warp 0
+   and assembles the kernel: the mbarriers initialised by thread 0 first (``mbarrier.init``,
+   ``fence.mbarrier_init.release.cluster``, ``__syncthreads()``; PTX ISA 9.0 §9.7.13.15.9,
+   §9.7.13.4), then TMEM ``alloc`` + ``relinquish_alloc_permit`` by warp 0
    at the start, ``dealloc`` by warp 0 at the end (PTX ISA 9.0 §9.7.16.7.1), with the
-   ``tcgen05.fence::*_thread_sync`` + ``__syncthreads()`` around them.
+   ``tcgen05.fence::*_thread_sync`` + ``__syncthreads()`` around them.  A guarded statement
+   (``if tx == 0: ...``) becomes an ``ir.If`` around its IR; ``arrive BAR expect_tx=auto`` is
+   resolved last, from the TMA copies naming ``mbar=BAR`` up to the next ``wait BAR``.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..arch.limits import limits_for
+from ..arch.mbarrier import MBAR_MAX_TX
 from ..arch.threads import THREAD_AXES, THREADS_PER
-from ..errors import Span, TileTypeError, split_lines
+from ..errors import LoweringError, Span, TileTypeError, split_lines
 from ..ir import nodes as ir
+from ..ir.evaluate import Undetermined, eval_static
 from ..lang import ast
 from ..layout.tile import distinct
 from .dispatch import DispatchContext, DispatchRecord, TargetSpec, run_dispatch
@@ -34,14 +40,38 @@ from .ops import SCOPE_KIND, CopyOp, RegionRef
 
 @dataclass(frozen=True)
 class CopyItem:
-    """A copy op of the description (``wg.copy_async T <- a``)."""
+    """A copy op of the description (``wg.copy_async T <- a``), under its guard if any (``if tx == 0: ...``)."""
     op: CopyOp
+    guard: ast.Guard | None = None
 
 
 #: ``wait ld`` / ``wait st`` (``tcgen05.wait::ld|st``, PTX ISA 9.0 §9.7.16.8.5) and ``cta_sync`` (a CTA barrier,
 #: fenced for tcgen05 traffic when the kernel uses TMEM) need no checking: the parsed statements serve as items.
 WaitItem = ast.WaitStmt
 SyncItem = ast.SyncStmt
+#: ``commit_group`` / ``wait_group N`` / ``bulk_commit_group`` / ``bulk_wait_group N [read]`` and
+#: ``fence.proxy.async``: checked by the parser, the parsed statements serve as items.
+GroupItem = ast.GroupStmt
+FenceItem = ast.FenceStmt
+
+
+@dataclass(frozen=True)
+class ArriveItem:
+    """``arrive BAR [expect_tx=BYTES|auto]`` with ``BAR`` resolved (``expect_tx`` None: ``auto`` or no clause)."""
+    bar: ir.Buffer
+    expect_tx: int | None
+    auto: bool
+    span: Span
+    guard: ast.Guard | None = None
+
+
+@dataclass(frozen=True)
+class MbarWaitItem:
+    """``wait BAR phase P`` with ``BAR`` resolved."""
+    bar: ir.Buffer
+    phase: int
+    span: Span
+    guard: ast.Guard | None = None
 
 
 @dataclass(frozen=True)
@@ -54,7 +84,7 @@ class CheckItem:
 
 
 #: One statement of a checked description, in source order.
-ProgramItem = CopyItem | WaitItem | SyncItem | CheckItem
+ProgramItem = CopyItem | WaitItem | SyncItem | CheckItem | ArriveItem | MbarWaitItem | GroupItem | FenceItem
 
 
 @dataclass
@@ -71,6 +101,11 @@ class TypedProgram:
 
     def by_scope(self, scope):
         return tuple(b for b in self.buffers.values() if b.scope == scope)
+
+    @property
+    def mbarriers(self) -> tuple[ir.Buffer, ...]:
+        """The ``mbarrier`` declarations (shared ``uint64[1]`` buffers with ``mbar_count``), in source order."""
+        return tuple(b for b in self.buffers.values() if b.is_mbarrier)
 
     @property
     def copy_ops(self) -> list[CopyOp]:
@@ -274,9 +309,13 @@ def _classify(layout, shape):
 def _region(r: ast.Region, bufs: dict[str, ir.Buffer]) -> RegionRef:
     buf = bufs.get(r.name)
     if buf is None:
-        known = ", ".join(bufs) or "none declared yet"
+        known = ", ".join(b.name for b in bufs.values() if not b.is_mbarrier) or "none declared yet"
         raise TileTypeError(f"unknown buffer '{r.name}'", r.name_span,
                             hint=f"declare it before use (declared: {known})")
+    if buf.is_mbarrier:
+        raise TileTypeError(f"'{r.name}' is an mbarrier, not a buffer of data", r.name_span,
+                            hint=f"name it in `mbar={r.name}`, `arrive {r.name}` or `wait {r.name} phase P`; "
+                                 "copies and checks move and compare data buffers")
     if r.slices is None:
         return RegionRef(buf, (0,) * len(buf.shape), tuple(buf.shape), r.span)
     if len(r.slices) != len(buf.shape):
@@ -300,6 +339,66 @@ def _region(r: ast.Region, bufs: dict[str, ir.Buffer]) -> RegionRef:
         begins.append(b)
         extents.append(e)
     return RegionRef(buf, tuple(begins), tuple(extents), r.span)
+
+
+def _mbarrier(name: str, span: Span, bufs: dict[str, ir.Buffer], what: str) -> ir.Buffer:
+    """The mbarrier ``name`` names (``what``: where it is named, for the message)."""
+    buf = bufs.get(name)
+    known = ", ".join(b.name for b in bufs.values() if b.is_mbarrier)
+    if buf is None:
+        raise TileTypeError(f"unknown mbarrier '{name}' in {what}", span,
+                            hint=f"declare it before use: `mbarrier {name} [count=N]`"
+                                 + (f" (declared mbarriers: {known})" if known else ""))
+    if not buf.is_mbarrier:
+        raise TileTypeError(f"'{name}' in {what} is a {buf.scope} buffer, not an mbarrier", span,
+                            hint="declare an mbarrier with `mbarrier NAME [count=N]` and name it"
+                                 + (f" (declared mbarriers: {known})" if known else ""))
+    return buf
+
+
+def guard_expr(guard: ast.Guard) -> ir.Expr:
+    """The IR condition of a guard: ``AXIS OP VALUE`` terms joined by ``and`` (thread axes as ``ir.ThreadVar``)."""
+    cond: ir.Expr | None = None
+    for t in guard.terms:
+        term = ir.Bin(t.op, ir.ThreadVar(t.axis), ir.Const(t.value))
+        cond = term if cond is None else ir.Bin("and", cond, term)
+    assert cond is not None  # the parser gives every guard at least one term
+    return cond
+
+
+def _holds(conds, threads: int, env: dict | None = None) -> np.ndarray:
+    """Per thread of a CTA of ``threads`` threads (bool array): do all of ``conds`` hold (loop values ``env``)?"""
+    tid = np.arange(threads, dtype=np.int64)
+    mask = np.ones(threads, dtype=bool)
+    for c in conds:
+        mask &= np.broadcast_to(np.asarray(eval_static(c, tid, env), dtype=bool), tid.shape)
+    return mask
+
+
+def guard_threads(guard: ast.Guard | None, threads: int) -> int:
+    """How many threads of a CTA of ``threads`` threads execute a statement under ``guard``."""
+    return threads if guard is None else int(np.count_nonzero(_holds([guard_expr(guard)], threads)))
+
+
+def _check_guard_scope(guard: ast.Guard, exec_scope: str, threads: int, what: str | None = None) -> None:
+    """A copy runs on whole instances of its exec scope (TVM TIRx ``_all_threads_active``,
+    ``apache-tvm 0.27.0.post1``), a ``.sync.aligned`` instruction on whole warps (PTX ISA 9.0 §9.7.16.8.5):
+    the guard must select every thread of an instance or none."""
+    size = threads if exec_scope == "cta" else THREADS_PER[exec_scope]
+    if size == 1:
+        return
+    mask = _holds([guard_expr(guard)], threads)
+    split = [k for k in range(-(-threads // size)) if 0 < np.count_nonzero(mask[k * size:(k + 1) * size])
+             < min(size, threads - k * size)]
+    if split:
+        inst = split[0]
+        who = what or f"a {exec_scope}-scope copy"
+        last = min(threads, inst * size + size) - 1
+        raise TileTypeError(
+            f"the guard `{guard}` splits {exec_scope} {inst} (threads {inst * size}..{last}): "
+            f"{who} runs on all {size} threads of each {exec_scope} it executes in",
+            guard.span, hint="guard whole instances (e.g. `if warpid == 1:` around a warp copy), or use a narrower "
+                             "scope (`thread.copy_async` under `if tx == 0:`)")
 
 
 def _stmt_text(source: str, span: Span) -> str:
@@ -342,6 +441,7 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
     bufs: dict[str, ir.Buffer] = {}
     tmem_next = 0
     items: list[ProgramItem] = []
+    guarded: list[ast.Guard | None] = []  # the guards of the statements, to check against the CTA size
     scopes_used = []
     for item in prog.items:
         if isinstance(item, ast.BufferDecl):
@@ -370,6 +470,27 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
                     tmem_next += buf.tmem_ncols
                     buf.alias_of = None
             bufs[item.name] = buf
+        elif isinstance(item, ast.MbarrierDecl):
+            check_identifier(item.name, item.name_span, "buffer")
+            if item.name in bufs:
+                raise TileTypeError(f"'{item.name}' is declared twice", item.name_span,
+                                    hint="buffers and mbarriers share one namespace: rename one")
+            if item.name == kname:
+                raise TileTypeError(f"mbarrier '{item.name}' has the kernel's name", item.name_span,
+                                    hint="rename the mbarrier or the kernel")
+            bufs[item.name] = ir.Buffer(item.name, "shared", "uint64", (1,), None, per_thread=1, span=item.span,
+                                        mbar_count=item.count)
+        elif isinstance(item, ast.ArriveStmt):
+            bar = _mbarrier(item.bar, item.bar_span, bufs, "`arrive`")
+            items.append(ArriveItem(bar, item.expect_tx, item.auto, item.span, item.guard))
+            guarded.append(item.guard)
+        elif isinstance(item, ast.MbarWaitStmt):
+            bar = _mbarrier(item.bar, item.bar_span, bufs, "`wait`")
+            items.append(MbarWaitItem(bar, item.phase, item.span, item.guard))
+            guarded.append(item.guard)
+        elif isinstance(item, (ast.GroupStmt, ast.FenceStmt)):
+            items.append(item)
+            guarded.append(item.guard)
         elif isinstance(item, ast.CopyStmt):
             dst, src = _region(item.dst, bufs), _region(item.src, bufs)
             if dst.buf is src.buf and all(max(a, b) < min(a + e, b + f) for a, e, b, f in
@@ -377,12 +498,20 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
                 raise TileTypeError(
                     f"source and destination regions of '{dst.buf.name}' overlap", item.span,
                     hint="copy through a second buffer: threads copying overlapping regions race on the GPU")
+            options: list[tuple[str, object, Span]] = []
+            for o in item.options:
+                value: object = o.value
+                if o.key == "mbar":
+                    value = _mbarrier(o.value, o.value_span, bufs, "`mbar=`")
+                options.append((o.key, value, o.span))
             op = CopyOp(item.op_name, SCOPE_KIND[item.scope], dst, src, item.dispatch,
-                        _stmt_text(prog.source, item.span), item.span, item.dispatch_span)
-            items.append(CopyItem(op))
+                        _stmt_text(prog.source, item.span), item.span, item.dispatch_span, tuple(options))
+            items.append(CopyItem(op, item.guard))
+            guarded.append(item.guard)
             scopes_used.append((item.scope, item.op_span))
         elif isinstance(item, (ast.WaitStmt, ast.SyncStmt)):
             items.append(item)
+            guarded.append(getattr(item, "guard", None))
         elif isinstance(item, ast.CheckStmt):
             lhs, rhs = _region(item.lhs, bufs), _region(item.rhs, bufs)
             for r in (lhs, rhs):
@@ -421,6 +550,17 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
             raise TileTypeError(
                 f"a {scope}-scope op needs a CTA of a multiple of {need} threads; the kernel has {threads}", span,
                 hint=f"use `kernel {kname} threads={max(need, threads // need * need or need)}`")
+
+    # ---- guards: each selects at least one thread of the CTA; a copy's guard selects whole instances of its scope
+    for g in guarded:
+        if g is not None and guard_threads(g, threads) == 0:
+            raise TileTypeError(f"the guard `{g}` selects no thread of the {threads}-thread CTA", g.span,
+                                hint="the statement would never execute: fix the condition or the CTA size")
+    for it in items:
+        if isinstance(it, CopyItem) and it.guard is not None:
+            _check_guard_scope(it.guard, it.op.exec_scope, threads)
+        elif isinstance(it, ast.WaitStmt) and it.guard is not None:  # tcgen05.wait::ld|st.sync.aligned: whole warps
+            _check_guard_scope(it.guard, "warp", threads, what=f"`wait {it.kind}` (.sync.aligned)")
 
     # ---- TMEM plan (PTX ISA 9.0 §9.7.16.7.1: power of two >= 32 columns, <= 512)
     tmem = [b for b in bufs.values() if b.scope == "tmem"]
@@ -498,6 +638,9 @@ def lower(tp: TypedProgram,
     records: list[DispatchRecord] = []
     warns: list[tuple[str, Span | None]] = []
     warp0 = ir.Bin("==", ir.ThreadVar("warpid"), ir.Const(0))
+    body += mbarrier_prologue(tp.mbarriers)
+    # the top-level statements of each item, in order (expect_tx=auto looks for copies between an arrive and a wait)
+    segments: list[tuple[ProgramItem, list[ir.Stmt]]] = []
     if tp.tmem_cols:
         assert b.tmem_addr is not None  # KernelBuilder creates it whenever tp.tmem_cols
         body += [
@@ -506,6 +649,7 @@ def lower(tp: TypedProgram,
             ir.TcgenFence("before_thread_sync"), ir.Barrier(), ir.TcgenFence("after_thread_sync"),
         ]
     for item in tp.items:
+        start = len(body)
         if isinstance(item, CopyItem):
             op = item.op
             ctx = DispatchContext(target, tp.threads, op.exec_scope, b)
@@ -514,15 +658,17 @@ def lower(tp: TypedProgram,
             warns += ctx.warnings
             body.append(ir.Comment(f"L{op.span.line}: {op.text}    [{op.op}/{rec.chosen}]", op=op.op,
                                    variant=rec.chosen, span=op.span))
-            body += _with_span(list(stmts), op.span)
-        elif isinstance(item, WaitItem):
-            body.append(ir.TcgenWait(item.kind, span=item.span))
+            body += _guarded(item.guard, _with_span(list(stmts), op.span), op.span)
+        elif isinstance(item, (WaitItem, ArriveItem, MbarWaitItem, GroupItem, FenceItem)):
+            body += _guarded(item.guard, [_sync_node(item)], item.span)
         elif isinstance(item, SyncItem):
             if tp.tmem_cols:  # order tcgen05 traffic across the barrier (PTX ISA 9.0 §9.7.16.6.4)
                 body += [ir.TcgenFence("before_thread_sync", span=item.span), ir.Barrier(span=item.span),
                          ir.TcgenFence("after_thread_sync", span=item.span)]
             else:
                 body.append(ir.Barrier(span=item.span))
+        segments.append((item, body[start:]))
+    resolve_expect_tx(segments, tp.threads)
     if tp.tmem_cols:
         assert b.tmem_addr is not None  # KernelBuilder creates it whenever tp.tmem_cols
         body += [
@@ -542,3 +688,132 @@ def lower(tp: TypedProgram,
         tensormaps=tuple(b.tensormaps.values()),
     )
     return kernel, records, warns
+
+
+# ----------------------------------------------------------------------------- mbarriers, guards, expect_tx=auto
+def mbarrier_prologue(bars: tuple[ir.Buffer, ...]) -> list[ir.Stmt]:
+    """Thread 0 initialises every mbarrier, fences the inits, and the CTA synchronises.
+
+    ``mbarrier.init.shared::cta.b64`` (PTX ISA 9.0 §9.7.13.15.9) sets phase 0, ``count`` pending arrivals and
+    tx-count 0; ``fence.mbarrier_init.release.cluster`` (§9.7.13.4) releases the inits, and the barrier
+    makes them visible to every thread before its first ``arrive``/``wait``/TMA issue (the setup of TVM's
+    ``test_dsmem.py``, ``apache-tvm 0.27.0.post1``).  Empty without mbarriers.
+    """
+    if not bars:
+        return []
+    tx0 = ir.Bin("==", ir.ThreadVar("tx"), ir.Const(0))
+    names = ", ".join(f"{m.name} (count {m.mbar_count})" for m in bars)
+    return [ir.Comment(f"mbarriers: thread 0 initialises {names}; fence; CTA barrier"),
+            ir.If(tx0, ir.Seq(tuple(ir.MbarInit(m, m.mbar_count or 1, span=m.span) for m in bars))),
+            ir.Fence("mbarrier_init"), ir.Barrier()]
+
+
+def _guarded(guard: ast.Guard | None, stmts: list[ir.Stmt], span: Span) -> list[ir.Stmt]:
+    """``stmts`` under ``guard`` (one ``ir.If`` around them), or ``stmts`` without one."""
+    if guard is None or not stmts:
+        return stmts
+    return [ir.GuardIf(guard_expr(guard), ir.Seq(tuple(stmts)), span=span)]
+
+
+def _sync_node(item) -> ir.Stmt:
+    """The IR of a synchronisation statement (its guard aside)."""
+    if isinstance(item, ArriveItem):
+        return ir.MbarArrive(item.bar, item.expect_tx or 0, span=item.span)
+    if isinstance(item, MbarWaitItem):
+        return ir.MbarWait(item.bar, item.phase, span=item.span)
+    if isinstance(item, GroupItem):
+        return ir.AsyncGroup(item.kind, bulk=item.bulk, n=item.n, read=item.read, span=item.span)
+    if isinstance(item, FenceItem):
+        return ir.Fence(item.kind, span=item.span)
+    return ir.TcgenWait(item.kind, span=item.span)
+
+
+#: expect_tx=auto enumerates the loop trips around a TMA copy whose thread guard depends on its loop variables
+_MAX_TRIPS = 1 << 16
+
+
+def issue_count(scope: tuple[ir.Stmt, ...], threads: int) -> int:
+    """How many times a statement inside the ``If``/``Grid`` nodes ``scope`` (outermost first, as
+    :func:`~tilemagic.ir.nodes.walk_scoped` gives them) is executed in a CTA of ``threads`` threads: the
+    threads for which every enclosing condition holds, summed over the trips of the enclosing loops.
+
+    Raises
+    ------
+    Undetermined
+        A condition that cannot be evaluated statically (a load), or more than 65536 loop trips to enumerate.
+    """
+    grids = [s for s in scope if isinstance(s, ir.Grid)]
+    conds = [s.cond for s in scope if isinstance(s, ir.If)]
+    trips = math.prod(math.prod(g.extents) for g in grids)
+    loop_vars = {v for g in grids for v in g.vars}
+    uses_loops = any(isinstance(e, ir.LoopVar) and e in loop_vars for c in conds for e in ir.iter_exprs(c))
+    if not uses_loops:  # the common case: guards on thread axes only
+        return int(np.count_nonzero(_holds(conds, threads))) * trips
+    if trips > _MAX_TRIPS:
+        raise Undetermined(f"{trips} loop trips")
+    total = 0
+    ranges = [range(e) for g in grids for e in g.extents]
+    vars_ = [v for g in grids for v in g.vars]
+    for values in itertools.product(*ranges):
+        total += int(np.count_nonzero(_holds(conds, threads, dict(zip(vars_, values)))))
+    return total
+
+
+def resolve_expect_tx(segments: list[tuple[ProgramItem, list[ir.Stmt]]], threads: int) -> None:
+    """Fill in every ``arrive BAR expect_tx=auto``: the bytes of the TMA copies (``ir.TmaCopy`` with
+    ``mbar=BAR``, ``tmap.box_bytes`` each, out-of-bounds elements included) times the times each is issued
+    (:func:`issue_count`), from the arrive up to the next ``wait BAR`` or ``arrive BAR expect_tx=auto`` (or the
+    end of the kernel: no copy is counted twice); each
+    arriving thread raises the tx-count by its share (the total divided by the threads executing the
+    arrive), so the phase expects exactly the bytes the copies complete (PTX ISA 9.0 §9.7.13.15.11).
+
+    Raises
+    ------
+    LoweringError
+        No copy naming ``mbar=BAR`` in that range, a total over 2**20 - 1 bytes per thread, or a total the
+        arriving threads cannot share evenly (located at the arrive).
+    """
+    for k, (item, stmts) in enumerate(segments):
+        if not (isinstance(item, ArriveItem) and item.auto):
+            continue
+        node = next(s for top in stmts for s in ir.walk(top) if isinstance(s, ir.MbarArrive))
+        arrivers = guard_threads(item.guard, threads)
+        bar = item.bar
+        total = 0
+        found: list[tuple[int, int]] = []
+        for later, lstmts in segments[k + 1:]:
+            if (isinstance(later, MbarWaitItem) or isinstance(later, ArriveItem) and later.auto) and later.bar is bar:
+                break  # the next wait on BAR, or the next arrive that counts its own copies
+            for top in lstmts:
+                for s, scope in ir.walk_scoped(top):
+                    if isinstance(s, ir.TmaCopy) and s.mbar is bar and s.direction == "g2s":
+                        try:
+                            n = issue_count(scope, threads)
+                        except Undetermined as e:
+                            raise LoweringError(
+                                f"expect_tx=auto cannot count the issues of the copy at line "
+                                f"{s.span.line if s.span else '?'} ({e})", item.span,
+                                hint="write the byte count: `arrive BAR expect_tx=BYTES`") from None
+                        total += n * s.tmap.box_bytes
+                        line = s.span.line if s.span else 0
+                        if found and found[-1][0] == line:
+                            found[-1] = (line, found[-1][1] + n * s.tmap.box_bytes)
+                        else:
+                            found.append((line, n * s.tmap.box_bytes))
+        if not found:
+            raise LoweringError(
+                f"expect_tx=auto on '{bar.name}' covers no copy: no copy with `mbar={bar.name}` follows this "
+                f"arrive before the next `wait {bar.name}`", item.span,
+                hint=f"issue the TMA copies with `mbar={bar.name}` after the arrive, or write `expect_tx=BYTES`")
+        if total % arrivers:
+            raise LoweringError(
+                f"expect_tx=auto: {total} bytes cannot be shared evenly by the {arrivers} threads executing this "
+                "arrive", item.span, hint="let one thread arrive with the bytes: `if tx == 0: arrive ...`")
+        per = total // arrivers
+        if per > MBAR_MAX_TX:
+            raise LoweringError(
+                f"expect_tx=auto is {per} bytes per arriving thread, more than an mbarrier's tx-count holds "
+                f"({MBAR_MAX_TX}, PTX ISA 9.0 §9.7.13.15.1)", item.span,
+                hint="split the copies over several phases or mbarriers")
+        node.expect_tx = per
+        node.auto_from = tuple(found)

@@ -357,7 +357,9 @@ def _doc_blocks():
     import re
 
     doc = pathlib.Path(__file__).resolve().parents[3] / "docs" / "language.md"
-    return re.findall(r"```tilecopy\n(.*?)```", doc.read_text(), re.S)
+    # (not the blocks marked as waiting for the asynchronous-copy variants or simulator: tests/unit/test_docs.py)
+    return [b for need, b in re.findall(r"(?:<!-- needs ([^>]*?) -->\n)?```tilecopy\n(.*?)```", doc.read_text(), re.S)
+            if not need]
 
 
 # docs/language.md blocks that only illustrate an instruction's shape: they load TMEM nothing wrote, which is a
