@@ -18,11 +18,12 @@ from importlib import resources
 from .errors import CheckFailed, TileMagicError
 from .options import FIELDS, add_arguments
 
-DEMOS = ("tmem_roundtrip", "fallback_demo")
+DEMOS = ("tmem_roundtrip", "fallback_demo", "ldgsts_roundtrip", "tma_roundtrip")
 
 
 def demo_source(name: str) -> str:
-    """Text of a bundled seed demo (``tmem_roundtrip`` or ``fallback_demo``)."""
+    """Text of a bundled demo (one of :data:`DEMOS`: the seed demos ``tmem_roundtrip`` and ``fallback_demo``, the
+    asynchronous copies ``ldgsts_roundtrip`` and ``tma_roundtrip``)."""
     return resources.files("tilemagic.demos").joinpath(f"{name}.tile").read_text()
 
 
@@ -113,7 +114,7 @@ def _main(argv: list[str] | None) -> int:
     r = sub.add_parser("run", help="run a .tile description", allow_abbrev=False)
     r.add_argument("file")
     common(r)
-    d = sub.add_parser("demo", help="run the seed demos (tcgen05 round trip, fallback)", allow_abbrev=False)
+    d = sub.add_parser("demo", help="run the demos (tcgen05 round trip, fallback, cp.async, TMA)", allow_abbrev=False)
     common(d)
     sub.add_parser("status", help="CuPy, driver, device, NVRTC/nvcc, and how launches would run")
     args = p.parse_args(argv)

@@ -1400,6 +1400,8 @@ class Tracker:
         must be followed by a ``fence.proxy.async`` of its writer (PTX ISA 9.0 §9.7.13.4, §9.7.9.25.2); a missing
         fence is a hazard at both lines (the barrier that orders the writer before the issue is the race check's)."""
         sp, u, _ = self._async_units(buf, off, nbytes)
+        if sp is not None and sp.busy_w is not None:  # (bytes an async copy has in flight are written by no generic
+            u = u[sp.busy_w[u] < 0]                   # store: their read before it landed is the race check's)
         if sp is None or not u.size:
             return
         w, a = sp.wt[u].astype(np.int64), sp.wa[u]

@@ -37,7 +37,6 @@ def committed(case) -> str:
     return src.replace("cta_sync\n", "commit_group\nwait_group 0\ncta_sync\n", 1)
 
 
-@PENDING
 def test_round_trip_passes_in_the_simulator():
     res = run(DEMO)
     assert res.dispatch[0].chosen == "ldgsts"
@@ -47,7 +46,6 @@ def test_round_trip_passes_in_the_simulator():
 CP_ASYNC_CASES = [c for c in GMEM_SMEM_CASES if c.vec * 4 // EPC[c.dtype] >= 4]  # gmem_smem's vector >= 4 B
 
 
-@PENDING
 @pytest.mark.parametrize("case", CP_ASYNC_CASES, ids=[c.id for c in CP_ASYNC_CASES])
 def test_every_ldgsts_case_round_trips(case):
     res = run(committed(case))
@@ -55,13 +53,11 @@ def test_every_ldgsts_case_round_trips(case):
     assert res.launch.passed and not res.launch.hb.hazards
 
 
-@PENDING
 def test_reading_the_destination_before_wait_group_is_a_hazard():
     res = run(DEMO.replace("wait_group 0\n", ""), allow_fail=True)
     assert res.launch.hb.hazards
 
 
-@PENDING
 def test_a_copy_with_mbar_is_not_taken_by_ldgsts():
     src = """
 kernel ldgsts_mbar threads=128

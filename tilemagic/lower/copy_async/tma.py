@@ -218,7 +218,7 @@ class _Config:
 def _runtime_config(op: CopyOp, direction: str, *, explicit: bool) -> _Config:
     """The op's options, checked as TVM's ``_runtime_config`` (the keys of this milestone)."""
     variant = "tma_explicit" if explicit else "tma_auto"
-    keys = {k for k, _, _ in op.options}
+    keys = {k for k, _, _ in op.options} - {"dispatch"}  # (dispatch= picks the variant: not a config key)
     unknown = sorted(keys - _CONFIG_KEYS)
     if unknown:
         fail(f"dispatch={variant} does not support config key(s) {unknown}")
