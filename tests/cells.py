@@ -637,3 +637,69 @@ def mbar_cell(arrive: str, copies: list[str], tail: str = "wait full phase 0", t
     return "\n".join([f"kernel k threads={threads}", "global A: float32[64, 32] = arange",
                       "shared S: float32[32, 32]", "mbarrier full", "mbarrier other count=2", arrive, *copies,
                       tail])
+
+
+# ----------------------------------------------------------------------------- asynchronous copies (issue 13)
+def ldgsts_committed_cell(case: GmemSmemCase, name: str = "ldg_e2e") -> str:
+    """:func:`ldgsts_cell` with the cp.async committed and waited for before the barrier: a round trip that runs."""
+    return ldgsts_cell(case, name).replace("cta_sync\n", "commit_group\nwait_group 0\ncta_sync\n", 1)
+
+
+def _tma_cell(name, dt, gshape, sdecl, src, dst, extra="", dispatch="", rdump=True):
+    """A TMA round trip: G2S of ``src`` into the shared tile (mbarrier ``full``, expect_tx=auto), every thread
+    copies the tile to ``R`` (the shared layout's logical order: the swizzle the hardware applied must be the one
+    the simulator applied), S2G of the tile to ``dst`` of B through a bulk group."""
+    g = ", ".join(map(str, gshape))
+    sshape = sdecl.split("@")[0].strip()
+    lines = [f"kernel {name} threads=128", f"global A: {dt}[{g}] = random", f"global B: {dt}[{g}] = zeros",
+             f"shared S: {dt}{sdecl}", "mbarrier full count=1",
+             "if tx == 0: arrive full expect_tx=auto",
+             f"if tx == 0: thread.copy_async S <- A[{src}] mbar=full{extra}{dispatch}",
+             "wait full phase 0"]
+    if rdump:
+        lines[3:3] = [f"global R: {dt}{sshape} = zeros"]
+        lines += ["wg.copy R <- S", f"check R == A[{src}]"]
+    lines += [f"if tx == 0: thread.copy_async B[{dst}] <- S{dispatch}", "if tx == 0: bulk_commit_group",
+              "if tx == 0: bulk_wait_group 0", f"check B[{dst}] == A[{src}]"]
+    return "\n".join(lines) + "\n"
+
+
+#: TMA round trips (tma_auto, tma_explicit; ranks 2 and 3, swizzles none/64B/128B, a promoted unit, an issue axis):
+#: name -> cell.  tests/unit/test_async_cells.py runs them in the simulator, tests/gpu natively, bit for bit.
+TMA_CELLS = {
+    "tma_fp16_sw128": _tma_cell("tma_fp16_sw128", "float16", (256, 128), "[64, 64] @ swizzle(3, 3, 3)",
+                                "64:128, 0:64", "0:64, 64:128"),
+    "tma_fp16_two_atoms": _tma_cell("tma_fp16_two_atoms", "float16", (256, 256),
+                                    "[64, 128] @ swizzle(3, 3, 3, S[(64, 2, 64) : (64, 4096, 1)])",
+                                    "64:128, 128:256", "128:192, 0:128"),
+    "tma_u8_promoted": _tma_cell("tma_u8_promoted", "uint8", (16, 512), "[4, 512]", "4:8, :", "8:12, :"),
+    "tma_fp16_issue_axis": _tma_cell("tma_fp16_issue_axis", "float16", (512, 8), "[264, 8]", "8:272, :",
+                                     "240:504, :", rdump=False),
+    "tma_fp32_sw64_explicit": _tma_cell("tma_fp32_sw64_explicit", "float32", (64, 64), "[16, 16] @ swizzle(2, 2, 3)",
+                                        "16:32, 32:48", "48:64, 0:16", extra=" cache_hint=evict_first",
+                                        dispatch=" dispatch=tma_explicit"),
+    # two phases of one barrier: the tile reused after the store's source reads (bulk_wait_group 0 read) and a
+    # barrier that keeps every waiter of phase 0 ahead of phase 1's arrive
+    "tma_two_phases": """\
+kernel tma_two_phases threads=128
+global A: float16[128, 64] = random
+global B: float16[128, 64] = zeros
+shared S: float16[64, 64] @ swizzle(3, 3, 3)
+mbarrier full count=1
+if tx == 0: arrive full expect_tx=auto
+if tx == 0: thread.copy_async S <- A[0:64, :] mbar=full
+wait full phase 0
+if tx == 0: thread.copy_async B[64:128, :] <- S
+if tx == 0: bulk_commit_group
+if tx == 0: bulk_wait_group 0 read
+cta_sync
+if tx == 0: arrive full expect_tx=auto
+if tx == 0: thread.copy_async S <- A[64:128, :] mbar=full
+wait full phase 1
+if tx == 0: thread.copy_async B[0:64, :] <- S
+if tx == 0: bulk_commit_group
+if tx == 0: bulk_wait_group 0
+check B[64:128, :] == A[0:64, :]
+check B[0:64, :] == A[64:128, :]
+""",
+}

@@ -241,6 +241,27 @@ def _launch(kernel: ir.Kernel, native, emulated, inputs: dict[str, np.ndarray], 
         raise
 
 
+def _refuse_a_hang(kernel: ir.Kernel, inputs: dict[str, np.ndarray], opts: Options) -> None:
+    """Before a GPU launch (``--launch auto``) of a kernel that waits on an mbarrier: run it in the simulator first,
+    and do not launch a kernel whose phase can never complete (a GPU would spin in ``mbarrier.try_wait`` until the
+    worker's ``--timeout``).  ``--launch gpu`` launches it anyway; the worker's timeout then stops it."""
+    if not any(isinstance(s, ir.MbarWait) for s in ir.walk(kernel.body)):
+        return
+    from .sim import Tracker, simulate
+
+    tracker = Tracker(kernel, kernel.threads, False)
+    try:
+        simulate(kernel, inputs, tracker=tracker, timeout=opts.timeout)
+    except MemoryError:
+        return  # (the GPU launch goes ahead; its timeout still stops a hang)
+    hang = tracker.finish().hang
+    if hang is not None:
+        raise LaunchError(f"not launched on the GPU: the simulator ran the kernel first and it {hang.message}",
+                          hang.span,
+                          hint="fix the synchronisation; --launch gpu launches it anyway, and the launch worker's "
+                               "--timeout stops it")
+
+
 def _run_backend(kernel, native, emulated, inputs, opts: Options, bench_bytes=None, trace=None) -> LaunchResult:
     if opts.launch in ("auto", "gpu"):
         from .runtime.worker import get_worker
@@ -248,6 +269,8 @@ def _run_backend(kernel, native, emulated, inputs, opts: Options, bench_bytes=No
         worker = get_worker()
         st = worker.probe()
         if st.available:
+            if opts.launch == "auto":
+                _refuse_a_hang(kernel, inputs, opts)
             grid = None
             if opts.bench:  # --bench times the tile replicated over a grid of CTAs (codegen's grid form)
                 from .codegen.cuda import generate

@@ -35,8 +35,10 @@ from cells import (  # noqa: E402
     REG_CASES,
     REG_SHARED_CASES,
     TCGEN05_SLICE_CASES,
+    TMA_CELLS,
     fallback_cell,
     gmem_smem_cell,
+    ldgsts_committed_cell,
     reg_cell,
     roundtrip_cell,
     smem_cell,
@@ -66,13 +68,44 @@ def both(src, case, **kw):
     return gpu
 
 
-@pytest.mark.parametrize("name", ["tmem_roundtrip", "fallback_demo"])
+@pytest.mark.parametrize("name", ["tmem_roundtrip", "fallback_demo", "ldgsts_roundtrip", "tma_roundtrip"])
 def test_seed_demos(name):
     res = both(demo_source(name), f"demo {name}")
     if name == "tmem_roundtrip":
         assert res.launch.backend == ("cupy" if BLACKWELL else "cupy-emulated")
     else:
         assert res.launch.backend == "cupy"
+
+
+# ----------------------------------------------------------------------------- asynchronous copies (issue 13)
+LDGSTS_CASES = [c for c in GMEM_SMEM_CASES if c.vec * 4 // EPC[c.dtype] >= 4]  # a vector of >= 4 bytes
+
+
+@pytest.mark.parametrize("case", LDGSTS_CASES, ids=[c.id for c in LDGSTS_CASES])
+def test_ldgsts_native(case):
+    """cp.async (ldgsts) round trips natively: commit_group, wait_group 0, cta_sync, the copy back."""
+    res = both(ldgsts_committed_cell(case), f"ldgsts {case.id}")
+    assert res.dispatch[0].chosen == "ldgsts" and res.launch.backend == "cupy"
+
+
+@pytest.mark.parametrize("name", sorted(TMA_CELLS))
+def test_tma_native(name):
+    """TMA G2S (mbarrier, expect_tx=auto) and S2G (bulk group) natively, with tensor maps encoded by
+    cuTensorMapEncodeTiled: outputs (the shared tile's logical order included) bit for bit the simulator's."""
+    res = both(TMA_CELLS[name], name)
+    assert any(r.chosen in ("tma_auto", "tma_explicit") for r in res.dispatch) and res.launch.backend == "cupy"
+
+
+def test_a_kernel_that_would_hang_is_refused_then_timed_out_and_the_next_cell_runs():
+    """--launch auto does not launch a kernel the simulator finds would hang; --launch gpu launches it, the
+    worker's --timeout stops it, and the next cell runs on a fresh worker."""
+    hang = demo_source("tma_roundtrip").replace("expect_tx=auto", "expect_tx=16384")
+    with pytest.raises(LaunchError, match="not launched on the GPU"):
+        tilemagic.tilecopy(hang, launch="auto")
+    with pytest.raises(LaunchError) as e:
+        tilemagic.tilecopy(hang, launch="gpu", timeout=5)
+    RESULTS.append(("hang timed out", "cupy", str(e.value).splitlines()[0][:60], True))
+    both(demo_source("tma_roundtrip"), "tma_roundtrip after a hang")
 
 
 MATRIX = [(dt, num, off) for dt in ("float32", "float16", "bfloat16", "uint8", "int32")

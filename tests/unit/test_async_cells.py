@@ -11,6 +11,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
+from cells import TMA_CELLS
 
 import tilemagic
 from tilemagic.cli import demo_source
@@ -129,3 +130,44 @@ def test_ldgsts_missing_barrier_after_wait_group_is_a_race_between_threads():
     assert any("shared-memory race on S0" in m for m in _hb(res))
     clean = _run(LDGSTS.replace("wg.copy B[0:32, :] <- S0", "wg.copy B[0:32, :] <- S0 dispatch=fallback"))
     assert clean.launch.hb.clean
+
+
+# ----------------------------------------------------------------------------- a hang is not launched on the GPU
+def test_auto_launch_refuses_a_kernel_the_simulator_finds_would_hang(monkeypatch):
+    """``--launch auto`` with a GPU: a kernel that waits on an mbarrier is simulated first and not launched when it
+    would hang (the GPU would spin until the worker's timeout); ``--launch gpu`` launches it anyway."""
+    from types import SimpleNamespace
+
+    from tilemagic.errors import LaunchError
+    from tilemagic.runtime import worker as rt_worker
+
+    launched = []
+
+    class FakeWorker:
+        def probe(self):
+            return SimpleNamespace(available=True, reason="fake H200")
+
+        def launch(self, native, emulated, inputs, **kw):
+            launched.append(native.text)
+            return SimpleNamespace(backend="cupy", mode="native sm_90a", arch="sm_90a", device="fake", timing=None,
+                                   outputs={k: v.copy() for k, v in inputs.items()}, compile=None)
+
+    monkeypatch.setattr(rt_worker, "get_worker", lambda: FakeWorker())
+    hang = _tma("expect_tx=auto", "expect_tx=16384")
+    with pytest.raises(LaunchError, match="not launched on the GPU: the simulator ran the kernel first and it would "
+                                          "hang: mbarrier full phase 0 never completes") as e:
+        tilemagic.tilecopy(hang, launch="auto")
+    assert e.value.span.line == 10 and "--launch gpu launches it anyway" in e.value.hint
+    assert not launched
+    tilemagic.tilecopy(TMA, launch="auto", allow_fail=True)  # a correct kernel is launched
+    assert len(launched) == 1
+    tilemagic.tilecopy(hang, launch="gpu", allow_fail=True)  # asked for the GPU: launched anyway
+    assert len(launched) == 2
+
+
+# ----------------------------------------------------------------------------- the cells the GPU runs too
+@pytest.mark.parametrize("name", sorted(TMA_CELLS))
+def test_tma_cells_round_trip_clean(name):
+    res = _run(TMA_CELLS[name])
+    assert [r.chosen for r in res.dispatch if r.chosen.startswith("tma")], res.dispatch
+    assert res.launch.passed and res.launch.hb.clean, (_hb(res), [str(c) for c in res.launch.checks])
