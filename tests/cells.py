@@ -673,7 +673,7 @@ TMA_CELLS = {
                                     "[64, 128] @ swizzle(3, 3, 3, S[(64, 2, 64) : (64, 4096, 1)])",
                                     "64:128, 128:256", "128:192, 0:128"),
     "tma_u8_promoted": _tma_cell("tma_u8_promoted", "uint8", (16, 512), "[4, 512]", "4:8, :", "8:12, :"),
-    "tma_fp16_issue_axis": _tma_cell("tma_fp16_issue_axis", "float16", (512, 8), "[264, 8]", "8:272, :",
+    "tma_fp16_issue_axis": _tma_cell("tma_fp16_issue_axis", "float16", (512, 64), "[264, 64]", "8:272, :",
                                      "240:504, :", rdump=False),
     "tma_fp32_sw64_explicit": _tma_cell("tma_fp32_sw64_explicit", "float32", (64, 64), "[16, 16] @ swizzle(2, 2, 3)",
                                         "16:32, 32:48", "48:64, 0:16", extra=" cache_hint=evict_first",

@@ -102,9 +102,9 @@ CASES = {
     # uint8 rows of 512: the descriptor unit is promoted to UINT16 (box 512 -> 256)
     "u8_promoted": lambda: (gbuf("A", "uint8", (16, 512)), gbuf("B", "uint8", (16, 512)),
                             sbuf("S", "uint8", (4, 512)), ((4, 0), (4, 512)), ((8, 0), (4, 512)), "tma_auto", {}),
-    # 264 rows of 16 B: no box holds 264 rows, so one issue per row (an issue axis)
-    "fp16_issue_axis": lambda: (gbuf("A", "float16", (512, 8)), gbuf("B", "float16", (512, 8)),
-                                sbuf("S", "float16", (264, 8)), ((8, 0), (264, 8)), ((240, 0), (264, 8)),
+    # 264 rows of 128 B: no box holds 264 rows, so one issue per row (an issue axis; 128-byte shared steps)
+    "fp16_issue_axis": lambda: (gbuf("A", "float16", (512, 64)), gbuf("B", "float16", (512, 64)),
+                                sbuf("S", "float16", (264, 64)), ((8, 0), (264, 64)), ((240, 0), (264, 64)),
                                 "tma_auto", {}),
     # tma_explicit, fp32 with the 64B swizzle and an L2 cache hint
     "fp32_sw64_explicit": lambda: (gbuf("A", "float32", (64, 64)), gbuf("B", "float32", (64, 64)),

@@ -107,8 +107,10 @@ CACHE_HINTS: dict[str, int] = {
     "evict_last": 0x14F0000000000000,
 }
 
-#: Every shared buffer a TMA copy touches is aligned at least this much (the CUDA programming guide's
-#: requirement for multi-dimensional TMA; PTX asks 16 B).
+#: Every shared buffer a TMA copy touches is aligned at least this much, and so is the shared address of every
+#: ``cp.async.bulk.tensor`` issue: the CUDA C++ Programming Guide's alignment table for multi-dimensional TMA
+#: (PTX ISA 9.0 asks 16 B).  The H200 (sm_90a) faults with ``cudaErrorMisalignedAddress`` on a box at a 16-byte
+#: step (docs/gpu-runs.md); TVM 0.27's planner accepts one (it checks only the swizzle atom).
 SHARED_MIN_ALIGN = 128
 
 

@@ -86,15 +86,25 @@ def test_promotion_twice_and_merge_of_a_fully_boxed_inner_dimension():
 
 
 def test_issue_axis_when_no_box_holds_the_rows():
-    """264 rows of 16 B: box (8, 264) breaks box_dim even after promotion, so the largest legal prefix is one row
-    per issue, 264 issues, the row coordinate advancing by one and the shared pointer by 16 B."""
+    """264 rows of 128 B: box (64, 264) breaks box_dim, so the largest legal prefix is one row per issue, 264
+    issues, the row coordinate advancing by one and the shared pointer by 128 B."""
+    A = gbuf("A", "float16", (512, 64))
+    S = sbuf("S", "float16", (264, 64))
+    _, rec, copies = lower1(copy_async_op(region(S), region(A, (8, 0), (264, 64)), mbar=mbar()), A, S)
+    assert len(copies) == 264 and len({c.tmap for c in copies}) == 1
+    assert plan_of(copies) == ("FLOAT16", (64, 512), (128,), (64, 1), (0, 8))
+    assert [c.value for c in copies[5].coords] == [0, 13] and copies[5].smem_offset == 5 * 128
+    assert rec.emitted is not None and rec.emitted.count == 264
+
+
+def test_issues_at_16_byte_steps_are_declined():
+    """264 rows of 16 B would be 264 boxes at 16-byte steps of the shared address: PTX asks 16 B, but the hardware
+    needs 128 B (the H200 faults: misaligned address), and TVM 0.27's planner accepts the plan.  tilemagic
+    declines it; no larger box is legal (box (8, 264) breaks box_dim even after promotion)."""
     A = gbuf("A", "float16", (512, 8))
     S = sbuf("S", "float16", (264, 8))
-    _, rec, copies = lower1(copy_async_op(region(S), region(A, (8, 0), (264, 8)), mbar=mbar()), A, S)
-    assert len(copies) == 264 and len({c.tmap for c in copies}) == 1
-    assert plan_of(copies) == ("FLOAT16", (8, 512), (16,), (8, 1), (0, 8))
-    assert [c.value for c in copies[5].coords] == [0, 13] and copies[5].smem_offset == 5 * 16
-    assert rec.emitted is not None and rec.emitted.count == 264
+    why = rejected(copy_async_op(region(S), region(A, (8, 0), (264, 8)), mbar=mbar(), dispatch="tma_auto"), A, S)
+    assert "advances the shared address by 16B: each TMA box's shared address must be 128B aligned" in why
 
 
 def test_plane_of_a_3d_tensor_merges_into_the_row_dimension():

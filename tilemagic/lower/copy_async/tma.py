@@ -421,11 +421,19 @@ def _validate_shared_mapping(plan: TmaPlan, s_eb: int, numel: int) -> None:
     start = plan.smem_offset * s_eb
     if start % atom:
         _auto_fail("shared-pointer", f"shared slice offset={start}B must preserve {atom}B alignment")
+    align = max(atom, hw.SHARED_MIN_ALIGN)  # (tilemagic, unlike TVM 0.27: every issue's shared address)
+    if start % align:
+        _auto_fail("shared-pointer", f"shared slice offset={start}B: a TMA box's shared address must be "
+                                     f"{align}B aligned (misaligned address on sm_90a)")
     covered = plan.box_bytes // s_eb
     for k, ax in enumerate(plan.issue_axes):
         if ax.smem_stride != covered:
             _auto_fail("issue-coverage", f"issue axis={k} stride={ax.smem_stride} does not follow the covered "
                                          f"prefix={covered}")
+        if ax.extent > 1 and (ax.smem_stride * s_eb) % align:
+            _auto_fail("shared-pointer", f"issue axis={k} advances the shared address by {ax.smem_stride * s_eb}B: "
+                                         f"each TMA box's shared address must be {align}B aligned (misaligned "
+                                         f"address on sm_90a)")
         covered *= ax.extent
     if covered != numel:
         _auto_fail("issue-coverage", f"issue loops plus one box cover {covered} shared elements, but the sliced "
@@ -634,10 +642,10 @@ def plan_explicit(op: CopyOp, ctx: DispatchContext) -> tuple[TmaPlan, _Config, s
         _explicit_fail("shared-layout", f"sliced shared layout must canonicalize to trivial after extracting its "
                                         f"pointer offset; got {got}")
     offset = sl[1]
-    atom = hw.SWIZZLE_MODES[mode].atom
+    atom = max(hw.SWIZZLE_MODES[mode].atom, hw.SHARED_MIN_ALIGN)  # (TVM 0.27: the swizzle atom only)
     if (offset * s.buf.elem_bytes) % atom:
         _explicit_fail("shared-layout", f"shared slice pointer offset {offset * s.buf.elem_bytes}B violates "
-                                        f"{atom}B swizzle/base alignment")
+                                        f"{atom}B TMA shared-address alignment")
     dtype = _descriptor_dtype(g.buf, _explicit_fail)
     strides, _ = g.buf.dim_strides()
     eb = g.buf.elem_bytes
