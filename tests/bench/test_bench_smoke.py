@@ -38,11 +38,13 @@ def test_cpu_sections(bench_run, tmp_path, capsys):
     assert bench_run.main(["--repeats", "1", "--only", ",".join(sections), "--json", str(out),
                            "--plot", str(plot)]) == 0
     printed = capsys.readouterr().out
-    assert printed.count("| cell ") == 5 and "| memory " in printed
+    from tilemagic.cli import DEMOS
+
+    assert printed.count("| cell ") == 1 + 2 * len(DEMOS) and "| memory " in printed  # (a header, 2 rows a demo)
     payload = json.loads(out.read_text())
     _check(payload, sections)
     res = payload["results"]
-    assert set(res["cell"]) == {"tmem_roundtrip", "fallback_demo"}
+    assert set(res["cell"]) == set(DEMOS)
     assert all(len(v["warm_ms"]) == 1 and v["first_ms"] > 0 for v in res["cell"].values())
     assert not [m for r in res["import"]["runs"] for m in r["loaded"] if m in ("cupy", "matplotlib.pyplot",
                                                                            "ipywidgets")]

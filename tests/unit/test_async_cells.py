@@ -171,3 +171,16 @@ def test_tma_cells_round_trip_clean(name):
     res = _run(TMA_CELLS[name])
     assert [r.chosen for r in res.dispatch if r.chosen.startswith("tma")], res.dispatch
     assert res.launch.passed and res.launch.hb.clean, (_hb(res), [str(c) for c in res.launch.checks])
+
+
+def test_waiters_of_a_phase_must_be_ordered_before_the_next_phase_arrive():
+    """Two phases of one barrier: without the cta_sync, thread 0 may arrive for phase 1 (and the TMA complete it)
+    before the other warps ran their wait for phase 0; they would then wait for phase 2.  The simulator's schedule
+    ran the waits first; the report still names the unordered wait, at both lines."""
+    src = TMA_CELLS["tma_two_phases"]
+    assert _run(src).launch.hb.clean
+    res = _run(src.replace("if tx == 0: bulk_wait_group 0 read\ncta_sync\n", "if tx == 0: bulk_wait_group 0 read\n"))
+    hz = [h for h in res.launch.hb.hazards if h.kind == "mbarrier-phase-order"]
+    assert len(hz) == 1 and hz[0].span.line == 12 and hz[0].other_span.line == 8, [h.message for h in hz]
+    assert "is not ordered before the arrive at L12 that completes phase 1" in hz[0].message
+    assert "threads 1-127" in hz[0].message

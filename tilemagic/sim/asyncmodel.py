@@ -165,6 +165,8 @@ class _Mbar:
     over: set[int] = field(default_factory=set)  # phases reported for too many bytes
     issued: int = 0  # G2S copies issued on it, and their bytes
     issued_bytes: int = 0
+    # completed phase -> the successful waits for it: (threads, the tracker's event counter then, the wait's line)
+    waits: dict[int, list] = field(default_factory=dict)
 
 
 class AsyncModel:
@@ -351,6 +353,7 @@ class AsyncModel:
         if m.pending or m.tx:
             return False
         clock = m.clock if m.clock is not None else np.zeros(self.hb.known.shape[1], np.int32)
+        self._waits_ordered(m, clock)
         m.done[m.phase] = self.hb.agent_clock(clock, m.buf.name)
         for old in [q for q in m.done if q < m.phase - 2]:
             del m.done[old]
@@ -359,6 +362,27 @@ class AsyncModel:
         m.pending, m.expect, m.got, m.clock = m.count, 0, 0, None
         m.version += 1
         return True
+
+    def _waits_ordered(self, m: _Mbar, clock: np.ndarray) -> None:
+        """Phase ``m.phase`` completes with its arrivals' release ``clock``: every thread that waited for the
+        phase before it must be ordered before those arrivals.  Otherwise a GPU may complete this phase before
+        that thread's `try_wait.parity` runs, which then sees the parity of the phase after and waits for it
+        (forever, or past the data it meant to read) — the schedule the simulator ran had the wait first, another
+        legal one does not (PTX ISA 9.0 §9.7.13.15.16: the wait is defined for the current and the immediately
+        preceding phase only)."""
+        for ts, stamp, span in m.waits.pop(m.phase - 1, ()):
+            bad = np.asarray(clock)[ts] <= stamp
+            if not bad.any():
+                continue
+            t = int(ts[np.argmax(bad)])
+            msg = (f"hazard: the wait on mbarrier {m.buf.name} phase {(m.phase - 1) & 1} at {_line(span)} "
+                   f"({threads_text(ts[bad])}, for phase {m.phase - 1}) is not ordered before the arrive at "
+                   f"{_line(m.arrive_span)} that completes phase {m.phase}: on a GPU phase {m.phase} may complete "
+                   f"first, and then thread {t}'s `try_wait.parity {(m.phase - 1) & 1}` sees phase {m.phase + 1}'s "
+                   f"parity and waits for it (PTX ISA 9.0 §9.7.13.15.16) — order every waiter before the next "
+                   f"phase's arrive: a `cta_sync` after the waits, or an \"empty\" mbarrier the waiters arrive on and "
+                   f"the producer waits for")
+            self.hb.async_hazard("mbarrier-phase-order", msg, m.arrive_span, span, m.buf.name, (t, t))
 
     def _arrive(self, s: ir.MbarArrive, tids: np.ndarray) -> None:
         m = self._bar(s.bar, s.span)
@@ -425,6 +449,7 @@ class AsyncModel:
             return
         if c > 0:
             self.hb.acquire(ts, m.done[c - 1])
+            m.waits.setdefault(c - 1, []).append((ts.copy(), self.hb.G, s.span))
         m.seen[ts] = np.maximum(m.seen[ts], c)
         self.hb.event("wait", ts, s.span, barrier=m.buf.name, phase=c - 1)
 
