@@ -1,21 +1,15 @@
 """End-to-end ldgsts cells: the caller's ``commit_group`` / ``wait_group`` / ``cta_sync`` around the copy, run in
 the simulator, and a copy with ``mbar=`` that ldgsts must leave to the TMA variants.
 
-PENDING: these need the commit-group and mbarrier statements (branch wip-lang) and cp.async completion in the
-simulator (branch wip-simasync); they are skipped until both are merged, when the mark is removed.  What they
-check is covered today, below the language and the simulator, by tests/unit/lower/test_ldgsts.py.
+The planner's rules themselves are tested below the language and the simulator, in tests/unit/lower/test_ldgsts.py.
 """
 
 from __future__ import annotations
 
 import pytest
-from cells import EPC, GMEM_SMEM_CASES, gmem_smem_cell
+from cells import EPC, GMEM_SMEM_CASES, ldgsts_committed_cell
 from helpers import run
 
-from tilemagic.errors import DispatchError
-
-PENDING = pytest.mark.skip(reason="needs commit_group/wait_group/mbarrier (wip-lang) and cp.async in the simulator "
-                                  "(wip-simasync): remove this mark once both are merged")
 
 DEMO = """
 kernel ldgsts_e2e threads=128
@@ -33,8 +27,7 @@ check B == A
 
 def committed(case) -> str:
     """``gmem_smem_cell`` with its first copy as ``copy_async``, committed and waited for before the barrier."""
-    src = gmem_smem_cell(case, "ldg_e2e").replace(f"{case.scope}.copy S <-", f"{case.scope}.copy_async S <-")
-    return src.replace("cta_sync\n", "commit_group\nwait_group 0\ncta_sync\n", 1)
+    return ldgsts_committed_cell(case, "ldg_e2e")
 
 
 def test_round_trip_passes_in_the_simulator():
@@ -71,10 +64,7 @@ wait full phase 0
 wg.copy B <- S
 check B == A
 """
-    try:
-        rec = run(src, launch="off").dispatch[0]
-        table = rec.table()
-        assert rec.chosen in ("tma_auto", "tma_explicit")
-    except DispatchError as e:  # before the TMA variants are merged nothing takes it
-        table = e.details
+    rec = run(src, launch="off").dispatch[0]
+    table = rec.table()
+    assert rec.chosen == "tma_auto"
     assert "ldgsts" in table and "no_mbar: mbar=full: cp.async signals no mbarrier" in table
