@@ -46,7 +46,7 @@ import numpy as np
 from ..caches import register_cache
 from ..ir import nodes as ir
 from ..options import COLOR_BY_CHOICES, HEATMAP_CHOICES
-from .format import format_value, instr_label, range_text, short_shape
+from .format import format_value, instr_label, range_text, short_shape, tma_box_phrase
 from .placement import (
     LINE_CHUNKS,
     check_data,
@@ -818,13 +818,7 @@ def _tma_panel(ax, op) -> None:
     ax.set_xlabel(f"dim 0 ({unit})", fontsize=7.5)
     ax.set_ylabel("dim 1" + (f" (dims 2+: {', '.join(map(str, dims[2:]))} — coordinates listed)"
                              if tm.rank > 2 else ""), fontsize=7.5)
-    n = len(issues)
-    where = f"{n} box{'es' if n != 1 else ''} of {list(tm.box)}"
-    first = issues[0]["start"] if issues else ()
-    if n == 1:
-        where += f" at {list(first)}"
-    elif n:
-        where += f", first at {list(first)}, last at {list(issues[-1]['start'])}"
+    where = tma_box_phrase(op)
     oob = f" · {op['oob']} elements out of bounds (hatched)" if op["oob"] else ""
     arrow = f"{tm.buf.name} → {op['smem']}" if op["direction"] == "g2s" else f"{op['smem']} → {tm.buf.name}"
     title = (f"L{op['line']} {op['variant']} {op['direction'].upper()} {arrow} ({tm.name} dims {dims})\n"
@@ -839,6 +833,7 @@ def tma_figure(kernel):
     Parameters
     ----------
     kernel : tilemagic.ir.nodes.Kernel
+        The lowered kernel: its ``TmaCopy`` statements and their ``TensorMap``.
 
     Returns
     -------

@@ -21,7 +21,7 @@ from .format import (
     check_overflow,
     dispatch_overflow,
     elided_text,
-    mismatch_lines, split_sections)
+    mismatch_lines, split_sections, tma_box_phrase)
 from .placement import async_pictures, async_timeline, swizzle_chunks, tma_boxes, tmem_columns
 
 __all__ = [
@@ -144,14 +144,8 @@ def _block(title: str, body: str) -> list[str]:
 
 
 def _box_phrase(op) -> str:
-    iss, tm = op["issues"], op["tmap"]
-    n = len(iss)
-    text = f"{n} box{'es' if n != 1 else ''} {list(tm.box)}"
-    if n == 1:
-        text += f" at {list(iss[0]['start'])}"
-    elif n:
-        text += f", first at {list(iss[0]['start'])}, last at {list(iss[-1]['start'])}"
-    return text + f", {op['oob']} elements out of bounds" + ("" if op["determined"] else " (some not static)")
+    return (f"{tma_box_phrase(op)}, {op['oob']} elements out of bounds"
+            + ("" if op["determined"] else " (some not static)"))
 
 
 def async_summary_lines(result) -> list[str]:
