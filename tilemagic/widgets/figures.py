@@ -1026,7 +1026,7 @@ def timeline_figure(result):
     if tl["dropped"]:
         sub += f" · {tl['dropped']} later events past the timeline's cap not drawn"
     if hang:
-        sub = f"WOULD HANG at L{hang['line']}: {hang['message']}"
+        sub = f"WOULD HANG at L{hang['line']}: {hang['message'].removeprefix('would hang: ')}"
     fig.text(0.012, 0.935, "\n".join(textwrap.wrap(sub, 140)[:3]), fontsize=8, va="top", ha="left",
              color=_HANG if hang else "black")
     entries = [(_KIND_COLOUR["cp.async"], "cp.async (issue → land)"), (_KIND_COLOUR["tma.g2s"], "TMA load"),
