@@ -791,12 +791,12 @@ def _tma_panel(ax, op) -> None:
     issues = op["issues"]
     cs = _colours(max(len(issues), 1))
     lo_x, lo_y, hi_x, hi_y = 0, 0, cols, rows
+    boxes: list = []  # one collection: hundreds of issues (an issue axis) draw as one artist
     for k, iss in enumerate(issues):
         x0, x1 = iss["start"][0], iss["stop"][0]
         y0, y1 = (iss["start"][1], iss["stop"][1]) if tm.rank > 1 else (0, 1)
         lo_x, lo_y, hi_x, hi_y = min(lo_x, x0), min(lo_y, y0), max(hi_x, x1), max(hi_y, y1)
-        ax.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, facecolor=cs[k], edgecolor=cs[k], alpha=0.85,
-                               linewidth=0.6, zorder=2))
+        boxes.append(Rectangle((x0, y0), x1 - x0, y1 - y0))
         if iss["oob"]:  # the part outside the tensor: hatched over the box
             (ix0, ix1) = iss["inside"][0]
             (iy0, iy1) = iss["inside"][1] if tm.rank > 1 else (0, 1)
@@ -809,6 +809,10 @@ def _tma_panel(ax, op) -> None:
         if len(issues) <= 8:
             ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"#{k}", ha="center", va="center", fontsize=7, color="white",
                     zorder=4)
+    from matplotlib.collections import PatchCollection
+
+    ax.add_collection(PatchCollection(boxes, facecolors=cs[:len(boxes)], edgecolors=cs[:len(boxes)], alpha=0.85,
+                                      linewidths=0.6, zorder=2))
     pad_x, pad_y = max(1, (hi_x - lo_x) // 40), max(1, (hi_y - lo_y) // 40)
     ax.set_xlim(lo_x - pad_x, hi_x + pad_x)
     ax.set_ylim(hi_y + pad_y, lo_y - pad_y)  # row 0 on top, as the tensor is written
@@ -969,35 +973,52 @@ def timeline_figure(result):
     nw, bars = int(tl["warps"]), tl["barriers"]
     row_of_bar = {b: nw + i for i, b in enumerate(bars)}
     end = tl["hang"]["x"] if tl["hang"] else tl["length"]
+    from matplotlib.collections import LineCollection
+
+    # one collection per kind and style, one scatter per marker: a timeline of 4096 events is a few artists
+    solid: dict[str, list] = {}
+    dots: dict[str, list] = {}
+    lines_ = sorted({c["line"] for c in tl["copies"]}, key=lambda v: (v is None, v or 0))
+    lift = {v: 0.0 if len(lines_) == 1 else 0.36 * (i % 3 - 1) for i, v in enumerate(lines_)}
     for c in tl["copies"]:
-        col = _KIND_COLOUR[c["kind"]]
-        y = c["warp"]
+        y = c["warp"] + lift[c["line"]]  # (the copies of different ops on sub-rows of their warp)
         stop = c["complete"] if c["complete"] is not None else end
-        ax.plot([c["issue"], max(stop, c["issue"] + 0.3)], [y, y], color=col, linewidth=5, alpha=0.8,
-                solid_capstyle="butt", zorder=2)
+        solid.setdefault(c["kind"], []).append([(c["issue"], y), (max(stop, c["issue"] + 0.3), y)])
         if c["wait"] is not None and c["wait"] > stop:
-            ax.plot([stop, c["wait"]], [y, y], color=col, linewidth=1.2, linestyle=":", zorder=2)
-    marks = {"wait_group": ("v", None), "bulk_wait_group": ("v", None), "wait": ("v", None),
-             "arrive": ("^", None), "cta_sync": ("|", NEUTRAL), "fence.proxy.async": ("d", NEUTRAL),
-             "wait.blocked": ("X", _HANG)}
+            dots.setdefault(c["kind"], []).append([(stop, y), (c["wait"], y)])
+    for kind, segs in solid.items():
+        ax.add_collection(LineCollection(segs, colors=_KIND_COLOUR[kind], linewidths=5, alpha=0.8,
+                                         capstyle="butt", zorder=2))
+    for kind, segs in dots.items():
+        ax.add_collection(LineCollection(segs, colors=_KIND_COLOUR[kind], linewidths=1.2, linestyles=":",
+                                         zorder=2))
+    marks = {"wait_group": ("v", _KIND_COLOUR["cp.async"]), "bulk_wait_group": ("v", _KIND_COLOUR["tma.s2g"]),
+             "wait": ("v", _KIND_COLOUR["tma.g2s"]), "arrive": ("^", _PALETTE[4]), "cta_sync": ("|", NEUTRAL),
+             "fence.proxy.async": ("d", NEUTRAL), "wait.blocked": ("X", _HANG)}
+    points: dict[str, tuple[list, list]] = {}
     for e in tl["events"]:
-        m = marks.get(e["kind"])
-        if m is None:
+        if e["kind"] not in marks:
             continue
-        colour = m[1] or {"wait_group": _KIND_COLOUR["cp.async"], "bulk_wait_group": _KIND_COLOUR["tma.s2g"],
-                          "wait": _KIND_COLOUR["tma.g2s"], "arrive": _PALETTE[4]}[e["kind"]]
         ys = list(e["warps"])
         bar = e["info"].get("barrier")
         if e["kind"] == "arrive" and bar in row_of_bar:
             ys.append(row_of_bar[bar])
-        ax.scatter([e["x"]] * len(ys), ys, marker=m[0], s=34, color=colour, zorder=4, linewidths=0.8)
-    for g in tl["groups"]:
-        col = _KIND_COLOUR["tma.s2g" if g["bulk"] else "cp.async"]
-        ax.scatter([g["x"]] * len(g["warps"]), g["warps"], marker="o", s=30, facecolor="none", edgecolor=col,
-                   linewidths=1.2, zorder=4)
-        if len(tl["groups"]) <= 12 and g["warps"]:
-            ax.text(g["x"], min(g["warps"]) - 0.3, f"g{g['group']}", fontsize=6.5, ha="center", va="bottom",
-                    color=col)
+        xs_, ys_ = points.setdefault(e["kind"], ([], []))
+        xs_ += [e["x"]] * len(ys)
+        ys_ += ys
+    for kind, (xs_, ys_) in points.items():
+        ax.scatter(xs_, ys_, marker=marks[kind][0], s=34, color=marks[kind][1], zorder=4, linewidths=0.8)
+    for bulk in (False, True):
+        gs = [g for g in tl["groups"] if g["bulk"] == bulk]
+        col = _KIND_COLOUR["tma.s2g" if bulk else "cp.async"]
+        if gs:
+            ax.scatter([g["x"] for g in gs for _ in g["warps"]], [w for g in gs for w in g["warps"]], marker="o",
+                       s=30, facecolor="none", edgecolor=col, linewidths=1.2, zorder=4)
+        if len(tl["groups"]) <= 12:
+            for g in gs:
+                if g["warps"]:
+                    ax.text(g["x"], min(g["warps"]) + 0.22, f"g{g['group']}", fontsize=6.5, ha="center",
+                            va="top", color=col)
     for b, y in row_of_bar.items():  # phases: the span of each, its number, a tick where it completes
         flips = [p for p in tl["phases"] if p["barrier"] == b]
         start = next((e["x"] for e in tl["events"] if e["info"].get("barrier") == b), 0)
