@@ -986,6 +986,10 @@ def timeline_figure(result):
         solid.setdefault(c["kind"], []).append([(c["issue"], y), (max(stop, c["issue"] + 0.3), y)])
         if c["wait"] is not None and c["wait"] > stop:
             dots.setdefault(c["kind"], []).append([(stop, y), (c["wait"], y)])
+    reads = [(c["read"], c["warp"] + lift[c["line"]]) for c in tl["copies"] if c["read"] is not None]
+    if reads:  # a TMA store's source read done (`bulk_wait_group ... read`): the shared tile is free again
+        ax.scatter([x for x, _ in reads], [y for _, y in reads], marker="D", s=18, color="white",
+                   edgecolor=_KIND_COLOUR["tma.s2g"], linewidths=1.0, zorder=5)
     for kind, segs in solid.items():
         ax.add_collection(LineCollection(segs, colors=_KIND_COLOUR[kind], linewidths=5, alpha=0.8,
                                          capstyle="butt", zorder=2))
@@ -1054,5 +1058,6 @@ def timeline_figure(result):
                (_KIND_COLOUR["tma.s2g"], "TMA store"), (_PALETTE[4], "mbarrier phase / arrive")]
     y = _swatch_legend(fig, 0.81, 0.76, entries, step=0.045)
     fig.text(0.81, y - 0.01, "▼ wait  ○ commit group  ▲ arrive\n··· landed, until its wait\n| cta_sync"
+             "\n◇ store's source read done"
              + ("\n✕ blocked wait" if hang else ""), fontsize=6.8, va="top", ha="left", linespacing=1.5)
     return fig
