@@ -20,6 +20,12 @@ The figures draw the placement model (:mod:`tilemagic.widgets.placement`); three
 * ``"data"`` -- the round trip: the values a ``check A == B`` compared, with the
   mismatching elements highlighted when it failed.
 
+and, for asynchronous copies (:data:`ASYNC_KINDS`): ``"tma"`` -- each TMA op's boxes over the global
+tensor (one colour per issue, the out-of-bounds part hatched); ``"swizzle"`` -- a swizzled TMA or
+``cp.async`` destination, 16-byte chunk -> physical chunk coloured by bank group; ``"timeline"`` -- the
+simulator's asynchronous events per warp (issue -> completion -> wait, mbarrier phases, commit groups,
+the hang point).
+
 Figures are :class:`matplotlib.figure.Figure` objects on the Agg canvas -- never
 ``matplotlib.pyplot`` -- at a fixed size (:data:`FIGSIZE`), so the figure's
 ``text/plain`` (``<TileFigure size 900x480 with 1 Axes>``) is stable under nbval; they
@@ -40,19 +46,23 @@ import numpy as np
 from ..caches import register_cache
 from ..ir import nodes as ir
 from ..options import COLOR_BY_CHOICES, HEATMAP_CHOICES
-from .format import format_value, instr_label, range_text, short_shape
+from .format import format_value, instr_label, range_text, short_shape, tma_box_phrase
 from .placement import (
+    LINE_CHUNKS,
     check_data,
     downsample_check,
     first_mismatches,
     fragment_map,
     instr_arrays,
     shared_writers,
+    swizzle_chunks,
+    tma_boxes,
     tmem_columns,
     tmem_occupancy,
 )
 
 __all__ = [
+    "ASYNC_KINDS",
     "COLOR_BY",
     "DPI",
     "FIGSIZE",
@@ -66,6 +76,9 @@ __all__ = [
     "fragment_figure",
     "heatmap_figure",
     "picture_figure",
+    "swizzle_figure",
+    "timeline_figure",
+    "tma_figure",
 ]
 
 #: Figure size in inches (fixed: nbval compares the figure's ``text/plain``).
@@ -579,9 +592,10 @@ def fragment_figure(kernel, local: str | ir.Buffer | None = None, instr: int | N
 
 def picture_figure(result, kind: str = "tmem", color_by: str = "warp", instr: int | str | None = None,
                    buffer: str | ir.Buffer | None = None, check: int | str | None = None):
-    """One picture of ``result`` by kind (:data:`KINDS`, case folded as on the option line): ``tmem``
-    (:func:`heatmap_figure`), ``instr`` (the same, one panel per instruction), ``fragment``
-    (:func:`fragment_figure` of ``buffer``), ``data`` (:func:`data_figure` of ``check``).
+    """One picture of ``result`` by kind (:data:`KINDS` and :data:`ASYNC_KINDS`, case folded as on the option
+    line): ``tmem`` (:func:`heatmap_figure`), ``instr`` (the same, one panel per instruction), ``fragment``
+    (:func:`fragment_figure` of ``buffer``), ``data`` (:func:`data_figure` of ``check``), ``tma``
+    (:func:`tma_figure`), ``swizzle`` (:func:`swizzle_figure`), ``timeline`` (:func:`timeline_figure`).
 
     Raises
     ------
@@ -595,7 +609,13 @@ def picture_figure(result, kind: str = "tmem", color_by: str = "warp", instr: in
         return fragment_figure(result.kernel, local=buffer, instr=instr if not isinstance(instr, str) else None)
     if kind == "data":
         return data_figure(result, check=check)
-    raise ValueError(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
+    if kind == "tma":
+        return tma_figure(result.kernel)
+    if kind == "swizzle":
+        return swizzle_figure(result.kernel)
+    if kind == "timeline":
+        return timeline_figure(result)
+    raise ValueError(f"kind must be one of {', '.join(KINDS + ASYNC_KINDS)}; got {kind!r}")
 
 
 def data_figure(result, check: int | str | None = None):
@@ -746,3 +766,298 @@ def _print_png(fig) -> bytes:
     with matplotlib.rc_context({"text.hinting": "none"}):
         canvas.print_png(bio, metadata={"Software": None}, pil_kwargs={"compress_level": 1})
     return bio.getvalue()
+
+
+# ============================================================================ asynchronous copies (issue 13)
+#: The pictures of asynchronous copies (``result.heatmap(kind=...)``; shown where a kernel has such ops):
+#: the TMA boxes over the global tensor, the swizzle of an async destination, the timeline of the simulator.
+ASYNC_KINDS: tuple[str, ...] = ("tma", "swizzle", "timeline")
+#: Most TMA ops drawn side by side (later ones are named in the title).
+MAX_TMA_PANELS: int = 3
+#: Most 128-byte lines of a swizzled tile drawn (8 chunks each; later lines are counted in the caption).
+MAX_SWIZZLE_LINES: int = 64
+_HANG = "#d62728"
+_KIND_COLOUR = {"cp.async": _PALETTE[0], "tma.g2s": _PALETTE[2], "tma.s2g": _PALETTE[1]}
+
+
+def _tma_panel(ax, op) -> None:
+    """One TMA op: the tensor's bounds, each issue's box (distinct colours), the out-of-bounds part hatched."""
+    from matplotlib.patches import Rectangle
+
+    tm = op["tmap"]
+    dims = [int(d) for d in tm.dims]
+    cols, rows = dims[0], (dims[1] if tm.rank > 1 else 1)
+    ax.add_patch(Rectangle((0, 0), cols, rows, facecolor=_UNTOUCHED, edgecolor=NEUTRAL, linewidth=1.2, zorder=1))
+    issues = op["issues"]
+    cs = _colours(max(len(issues), 1))
+    lo_x, lo_y, hi_x, hi_y = 0, 0, cols, rows
+    boxes: list = []  # one collection: hundreds of issues (an issue axis) draw as one artist
+    for k, iss in enumerate(issues):
+        x0, x1 = iss["start"][0], iss["stop"][0]
+        y0, y1 = (iss["start"][1], iss["stop"][1]) if tm.rank > 1 else (0, 1)
+        lo_x, lo_y, hi_x, hi_y = min(lo_x, x0), min(lo_y, y0), max(hi_x, x1), max(hi_y, y1)
+        boxes.append(Rectangle((x0, y0), x1 - x0, y1 - y0))
+        if iss["oob"]:  # the part outside the tensor: hatched over the box
+            (ix0, ix1) = iss["inside"][0]
+            (iy0, iy1) = iss["inside"][1] if tm.rank > 1 else (0, 1)
+            for rx0, ry0, rx1, ry1 in ((x0, y0, x1, max(y0, min(iy0, y1))), (x0, min(max(iy1, y0), y1), x1, y1),
+                                       (x0, max(y0, iy0), max(x0, min(ix0, x1)), min(y1, iy1)),
+                                       (min(max(ix1, x0), x1), max(y0, iy0), x1, min(y1, iy1))):
+                if rx1 > rx0 and ry1 > ry0:
+                    ax.add_patch(Rectangle((rx0, ry0), rx1 - rx0, ry1 - ry0, facecolor="none", edgecolor=_HANG,
+                                           hatch="////", linewidth=0.8, zorder=3))
+        if len(issues) <= 8:
+            ax.text((x0 + x1) / 2, (y0 + y1) / 2, f"#{k}", ha="center", va="center", fontsize=7, color="white",
+                    zorder=4)
+    from matplotlib.collections import PatchCollection
+
+    ax.add_collection(PatchCollection(boxes, facecolors=cs[:len(boxes)], edgecolors=cs[:len(boxes)], alpha=0.85,
+                                      linewidths=0.6, zorder=2))
+    pad_x, pad_y = max(1, (hi_x - lo_x) // 40), max(1, (hi_y - lo_y) // 40)
+    ax.set_xlim(lo_x - pad_x, hi_x + pad_x)
+    ax.set_ylim(hi_y + pad_y, lo_y - pad_y)  # row 0 on top, as the tensor is written
+    ax.tick_params(labelsize=7)
+    unit = f"{tm.dtype.lower()} elements" if tm.elem_bytes == tm.buf.elem_bytes else \
+        f"{tm.dtype.lower()} units ({tm.elem_bytes // tm.buf.elem_bytes} × {tm.buf.dtype})"
+    ax.set_xlabel(f"dim 0 ({unit})", fontsize=7.5)
+    ax.set_ylabel("dim 1" + (f" (dims 2+: {', '.join(map(str, dims[2:]))} — coordinates listed)"
+                             if tm.rank > 2 else ""), fontsize=7.5)
+    where = tma_box_phrase(op)
+    oob = f" · {op['oob']} elements out of bounds (hatched)" if op["oob"] else ""
+    arrow = f"{tm.buf.name} → {op['smem']}" if op["direction"] == "g2s" else f"{op['smem']} → {tm.buf.name}"
+    title = (f"L{op['line']} {op['variant']} {op['direction'].upper()} {arrow} ({tm.name} dims {dims})\n"
+             f"{where}{oob}")
+    ax.set_title("\n".join(w for part in title.split("\n") for w in textwrap.wrap(part, 60)), fontsize=7.5,
+                 loc="left")
+
+
+def tma_figure(kernel):
+    """The TMA boxes over the global tensor, one panel per TMA op, as an Agg figure.
+
+    Parameters
+    ----------
+    kernel : tilemagic.ir.nodes.Kernel
+        The lowered kernel: its ``TmaCopy`` statements and their ``TensorMap``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Per op (at most :data:`MAX_TMA_PANELS`; :func:`~tilemagic.widgets.placement.tma_boxes`): the tensor
+        map's ``globalDim`` as a grey rectangle (dimension 0 across, dimension 1 down, in descriptor
+        elements), each issue's box (``coords`` to ``coords + boxDim``) in its own colour (numbered in issue
+        order when at most 8), the part of a box outside the tensor hatched red (PTX ISA 9.0 §9.7.9.25.5.2:
+        filled on a load, not written by a store).
+
+    Raises
+    ------
+    ValueError
+        The kernel has no TMA copy.
+    """
+    ops = tma_boxes(kernel)
+    if not ops:
+        raise ValueError(f"{kernel.name}: no TMA copy, so no box to draw")
+    fig = _new_figure()
+    shown = ops[:MAX_TMA_PANELS]
+    k = len(shown)
+    width = 0.86 / k
+    for j, op in enumerate(shown):
+        _tma_panel(fig.add_axes((0.08 + j * width, 0.12, width - 0.08, 0.62)), op)
+    head = f"TMA boxes of {kernel.name} over the global tensor(s) · one colour per issue"
+    if len(ops) > k:
+        head += f" · first {k} of {len(ops)} TMA ops"
+    fig.text(0.012, 0.985, head, fontsize=9.5, fontweight="bold", va="top", ha="left")
+    if any(not op["determined"] for op in ops):
+        fig.text(0.012, 0.935, "some coordinates are not static (they read memory): those issues are not drawn",
+                 fontsize=8, va="top", ha="left")
+    return fig
+
+
+def swizzle_figure(kernel):
+    """The swizzle of each swizzled asynchronous-copy destination: 16-byte chunk -> physical chunk.
+
+    Parameters
+    ----------
+    kernel : tilemagic.ir.nodes.Kernel
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One panel per buffer (:func:`~tilemagic.widgets.placement.swizzle_chunks`): a grid of its logical
+        16-byte chunks, one 128-byte line per row (8 chunks; at most :data:`MAX_SWIZZLE_LINES` rows), each
+        cell coloured by the bank group of the physical chunk it lands in (banks ``4g .. 4g+3``,
+        ``arch.banks``) and labelled with the physical chunk's position in its line: a column of one colour
+        is a bank conflict, eight colours in a column none.
+
+    Raises
+    ------
+    ValueError
+        No swizzled destination of a TMA load or ``cp.async``.
+    """
+    infos = swizzle_chunks(kernel)
+    if not infos:
+        raise ValueError(f"{kernel.name}: no swizzled destination of a TMA load or cp.async")
+    fig = _new_figure()
+    infos = infos[:3]
+    n = len(infos)
+    width = 0.74 / n
+    cmap, norm = _cat_cmap(8)
+    for j, inf in enumerate(infos):
+        phys, group = inf["physical"], inf["bank_group"]
+        lines = -(-phys.size // LINE_CHUNKS)
+        rows = min(lines, MAX_SWIZZLE_LINES)
+        grid = np.full(rows * LINE_CHUNKS, -1, np.int64)
+        grid[: min(phys.size, grid.size)] = group[: grid.size]
+        grid = grid.reshape(rows, LINE_CHUNKS)
+        ax = fig.add_axes((0.07 + j * width, 0.10, width - 0.06, 0.70))
+        ax.imshow(grid, cmap=cmap, norm=norm, interpolation="nearest", aspect="auto")
+        if rows <= 32:
+            pg = np.full(rows * LINE_CHUNKS, -1, np.int64)
+            pg[: min(phys.size, pg.size)] = phys[: pg.size]
+            for (r, c), p in np.ndenumerate(pg.reshape(rows, LINE_CHUNKS)):
+                if p >= 0:
+                    ax.text(c, r, str(int(p) % LINE_CHUNKS), ha="center", va="center", fontsize=6,
+                            color="white")
+        ax.set_xticks(np.arange(LINE_CHUNKS))
+        ax.set_yticks(np.arange(0, rows, _xtick_step(rows, 8)))
+        ax.tick_params(labelsize=7)
+        ax.set_xlabel("logical 16-byte chunk in its 128-byte line", fontsize=7.5)
+        if j == 0:
+            ax.set_ylabel("128-byte line", fontsize=8)
+        more = f" (first {rows} of {lines} lines)" if lines > rows else ""
+        ax.set_title(f"{inf['buffer']} ({inf['via']}: {inf['how']}){more}", fontsize=8, loc="left")
+    cs = _colours(8)
+    _swatch_legend(fig, 0.83, 0.80, [(cs[g], f"banks {4 * g}-{4 * g + 3}") for g in range(8)]
+                   + [(_UNTOUCHED, "no swizzled write")], step=0.045)
+    fig.text(0.012, 0.985, f"Shared-memory swizzle of {kernel.name}: chunk → physical chunk, coloured by bank group",
+             fontsize=9.5, fontweight="bold", va="top", ha="left")
+    fig.text(0.012, 0.935, "label: the physical chunk's position in its line · a column of 8 colours reads a "
+             "logical column of 8 lines without a bank conflict", fontsize=8, va="top", ha="left")
+    return fig
+
+
+def timeline_figure(result):
+    """The kernel's asynchronous events from the simulator, one row per warp, as an Agg figure.
+
+    Parameters
+    ----------
+    result : tilemagic.result.TileCopyResult
+        A result launched on the simulator (``result.launch.hb``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        x: the position of the event in the simulator's timeline (program order); rows: the warps, then one
+        per mbarrier (:func:`~tilemagic.widgets.placement.async_timeline`).  Each copy is a bar on its
+        issuing warp's row from its issue to its completion (cp.async blue, TMA load green, TMA store
+        orange), a dotted line on to the wait that observed it; commit groups are circles, waits triangles,
+        arrivals carets; a barrier's row holds its phases, labelled with their numbers, and a tick where
+        each completes (PTX ISA 9.0 §9.7.13.15).  A run that would hang ends in a red line at the hang with
+        the blocked waits marked and the message in the title.
+
+    Raises
+    ------
+    ValueError
+        Not simulated (no timeline) or no asynchronous event.
+    """
+    from .placement import async_timeline
+
+    launch = result.launch
+    hb = getattr(launch, "hb", None) if launch is not None else None
+    if hb is None or not hb.timeline:
+        raise ValueError(f"{result.name}: no simulator timeline to draw (run it with --launch sim)")
+    tl = async_timeline(hb, int(result.kernel.threads))
+    if not any(e["kind"] not in ("cta_sync", "fence.mbarrier.init", "mbarrier.init") for e in tl["events"]):
+        raise ValueError(f"{result.name}: no asynchronous copy in the simulator's timeline")
+    fig = _new_figure()
+    ax = fig.add_axes((0.09, 0.12, 0.70, 0.66))
+    nw, bars = int(tl["warps"]), tl["barriers"]
+    row_of_bar = {b: nw + i for i, b in enumerate(bars)}
+    end = tl["hang"]["x"] if tl["hang"] else tl["length"]
+    from matplotlib.collections import LineCollection
+
+    # one collection per kind and style, one scatter per marker: a timeline of 4096 events is a few artists
+    solid: dict[str, list] = {}
+    dots: dict[str, list] = {}
+    lines_ = sorted({c["line"] for c in tl["copies"]}, key=lambda v: (v is None, v or 0))
+    lift = {v: 0.0 if len(lines_) == 1 else 0.36 * (i % 3 - 1) for i, v in enumerate(lines_)}
+    for c in tl["copies"]:
+        y = c["warp"] + lift[c["line"]]  # (the copies of different ops on sub-rows of their warp)
+        stop = c["complete"] if c["complete"] is not None else end
+        solid.setdefault(c["kind"], []).append([(c["issue"], y), (max(stop, c["issue"] + 0.3), y)])
+        if c["wait"] is not None and c["wait"] > stop:
+            dots.setdefault(c["kind"], []).append([(stop, y), (c["wait"], y)])
+    reads = [(c["read"], c["warp"] + lift[c["line"]]) for c in tl["copies"] if c["read"] is not None]
+    if reads:  # a TMA store's source read done (`bulk_wait_group ... read`): the shared tile is free again
+        ax.scatter([x for x, _ in reads], [y for _, y in reads], marker="D", s=18, color="white",
+                   edgecolor=_KIND_COLOUR["tma.s2g"], linewidths=1.0, zorder=5)
+    for kind, segs in solid.items():
+        ax.add_collection(LineCollection(segs, colors=_KIND_COLOUR[kind], linewidths=5, alpha=0.8,
+                                         capstyle="butt", zorder=2))
+    for kind, segs in dots.items():
+        ax.add_collection(LineCollection(segs, colors=_KIND_COLOUR[kind], linewidths=1.2, linestyles=":",
+                                         zorder=2))
+    marks = {"wait_group": ("v", _KIND_COLOUR["cp.async"]), "bulk_wait_group": ("v", _KIND_COLOUR["tma.s2g"]),
+             "wait": ("v", _KIND_COLOUR["tma.g2s"]), "arrive": ("^", _PALETTE[4]), "cta_sync": ("|", NEUTRAL),
+             "fence.proxy.async": ("d", NEUTRAL), "wait.blocked": ("X", _HANG)}
+    points: dict[str, tuple[list, list]] = {}
+    for e in tl["events"]:
+        if e["kind"] not in marks:
+            continue
+        ys = list(e["warps"])
+        bar = e["info"].get("barrier")
+        if e["kind"] == "arrive" and bar in row_of_bar:
+            ys.append(row_of_bar[bar])
+        xs_, ys_ = points.setdefault(e["kind"], ([], []))
+        xs_ += [e["x"]] * len(ys)
+        ys_ += ys
+    for kind, (xs_, ys_) in points.items():
+        ax.scatter(xs_, ys_, marker=marks[kind][0], s=34, color=marks[kind][1], zorder=4, linewidths=0.8)
+    for bulk in (False, True):
+        gs = [g for g in tl["groups"] if g["bulk"] == bulk]
+        col = _KIND_COLOUR["tma.s2g" if bulk else "cp.async"]
+        if gs:
+            ax.scatter([g["x"] for g in gs for _ in g["warps"]], [w for g in gs for w in g["warps"]], marker="o",
+                       s=30, facecolor="none", edgecolor=col, linewidths=1.2, zorder=4)
+        if len(tl["groups"]) <= 12:
+            for g in gs:
+                if g["warps"]:
+                    ax.text(g["x"], min(g["warps"]) + 0.22, f"g{g['group']}", fontsize=6.5, ha="center",
+                            va="top", color=col)
+    for b, y in row_of_bar.items():  # phases: the span of each, its number, a tick where it completes
+        flips = [p for p in tl["phases"] if p["barrier"] == b]
+        start = next((e["x"] for e in tl["events"] if e["info"].get("barrier") == b), 0)
+        for k, p in enumerate(flips + [None]):
+            x1 = p["x"] if p is not None else end
+            num = p["phase"] if p is not None else (flips[-1]["phase"] + 1 if flips else 0)
+            ax.plot([start, x1], [y, y], color=_PALETTE[4] if num % 2 == 0 else _PALETTE[5], linewidth=3,
+                    solid_capstyle="butt", zorder=1)
+            ax.text((start + x1) / 2, y - 0.25, f"phase {num}", fontsize=6.5, ha="center", va="bottom")
+            if p is not None:
+                ax.plot([x1, x1], [y - 0.35, y + 0.35], color=_PALETTE[4], linewidth=1.5, zorder=3)
+            start = x1
+    hang = tl["hang"]
+    if hang:
+        ax.axvline(end, color=_HANG, linewidth=2, zorder=5)
+        ax.text(end, -0.6, "would hang", color=_HANG, fontsize=7.5, ha="right", va="bottom")
+    ax.set_yticks(range(nw + len(bars)), [f"warp {w}" for w in range(nw)] + [f"mbarrier {b}" for b in bars])
+    ax.set_ylim(nw + len(bars) - 0.4, -0.9)
+    ax.set_xlim(-0.5, end + 0.8)
+    ax.tick_params(labelsize=7)
+    ax.set_xlabel("event (order in the simulator's timeline)", fontsize=8)
+    head = f"Asynchronous events of {result.name} (simulator) · per warp: issue → completion → wait"
+    fig.text(0.012, 0.985, head, fontsize=9.5, fontweight="bold", va="top", ha="left")
+    sub = (f"{len(tl['copies'])} copy issue(s) by warp, {len(tl['phases'])} mbarrier phase(s) completed, "
+           f"{len(tl['groups'])} commit group(s)")
+    if tl["dropped"]:
+        sub += f" · {tl['dropped']} later events past the timeline's cap not drawn"
+    if hang:
+        sub = f"WOULD HANG at L{hang['line']}: {hang['message'].removeprefix('would hang: ')}"
+    fig.text(0.012, 0.935, "\n".join(textwrap.wrap(sub, 140)[:3]), fontsize=8, va="top", ha="left",
+             color=_HANG if hang else "black")
+    entries = [(_KIND_COLOUR["cp.async"], "cp.async (issue → land)"), (_KIND_COLOUR["tma.g2s"], "TMA load"),
+               (_KIND_COLOUR["tma.s2g"], "TMA store"), (_PALETTE[4], "mbarrier phase / arrive")]
+    y = _swatch_legend(fig, 0.81, 0.76, entries, step=0.045)
+    fig.text(0.81, y - 0.01, "▼ wait  ○ commit group  ▲ arrive\n··· landed, until its wait\n| cta_sync"
+             "\n◇ store's source read done"
+             + ("\n✕ blocked wait" if hang else ""), fontsize=6.8, va="top", ha="left", linespacing=1.5)
+    return fig

@@ -16,6 +16,7 @@ from ..errors import split_lines  # (re-exported: the one line splitter, shared 
 
 __all__ = [
     "HEAD_LINES",
+    "tma_box_phrase",
     "MAX_LINES",
     "MAX_LINE_CHARS",
     "MAX_LISTED",
@@ -288,6 +289,19 @@ def range_text(a: int, b: int) -> str:
 def short_shape(buf) -> str:
     """``float16[128, 8]`` of a :class:`~tilemagic.ir.nodes.Buffer`."""
     return f"{buf.dtype}[{', '.join(str(int(d)) for d in buf.shape)}]"
+
+
+def tma_box_phrase(op: Mapping[str, Any]) -> str:
+    """``1 box [64, 64] at [64, 64]`` / ``258 boxes [64, 1], first at [0, 1], last at [0, 258]`` of a TMA op of
+    :func:`~tilemagic.widgets.placement.tma_boxes` (coordinates in CUDA order, descriptor elements)."""
+    iss, box = op["issues"], list(op["tmap"].box)
+    n = len(iss)
+    text = f"{n} box{'es' if n != 1 else ''} {box}"
+    if n == 1:
+        text += f" at {list(iss[0]['start'])}"
+    elif n:
+        text += f", first at {list(iss[0]['start'])}, last at {list(iss[-1]['start'])}"
+    return text
 
 
 def instr_label(ins: Mapping[str, object]) -> str:

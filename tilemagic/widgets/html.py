@@ -69,6 +69,7 @@ from .format import (
     range_text,
     shown_lines,
     split_lines, split_sections)
+from .placement import async_pictures
 from .png import picture_png
 from .text import (
     cuda_title,
@@ -730,6 +731,9 @@ _ALT = {
     "instr": "TMEM occupancy, one panel per tcgen05 instruction",
     "fragment": "register fragment: thread × register → TMEM lane, column",
     "data": "round-trip data: expected, got, mismatches",
+    "tma": "TMA boxes over the global tensor (one colour per issue, out-of-bounds part hatched)",
+    "swizzle": "shared-memory swizzle: 16-byte chunk → physical chunk, coloured by bank group",
+    "timeline": "asynchronous events per warp: issue → completion → wait, mbarrier phases, commit groups",
 }
 
 
@@ -741,7 +745,17 @@ def _picture_html(result, kind: str) -> str:
         return _note(f"{kind} picture: {e}")
     except Exception as e:  # noqa: BLE001 - a display layer must not hide the rest of the report
         return _note(f"{kind} picture unavailable: {type(e).__name__}: {e}", error=True)
-    return _img(png, _ALT[kind] if uses_tmem(result) or kind == "data" else "shared-memory tile (writing thread)", kind)
+    return _img(png, _ALT[kind] if uses_tmem(result) or kind not in ("tmem", "instr", "fragment")
+                else "shared-memory tile (writing thread)", kind)
+
+
+def async_html(result) -> str:
+    """The asynchronous-copy pictures (:func:`~tilemagic.widgets.placement.async_pictures`: TMA boxes,
+    swizzle, the simulator's timeline) as ``data:`` images; '' without asynchronous copies or with
+    ``--heatmap none``."""
+    if result.kernel is None or "none" in result.options.heatmap:
+        return ""
+    return "".join(_picture_html(result, kind) for kind in async_pictures(result.kernel, result.launch))
 
 
 def heatmap_html(result, kinds: Sequence[str] | None = None) -> str:
@@ -902,6 +916,7 @@ def render_html(result) -> str:
         emulated_html(result),
         *(_section(title, body) for title, body in extra_sections(result)),
         _section("TMEM" if uses_tmem(result) else "Shared memory", tmem_html(result) + heatmap_html(result)),
+        _section("Asynchronous copies", async_html(result)),
         _section("Launch", launch_html(result) + data_html(result)),
     ]
     html = "".join(b for b in body if b)

@@ -10,6 +10,10 @@ pictures (:mod:`~tilemagic.widgets.figures`) and the reports show what the IR, C
   §9.7.16.2.3; warp ``w`` reaches lanes ``32*(w % 4) .. +31``, §9.7.16.8.1);
 * :func:`fragment_map` -- a register fragment: thread × 32-bit register -> TMEM cell;
 * :func:`shared_writers` -- which thread writes each element of each shared buffer;
+* :func:`tma_boxes` -- the box each TMA issue covers in the global tensor (its out-of-bounds part);
+  :func:`swizzle_chunks` -- a swizzled async destination: 16-byte chunk -> physical chunk, bank group;
+  :func:`async_timeline` -- the simulator's asynchronous events per warp (issue -> completion -> wait,
+  mbarrier phases, commit groups, the hang point);
 * :func:`check_data` -- the two sides of a ``check A == B`` after the launch, and
   :func:`first_mismatches` / :func:`downsample_check` -- its first mismatching elements and a
   bounded view of it for a picture (no array of the tile's size but the boolean mismatch mask).
@@ -32,16 +36,23 @@ from ..ir.evaluate import Undetermined, eval_static
 from ..arch.tcgen05 import TMEM_LANES, tmem_cell
 
 __all__ = [
+    "ASYNC_EVENTS",
+    "async_timeline",
     "block_factors",
     "check_data",
     "downsample_check",
     "first_mismatches",
     "first_true",
+    "async_pictures",
     "fragment_map",
+    "has_async",
     "instr_arrays",
     "issuing_warps",
     "num_warps",
     "shared_writers",
+    "swizzle_chunks",
+    "tma_boxes",
+    "tma_issue_box",
     "tmem_columns",
     "tmem_occupancy",
 ]
@@ -643,3 +654,301 @@ def shared_writers(kernel: ir.Kernel) -> list[dict[str, Any]]:
             "threads": sorted(int(x) for x in np.unique(w[w >= 0])),
         })
     return out
+
+
+# ============================================================================ asynchronous copies (issue 13)
+#: Bytes of one swizzle chunk: the unit every shared-memory swizzle mode moves whole (PTX ISA 9.0 §5.5.7).
+CHUNK_BYTES = 16
+#: 16-byte chunks in one 128-byte line of shared memory (one wavefront: 32 banks × 4 bytes, ``arch.banks``).
+LINE_CHUNKS = 8
+
+
+def has_async(kernel: ir.Kernel | None) -> bool:
+    """Whether the kernel issues asynchronous copies (``cp.async`` or TMA), i.e. has the async pictures."""
+    if kernel is None:
+        return False
+    return any(isinstance(s, (ir.TmaCopy, ir.CpAsync)) for s, _ in ir.walk_scoped(kernel.body))
+
+
+def _marked(kernel: ir.Kernel):
+    """Each statement with its scope and the closest preceding op marker (``Comment`` with a variant)."""
+    marker = None
+    for stmt, scope in ir.walk_scoped(kernel.body):
+        if isinstance(stmt, ir.Comment) and stmt.variant:
+            marker = stmt
+            continue
+        yield stmt, scope, marker
+
+
+def _issuers(kernel: ir.Kernel, scope) -> np.ndarray:
+    """CTA thread ids the thread-only ``If`` guards of ``scope`` let through (an unknown guard counts as true)."""
+    tid = np.arange(max(1, int(kernel.threads)), dtype=np.int64)
+    return tid[np.broadcast_to(_guard_mask(scope, tid, None, lenient=True), tid.shape)]
+
+
+def tma_issue_box(tmap: ir.TensorMap, coords) -> dict[str, Any]:
+    """The part of the global tensor one tile-mode TMA issue covers (PTX ISA 9.0 §9.7.9.25.5.2).
+
+    Parameters
+    ----------
+    tmap : tilemagic.ir.nodes.TensorMap
+        The descriptor: ``dims`` (``globalDim``), ``box`` (``boxDim``) and ``elem_strides``, CUDA order
+        (dimension 0 innermost), in descriptor elements.
+    coords : sequence of int
+        The issue's box start per dimension (``TmaCopy.coords`` evaluated), signed.
+
+    Returns
+    -------
+    dict
+        ``start`` (tuple of int: ``coords``), ``stop`` (``coords[i] + box[i] * elem_strides[i]``, the box's
+        end: elements ``start[i], start[i] + elem_strides[i], ...`` below it are traversed; ``elem_strides[0]``
+        counts as 1 as for every non-interleaved map), ``elements`` (``prod(box)``), ``oob`` (elements of the
+        box outside ``[0, dims[i])`` in some dimension: filled on a load, dropped on a store) and
+        ``inside`` (``(lo, hi)`` per dimension, the clipped in-bounds range; ``lo >= hi`` when none).
+    """
+    rank = tmap.rank
+    es = (1,) + tuple(int(e) for e in tmap.elem_strides[1:rank])
+    start = tuple(int(c) for c in coords)
+    box = tuple(int(b) for b in tmap.box[:rank])
+    stop = tuple(start[i] + box[i] * es[i] for i in range(rank))
+    inside, inb = [], 1
+    for i in range(rank):
+        k = start[i] + np.arange(box[i], dtype=np.int64) * es[i]  # the coordinates the box traverses
+        ok = (k >= 0) & (k < int(tmap.dims[i]))
+        inb *= int(np.count_nonzero(ok))
+        inside.append((max(start[i], 0), min(stop[i], int(tmap.dims[i]))))
+    elements = int(np.prod(box, dtype=np.int64))
+    return {"start": start, "stop": stop, "elements": elements, "oob": elements - inb, "inside": tuple(inside)}
+
+
+def tma_boxes(kernel: ir.Kernel) -> list[dict[str, Any]]:
+    """Every TMA op of the kernel with the boxes its issues cover in the global tensor.
+
+    The ``TmaCopy`` statements are read from the lowered IR and grouped by their op marker (one
+    ``copy_async`` op may issue several boxes: an issue axis); each issue's ``coords`` are evaluated with
+    :func:`~tilemagic.ir.evaluate.eval_static` for every iteration of its enclosing loops and every thread
+    its guards let through (TMA is issued by one thread: normally one issue per statement and iteration).
+
+    Returns
+    -------
+    list of dict
+        One per op, in program order: ``line`` (description line), ``variant`` (``tma_auto``/``tma_explicit``),
+        ``direction`` (``g2s``/``s2g``), ``tmap`` (the :class:`~tilemagic.ir.nodes.TensorMap`), ``smem`` (shared
+        buffer name), ``mbar`` (barrier name or None), ``issues`` (list of dict: ``index``, ``thread``,
+        ``smem_offset`` (bytes) and the fields of :func:`tma_issue_box`), ``oob`` (out-of-bounds elements over
+        all issues), ``determined`` (False when some coordinate could not be evaluated statically; those
+        issues are left out).
+    """
+    ops: list[dict[str, Any]] = []
+    by_key: dict[tuple, dict[str, Any]] = {}
+    for stmt, scope, marker in _marked(kernel):
+        if not isinstance(stmt, ir.TmaCopy):
+            continue
+        line = stmt.span.line if stmt.span is not None else None
+        key = (id(marker), stmt.tmap.name, stmt.direction)
+        op = by_key.get(key)
+        if op is None:
+            op = by_key[key] = {"line": line, "variant": getattr(marker, "variant", None), "direction": stmt.direction,
+                                "tmap": stmt.tmap, "smem": stmt.smem.name,
+                                "mbar": stmt.mbar.name if stmt.mbar is not None else None, "issues": [], "oob": 0,
+                                "determined": True}
+            ops.append(op)
+        grids = [v for s in scope if isinstance(s, ir.Grid) for v in zip(s.vars, s.extents)]
+        points = [dict(zip([v for v, _ in grids], p)) for p in np.ndindex(*[int(e) for _, e in grids])] or [{}]
+        issuers = _issuers(kernel, scope)
+        for env in points:
+            envs = {v: np.int64(x) for v, x in env.items()}
+            try:
+                cs = [np.broadcast_to(np.asarray(eval_static(c, issuers, envs), np.int64), issuers.shape)
+                      for c in stmt.coords]
+            except Undetermined:
+                op["determined"] = False
+                continue
+            for j, t in enumerate(issuers.tolist()):
+                box = tma_issue_box(stmt.tmap, [int(c[j]) for c in cs])
+                box.update(index=len(op["issues"]), thread=int(t), smem_offset=int(stmt.smem_offset))
+                op["issues"].append(box)
+                op["oob"] += box["oob"]
+    return ops
+
+
+def _swizzled_chunk(chunk: np.ndarray, mode: int) -> np.ndarray:
+    """Physical 16-byte chunk of a TMA swizzle mode (1/2/3: 32/64/128 B) on chunk indices in the 1024-byte
+    aligned shared window: ``c ^ ((c >> 3) & (2**mode - 1))`` (PTX ISA 9.0 §5.5.7), through the one
+    implementation :func:`tilemagic.layout.swizzle.xor_swizzle` on byte addresses."""
+    from ..layout.swizzle import xor_swizzle
+
+    return np.asarray(xor_swizzle(chunk * CHUNK_BYTES, 4, int(mode), 3), np.int64) // CHUNK_BYTES
+
+
+def swizzle_chunks(kernel: ir.Kernel) -> list[dict[str, Any]]:
+    """Logical 16-byte chunk -> physical chunk of each swizzled destination of an asynchronous copy.
+
+    A TMA load's destination is swizzled by the hardware as its tensor map says (``TensorMap.swizzle``; the
+    box lands box-linear from ``smem_offset``, then the swizzle acts on the shared address), so its map comes
+    from the descriptor; a ``cp.async`` destination's from the buffer's ``swizzle(...)`` layout
+    (:class:`~tilemagic.layout.swizzle.ComposeLayout`, whose chunks the variant moves whole).  Bank groups
+    are those of :func:`tilemagic.arch.banks.bank_of`: a 16-byte chunk at physical byte ``p`` holds banks
+    ``(p // 4) % 32 .. +3``, group ``bank // 4`` (0..7).
+
+    Returns
+    -------
+    list of dict
+        One per swizzled destination buffer (declaration order): ``buffer`` (name), ``via`` (``"tma"`` or
+        ``"ldgsts"``), ``how`` (``"A_tmap swizzle 128B"`` / ``"swizzle(3, 3, 3)"``), ``physical`` (int64
+        array, ``(nchunks,)``: the physical chunk of each logical chunk, logical = row-major byte order of
+        the buffer / box-linear for TMA, ``-1`` where no swizzled write lands), ``bank_group`` (int64, same
+        shape: bank group of the physical chunk, ``-1`` where none), ``chunk_bytes`` (16), ``line_chunks`` (8).
+    """
+    from ..arch.banks import BANK_BYTES, bank_of
+    from ..layout.swizzle import ComposeLayout
+
+    out: dict[str, dict[str, Any]] = {}
+    names = [b.name for b in kernel.shared]
+    for stmt, _scope, _m in _marked(kernel):
+        if isinstance(stmt, ir.TmaCopy) and stmt.direction == "g2s" and stmt.tmap.swizzle:
+            buf, mode = stmt.smem, int(stmt.tmap.swizzle)
+            ent = out.setdefault(buf.name, {"buffer": buf.name, "via": "tma",
+                                            "how": f"{stmt.tmap.name} swizzle {16 << mode}B",
+                                            "physical": np.full(buf.nbytes // CHUNK_BYTES, -1, np.int64)})
+            nb = int(np.prod(stmt.tmap.box, dtype=np.int64)) * int(stmt.tmap.elem_bytes)
+            first = int(stmt.smem_offset) // CHUNK_BYTES
+            logical = first + np.arange(-(-nb // CHUNK_BYTES), dtype=np.int64)
+            logical = logical[logical < ent["physical"].size]
+            ent["physical"][logical] = _swizzled_chunk(logical, mode)
+        elif isinstance(stmt, ir.CpAsync) and isinstance(stmt.dst.layout, ComposeLayout) \
+                and int(stmt.dst.layout.swizzle_len) > 0 and stmt.dst.name not in out:
+            buf = stmt.dst
+            lay: Any = buf.layout
+            phys_elem = np.asarray(lay.apply(np.arange(buf.numel, dtype=np.int64)).get("m"), np.int64)
+            eb = int(buf.elem_bytes)
+            per = max(1, CHUNK_BYTES // eb)
+            lead: np.ndarray = phys_elem[::per] * eb  # the physical byte of each logical chunk's first element
+            whole: np.ndarray = (np.all(phys_elem.reshape(-1, per) - phys_elem[::per, None] == np.arange(per), axis=1)
+                                 if buf.numel % per == 0 else np.zeros(lead.size, dtype=np.bool_))
+            out[buf.name] = {"buffer": buf.name, "via": "ldgsts",
+                             "how": f"swizzle({lay.per_element}, {lay.swizzle_len}, {lay.atom_len})",
+                             "physical": np.where(whole, lead // CHUNK_BYTES, -1).astype(np.int64)}
+    res = []
+    for name in sorted(out, key=lambda n: names.index(n) if n in names else len(names)):
+        ent = out[name]
+        phys = ent["physical"]
+        group = np.where(phys >= 0, bank_of(phys * CHUNK_BYTES) // (CHUNK_BYTES // BANK_BYTES), -1)
+        ent.update(bank_group=group.astype(np.int64), chunk_bytes=CHUNK_BYTES, line_chunks=LINE_CHUNKS)
+        res.append(ent)
+    return res
+
+
+#: Timeline event kinds of the asynchronous copies and the synchronisation around them (``sim.hb.SyncEvent``).
+ASYNC_EVENTS = frozenset({
+    "cp.async", "cp.async.complete", "commit_group", "wait_group", "mbarrier.init", "arrive", "phase", "wait",
+    "wait.blocked", "tma.issue", "tma.complete", "tma.read", "bulk_commit_group", "bulk_wait_group",
+    "fence.proxy.async", "fence.mbarrier.init", "cta_sync"})
+
+
+def async_timeline(hb, threads: int) -> dict[str, Any]:
+    """The simulator's asynchronous events per warp: copies (issue -> completion -> wait), mbarrier phases,
+    commit groups, and the hang point.
+
+    Parameters
+    ----------
+    hb : tilemagic.sim.hb.HBReport
+        ``result.launch.hb`` of a simulated run: ``timeline`` (``SyncEvent`` in program order, at most
+        ``TIMELINE_CAP``), ``timeline_dropped``, ``hang``.
+    threads : int
+        Threads of the CTA (warps = ``ceil(threads / 32)``).
+
+    Returns
+    -------
+    dict
+        ``warps`` (int), ``barriers`` (names, first-use order), ``events`` (list of dict: ``x`` (position in
+        the timeline), ``kind``, ``warps`` (list of int), ``line``, ``info``), ``copies`` (list of dict:
+        ``kind`` (``cp.async``/``tma.g2s``/``tma.s2g``), ``line``, ``warp`` (issuing warp), ``issue``,
+        ``complete`` (x or None: never completed), ``read`` (x of an S2G's source read, or None), ``wait`` (x
+        of the first wait that observed it, or None), ``barrier``, ``phase``), ``phases`` (list of dict
+        ``barrier``, ``phase`` (the phase number that completed), ``x``), ``groups`` (commit groups: ``x``,
+        ``warps``, ``group``, ``bulk``, ``line``), ``hang`` (None, or ``message``, ``line``, ``x`` (the end),
+        ``blocked`` (``(x, warps, barrier, phase)`` of the waits still blocked)), ``length`` (events drawn)
+        and ``dropped`` (events past the cap).
+
+    Pairing: a completion is matched to the oldest issue of the same kind, description line and issuing
+    warp not completed yet (FIFO; per barrier for TMA loads); a copy's wait is the first later
+    ``wait_group`` of its warp (``cp.async``), ``bulk_wait_group`` of its warp (S2G), or ``wait`` of its
+    barrier that names its phase (G2S).
+    """
+    nwarps = max(1, -(-int(threads) // 32))
+    events, copies, phases, groups, barriers = [], [], [], [], []
+    pending: dict[tuple, list[dict]] = {}
+    for x, ev in enumerate(hb.timeline):
+        if ev.kind not in ASYNC_EVENTS:
+            continue
+        ws = sorted({int(t) // 32 for t in np.asarray(ev.threads).reshape(-1).tolist()})
+        line = ev.span.line if ev.span is not None else None
+        info = dict(ev.info)
+        events.append({"x": x, "kind": ev.kind, "warps": ws, "line": line, "info": info})
+        bar = info.get("barrier")
+        if isinstance(bar, str) and bar not in barriers:
+            barriers.append(bar)
+        kind = {"cp.async": "cp.async", "tma.issue": f"tma.{info.get('direction', 'g2s')}"}.get(ev.kind)
+        if kind is not None:
+            for w in ws:
+                c = {"kind": kind, "line": line, "warp": w, "issue": x, "complete": None, "read": None, "wait": None,
+                     "barrier": bar, "phase": info.get("phase")}
+                copies.append(c)
+                pending.setdefault((kind, line, w, bar if kind == "tma.g2s" else None), []).append(c)
+        elif ev.kind in ("cp.async.complete", "tma.complete", "tma.read"):
+            kind = ("cp.async" if ev.kind == "cp.async.complete" else "tma.s2g" if ev.kind == "tma.read"
+                    else f"tma.{info.get('direction', 'g2s')}")  # (a source read is an S2G's only)
+            field_ = "read" if ev.kind == "tma.read" else "complete"
+            for w in ws:
+                q = [c for c in pending.get((kind, line, w, bar if kind == "tma.g2s" else None), [])
+                     if c[field_] is None]
+                if q:
+                    q[0][field_] = x
+                    if kind == "tma.g2s":
+                        q[0]["phase"] = info.get("phase", q[0]["phase"])
+        elif ev.kind == "phase":
+            phases.append({"barrier": bar, "phase": int(info.get("phase", 0)), "x": x})
+        elif ev.kind in ("commit_group", "bulk_commit_group"):
+            groups.append({"x": x, "warps": ws, "group": info.get("group"), "bulk": ev.kind.startswith("bulk"),
+                           "line": line})
+        if ev.kind in ("wait_group", "bulk_wait_group", "wait"):
+            want = {"wait_group": "cp.async", "bulk_wait_group": "tma.s2g", "wait": "tma.g2s"}[ev.kind]
+            for c in copies:
+                if c["kind"] != want or c["wait"] is not None or c["complete"] is None:
+                    continue
+                if want == "tma.g2s":
+                    if c["barrier"] == bar and c["phase"] == info.get("phase"):
+                        c["wait"] = x
+                elif c["warp"] in ws:
+                    c["wait"] = x
+    hang = None
+    if getattr(hb, "hang", None) is not None:
+        h = hb.hang
+        blocked = [(e["x"], e["warps"], e["info"].get("barrier"), e["info"].get("phase")) for e in events
+                   if e["kind"] == "wait.blocked"]
+        hang = {"message": h.message, "line": h.span.line if h.span is not None else None,
+                "x": len(hb.timeline), "blocked": blocked}
+    return {"warps": nwarps, "barriers": barriers, "events": events, "copies": copies, "phases": phases,
+            "groups": groups, "hang": hang, "length": len(hb.timeline), "dropped": int(hb.timeline_dropped)}
+
+
+def async_pictures(kernel: ir.Kernel | None, launch=None) -> list[str]:
+    """The asynchronous-copy pictures that apply to a kernel (and its launch), in report order.
+
+    ``tma`` when the kernel has a TMA copy, ``swizzle`` when a TMA load or ``cp.async`` has a swizzled
+    destination, ``timeline`` when it has asynchronous copies and ``launch`` carries the simulator's
+    timeline (``launch.hb``).
+    """
+    if not has_async(kernel):
+        return []
+    assert kernel is not None
+    kinds = []
+    if any(isinstance(s, ir.TmaCopy) for s, _ in ir.walk_scoped(kernel.body)):
+        kinds.append("tma")
+    if swizzle_chunks(kernel):
+        kinds.append("swizzle")
+    hb = getattr(launch, "hb", None) if launch is not None else None
+    if hb is not None and hb.timeline:
+        kinds.append("timeline")
+    return kinds

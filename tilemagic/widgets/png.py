@@ -81,11 +81,13 @@ def fragment_png(kernel: ir.Kernel, local: str | ir.Buffer | None = None, instr:
 
 def picture_png(result, kind: str, color_by: str | None = None, instr: int | str | None = None,
                 check: int | str | None = None) -> bytes:
-    """PNG bytes of one picture of ``result`` (``kind`` in tmem / instr / fragment / data).
+    """PNG bytes of one picture of ``result`` (``kind`` in tmem / instr / fragment / data / tma / swizzle /
+    timeline).
 
-    ``tmem`` and ``fragment`` are cached (:func:`heatmap_png`); ``instr`` is the occupancy
-    with one panel per instruction; ``data`` (of ``check``, as in
-    :func:`~tilemagic.widgets.placement.check_data`) depends on the launch and is drawn each time.
+    ``tmem``, ``fragment``, ``tma`` and ``swizzle`` are pictures of the kernel alone, cached on its content
+    (:func:`heatmap_png`); ``instr`` is the occupancy with one panel per instruction; ``data`` (of ``check``,
+    as in :func:`~tilemagic.widgets.placement.check_data`) and ``timeline`` (the simulator's events) depend
+    on the launch and are drawn each time.
 
     Raises
     ------
@@ -98,4 +100,6 @@ def picture_png(result, kind: str, color_by: str | None = None, instr: int | str
         instr = "each" if kind == "instr" else instr if kind == "tmem" or isinstance(instr, int) else None
         return _cached_png(result.kernel, (kind, color_by, instr),
                            lambda: figures.picture_figure(result, kind, color_by=color_by, instr=instr))
+    if kind in ("tma", "swizzle"):  # (the kernel's facts too: its TMA ops, its swizzled destinations)
+        return _cached_png(result.kernel, (kind,), lambda: figures.picture_figure(result, kind))
     return _draw_png(lambda: figures.picture_figure(result, kind, color_by=color_by, instr=instr, check=check))

@@ -21,10 +21,11 @@ from .format import (
     check_overflow,
     dispatch_overflow,
     elided_text,
-    mismatch_lines, split_sections)
-from .placement import tmem_columns
+    mismatch_lines, split_sections, tma_box_phrase)
+from .placement import async_pictures, async_timeline, swizzle_chunks, tma_boxes, tmem_columns
 
 __all__ = [
+    "async_summary_lines",
     "cuda_title",
     "execution_note",
     "is_native_blackwell",
@@ -142,6 +143,40 @@ def _block(title: str, body: str) -> list[str]:
     return [head + "=" * max(3, 78 - len(head)), body.rstrip("\n") if body else "(empty)", ""]
 
 
+def _box_phrase(op) -> str:
+    return (f"{tma_box_phrase(op)}, {op['oob']} elements out of bounds"
+            + ("" if op["determined"] else " (some not static)"))
+
+
+def async_summary_lines(result) -> list[str]:
+    """The text report's "Asynchronous copies" lines: each TMA op's boxes (:func:`~tilemagic.widgets.placement.
+    tma_boxes`), each swizzled destination (:func:`~tilemagic.widgets.placement.swizzle_chunks`), the
+    simulator's timeline in numbers (:func:`~tilemagic.widgets.placement.async_timeline`), and the pictures
+    that show them; empty without asynchronous copies."""
+    k = result.kernel
+    kinds = async_pictures(k, result.launch)
+    if not kinds:
+        return []
+    out = []
+    for op in tma_boxes(k):
+        tm = op["tmap"]
+        arrow = f"{tm.buf.name} -> {op['smem']}" if op["direction"] == "g2s" else f"{op['smem']} -> {tm.buf.name}"
+        out.append(f"L{op['line']} {op['variant']} {op['direction'].upper()} {arrow}: {tm.name} dims "
+                   f"{list(tm.dims)}, {_box_phrase(op)}")
+    for sw in swizzle_chunks(k):
+        n = int((sw["physical"] >= 0).sum())
+        out.append(f"{sw['buffer']}: {n} 16-byte chunks swizzled ({sw['via']}: {sw['how']})")
+    if "timeline" in kinds:
+        tl = async_timeline(result.launch.hb, int(k.threads))
+        line = (f"timeline: {len(tl['copies'])} copy issue(s) by warp, {len(tl['phases'])} mbarrier phase(s) "
+                f"completed, {len(tl['groups'])} commit group(s)")
+        if tl["hang"]:
+            line += f"; would hang at L{tl['hang']['line']}"
+        out.append(line)
+    out.append("pictures: " + ", ".join(f"result.heatmap(kind={kd!r})" for kd in kinds))
+    return out
+
+
 # ----------------------------------------------------------------------------- report
 def render_text(result) -> str:
     """The deterministic plain-text report of one ``%%tilecopy`` result.
@@ -206,6 +241,11 @@ def render_text(result) -> str:
         tbody = [f"allocated {int(k.tmem_cols)} of 512 32-bit columns × 128 lanes"]
         tbody += _table([("buffer", "dtype", "shape", "datapath", "columns")] + tmem_summary_rows(k))
         lines += _block("TMEM", "\n".join(tbody))
+
+    if k is not None:
+        asy = async_summary_lines(result)
+        if asy:
+            lines += _block("Asynchronous copies", "\n".join(asy))
 
     if result.warnings:
         shown = capped_list([f"- {elided_text(w, 'result.warnings')}" for w in result.warnings[:MAX_LISTED]],

@@ -32,17 +32,19 @@ import ipywidgets as W
 from . import figures
 from . import html as H
 from .format import instr_label, split_lines
-from .placement import tmem_occupancy
+from .placement import async_pictures, tmem_occupancy
 from .png import picture_png
 from .text import uses_tmem
 
-__all__ = ["HEATMAP_TABS", "TAB_TITLES", "HeatmapPane", "WidgetView"]
+__all__ = ["ASYNC_TABS", "HEATMAP_TABS", "TAB_TITLES", "HeatmapPane", "WidgetView"]
 
 #: Tab titles in order ("CUDA (emulated)" only when the result has an emulated source).
 TAB_TITLES = ("Description", "Dispatch", "IR", "CUDA", "CUDA (emulated)", "PTX", "Heatmaps", "Launch")
 #: The picture kinds of the Heatmaps tab: (button label, kind).
 HEATMAP_TABS = (("TMEM occupancy", "tmem"), ("per instruction", "instr"), ("register fragment", "fragment"),
                 ("round-trip data", "data"))
+#: The pictures of asynchronous copies, offered where they apply (:func:`~tilemagic.widgets.placement.async_pictures`).
+ASYNC_TABS = (("TMA boxes", "tma"), ("swizzle", "swizzle"), ("async timeline", "timeline"))
 _NONE = 0  # the selector's "no line" value (description lines are 1-based)
 _ALL = -1  # the instruction selector's "all instructions" value (a Dropdown shows a None value as blank)
 _HIGHLIGHTED = ("Description", "IR", "CUDA", "CUDA (emulated)", "PTX")  # panes that follow the line selector
@@ -83,6 +85,8 @@ class HeatmapPane(W.VBox):
             kinds.append(HEATMAP_TABS[3])
         checks = ([(f"check {c.text} ({c.status})", i) for i, c in enumerate(launch.checks)]
                   if kinds[-1][1] == "data" else [("-", None)])
+        applies = async_pictures(result.kernel, launch)
+        kinds += [tab for tab in ASYNC_TABS if tab[1] in applies]
         self.kind = W.ToggleButtons(options=kinds, value="tmem", description="picture")
         self.color_by = W.Dropdown(options=list(figures.COLOR_BY),
                                    value=result.options.color_by, description="colour by")
