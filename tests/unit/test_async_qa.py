@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pytest
 
 import tilemagic
 from tilemagic.errors import TileSyntaxError
+from tilemagic.ir import nodes as ir
 from tilemagic.sim import interpreter
+from tilemagic.sim.interpreter import Simulator
 
 
 def _run(src: str, batched: bool = True):
@@ -55,6 +58,39 @@ def test_a_group_count_past_a_64_bit_ptx_constant_is_a_located_error(stmt):
     # the largest legal constant still parses and runs (it waits for none of the groups)
     res = _run(_cell("commit_group", f"wait_group {2**64 - 1}"))
     assert res.launch.hb.clean
+
+
+def test_a_misaligned_small_box_does_not_stop_the_search_for_the_larger_legal_one():
+    # Before (main 5358bae): the prefix search declined at its first candidate (box = one 64-byte row of an atom,
+    # issues stepping the shared address by 64 B, which the H200 faults on) with `stage=shared-pointer`, and never
+    # reached the whole-tile box, which is legal: 32x32 bf16 atoms at 2048-byte steps, 64B swizzle, one issue.
+    src = "\n".join([
+        "kernel qa threads=128", "global A: bfloat16[32, 512] = arange", "global B: bfloat16[32, 512] = zeros",
+        "shared S: bfloat16[32, 256] @ swizzle(3, 2, 3, S[(32, 8, 32) : (32, 1024, 1)])", "mbarrier full count=1",
+        "if tx == 0: arrive full expect_tx=auto", "if tx == 0: thread.copy_async S <- A[0:32, 256:512] mbar=full",
+        "wait full phase 0", "wg.copy B[0:32, 256:512] <- S", "check B[0:32, 256:512] == A[0:32, 256:512]"]) + "\n"
+    for batched in (True, False):
+        res = _run(src, batched)
+        assert res.dispatch[0].chosen == "tma_auto"
+        assert res.launch.passed and res.launch.hb.clean, _msgs(res)
+    (copy,) = [s for s in ir.walk(res.kernel.body) if isinstance(s, ir.TmaCopy)]
+    tm = copy.tmap
+    # the descriptor by hand: dim 0 = the 32 columns of an atom, dim 1 = the 32 rows (1024 B apart), dim 2 = the 16
+    # atoms of a row (64 B apart); the tile's 8 atoms start at atom 8; 64B swizzle
+    assert (tm.dtype, tm.dims, tm.strides, tm.box, tm.swizzle) == ("BFLOAT16", (32, 32, 16), (1024, 64), (32, 32, 8), 2)
+    assert [int(c.value) for c in copy.coords] == [0, 0, 8] and copy.smem_offset == 0
+    assert "expect_tx=auto: 16384 B per arriving thread" in res.ir
+    # where each element lands, read from PTX ISA 9.0 §5.5 (box-linear, dimension 0 fastest) and §5.5.7 (64B
+    # swizzle: address bits [7, 9) XORed into [4, 6)), against the layout's own placement of A[r, 256 + c]
+    r, c = np.meshgrid(np.arange(32), np.arange(256), indexing="ij")
+    lin = (c % 32) + 32 * r + 1024 * (c // 32)
+    a = 2 * lin
+    a = a ^ (((a >> 7) & 3) << 4)
+    sim = Simulator(res.kernel, res.launch.inputs)
+    sim.run()
+    got = sim.mem["S"].view(np.uint16)[a // 2]
+    want = np.ascontiguousarray(res.launch.inputs["A"]).view(np.uint16).reshape(32, 512)[:, 256:]
+    assert np.array_equal(got, want)
 
 
 # --------------------------------------------------------------------------------------------- left for the lead
