@@ -62,6 +62,8 @@ _LAYOUT_HINT = (
     "`datapath(B)`, `frag(32x32b)`, `swizzle(3, 3, 3)`"
 )
 _MAX_INT_DIGITS = 1000
+#: The largest unsigned PTX integer constant (PTX ISA 9.0 §4.5.1: integer constants are 64 bits).
+_PTX_INT_MAX = 2**64 - 1
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FENCE = re.compile(r"[ \t]*fence[ \t]*\.[ \t]*proxy[ \t]*\.[ \t]*async(?![A-Za-z0-9_])")
@@ -745,6 +747,12 @@ def _group(ln: _Line, tree: Tree) -> A.GroupStmt:
     n_tok = tree.children[1]
     n = ln.int(n_tok, "the number of pending groups", minimum=0,
                hint="`wait_group N` waits until at most N of the thread's newest groups are pending (0: all done)")
+    if n > _PTX_INT_MAX:
+        # the N of cp.async{.bulk}.wait_group is an integer constant in the PTX text: 64 bits (PTX ISA 9.0 §4.5.1);
+        # a larger one is "Constant overflow" in ptxas, so the kernel shown would never build
+        ln.error("the number of pending groups must fit a 64-bit PTX constant (at most 2**64 - 1), "
+                 f"got {_show(str(n_tok))}", ln.tok(n_tok),
+                 hint="any N at least the number of groups committed so far waits for none of them")
     read = bulk and tree.children[2] is not None
     return A.GroupStmt("wait", bulk, n, read, ln.node(tree))
 

@@ -430,14 +430,23 @@ def _validate_shared_mapping(plan: TmaPlan, s_eb: int, numel: int) -> None:
         if ax.smem_stride != covered:
             _auto_fail("issue-coverage", f"issue axis={k} stride={ax.smem_stride} does not follow the covered "
                                          f"prefix={covered}")
-        if ax.extent > 1 and (ax.smem_stride * s_eb) % align:
-            _auto_fail("shared-pointer", f"issue axis={k} advances the shared address by {ax.smem_stride * s_eb}B: "
-                                         f"each TMA box's shared address must be {align}B aligned (misaligned "
-                                         f"address on sm_90a)")
         covered *= ax.extent
     if covered != numel:
         _auto_fail("issue-coverage", f"issue loops plus one box cover {covered} shared elements, but the sliced "
                                      f"region contains {numel}")
+
+
+def _misaligned_issue(plan: TmaPlan, s_eb: int) -> str | None:
+    """Why an issue axis of ``plan`` steps a box's shared address off the 128-byte (or swizzle-atom) alignment every
+    TMA box needs (tilemagic, unlike TVM 0.27: the H200 faults with a misaligned address), or None.  A candidate of
+    the prefix search that breaks it is not legal, like one whose descriptor breaks a rule: the search goes on to
+    the larger boxes, which step by more."""
+    align = max(hw.SWIZZLE_MODES[plan.swizzle].atom, hw.SHARED_MIN_ALIGN)
+    for k, ax in enumerate(plan.issue_axes):
+        if ax.extent > 1 and (ax.smem_stride * s_eb) % align:
+            return (f"issue axis={k} advances the shared address by {ax.smem_stride * s_eb}B: each TMA box's shared "
+                    f"address must be {align}B aligned (misaligned address on sm_90a)")
+    return None
 
 
 def _issue_dims(plan: TmaPlan) -> set[int]:
@@ -600,11 +609,15 @@ def plan_auto(op: CopyOp, ctx: DispatchContext) -> tuple[TmaPlan, _Config, str]:
     sm = sm_number(ctx.target.arch)
     best: TmaPlan | None = None
     last: list[hw.Finding] = []
+    misaligned: str | None = None
     for p in range(1, len(order) + 1):
         raw = _spec_for_prefix(p, order, iters, gts, dtype=dtype, eb=g.buf.elem_bytes, smem_offset=offset,
                                swizzle=mode, numel=s.numel)
         _validate_shared_mapping(raw, s.buf.elem_bytes, s.numel)
         fixed, bad = _repair(raw, sm)
+        why = _misaligned_issue(fixed, s.buf.elem_bytes) if fixed is not None else None
+        if why is not None:
+            fixed, bad, misaligned = None, [], why
         if fixed is None:
             last = bad
             if best is not None:
@@ -612,6 +625,8 @@ def plan_auto(op: CopyOp, ctx: DispatchContext) -> tuple[TmaPlan, _Config, str]:
             continue
         best = fixed
     if best is None:
+        if misaligned is not None:
+            _auto_fail("shared-pointer", misaligned + (f"; no larger box is legal ({_details(last)})" if last else ""))
         _auto_fail("prefix-search", _details(last) if last else "no legal shared-memory prefix")
     return replace(best, oob_fill=cfg.oob_fill), cfg, direction
 
