@@ -98,15 +98,18 @@ _STORE = ("wg.copy S <- A[0:64, :]", "cta_sync", "{fence}", "if tx == 0: thread.
           "if tx == 0: bulk_commit_group", "if tx == 0: bulk_wait_group 0", "check B[64:128, :] == A[0:64, :]")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a fence.proxy.async on the causality path from the generic writes to the TMA store (here: the issuing thread's, "
-    "after the cta_sync that orders every writer before it) orders them for the async proxy (PTX ISA 9.0 memory model, "
-    "proxy-preserved base causality order; §9.7.13.4), but sim/hb.py keeps only each writer's own last fence "
-    "(Tracker._fence) and reports 'no fence.proxy.async by thread 1'. Needs the fence carried through the clocks."))
 def test_a_fence_by_the_issuer_after_the_barrier_orders_every_writer_for_the_tma_store():
     res = _run(_cell(*[s.format(fence="if tx == 0: fence.proxy.async") for s in _STORE]))
     assert res.launch.passed
     assert res.launch.hb.clean, _msgs(res)
+
+
+def test_a_fence_by_the_issuer_before_the_barrier_orders_only_its_own_writes():
+    # thread 0 fences before the cta_sync: the other writers' stores are not yet ordered before its fence
+    body = ["wg.copy S <- A[0:64, :]", "if tx == 0: fence.proxy.async", "cta_sync",
+            *_STORE[3:]]
+    msgs = _msgs(_run(_cell(*body)))
+    assert any("async-proxy read of generic writes on S" in m and "thread 0 wrote" not in m for m in msgs), msgs
 
 
 def test_no_fence_at_all_before_the_tma_store_is_flagged():

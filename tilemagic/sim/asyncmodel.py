@@ -554,7 +554,7 @@ class AsyncModel:
         data = self.sim.mem[s.smem.name][_bytes_at(src_off, eb)] if src_off.size else np.zeros((0, eb), np.uint8)
         ini: np.ndarray | bool = True
         if src_off.size:
-            hb.proxy_read(s.smem, src_off, eb, s.span, "the TMA store")
+            hb.proxy_read(s.smem, src_off, eb, s.span, "the TMA store", issuer=t)
             ini = np.asarray(hb.read(s.smem, src_off, t, s.span, eb)).reshape(-1)
             hb.write(tm.buf, dst_off, t, s.span, ini if not np.all(ini) else True, nbytes=eb)
         op_r = hb.async_op("the TMA store reads", s.span, "its thread's covering `bulk_wait_group ... read` "

@@ -482,6 +482,7 @@ class Tracker:
         self._agent_name = {a: name for name, a in self.agents.items()}
         self.known = np.zeros((nthreads, nthreads + len(self.agents)), np.int32)  # known[t, w] (at least _floor)
         self._fence = np.zeros(nthreads, np.int32)  # the event of each thread's last fence.proxy.async
+        self._fence_known: dict[int, np.ndarray] = {}  # thread -> what it knew at its last fence.proxy.async
         #: descriptions of asynchronous copies: (what it does, its span, the completion it waits for)
         self._async_ops: list[tuple[str, Span | None, str]] = []
         self._floor = 0  # the last cta_sync of every thread: every entry of known is at least this (O(1) to raise)
@@ -1393,11 +1394,18 @@ class Tracker:
         """``fence.proxy.async.shared::cta`` of ``tids`` (PTX ISA 9.0 §9.7.13.4): their generic writes so far become
         visible to the async proxy."""
         self.G += 1
-        self._fence[np.asarray(tids, np.int64)] = self.G
+        tids = np.asarray(tids, np.int64).reshape(-1)
+        self._fence[tids] = self.G
+        rows = np.maximum(self.known[tids], self._floor)
+        for t, row in zip(tids.tolist(), rows):
+            self._fence_known[t] = row
 
-    def proxy_read(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, span: Span | None, what: str) -> None:
+    def proxy_read(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, span: Span | None, what: str,
+                   issuer: int | None = None) -> None:
         """An async-proxy read (``what``: a TMA store's source) of shared bytes: each generic-proxy write it reads
-        must be followed by a ``fence.proxy.async`` of its writer (PTX ISA 9.0 §9.7.13.4, §9.7.9.25.2); a missing
+        must be followed by a ``fence.proxy.async`` of its writer, or of the issuing thread ``issuer`` once the write
+        is ordered before it (the fence on the causality path from the write to the issue: PTX ISA 9.0 §9.7.13.4,
+        §9.7.9.25.2; a barrier then the issuer's fence, as well as the writers' fences then a barrier); a missing
         fence is a hazard at both lines (the barrier that orders the writer before the issue is the race check's)."""
         sp, u, _ = self._async_units(buf, off, nbytes)
         if sp is not None and sp.busy_w is not None:  # (bytes an async copy has in flight are written by no generic
@@ -1413,6 +1421,15 @@ class Tracker:
             members = np.nonzero(self._sets[-2 - int(code)])[0]
             fence[w == code] = int(self._fence[members].min())
         bad = fence <= stamp
+        row = self._fence_known.get(int(issuer)) if issuer is not None else None
+        if row is not None and bad.any():  # the issuer's own last fence, after the write was ordered before it
+            single = bad & real
+            bad[single] = row[w[single]] <= stamp[single]
+            for code in np.unique(w[bad & (w <= -2)]):
+                members = np.nonzero(self._sets[-2 - int(code)])[0]
+                if int(row[members].min()) > 0:
+                    sel = bad & (w == code)
+                    bad[sel] = int(row[members].min()) <= stamp[sel]
         for i in _first_per(a, bad):
             wi = int(w[i])
             writer = wi if wi >= 0 else int(np.nonzero(self._sets[-2 - wi])[0][0])
