@@ -56,7 +56,8 @@ def tma_cell(name: str, rows: int, cols: int, smem: str = "", stages: int = 1, t
     for k in range(stages):
         r = f"{k * rows}:{(k + 1) * rows}, :"
         head += [f"shared S{k}: float16[{rows}, {cols}]{lay}", f"mbarrier full{k} count=1"]
-        loads += [f"if tx == 0: arrive full{k} expect_tx=auto", f"if tx == 0: thread.copy_async S{k} <- A[{r}] mbar=full{k}"]
+        loads += [f"if tx == 0: arrive full{k} expect_tx=auto",
+                  f"if tx == 0: thread.copy_async S{k} <- A[{r}] mbar=full{k}"]
         stores += [f"wait full{k} phase 0", f"if tx == 0: thread.copy_async B[{r}] <- S{k}"]
     tail = ["if tx == 0: bulk_commit_group", "if tx == 0: bulk_wait_group 0", "check B == A"]
     return "\n".join(head + loads + stores + tail) + "\n"
