@@ -43,11 +43,13 @@ TMA_TARGET = 0.97  # issue 13: TMA G2S + S2G of a 1 GiB tensor through shared me
 LDGSTS_TARGET = 0.95  # issue 13: cp.async (ldgsts) of the same
 
 
-def tma_cell(name: str, rows: int, cols: int, smem: str = "", stages: int = 1, threads: int = 32) -> str:
+def tma_cell(name: str, rows: int, cols: int, smem: str = "", stages: int = 1, threads: int = 32,
+             read: bool = False) -> str:
     """A TMA round trip of the whole ``float16[stages * rows, cols]`` tile: per stage one elected thread issues the
     G2S box (``tma_auto``, its own mbarrier, ``expect_tx=auto``), then, stage by stage, waits for its phase and
     issues the S2G copy (one bulk group, waited for at the end), so the next stage's load overlaps this one's
-    store."""
+    store.  ``read``: the end waits only until the shared tile has been read (``bulk_wait_group 0 read``, as
+    CUTLASS's epilogue ends): the CTA exits, and frees its shared memory, while its writes are in flight."""
     lay = f" @ {smem}" if smem else ""
     n = stages * rows
     head = [f"kernel {name} threads={threads}", f"global A: float16[{n}, {cols}] = random",
@@ -59,7 +61,8 @@ def tma_cell(name: str, rows: int, cols: int, smem: str = "", stages: int = 1, t
         loads += [f"if tx == 0: arrive full{k} expect_tx=auto",
                   f"if tx == 0: thread.copy_async S{k} <- A[{r}] mbar=full{k}"]
         stores += [f"wait full{k} phase 0", f"if tx == 0: thread.copy_async B[{r}] <- S{k}"]
-    tail = ["if tx == 0: bulk_commit_group", "if tx == 0: bulk_wait_group 0", "check B == A"]
+    tail = ["if tx == 0: bulk_commit_group", f"if tx == 0: bulk_wait_group 0{' read' if read else ''}",
+            "check B == A"]
     return "\n".join(head + loads + stores + tail) + "\n"
 RERUN_TARGET_MS = 30.0
 
@@ -95,6 +98,13 @@ def cells(quick: bool):
         # issue 13: the asynchronous copies, 1 GiB per tensor, against the same copy in the same run
         ("tma 256x64 f16 swizzle(3,3,3) (32 KiB: one 128B-swizzled box per CTA)",
          tma_cell("tma1", 256, 64, "swizzle(3, 3, 3)"), GIB, TMA_TARGET),
+        ("tma 256x64 f16 swizzle(3,3,3), bulk_wait_group 0 read at the end",
+         tma_cell("tma1r", 256, 64, "swizzle(3, 3, 3)", read=True), GIB, TMA_TARGET),
+        ("tma 256x64 f16 swizzle(3,3,3), cta512 (at most 4 CTAs per SM)",
+         tma_cell("tma1t", 256, 64, "swizzle(3, 3, 3)", threads=512), GIB, TMA_TARGET),
+        ("tma 256x64 f16 swizzle(3,3,3), cta1024 (at most 2 CTAs per SM)",
+         tma_cell("tma1u", 256, 64, "swizzle(3, 3, 3)", threads=1024), GIB, TMA_TARGET),
+        ("tma 128x64 f16 swizzle(3,3,3) (16 KiB)", tma_cell("tmah", 128, 64, "swizzle(3, 3, 3)"), GIB, TMA_TARGET),
         ("tma 2 x 128x64 f16 swizzle(3,3,3) (32 KiB: two boxes, two mbarriers)",
          tma_cell("tma2", 128, 64, "swizzle(3, 3, 3)", stages=2), GIB, TMA_TARGET),
         ("tma 64x256 f16 (32 KiB: one box of 512-byte rows, no swizzle)", tma_cell("tmaw", 64, 256), GIB,
