@@ -16,6 +16,10 @@ Rows:
 * reg, ldstmatrix and fallback cells (the fallback on 256 MiB: it is meant to be slow, the row shows by how much);
 * TMEM round trips: on a GPU without tensor memory (the H200) they run the *emulation*: TMEM in global memory,
   256 KiB of scratch per CTA (so the grid is capped at 4096 CTAs); those rows measure the emulation;
+* the asynchronous copies (issue 13) on 1 GiB per tensor: ``tma`` (G2S with an mbarrier + S2G with a bulk group,
+  the grid form's tensor maps over the whole replicated buffers: target >= 0.97 of the copy) and ``ldgsts``
+  (``cp.async`` + ``commit_group`` / ``wait_group 0`` + ``cta_sync`` + the copy back: target >= 0.95); the TMA
+  rows vary the tile, the boxes, the final wait and the CTA size (resident CTAs per SM);
 * the compile cache: a cold compile (empty cache directory: CuPy's ``$CUPY_CACHE_DIR`` is set to a fresh one),
   the re-run of the unchanged cell (memory hit; whole ``tilecopy`` wall time, target <= 30 ms + kernel), and a
   restarted worker (CuPy's disk cache: no NVRTC, under half the cold compile).
