@@ -27,6 +27,7 @@ class DevArray(np.ndarray):
 
         p = Ptr()
         p.owner = owner
+        p.ptr = owner.__array_interface__["data"][0]  # the host address stands in for the device pointer
         return p
 
 

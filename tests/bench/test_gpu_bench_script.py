@@ -18,6 +18,7 @@ from numpy_cupy import numpy_cupy
 
 from tilemagic.errors import LaunchError
 from tilemagic.runtime import launch as rt_launch
+from tilemagic.runtime import tensormap as rt_tensormap
 from tilemagic.runtime import worker as rt_worker
 from tilemagic.runtime.device import DeviceStatus
 
@@ -69,12 +70,20 @@ class FakeGpu:
         return Worker()
 
 
+class FakeDriver:
+    """cuda-bindings' driver for the TMA rows: every tensor map encodes (to 16 zero words)."""
+
+    def __getattr__(self, name):
+        return lambda *a: (0, type("Map", (), {"opaque": [0] * 16})()) if name == "cuTensorMapEncodeTiled" else a[0]
+
+
 @pytest.fixture
 def gpu_bench(monkeypatch, tmp_path, request):
     cupy, _ = numpy_cupy({})
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     fake = FakeGpu(getattr(request, "param", None))
     monkeypatch.setattr(rt_launch, "compile_cupy", fake.compile)
+    monkeypatch.setattr(rt_tensormap, "driver", lambda: FakeDriver())  # the TMA rows' tensor maps
     worker = fake.worker()
     monkeypatch.setattr(rt_worker, "get_worker", lambda: worker)
     monkeypatch.setattr(rt_worker, "set_worker", lambda w: None)
@@ -95,7 +104,7 @@ def test_gpu_bench_runs_every_row(gpu_bench, tmp_path, capsys):
     printed = capsys.readouterr().out
     payload = json.loads(out.read_text())
     names = [name for name, *_ in script.cells(False)]
-    assert list(payload["bench"]) == names and len(names) == 12
+    assert list(payload["bench"]) == names and len(names) == 22
     for name, t in payload["bench"].items():
         assert t["passed"] and t["vs_cupy_copy"] > 0 and t["ctas"] >= 1, name
         assert ("note" in t) == ("TMEM" in name or "tmem" in name), name
@@ -104,7 +113,7 @@ def test_gpu_bench_runs_every_row(gpu_bench, tmp_path, capsys):
         assert (c["cold"]["cache"], set(c["rerun_cache"]), c["restarted"]["cache"]) == ("compiled", {"memory"}, "compiled")
         assert c["restarted"]["ms"] < 0.5 * c["cold"]["ms"]
     assert payload["device"] == "Fake H200 (CC 9.0)" and payload["cache_dir"].startswith("/")
-    assert printed.count("| bench ") == 12 and printed.count("| cache ") == 6
+    assert printed.count("| bench ") == 22 and printed.count("| cache ") == 6
     assert {b for _, b, _ in fake.launches} == {True, False}
     assert all(n for _, b, n in fake.launches if b)  # every bench launch names its size
 
@@ -118,5 +127,5 @@ def test_a_failing_cell_is_a_row_and_the_rest_runs(gpu_bench, tmp_path, capsys):
     failed = [n for n, t in bench.items() if "error" in t]
     assert failed == ["fallback cta256 33x64 f32, one thread copies"]
     assert "NVRTC could not compile kernel 'fb'" in bench[failed[0]]["error"]
-    assert all(t["passed"] for n, t in bench.items() if n not in failed) and len(bench) == 12
+    assert all(t["passed"] for n, t in bench.items() if n not in failed) and len(bench) == 22
     assert "| bench   | fallback cta256 33x64 f32, one thread copies: FAILED" in capsys.readouterr().out

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 
 from ..caches import register_cache
@@ -63,7 +63,12 @@ class CudaSource:
     uses_tcgen05 : bool
         The native source needs ``-arch=sm_100a`` (or another CC 10.x ``a`` target).
     tensormaps : tuple of TensorMap
-        ``const __grid_constant__ CUtensorMap`` parameters after the global buffers, encoded by the launch.
+        ``const __grid_constant__ CUtensorMap`` parameters after the global buffers, encoded by the launch (in
+        the grid form each over the whole replicated buffer, one dimension more:
+        :func:`tilemagic.runtime.tensormap.grid_map`).
+    grid_refused : str or None
+        ``generate(..., grid=True)`` of a kernel without a grid form (:func:`grid_refusal`): this is the
+        single-CTA source (``grid`` False), and the reason ``--bench`` times one CTA.
     """
 
     text: str
@@ -79,6 +84,8 @@ class CudaSource:
     writes: tuple[str, ...] = ()
     #: the kernel's tensor maps, in parameter order after the global buffers (the launch encodes each)
     tensormaps: tuple[ir.TensorMap, ...] = ()
+    #: asked for the grid form but this kernel has none (:func:`grid_refusal`): the single-CTA source, and why
+    grid_refused: str | None = None
 
 
 def translation_unit(texts) -> str:
@@ -341,24 +348,54 @@ def _shared_addr(buf: ir.Buffer, byte_offset: int = 0) -> str:
     return f'"r"((uint32_t)__cvta_generic_to_shared({ptr}))'
 
 
+class _KernelLines(Lines):
+    """The generator's lines, plus whether they are the ``--bench`` grid form (:func:`generate`)."""
+
+    def __init__(self, threads: int, grid: bool) -> None:
+        super().__init__(threads)
+        self.grid = grid
+
+
+def grid_refusal(kernel: ir.Kernel) -> str | None:
+    """Why ``kernel`` has no ``--bench`` grid form, or None when it has one.
+
+    In the grid form every tensor map gains an outermost dimension over the CTAs (:func:`_tma_copy`), so a map
+    of rank :data:`tilemagic.arch.tma.MAX_RANK` (5, the most ``cuTensorMapEncodeTiled`` encodes) cannot be
+    replicated.
+    """
+    full = [m.name for m in kernel.tensormaps if m.rank + 1 > tma_hw.MAX_RANK]
+    if full:
+        maps = f"tensor map {full[0]} has" if len(full) == 1 else f"tensor maps {', '.join(full)} have"
+        return (f"--bench timed one CTA: {maps} rank {tma_hw.MAX_RANK}, and the grid form "
+                f"needs one more dimension over the CTAs (cuTensorMapEncodeTiled encodes rank <= {tma_hw.MAX_RANK})")
+    return None
+
+
 def _tma_copy(L: Lines, s: ir.TmaCopy, src) -> None:
     """``cp.async.bulk.tensor`` of tile mode (PTX ISA 9.0 §9.7.9.25.5.2): the map operand is the generic address of
     the ``__grid_constant__`` parameter, coordinates ``.s32`` in CUDA order, the policy of ``.L2::cache_hint`` a
-    64-bit operand (:data:`tilemagic.arch.tma.CACHE_HINTS`)."""
-    r = s.tmap.rank
+    64-bit operand (:data:`tilemagic.arch.tma.CACHE_HINTS`).
+
+    In the ``--bench`` grid form the map the launch encodes has one more, outermost dimension over the CTAs
+    (:func:`tilemagic.runtime.tensormap.grid_map`), so the copy is of rank + 1 with the extra coordinate
+    ``blockIdx.x``: CTA ``b`` moves the box of tile ``b``.
+    """
+    grid = isinstance(L, _KernelLines) and L.grid
+    r = s.tmap.rank + grid
+    chain = s.chain.replace(f".{s.tmap.rank}d.", f".{r}d.", 1)
     coords = ", ".join(f"%{k + 2}" if s.direction == "g2s" else f"%{k + 1}" for k in range(r))
-    cins = [f'"r"((int){cexpr(c)})' for c in s.coords]
+    cins = [f'"r"((int){cexpr(c)})' for c in s.coords] + (['"r"((int)blockIdx.x)'] if grid else [])
     tmap = f'"l"((uint64_t)&{s.tmap.name})'
     hint = ".L2::cache_hint" if s.cache_hint else ""
     policy = [f'"l"((uint64_t){tma_hw.CACHE_HINTS[s.cache_hint]:#x}ull)'] if s.cache_hint else []
     if s.direction == "g2s":
         assert s.mbar is not None
         tail = f", %{r + 3}" if s.cache_hint else ""
-        _asm(L, f"{s.chain}{hint} [%0], [%1, {{{coords}}}], [%{r + 2}]{tail};", [],
+        _asm(L, f"{chain}{hint} [%0], [%1, {{{coords}}}], [%{r + 2}]{tail};", [],
              [_shared_addr(s.smem, s.smem_offset), tmap, *cins, _shared_addr(s.mbar), *policy], src)
     else:
         tail = f", %{r + 2}" if s.cache_hint else ""
-        _asm(L, f"{s.chain}{hint} [%0, {{{coords}}}], [%{r + 1}]{tail};", [],
+        _asm(L, f"{chain}{hint} [%0, {{{coords}}}], [%{r + 1}]{tail};", [],
              [tmap, *cins, _shared_addr(s.smem, s.smem_offset), *policy], src)
 
 
@@ -488,11 +525,17 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         global buffer's :func:`grid_stride`; the emulation's ``tm_scratch`` and
         ``tm_status`` sizes), so CTA ``b`` moves tile ``b`` of buffers holding
         ``gridDim.x`` tiles one after another, with its own emulated TMEM.  The tile's
-        code is unchanged.
+        code is unchanged but for its TMA copies, which take the extra outermost
+        coordinate ``blockIdx.x`` of maps encoded over the whole replicated buffer
+        (:func:`_tma_copy`).  A kernel without a grid form (:func:`grid_refusal`: a
+        rank-5 map) gets the single-CTA source with ``grid_refused`` set.
     """
+    refusal = grid_refusal(kernel) if grid else None
+    if refusal:
+        return replace(generate(kernel, mode, arch=arch, strict=strict), grid_refused=refusal)
     tc = uses_tcgen05(kernel)
     emulated = mode == "emulated"
-    L = Lines(kernel.threads)
+    L = _KernelLines(kernel.threads, grid)
     head = (f"native tcgen05 inline PTX; build for {arch} only (NVRTC -arch={arch}, or "
             f"nvcc -gencode arch=compute_{arch[3:]},code={arch})") if (tc and not emulated) else (
         "TMEM emulated in global memory (tilemagic/codegen/tmem_emulation.cuh)" if emulated else

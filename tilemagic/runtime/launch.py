@@ -27,7 +27,7 @@ from ..errors import LaunchError
 from ..ir.nodes import bits_view
 from .device import DeviceStatus, probe
 from .nvrtc import arch_for_device, compile_cupy, cupy_options
-from .tensormap import encode_all
+from .tensormap import encode_all, grid_map
 
 if TYPE_CHECKING:
     from ..codegen.cuda import CudaSource
@@ -254,7 +254,10 @@ def _grid_times(cupy, kernel, src: CudaSource, host: Mapping[str, np.ndarray],
         arr[:, : bits.size] = cupy.asarray(bits)
         dev.append(arr)
     extras = [cupy.zeros(ctas * int(n), dtype=np.dtype(dt)) for (_, dt, n) in src.extra_params]
-    args = tuple(dev) + tuple(extras)
+    # each tensor map over its whole replicated buffer, one dimension more over the CTAs (runtime/tensormap.py)
+    maps = encode_all([grid_map(m, ctas) for m in src.tensormaps],
+                      {b.name: arr.data.ptr for b, arr in zip(src.params, dev)}) if src.tensormaps else []
+    args = tuple(dev) + tuple(maps) + tuple(extras)
 
     def launch():
         kernel((ctas,), (int(src.threads),), args)
@@ -385,8 +388,11 @@ def run_on_gpu(
         ``repeats``, ``warmup``, ``gb_per_s``, the CuPy device-to-device copy of the same
         bytes (``cupy_memcpy_us``, ``cupy_copyto_us``, ``cupy_copy_gb_per_s`` of the
         faster), ``vs_cupy_copy`` (``gb_per_s`` over it) and, for emulated TMEM, a
-        ``note``.  Without ``bench_sources`` the single CTA is timed
-        (``median_us``, ``min_us``, ``repeats``, ``warmup``).
+        ``note``.  Without ``bench_sources``, or when the kernel has no grid form
+        (``CudaSource.grid_refused``, then in ``note``), the single CTA is timed
+        (``median_us``, ``min_us``, ``repeats``, ``warmup``).  A TMA kernel's grid
+        form gets its tensor maps encoded over the grid buffers
+        (:func:`~tilemagic.runtime.tensormap.grid_map`).
     bench_sources : (CudaSource, CudaSource or None), optional
         The ``grid=True`` forms of ``native`` and ``emulated``.
     bench_bytes : int, optional
@@ -422,8 +428,11 @@ def run_on_gpu(
     cinfo: dict = {}
     kernel = compile_cupy(src, arch, info=cinfo)
     gsrc = gkernel = None
-    if bench and bench_sources is not None and not src.tensormaps:  # a map names one tile: no grid form yet
+    single_note = None
+    if bench and bench_sources is not None:
         gsrc = bench_sources[1] if how == "emulated" else bench_sources[0]
+        if gsrc is not None and gsrc.grid_refused:  # no grid form (a rank-5 tensor map): one CTA, and why
+            single_note, gsrc = gsrc.grid_refused, None
         gkernel = compile_cupy(gsrc, arch) if gsrc is not None else None
 
     import cupy  # lazy
@@ -469,6 +478,8 @@ def run_on_gpu(
     elif bench:
         try:
             timing = _bench(cupy, launch, extras, BENCH_WARMUP, BENCH_REPEATS)
+            if single_note:
+                timing["note"] = single_note
             final = extras[names.index("tm_status")].get().tolist() if tm_status is not None else None
         except Exception as exc:
             raise _cuda_error(src.kernel_name, mode, exc) from None

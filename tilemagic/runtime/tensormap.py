@@ -14,12 +14,14 @@ array arguments as ``cuuint64_t`` (dims, strides) and ``cuuint32_t`` (box, eleme
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..arch import tma as hw
+from ..codegen.cuda import grid_stride
 from ..errors import LaunchError
 from ..ir.nodes import TensorMap
 
@@ -50,6 +52,28 @@ def driver() -> Any:
     if int(err) != 0:
         raise LaunchError(f"cuInit failed ({err}): cannot encode tensor maps")
     return drv
+
+
+def grid_map(tmap: TensorMap, ctas: int) -> TensorMap:
+    """``tmap`` over the ``--bench`` grid's replicated buffer: one more, outermost dimension over the CTAs.
+
+    In the grid form (:func:`tilemagic.codegen.cuda.generate` ``grid=True``) the global buffer holds ``ctas``
+    tiles back to back, tile ``b`` at element ``b * grid_stride(buf)``; the map gains dimension ``rank`` of extent
+    ``ctas`` and byte stride ``grid_stride(buf) * buf.elem_bytes`` (a multiple of 16, as ``globalStrides`` must
+    be), box 1, element stride 1, and the grid code's copies add the coordinate ``blockIdx.x``.  Every other field
+    (base, swizzle, fill, promotion) is ``tmap``'s, so each CTA's box is the single-CTA box in its own tile.
+
+    Raises
+    ------
+    ValueError
+        ``tmap`` already has rank :data:`tilemagic.arch.tma.MAX_RANK` (the codegen's ``grid_refusal`` keeps such a
+        kernel out of the grid form).
+    """
+    if tmap.rank + 1 > hw.MAX_RANK:
+        raise ValueError(f"tensor map {tmap.name} has rank {tmap.rank}: no room for the grid dimension")
+    return dataclasses.replace(tmap, dims=(*tmap.dims, int(ctas)),
+                               strides=(*tmap.strides, grid_stride(tmap.buf) * tmap.buf.elem_bytes),
+                               box=(*tmap.box, 1), elem_strides=(*tmap.elem_strides, 1))
 
 
 def encode_args(tmap: TensorMap, address: int) -> tuple:

@@ -190,3 +190,153 @@ def test_pipeline_sends_grid_sources_with_bench(monkeypatch):
     assert res.launch.compile["cache"] == "memory" and res.launch.timing == {"median_us": 1.0}
     res = tilemagic.tilecopy(demo_source("tmem_roundtrip"), launch="gpu")
     assert seen["grid"] is None and res.launch.passed
+
+
+# ----------------------------------------------------------------------------- the grid form of a TMA kernel
+#: a rank-5 tensor map (no merged dimensions: every extent but the outermost one is partial): no room for the grid's
+R5_TMA = """%%tilecopy r5
+kernel r5 threads=32
+global A: float16[4, 4, 4, 4, 64] = arange
+global B: float16[4, 4, 4, 4, 64] = zeros
+shared S: float16[2, 2, 2, 2, 32]
+mbarrier full count=1
+if tx == 0: arrive full expect_tx=auto
+if tx == 0: thread.copy_async S <- A[1:3, 0:2, 1:3, 0:2, 0:32] mbar=full
+wait full phase 0
+if tx == 0: thread.copy_async B[1:3, 0:2, 1:3, 0:2, 0:32] <- S
+if tx == 0: bulk_commit_group
+if tx == 0: bulk_wait_group 0
+check B[1:3, 0:2, 1:3, 0:2, 0:32] == A[1:3, 0:2, 1:3, 0:2, 0:32]
+"""
+
+
+def _tma_lines(text):
+    return [ln.strip() for ln in text.splitlines() if "cp.async.bulk.tensor" in ln]
+
+
+def test_grid_form_of_a_tma_kernel_adds_the_cta_coordinate():
+    k = _kernel(demo_source("tma_roundtrip"))  # A_tmap (G2S) and B_tmap (S2G), rank 2
+    one, grid = generate(k, "native", arch="sm_90a"), generate(k, "native", arch="sm_90a", grid=True)
+    assert grid.grid and grid.grid_refused is None and grid.tensormaps == one.tensormaps
+    g2s, s2g = _tma_lines(grid.text)
+    assert "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], " \
+           "[%5];" in g2s and '"r"((int)64), "r"((int)64), "r"((int)blockIdx.x), "r"((uint32_t)' in g2s
+    assert "cp.async.bulk.tensor.3d.global.shared::cta.tile.bulk_group [%0, {%1, %2, %3}], [%4];" in s2g
+    assert '"r"((int)0), "r"((int)64), "r"((int)blockIdx.x), "r"((uint32_t)' in s2g
+    # the single-CTA CUDA (and so the IR it is printed from) keeps the rank-2 copies
+    assert [".2d." in ln and "blockIdx" not in ln for ln in _tma_lines(one.text)] == [True, True]
+
+
+def test_grid_map_has_one_more_dimension_over_the_ctas():
+    from tilemagic.arch import tma as hw
+    from tilemagic.runtime import tensormap as tm
+
+    k = _kernel(demo_source("tma_roundtrip"))
+    a = k.tensormaps[0]  # A: float16[256, 128]; grid stride 32768 elements = 65536 bytes
+    g = tm.grid_map(a, 7)
+    assert (g.dims, g.strides, g.box, g.elem_strides) == ((128, 256, 7), (256, 65536), (64, 64, 1), (1, 1, 1))
+    assert (g.swizzle, g.base_elem, g.dtype, g.buf) == (a.swizzle, a.base_elem, a.dtype, a.buf)
+    assert hw.validate(dtype=g.dtype, elem_bytes=g.elem_bytes, dims=g.dims, strides=g.strides, box=g.box,
+                       elem_strides=g.elem_strides, swizzle=g.swizzle) == []
+    assert tm.encode_args(g, 0x1000) == (6, 3, 0x1000, (128, 256, 7), (256, 65536), (64, 64, 1), (1, 1, 1), 0, 3, 2,
+                                         0)
+    (five,) = {m.rank for m in _kernel(R5_TMA).tensormaps}
+    assert five == 5
+    with pytest.raises(ValueError, match="no room for the grid dimension"):
+        tm.grid_map(_kernel(R5_TMA).tensormaps[0], 2)
+
+
+def test_a_rank_5_map_has_no_grid_form():
+    k = _kernel(R5_TMA)
+    g = generate(k, "native", arch="sm_90a", grid=True)
+    assert not g.grid and g.text == generate(k, "native", arch="sm_90a").text
+    assert g.grid_refused == ("--bench timed one CTA: tensor maps A_tmap, B_tmap have rank 5, and the grid form "
+                              "needs one more dimension over the CTAs (cuTensorMapEncodeTiled encodes rank <= 5)")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("demo", ["tma_roundtrip", "ldgsts_roundtrip"])
+def test_grid_sources_of_the_async_demos_assemble_for_sm_90a(demo):
+    res = nvcc_compile(generate(_kernel(demo_source(demo)), "native", arch="sm_90a", grid=True).text, "sm_90a",
+                       cubin=False)
+    assert res.ok, res.log
+
+
+class _RecordingDriver:
+    """cuda-bindings' driver as the launch calls it: records cuTensorMapEncodeTiled's arguments, unwrapped."""
+
+    def __init__(self):
+        self.calls = []
+        for name in ("cuuint64_t", "cuuint32_t", "CUtensorMapDataType", "CUtensorMapInterleave", "CUtensorMapSwizzle",
+                     "CUtensorMapL2promotion", "CUtensorMapFloatOOBfill"):
+            setattr(self, name, lambda v: v)
+
+    def cuTensorMapEncodeTiled(self, dt, rank, base, dims, strides, box, estr, *rest):
+        self.calls.append((rank, base, tuple(dims), tuple(strides), tuple(box)))
+        return 0, SimpleNamespace(opaque=[len(self.calls)] * 16)
+
+
+def tma_tiles(ctas, a, b, amap, bmap):
+    """The TMA demo per tile: B[64:128, 0:64] <- A[64:128, 64:128] (tile b of each buffer when ctas > 1)."""
+    assert amap.dtype.itemsize == bmap.dtype.itemsize == 128  # the maps travel as 128-byte structured scalars
+    a2, b2 = a.reshape(ctas, -1)[:, :256 * 128], b.reshape(ctas, -1)[:, :256 * 128]
+    b2.reshape(ctas, 256, 128)[:, 64:128, 0:64] = a2.reshape(ctas, 256, 128)[:, 64:128, 64:128]
+
+
+def test_grid_bench_of_a_tma_kernel_encodes_the_grid_maps(monkeypatch):
+    from tilemagic.runtime import tensormap as tm
+
+    drv = _RecordingDriver()
+    monkeypatch.setattr(tm, "driver", lambda: drv)
+    native, emulated, _ = _sources(demo_source("tma_roundtrip"))
+    k = _kernel(demo_source("tma_roundtrip"))
+    grid = (generate(k, "native", arch="sm_90a", grid=True), None)
+    cupy, log = numpy_cupy({"tma_roundtrip": tma_tiles}, ms=1.0)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    a = np.arange(256 * 128, dtype=np.float16).reshape(256, 128)
+    run = rt_launch.run_on_gpu(native, None, {"A": a}, status=_status(), bench=True, bench_sources=grid,
+                               bench_bytes=a.nbytes * 6)
+    np.testing.assert_array_equal(run.outputs["B"][64:128, 0:64], a[64:128, 64:128])
+    assert run.arch == "sm_90a" and run.timing["ctas"] == 6 and "note" not in run.timing
+    assert [g for _, g, _ in log.launches][:2] == [(1,), (6,)]
+    one, grid_calls = drv.calls[:2], drv.calls[2:4]
+    assert [c[0] for c in one] == [2, 2] and [c[2] for c in one] == [(128, 256)] * 2
+    # the grid maps: over every CTA's tile (65536 bytes apart), box 1 in the CTA dimension
+    assert [c[0] for c in grid_calls] == [3, 3]
+    assert {(c[2], c[3], c[4]) for c in grid_calls} == {((128, 256, 6), (256, 65536), (64, 64, 1))}
+
+
+def test_grid_bench_of_a_tma_kernel_checks_every_cta(monkeypatch):
+    from tilemagic.runtime import tensormap as tm
+
+    monkeypatch.setattr(tm, "driver", lambda: _RecordingDriver())
+    k = _kernel(demo_source("tma_roundtrip"))
+
+    def first_tile_only(ctas, a, b, amap, bmap):  # what the copies do when the CTA coordinate is missing
+        tma_tiles(1, a.reshape(ctas, -1)[0], b.reshape(ctas, -1)[0], amap, bmap)
+
+    cupy, _ = numpy_cupy({"tma_roundtrip": first_tile_only})
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    with pytest.raises(LaunchError, match="--bench: CTA 1 of 3 left B different from the single-CTA launch"):
+        rt_launch.run_on_gpu(generate(k, "native", arch="sm_90a"), None,
+                             {"A": np.ones((256, 128), np.float16)}, status=_status(), bench=True,
+                             bench_sources=(generate(k, "native", arch="sm_90a", grid=True), None),
+                             bench_bytes=256 * 128 * 2 * 3)
+
+
+def test_bench_of_a_rank_5_map_times_one_cta_and_says_why(monkeypatch):
+    from tilemagic.runtime import tensormap as tm
+
+    monkeypatch.setattr(tm, "driver", lambda: _RecordingDriver())
+    k = _kernel(R5_TMA)
+
+    def r5(ctas, a, b, amap, bmap):
+        b[1:3, 0:2, 1:3, 0:2, 0:32] = a[1:3, 0:2, 1:3, 0:2, 0:32]
+
+    cupy, log = numpy_cupy({"r5": r5})
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    run = rt_launch.run_on_gpu(generate(k, "native", arch="sm_90a"), None, {"A": np.ones((4, 4, 4, 4, 64), np.float16)},
+                               status=_status(), bench=True,
+                               bench_sources=(generate(k, "native", arch="sm_90a", grid=True), None))
+    assert "ctas" not in run.timing and run.timing["note"].startswith("--bench timed one CTA: tensor maps A_tmap")
+    assert {g for _, g, _ in log.launches} == {(1,)}
