@@ -223,7 +223,8 @@ def _tma_wait_rules(res: TileCopyResult) -> list[tuple[bool, str]]:
         if first is None:
             out.append((False, f"{where}: its tile is never read: keep the exercise's stores"))
             continue
-        read_at = body[first].span.line if body[first].span is not None else "?"
+        span = body[first].span
+        read_at = span.line if span is not None else "?"
         phase = phases.get(line)
         right = [w for w in waits if w.bar is bar and phase is not None and w.parity == phase % 2]
         if right:
