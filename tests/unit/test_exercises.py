@@ -22,8 +22,9 @@ SOLUTIONS = {
     "upper_f_subslab": [("sub_slab=0", "sub_slab=1")],
     "quadrant": [("T[64:128, :]", "T[0:64, :]"), ("T[64:128, :]", "T[0:64, :]")],
     "gmem_smem": [("[4, 6]", "[8, 16]")] * 3,
-    # every thread waits (the first load on phase 0, the second on phase 1) before the store reads the tile
-    "tma_wait": [(TMA_STORE0, "wait full phase 0\n" + TMA_STORE0), (TMA_STORE1, "wait full phase 1\n" + TMA_STORE1)],
+    # the reader, thread 0, waits (the first load on phase 0, the second on phase 1) before its store reads the tile
+    "tma_wait": [(TMA_STORE0, "if tx == 0: wait full phase 0\n" + TMA_STORE0),
+                 (TMA_STORE1, "if tx == 0: wait full phase 1\n" + TMA_STORE1)],
 }
 #: (exercise, edits, a phrase of the grade that says what is wrong)
 MISTAKES = [
@@ -134,6 +135,10 @@ def test_the_tma_wait_grade_reads_the_simulators_phases():
     grade = check(run(edited("tma_wait", TMA_WRONG_BARRIER)), "tma_wait")
     wrong = " | ".join(msg for ok, msg in grade.items if not ok)
     assert "the simulator stops: would hang: mbarrier empty phase 0 never completes" in wrong, str(grade)
-    # the solution, with the waits by the elected thread only, is accepted as well
-    elected = [(old, new.replace("wait full", "if tx == 0: wait full")) for old, new in SOLUTIONS["tma_wait"]]
-    assert check(run(edited("tma_wait", elected)), "tma_wait").passed
+    # every thread waiting, with no barrier before the next phase's arrive, is rejected: threads 1-127 wait for
+    # phase 0 unordered with thread 0's arrive of phase 1, which a GPU may complete first (the placement is right)
+    everyone = [(old, new.replace("if tx == 0: wait full", "wait full")) for old, new in SOLUTIONS["tma_wait"]]
+    grade = check(run(edited("tma_wait", everyone)), "tma_wait")
+    assert not grade.passed
+    wrong = [msg for ok, msg in grade.items if not ok]
+    assert len(wrong) == 1 and "is not ordered before the arrive at L13 that completes phase 1" in wrong[0], str(grade)
