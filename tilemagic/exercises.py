@@ -8,7 +8,9 @@ writing the answer.  The facts come from the result as every view reads them: th
 (:func:`tilemagic.widgets.placement.tmem_occupancy`, the same map the heatmaps draw), the launch's checks and
 the happens-before warnings.  ``notebooks/exercises_tmem.ipynb`` poses them; ``exercises_tmem_solutions.ipynb``
 (kept under nbval) proves each is solvable and that the grader accepts the solution and rejects the typical
-mistakes.  An exercise on the mbarrier wait of a TMA copy waits for TMA in the language.
+mistakes.  ``tma_wait`` grades where a TMA load's mbarrier wait goes, from the lowered kernel's ``TmaCopy`` /
+``MbarWait`` order (:func:`tilemagic.ir.nodes.walk_scoped`), the simulator's timeline (which phase of which barrier
+each load completes) and its happens-before report.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from html import escape
 from typing import Any
 
 from .errors import CheckFailed, TileMagicError
+from .ir.nodes import (Buffer, LdStMatrix, Load, MbarWait, Stmt, TmaCopy, VecMove, iter_exprs, stmt_exprs,
+                       walk)
 from .lang.ast import CopyStmt
 from .lang.parser import parse
 from .result import TileCopyResult
@@ -182,6 +186,69 @@ def _gmem_smem_rules(res: TileCopyResult) -> list[tuple[bool, str]]:
     return out + _variant_rules(res, "copy", "gmem_smem") + _ran(res)
 
 
+def _reads(stmt: Stmt, buf: Buffer) -> bool:
+    """``stmt`` itself (not the statements nested in it) reads ``buf``: a TMA store from it, a vector move or an
+    ldmatrix out of it, or a load of it in one of its expressions."""
+    if isinstance(stmt, TmaCopy):
+        return stmt.direction == "s2g" and stmt.smem is buf
+    if isinstance(stmt, VecMove):
+        return stmt.src is buf
+    if isinstance(stmt, LdStMatrix):
+        return stmt.op == "ld" and stmt.smem is buf
+    return any(isinstance(x, Load) and x.buf is buf for e in stmt_exprs(stmt) for x in iter_exprs(e))
+
+
+def _tma_wait_rules(res: TileCopyResult) -> list[tuple[bool, str]]:
+    """Each TMA load (``TmaCopy`` g2s) is followed, before the first statement that reads its shared tile, by an
+    ``MbarWait`` on the load's own mbarrier with the parity of the phase the simulator saw the load complete;
+    then the run: checks PASS and the happens-before report clean (no race, no "would hang")."""
+    out = _global_shapes(res, {"A": ("float32", (32, 64)), "B": ("float32", (32, 64))})
+    launch, k = res.launch, res.kernel
+    if k is None or launch is None or launch.backend != "sim":
+        return out + [(False, "run the cell with --launch sim: the grader reads the simulator's mbarrier phases")]
+    # the phase each load completes, as the simulator's timeline has it (issue events, by source line)
+    phases = {ev.span.line: ev.info["phase"] for ev in launch.timeline
+              if ev.kind == "tma.issue" and ev.info.get("direction") == "g2s" and ev.span is not None}
+    body = list(walk(k.body))
+    loads = [(i, s) for i, s in enumerate(body) if isinstance(s, TmaCopy) and s.direction == "g2s"]
+    out.append((len(loads) == 2, f"{len(loads)} TMA load(s) of a tile" + ("" if len(loads) == 2 else
+                                                                       ": keep the exercise's two TMA loads")))
+    for i, load in loads:
+        line = load.span.line if load.span is not None else 0
+        bar, tile = load.mbar, load.smem
+        first = next((j for j in range(i + 1, len(body)) if _reads(body[j], tile)), None)
+        between = body[i + 1:first]
+        waits = [w for w in between if isinstance(w, MbarWait)]
+        where = f"L{line}: the TMA load into {tile.name} (completing on mbarrier {bar.name if bar else '?'})"
+        if first is None:
+            out.append((False, f"{where}: its tile is never read: keep the exercise's stores"))
+            continue
+        span = body[first].span
+        read_at = span.line if span is not None else "?"
+        phase = phases.get(line)
+        right = [w for w in waits if w.bar is bar and phase is not None and w.parity == phase % 2]
+        if right:
+            out.append((True, f"{where} is waited for on its barrier, with the parity of its phase, before its tile "
+                              f"is read at L{read_at}"))
+        elif any(w.bar is bar for w in waits):
+            out.append((False, f"{where}: the wait before L{read_at} names its barrier with the parity of a phase "
+                               "the load does not complete (count the phases of the barrier: a fresh one starts "
+                               "at phase 0, each completion flips the parity)"))
+        elif waits:
+            out.append((False, f"{where}: the wait before L{read_at} is on another barrier ("
+                               f"{', '.join(sorted({w.bar.name for w in waits}))}): the load's bytes complete on "
+                               f"{bar.name if bar else '?'}"))
+        else:
+            out.append((False, f"{where}: its tile is read at L{read_at} with no mbarrier wait in between: the "
+                               "bytes land when the barrier's phase completes, not when the copy is issued"))
+    hb = launch.hb
+    if hb is not None and hb.hang is not None:
+        out.append((False, f"the simulator stops: {hb.hang.message[:200]}"))
+    elif hb is not None and hb.incomplete:
+        out.append((False, f"the happens-before report is incomplete: {hb.incomplete[0][0][:160]}"))
+    return out + _ran(res)
+
+
 EXERCISES: dict[str, Exercise] = {e.id: e for e in (
     Exercise(
         "shape_16x256b", "Choose the fragment layout that makes the copy use .16x256b",
@@ -219,6 +286,20 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in (
         "global B: float32[4, 6]\nshared S: float32[4, 6]\nwarp.copy S <- A\ncta_sync\nwarp.copy B <- S\n"
         "check B == A\n",
         _gmem_smem_rules),
+    Exercise(
+        "tma_wait", "Place the mbarrier wait of a TMA copy",
+        "The cell moves a 32×64 fp32 tensor through one shared tile in two halves with TMA: each half is loaded "
+        "(completing on mbarrier full) and stored back with a bulk group. The waits are missing, so each store "
+        "reads the tile before its bytes have landed. Add the mbarrier waits — on the right barrier, with the "
+        "right parity, before the tile is read — so that the check passes and the happens-before report is clean.",
+        "%%tilecopy ex_tma --launch sim --allow-fail\nkernel ex_tma threads=128\nglobal A: float32[32, 64] = arange\n"
+        "global B: float32[32, 64] = zeros\nshared S: float32[32, 32] @ swizzle(2, 3, 3)\nmbarrier full count=1\n"
+        "if tx == 0: arrive full expect_tx=auto\nif tx == 0: thread.copy_async S <- A[:, 0:32] mbar=full\n"
+        "if tx == 0: thread.copy_async B[:, 0:32] <- S\nif tx == 0: bulk_commit_group\n"
+        "if tx == 0: bulk_wait_group 0 read\nif tx == 0: arrive full expect_tx=auto\n"
+        "if tx == 0: thread.copy_async S <- A[:, 32:64] mbar=full\nif tx == 0: thread.copy_async B[:, 32:64] <- S\n"
+        "if tx == 0: bulk_commit_group\nif tx == 0: bulk_wait_group 0\ncheck B == A\n",
+        _tma_wait_rules),
 )}
 
 

@@ -10,12 +10,21 @@ from IPython.utils.capture import capture_output
 import tilemagic
 from tilemagic.exercises import EXERCISES, check
 
+TMA_STORE0 = "if tx == 0: thread.copy_async B[:, 0:32] <- S\n"
+TMA_STORE1 = "if tx == 0: thread.copy_async B[:, 32:64] <- S\n"
+#: a wait on a second barrier that no load completes on
+TMA_WRONG_BARRIER = [("mbarrier full count=1\n", "mbarrier full count=1\nmbarrier empty count=1\n"),
+                     (TMA_STORE0, "wait empty phase 0\n" + TMA_STORE0),
+                     (TMA_STORE1, "wait full phase 1\n" + TMA_STORE1)]
 #: (exercise, edits of the starter cell) that solve it
 SOLUTIONS = {
     "shape_16x256b": [("S[(128, 16) : (1@tid_in_wg, 1)]", "frag(16x256b)")],
     "upper_f_subslab": [("sub_slab=0", "sub_slab=1")],
     "quadrant": [("T[64:128, :]", "T[0:64, :]"), ("T[64:128, :]", "T[0:64, :]")],
     "gmem_smem": [("[4, 6]", "[8, 16]")] * 3,
+    # the reader, thread 0, waits (the first load on phase 0, the second on phase 1) before its store reads the tile
+    "tma_wait": [(TMA_STORE0, "if tx == 0: wait full phase 0\n" + TMA_STORE0),
+                 (TMA_STORE1, "if tx == 0: wait full phase 1\n" + TMA_STORE1)],
 }
 #: (exercise, edits, a phrase of the grade that says what is wrong)
 MISTAKES = [
@@ -43,6 +52,15 @@ MISTAKES = [
     ("upper_f_subslab", [("sub_slab=0", "sub_slab=1"), ("wg.copy B <- r\n", ""), ("check B == A", "check A == A")],
      "keep the exercise's `check B == A`"),
     ("gmem_smem", [("[4, 6]", "[4, 8]")] * 3 + [("check B == A", "check A == A")], "keep the exercise's `check B == A`"),
+    # the TMA waits: missing (the starter), the second on the parity of the first phase, the first one after the
+    # store that reads the tile, on a barrier no load completes on (would hang), the second load's wait missing
+    ("tma_wait", [], "with no mbarrier wait in between"),
+    ("tma_wait", [(TMA_STORE0, "wait full phase 0\n" + TMA_STORE0), (TMA_STORE1, "wait full phase 0\n" + TMA_STORE1)],
+     "the parity of a phase the load does not complete"),
+    ("tma_wait", [(TMA_STORE0, TMA_STORE0 + "wait full phase 0\n"), (TMA_STORE1, "wait full phase 1\n" + TMA_STORE1)],
+     "L8: the TMA load into S (completing on mbarrier full): its tile is read at L9 with no mbarrier wait"),
+    ("tma_wait", TMA_WRONG_BARRIER, "is on another barrier (empty)"),
+    ("tma_wait", [(TMA_STORE0, "if tx == 0: wait full phase 0\n" + TMA_STORE0)], "L14: the TMA load into S (completing on mbarrier full): its tile is read at L15"),
 ]
 
 
@@ -89,8 +107,9 @@ def test_the_grade_does_not_give_the_answer_away():
 
 def test_unknown_exercise_and_nothing_to_grade():
     with pytest.raises(KeyError, match="exercises: shape_16x256b"):
-        check(None, "tma_wait")
+        check(None, "nope")
     assert "run the exercise's %%tilecopy cell first" in str(check(None, "quadrant"))
+    assert not check(run(EXERCISES["tma_wait"].starter.replace("--launch sim", "--launch off")), "tma_wait").passed
     assert not check(42, "quadrant").passed
 
 
@@ -108,3 +127,18 @@ def test_the_grade_magic_grades_the_last_cell_errors_included(ip):
     assert ip.run_line_magic("tilemagic", "grade quadrant").passed
     with pytest.raises(UsageError, match="one of shape_16x256b"):
         ip.run_line_magic("tilemagic", "grade nope")
+
+
+def test_the_tma_wait_grade_reads_the_simulators_phases():
+    """The wrong-barrier answer hangs (no load completes on `empty`): the grade says the simulator stops, and
+    the placement rule names the barrier, not the check alone."""
+    grade = check(run(edited("tma_wait", TMA_WRONG_BARRIER)), "tma_wait")
+    wrong = " | ".join(msg for ok, msg in grade.items if not ok)
+    assert "the simulator stops: would hang: mbarrier empty phase 0 never completes" in wrong, str(grade)
+    # every thread waiting, with no barrier before the next phase's arrive, is rejected: threads 1-127 wait for
+    # phase 0 unordered with thread 0's arrive of phase 1, which a GPU may complete first (the placement is right)
+    everyone = [(old, new.replace("if tx == 0: wait full", "wait full")) for old, new in SOLUTIONS["tma_wait"]]
+    grade = check(run(edited("tma_wait", everyone)), "tma_wait")
+    assert not grade.passed
+    wrong = [msg for ok, msg in grade.items if not ok]
+    assert len(wrong) == 1 and "is not ordered before the arrive at L13 that completes phase 1" in wrong[0], str(grade)

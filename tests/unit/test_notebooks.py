@@ -136,6 +136,8 @@ def _tilecopy_cells(name, kernel):
     ("quickstart", "fallback_demo", [[]]),
     ("copy_fallback", "fallback_demo", [["--out", "fb"]]),
     ("classroom_tmem", "fallback_demo", [["--view", "text"]]),
+    ("copy_async_ldgsts", "ldgsts_roundtrip", [[]]),
+    ("copy_async_tma", "tma_roundtrip", [[]]),
 ])
 def test_demo_cells_are_the_tile_demos(name, kernel, flags):
     found = _tilecopy_cells(name, kernel)
@@ -199,6 +201,50 @@ def test_copy_fallback_cases_are_the_test_cells():
     # TVM's test_fallback_round_trip cases, then one size the warp's threads divide
     assert list(programs) == cells.FALLBACK_CASES + [("warp", 32, 4, 8)]
     assert all(src == cells.fallback_cell(*case) for case, src in programs.items())
+
+
+# ----------------------------------------------------------------------------- the asynchronous copies
+
+
+def _outputs_text(cell):
+    return "\n".join(o.get("text", "") if o.output_type == "stream" else o.get("evalue", "") if o.output_type == "error"
+                     else o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+
+
+#: (notebook, kernel of a cell that fails on purpose, what its stored error says)
+ASYNC_FLAGGED = [
+    ("copy_async_ldgsts", "odd", "DispatchError: no copy_async variant accepts"),
+    ("copy_async_ldgsts", "no_barrier", "HazardError: shared-memory race on S"),
+    ("copy_async_ldgsts", "early_read", "CheckFailed: FAIL: check B == A"),
+    ("copy_async_tma", "bad_swizzle", "stage=shared-swizzle: S's layout swizzle(2, 3, 3) is not the hardware's"),
+    ("copy_async_tma", "rows_16b", "stage=shared-pointer"),
+    ("copy_async_tma", "missing_wait", "CheckFailed: FAIL: check B == A"),
+    ("copy_async_tma", "wrong_parity", "CheckFailed: FAIL: check B == A"),
+    ("copy_async_tma", "too_few_bytes", "would hang: mbarrier full phase 0 never completes: 8192 of 16384 expected"),
+    ("copy_async_tma", "too_many_bytes", "would hang: mbarrier full phase 0 never completes: 8192 bytes arrived, 4096"),
+    ("copy_async_tma", "missing_fence", "HazardError: async-proxy read of generic writes on S"),
+]
+
+
+@pytest.mark.parametrize("name", ["copy_async_ldgsts", "copy_async_tma"])
+def test_async_notebooks_flag_exactly_the_cells_that_fail_on_purpose(name):
+    """Every cell tagged raises-exception is one of the flagged cells, with the error that names its mistake; every
+    launched cell that is not flagged passes its checks with a clean happens-before report."""
+    cells = {_line(c).split()[1]: c for c in _code_cells(_stored(name).cells) if c.source.startswith("%%tilecopy")}
+    flagged = {k: why for n, k, why in ASYNC_FLAGGED if n == name}
+    tagged = {k for k, c in cells.items() if "raises-exception" in c.metadata.get("tags", [])}
+    assert tagged == set(flagged)
+    for k, why in flagged.items():
+        assert why in _outputs_text(cells[k]), k
+    for k, c in cells.items():
+        text = _outputs_text(c)
+        if k in flagged or "--launch off" in _line(c):
+            continue
+        assert ": PASS" in text and "FAIL" not in text and "happens-before: clean" in text, k
+    # the races and hangs are reported where the data alone would not show them
+    if name == "copy_async_tma":
+        assert "hazard: shared-memory race on S: thread 0 reads S[0, 0] at L10 that the TMA copy (mbarrier full)" in \
+            _outputs_text(cells["wrong_parity"])
 
 
 # ----------------------------------------------------------------------------- the classroom contract
