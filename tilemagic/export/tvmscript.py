@@ -9,7 +9,8 @@ TVM's own ``test_tcgen05_ldst.py`` / ``test_fallback.py``, as accepted by
   one-CTA launch (``T.cta_id``, ``T.warpgroup_id``/``T.warp_id_in_wg``/
   ``T.thread_id_in_wg`` for whole warpgroups, ``T.warp_id``/``T.lane_id`` for
   whole warps, ``T.thread_id``);
-* shared buffers are ``T.alloc_shared`` (with ``layout=`` when not row-major),
+* shared buffers are ``T.alloc_shared`` (with ``layout=`` when not row-major; a ``swizzle(...)`` layout is
+  ``T.ComposeLayout(per_element, swizzle_len, atom_len, T.TileLayout(...))``),
   register tiles ``T.alloc_local(..., layout=...)`` or, for ``frag(...)``,
   ``T.alloc_tcgen05_ldst_frag(shape, (rows, cols), dtype)``;
 * TMEM is allocated by hand as the TVM tests do: ``tmem_addr = T.alloc_shared([1],
@@ -54,6 +55,7 @@ from ..errors import TileMagicError
 from ..ir import nodes as ir
 from ..lang import ast
 from ..layout import TileLayout
+from ..layout.swizzle import ComposeLayout
 from ..arch.threads import AXIS_SCOPES, THREADS_PER, axis_def
 from ..lower.program import (
     ArriveItem,
@@ -130,11 +132,21 @@ def layout_text(layout) -> str:
     or offset on an axis other than ``m`` is ``n @ Axis.<axis>``, TVM's printed form.
     TCol is in elements in both tools.
 
+    A :class:`~tilemagic.layout.swizzle.ComposeLayout` (``swizzle(M, B, S[, tile])``) is TVM's
+    ``T.ComposeLayout(per_element, swizzle_len, atom_len, T.TileLayout(...))`` over the same tile
+    (``swizzle_inner=True``, TVM's default; a bare ``swizzle(M, B, S)`` is written over the tile it stands for,
+    the buffer's row-major order), as TVM's own tests spell a swizzled shared buffer
+    (``apache-tvm 0.27.0.post1``, ``tvm.tirx.layout.ComposeLayout``): the permutation is
+    ``m ^ (((m >> (M + S)) & (2**B - 1)) << M)`` on the tile's address in both tools.
+
     Raises
     ------
     ValueError
-        ``layout`` is not a plain :class:`~tilemagic.layout.TileLayout` (e.g. a swizzle).
+        ``layout`` is neither a plain :class:`~tilemagic.layout.TileLayout` nor a swizzle over one.
     """
+    if isinstance(layout, ComposeLayout):
+        return (f"T.ComposeLayout({layout.per_element}, {layout.swizzle_len}, {layout.atom_len}, "
+                f"{layout_text(layout.tile)})")
     if type(layout) is not TileLayout:
         raise ValueError(f"the TVMScript export has no form for the layout {layout} ({type(layout).__name__}) yet")
     text = _spec_text("S", layout.shard)
@@ -297,6 +309,13 @@ def _option_text(key: str, value: object, names: dict[str, str]) -> str:
     return f'{key}="{value}"'
 
 
+def _mbar_without_dispatch(op) -> bool:
+    """A global -> shared ``copy_async`` with ``mbar=`` and no ``dispatch=``: TVM 0.27 gives it to ``ldgsts``, which
+    drops the barrier (the known bug :data:`tilemagic.export.tvm_compare.LDGSTS_MBAR_BUG` names)."""
+    return (op.op == "copy_async" and op.src.buf.scope == "global" and op.dst.buf.scope == "shared"
+            and any(k == "mbar" for k, _, _ in op.options))
+
+
 def _op_comment(op, rec) -> str:
     text = f"# L{op.span.line}: {op.text}"
     if rec is not None and rec.chosen:
@@ -429,6 +448,11 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
                     body.append(f"# dispatch={op.dispatch}: TVM 0.27 implements {op.dispatch} "
                                 f"as its {tvm_name} variant")
             extra += "".join(f", {_option_text(k, v, bufnames)}" for k, v, _ in op.options if k != "dispatch")
+            if not extra.startswith(", dispatch=") and _mbar_without_dispatch(op):
+                rec = rec_of.get(id(op))
+                tma = rec.chosen if rec is not None and rec.chosen in ("tma_auto", "tma_explicit") else "tma_auto"
+                body.append(f"# known TVM 0.27 bug: without dispatch=, TVM lowers this copy with ldgsts, which ignores "
+                            f'mbar=; dispatch="{tma}" gives the TMA')
             if guard is not None:
                 body.append(f"if {_guard_text(guard, tp.threads, bind)}:")
             body.append(f"{pad}{_SCOPE_NS[op.exec_scope]}.{op.op}({_region_text(op.dst, bufnames)}, "
@@ -460,16 +484,26 @@ def tvmscript_from_source(source: str, name: str | None = None, *, tmem_base: st
     """Parse and check a description, then export it (no dispatch, no lowering).
 
     This works for programs tilemagic declines to lower as well, so a user can take a
-    description TVM accepts and tilemagic does not (or the reverse) straight to TVM.
+    description TVM accepts and tilemagic does not (or the reverse) straight to TVM.  A program with an
+    ``arrive ... expect_tx=auto`` is lowered (for ``sm_100a``) to learn the byte count; when that lowering fails,
+    the arrive cannot be written and :class:`ExportError` says so.
 
     Raises
     ------
     TileMagicError
-        A syntax or type error of the description (located).
+        A syntax or type error of the description (located); :class:`ExportError` as
+        :func:`export_tvmscript`.
     """
     from ..lang import parse
-    from ..lower.program import check
+    from ..lower.dispatch import TargetSpec
+    from ..lower.program import check, lower
 
     prog = parse(source)
     tp = check(prog, name)
-    return export_tvmscript(prog, tp, tmem_base=tmem_base)
+    kernel = None
+    if any(isinstance(item, ArriveItem) and item.auto for item in tp.items):
+        try:
+            kernel = lower(tp, TargetSpec("cuda", "sm_100a"))[0]
+        except TileMagicError:  # the export's own error names the arrive
+            kernel = None
+    return export_tvmscript(prog, tp, tmem_base=tmem_base, kernel=kernel)
