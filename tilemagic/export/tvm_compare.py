@@ -397,9 +397,9 @@ class TvmComparison:
                 if err:
                     out.append(f"  {who} rejects:")
                     out += ["    " + ln for ln in err.splitlines()]
-            if o.tvm_why_not:
+            if o.tvm_why_not or o.tvm_forced is not None:
                 out.append(f"  TVM with dispatch={variant_family(o.ours_variant)}:")
-                out += ["    " + ln for ln in o.tvm_why_not.splitlines()]
+                out += ["    " + ln for ln in (o.tvm_why_not or "").splitlines()]
                 if o.tvm_forced is not None:
                     out += _diff_text(o.diff(forced=True), "    ")
             if o.known_bug:
@@ -430,9 +430,10 @@ class TvmComparison:
                 for mark, x, y in o.diff():
                     rows.append(f'<tr style="{colors[mark]}"><td>{escape(mark)}</td><td>{escape(x)}</td>'
                                 f"<td>{escape(y)}</td></tr>")
-            if o.tvm_why_not:
+            if o.tvm_why_not or o.tvm_forced is not None:
                 rows.append(f"<tr><td>?</td><td></td><td><pre style='margin:0'>TVM with dispatch="
-                            f"{escape(str(variant_family(o.ours_variant)))}:\n{escape(o.tvm_why_not)}</pre></td></tr>")
+                            f"{escape(str(variant_family(o.ours_variant)))}:\n{escape(o.tvm_why_not or '')}"
+                            "</pre></td></tr>")
                 for mark, x, y in o.diff(forced=True) if o.tvm_forced is not None else ():
                     rows.append(f'<tr style="{colors[mark]}"><td>{escape(mark)}</td><td>{escape(x)}</td>'
                                 f"<td>{escape(y)}</td></tr>")
@@ -551,10 +552,13 @@ def compare_with_tvm(result=None, *, program=None, typed=None, error: Exception 
     else:
         prog, tp, records, kernel = result.program, result.typed, result.dispatch, result.kernel
         arch = result.options.arch
-    export = export_tvmscript(prog, tp, records, tmem_base=tmem_base, kernel=kernel)
+    # a cell tilemagic did not lower has no byte counts for expect_tx=auto: a placeholder (dispatch ignores it)
+    unresolved = kernel is None
+    export = export_tvmscript(prog, tp, records, tmem_base=tmem_base, kernel=kernel, unresolved_auto=unresolved)
     cuda_export = None
     if cuda and tp.tmem_cols and tmem_base == "shared":
-        cuda_export = export_tvmscript(prog, tp, records, tmem_base="const", kernel=kernel)
+        cuda_export = export_tvmscript(prog, tp, records, tmem_base="const", kernel=kernel,
+                                       unresolved_auto=unresolved)
     run = run_tvm(export, arch=arch, cuda=cuda, cuda_export=cuda_export)
     inverse = {v: k for k, v in export.names.items()}
     ours_by_line = ours_instructions(kernel) if kernel is not None else {}

@@ -86,12 +86,19 @@ class TmaPlanComparison:
                 out.append(f"  = {a}" if a == b else f"  ≠ tilemagic: {a}    TVM: {b}")
         for who, facts, err in (("tilemagic", self.ours, self.ours_error), ("TVM", self.tvm, self.tvm_error)):
             if facts is None and err:
-                out.append(f"  {who} declines: {err}")
+                out.append(f"  {who} declines: {_reason(err)}")
             elif facts is not None and (self.ours is None or self.tvm is None):
                 out.append(f"  {who}: " + ", ".join(facts.lines()))
         if self.note:
             out.append(f"  note: {self.note}")
         return out
+
+
+def _reason(err: str) -> str:
+    """The one line of a decline that names the planner stage (a why-table's row), else its first line."""
+    lines = err.strip().splitlines() or [""]
+    line = next((ln for ln in lines if "stage=" in ln), lines[0])
+    return line.split("emitter declined: ", 1)[-1].strip()
 
 
 def is_tma_candidate(op: CopyOp) -> bool:
@@ -146,6 +153,8 @@ def tvm_tma_plan(op: CopyOp, variant: str, arch: str) -> TmaFacts | str:
     try:
         config: dict[str, object] = {}
         for k, v, _ in op.options:
+            if k == "dispatch":  # the variant choice, not a config key (TVM's copy_async takes it apart)
+                continue
             config[k] = Var(v.name, "handle") if isinstance(v, ir.Buffer) else v
         call = CopyAsync(reg(op.dst), reg(op.src), config=config)
         sctx = DispatchContext(tvm.target.Target({"kind": "cuda", "arch": arch}), ExecScope("thread"), {}, {})

@@ -278,11 +278,15 @@ def _auto_counts(kernel: ir.Kernel | None) -> dict[int, int]:
             if isinstance(s, ir.MbarArrive) and s.auto_from and s.span is not None}
 
 
-def _sync_lines(item, names: dict[str, str], auto: dict[int, int]) -> list[str]:
+def _sync_lines(item, names: dict[str, str], auto: dict[int, int], placeholder: bool = False) -> list[str]:
     """The TVMScript of an arrive / mbarrier wait / commit group / fence (TVM's spelling)."""
     if isinstance(item, ArriveItem):
         bar = _bar_ref(item.bar, names)
         if item.auto:
+            if item.span.line not in auto and placeholder:
+                return ["# expect_tx=auto: not resolved (tilemagic did not lower the cell); 0 stands in for the "
+                        "byte count, which TVM's dispatch does not read",
+                        f"T.ptx.mbarrier.arrive.expect_tx.shared.b64({bar}, T.uint32(0))"]
             if item.span.line not in auto:
                 raise ExportError("expect_tx=auto: the byte count is resolved when tilemagic lowers the cell; "
                                   "this export has no lowered kernel", item.span,
@@ -324,7 +328,8 @@ def _op_comment(op, rec) -> str:
 
 
 def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
-                     force: dict[int, str] | None = None, kernel: ir.Kernel | None = None) -> TvmScriptExport:
+                     force: dict[int, str] | None = None, kernel: ir.Kernel | None = None,
+                     unresolved_auto: bool = False) -> TvmScriptExport:
     """Write the TVM TIRx equivalent of a checked program.
 
     Parameters
@@ -345,11 +350,16 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
         TVM why it did not pick a variant).
     kernel : tilemagic.ir.nodes.Kernel, optional
         The lowered kernel: gives the byte counts of ``expect_tx=auto``.
+    unresolved_auto : bool, default False
+        Without ``kernel``, write an ``expect_tx=auto`` arrive with the placeholder count 0 and a comment saying
+        so, instead of raising (``--compare tvm`` of a cell tilemagic did not lower: TVM's dispatch does not read
+        the count).
 
     Raises
     ------
     ExportError
-        A layout the export has no form for, or ``expect_tx=auto`` without ``kernel`` (located).
+        A layout the export has no form for, or ``expect_tx=auto`` without ``kernel`` nor ``unresolved_auto``
+        (located).
 
     Returns
     -------
@@ -463,7 +473,7 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
             if guard is not None:
                 body.append(f"if {_guard_text(guard, tp.threads, bind)}:")
             lines = ([f"T.ptx.tcgen05.wait__{item.kind}.sync.aligned()"] if isinstance(item, WaitItem)
-                     else _sync_lines(item, bufnames, auto))
+                     else _sync_lines(item, bufnames, auto, unresolved_auto))
             body += [pad + ln for ln in lines]
         elif isinstance(item, WaitItem):
             body.append(f"T.ptx.tcgen05.wait__{item.kind}.sync.aligned()")
