@@ -57,6 +57,7 @@ from ..lang import ast
 from ..layout import TileLayout
 from ..layout.swizzle import ComposeLayout
 from ..arch.threads import AXIS_SCOPES, THREADS_PER, axis_def
+from .tvm_tma import TMA_VARIANTS
 from ..lower.program import (
     ArriveItem,
     CopyItem,
@@ -460,7 +461,7 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
             extra += "".join(f", {_option_text(k, v, bufnames)}" for k, v, _ in op.options if k != "dispatch")
             if not extra.startswith(", dispatch=") and _mbar_without_dispatch(op):
                 rec = rec_of.get(id(op))
-                tma = rec.chosen if rec is not None and rec.chosen in ("tma_auto", "tma_explicit") else "tma_auto"
+                tma = rec.chosen if rec is not None and rec.chosen in TMA_VARIANTS else "tma_auto"
                 body.append(f"# known TVM 0.27 bug: without dispatch=, TVM lowers this copy with ldgsts, which ignores "
                             f'mbar=; dispatch="{tma}" gives the TMA')
             if guard is not None:
