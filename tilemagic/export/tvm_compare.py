@@ -608,6 +608,9 @@ def compare_with_tvm(result=None, *, program=None, typed=None, error: Exception 
                     oc.tvm_forced = None
     same = sum(o.verdict in ("same", "both reject", "known TVM bug") for o in ops)
     msg = f"TVM TIRx (apache-tvm {_tvm_version()}) vs tilemagic: {same} of {len(ops)} ops agree"
+    bugs = sum(o.verdict == "known TVM bug" for o in ops)
+    if bugs:
+        msg += f" ({bugs} through a documented TVM 0.27 bug, named below)"
     if run.error and run.error_line is None:
         msg += f"; TVM failed to {run.error_stage} the program: {run.error.splitlines()[0]}"
     return TvmComparison(True, msg, export, ops, run)
