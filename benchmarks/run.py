@@ -71,7 +71,7 @@ SIM_COLS = (64, 128, 256, 512)
 
 # ----------------------------------------------------------------------------- cells
 def lowering_cells() -> dict:
-    """The seed demos and fifteen cells of tests/cells.py, by name (all exportable to TVMScript)."""
+    """The demos and fifteen cells of tests/cells.py, by name (all exportable to TVMScript)."""
     from cells import (F_HALVES_CELL, FALLBACK_CASES, GMEM_SMEM_CASES, LDSTMATRIX_CASES, REG_CASES, Tcgen05Case,
                        fallback_cell, gmem_smem_cell, reg_cell, roundtrip_cell, smem_cell)
 
@@ -131,8 +131,8 @@ def bench_lower(repeats: int):
     rows, raw = [], {}
     for name, src in lowering_cells().items():
         res = _quiet(tilemagic.tilecopy, src, launch="off", emit_warnings=False)
-        shared = export_tvmscript(res.program, res.typed, res.dispatch).text
-        const = export_tvmscript(res.program, res.typed, res.dispatch, tmem_base="const").text \
+        shared = export_tvmscript(res.program, res.typed, res.dispatch, kernel=res.kernel).text
+        const = export_tvmscript(res.program, res.typed, res.dispatch, tmem_base="const", kernel=res.kernel).text \
             if res.kernel.tmem_cols else shared
         cuda = _quiet(tvm_cuda, const)  # warm-up of all three, and the CUDA is real
         assert "__global__" in cuda, name

@@ -11,7 +11,10 @@ Both sides are reduced to the same vocabulary so they can be compared line by li
 * ``cp.async.{cg,ca}.shared.global`` (``ldgsts``) with the bytes one issue copies (``cp-size``): TVM's
   ``T.ptx.cp(dst, src, 16, "async", "cg", "shared", "global", ...)`` and tilemagic's ``CpAsync`` both
   become ``cp.async.cg.shared.global 16 B``;
-* any other instruction by its PTX chain.
+* any other instruction by its PTX chain (a TMA issue, ``cp.async.bulk.tensor.<r>d...``, is its chain; its
+  descriptor, box and coordinates are compared by :mod:`.tvm_tma`).  A bulk copy's ``.cta_group::1`` (which TVM
+  spells on sm_100 and newer targets) is dropped: it is the group the copy has without the qualifier
+  (PTX ISA 9.0 §9.7.9.25.5.2, the optional ``.cta_group``), so both spellings are one line.
 
 Each instruction records whether a thread-dependent ``if`` guards it (the fallback's
 single elected thread).  Loops are expanded, so a list holds what one thread issues.
@@ -33,7 +36,8 @@ from collections.abc import Sequence
 from ..arch.ptx import PTX_FORM
 from ..ir import nodes as ir
 
-__all__ = ["Instr", "instr_bytes", "ours_instructions", "summary_lines", "tvm_instructions", "vector_bytes"]
+__all__ = ["Instr", "instr_bytes", "normal_chain", "ours_instructions", "summary_lines", "tvm_instructions",
+           "vector_bytes"]
 
 _TYPE_BYTES = {"u8": 1, "s8": 1, "b8": 1, "u16": 2, "s16": 2, "b16": 2, "f16": 2, "bf16": 2, "u32": 4, "s32": 4,
                "b32": 4, "f32": 4, "u64": 8, "s64": 8, "b64": 8, "f64": 8}
@@ -82,6 +86,13 @@ class Instr:
         if self.guarded:
             text += " (one thread)"
         return text
+
+
+def normal_chain(chain: str) -> str:
+    """A PTX chain in the comparison's vocabulary: ``.cta_group::1`` of a bulk copy dropped (the default group)."""
+    if chain.startswith(("cp.async.bulk", "cp.reduce.async.bulk")):
+        return chain.replace(".cta_group::1", "")
+    return chain
 
 
 def _regs_text(regs) -> str:
@@ -146,7 +157,7 @@ def _tma_instr(tc: ir.TmaCopy) -> Instr:
     """A TMA issue as TVM prints it: the chain with ``.L2::cache_hint`` when a policy is passed.  Never marked
     guarded: the variant is single-thread and the election (``if tx == 0:``) is the caller's statement, outside
     the dispatched op, on both sides."""
-    return Instr(tc.chain + (".L2::cache_hint" if tc.cache_hint else ""))
+    return Instr(normal_chain(tc.chain + (".L2::cache_hint" if tc.cache_hint else "")))
 
 
 def ours_instructions(kernel: ir.Kernel) -> dict[int, list[Instr]]:
@@ -386,7 +397,7 @@ class _Interp:
             return
         words = [a.value for a in call.args if isinstance(a, pyast.Constant) and isinstance(a.value, str)]
         vals = [self.value(a) for a in call.args if not (isinstance(a, pyast.Constant) and isinstance(a.value, str))]
-        chain = ".".join([name[len("T.ptx."):]] + [w for w in words if w])
+        chain = normal_chain(".".join([name[len("T.ptx."):]] + [w for w in words if w]))
         if chain.startswith("tcgen05.") and words and words[0] in ("ld", "st") and vals:
             # PTX operand order: ld takes the destination registers first and the address last, st the
             # address first; a one-register transfer passes its 1-word view itself (a buffer: word 0)
@@ -399,8 +410,9 @@ class _Interp:
                 addr = _Addr(0, addr)
             row, col = (addr.row, addr.col) if isinstance(addr, _Addr) else (None, None)
             self.out.append(Instr(chain, row, col, regs, guarded))
-        elif chain.startswith("cp.async.") and len(vals) >= 3:
-            # ldgsts: T.ptx.cp(dst, src, cp_size[, src_size], "async", "cg"|"ca", "shared", "global", ...)
+        elif chain.startswith(("cp.async.cg.", "cp.async.ca.")) and len(vals) >= 3:
+            # ldgsts: T.ptx.cp(dst, src, cp_size[, src_size], "async", "cg"|"ca", "shared", "global", ...); the bulk
+            # forms (TMA: T.ptx.cp(tensormap, c0, c1, ..., "async", "bulk", "tensor", ...)) pass coordinates there
             size = vals[2]
             self.out.append(Instr(chain, guarded=guarded, nbytes=size if isinstance(size, int) else None))
         else:

@@ -16,7 +16,17 @@ For a description this module
    where they differ, op by op: the winning variant family (TVM 0.27 implements
    tilemagic's ``gmem_smem`` and ``reg`` as one variant, ``vec_auto``), the instruction
    chains, TMEM row/column immediates, register order and vector widths (``cp.async``'s bytes per issue
-   included).
+   included), and for a global <-> shared ``copy_async`` the TMA plan (:mod:`.tvm_tma`).
+
+Two differences are documented bugs of ``apache-tvm 0.27.0.post1`` and read ``known TVM bug``, not ``differs``:
+
+* :data:`LDGSTS_MBAR_BUG`: a global -> shared ``copy_async`` with ``mbar=`` and no ``dispatch=`` goes to TVM's
+  ``ldgsts`` (priority 20), which validates no config key and drops the barrier, although a copy completed on an
+  mbarrier must be a TMA (``cp.async.bulk.tensor`` with ``.mbarrier::complete_tx::bytes``, PTX ISA 9.0
+  §9.7.9.25.5.2; a ``cp.async`` completes through its commit groups, §9.7.9.25.3.2-3).  tilemagic's
+  ``ldgsts`` declines such a copy; the comparison then lowers the op once more in TVM with ``dispatch=`` set to
+  tilemagic's variant (what TVM's own TMA code always passes) and requires those instructions to be tilemagic's;
+* :data:`~.tvm_tma.SWIZZLE_BUG`: TVM plans a shared swizzle that is not the hardware's permutation.
 
 ``apache-tvm`` is an optional, test-time dependency: it is imported only inside
 :func:`run_tvm`, and :func:`compare_with_tvm` returns a comparison carrying a message
@@ -40,10 +50,11 @@ from .instructions import (
     summary_lines,
     tvm_instructions,
 )
-from .tvm_tma import SWIZZLE_BUG, TmaPlanComparison, compare_tma_plan, is_tma_candidate
+from .tvm_tma import SWIZZLE_BUG, TMA_VARIANTS, TmaPlanComparison, compare_tma_plan, is_tma_candidate
 from .tvmscript import TVM_VARIANT_NAMES, TvmScriptExport, export_tvmscript
 
 __all__ = [
+    "LDGSTS_MBAR_BUG",
     "TVM_MISSING",
     "OpComparison",
     "TvmComparison",
@@ -57,6 +68,13 @@ __all__ = [
 
 TVM_MISSING = ("apache-tvm is not installed, so there is nothing to compare with: "
                "pip install 'apache-tvm==0.27.0.post1' (tilemagic's `tvm` extra)")
+
+
+LDGSTS_MBAR_BUG = ("known TVM 0.27 bug: without dispatch=, TVM's ldgsts (priority 20) takes this global -> shared "
+                   "copy_async and ignores mbar= (ldgsts validates no config key): the copy completes through "
+                   "cp.async groups and never reaches the mbarrier, so a wait on it with expect_tx would hang; "
+                   "tilemagic's ldgsts declines an mbar= copy. Compared instead: TVM with dispatch= tilemagic's "
+                   "variant (what TVM's own TMA code passes)")
 
 
 def variant_family(variant: str | None) -> str | None:
@@ -251,8 +269,15 @@ class OpComparison:
         When TVM chose another variant family than tilemagic: what TVM says when that op is
         forced (``dispatch=``) to tilemagic's family.
     tma : TmaPlanComparison or None
-        A global <-> shared ``copy_async``: tilemagic's tensor-map plan beside TVM's planner on the same op
-        (:mod:`.tvm_tma`); a documented TVM 0.27 bug (the unchecked swizzle) reads ``known TVM bug``.
+        A global <-> shared ``copy_async`` that one side lowers to (or tilemagic declines for) a TMA variant:
+        tilemagic's tensor-map plan beside TVM's planner on the same op (:mod:`.tvm_tma`); a documented TVM 0.27
+        bug (the unchecked swizzle) reads ``known TVM bug``.
+    tvm_forced : list of Instr or None
+        When TVM chose another variant family: TVM's instructions with the op forced (``dispatch=``) to
+        tilemagic's family, when TVM accepts that.
+    known_bug : str or None
+        The documented TVM 0.27 bug that explains why TVM chose another variant (:data:`LDGSTS_MBAR_BUG`); the
+        verdict is then ``known TVM bug`` when ``tvm_forced`` equals tilemagic's instructions, else ``differs``.
     """
 
     line: int
@@ -266,6 +291,8 @@ class OpComparison:
     tvm_error: str | None = None
     tvm_why_not: str | None = None
     tma: TmaPlanComparison | None = None
+    tvm_forced: list[Instr] | None = None
+    known_bug: str | None = None
 
     @property
     def ours_lines(self) -> list[str]:
@@ -297,6 +324,9 @@ class OpComparison:
                 return "known TVM bug"
             if not self.tma.agrees:
                 return "differs"
+        if self.known_bug is not None:
+            forced = summary_lines(self.tvm_forced) if self.tvm_forced is not None else None
+            return "known TVM bug" if forced == self.ours_lines else "differs"
         ours_ok, tvm_ok = self.ours is not None, self.tvm is not None
         if ours_ok and tvm_ok:
             return "same" if self.family_agrees and self.ours_lines == self.tvm_lines else "differs"
@@ -308,9 +338,11 @@ class OpComparison:
             return "TVM rejects"
         return "not compared"
 
-    def diff(self) -> list[tuple[str, str, str]]:
-        """``(mark, tilemagic line, TVM line)``: ``=`` equal, ``≠`` differ, ``-`` tilemagic only, ``+`` TVM only."""
-        a, b = self.ours_lines, self.tvm_lines
+    def diff(self, forced: bool = False) -> list[tuple[str, str, str]]:
+        """``(mark, tilemagic line, TVM line)``: ``=`` equal, ``≠`` differ, ``-`` tilemagic only, ``+`` TVM only.
+
+        ``forced``: against :attr:`tvm_forced` instead of TVM's own choice."""
+        a, b = self.ours_lines, summary_lines((self.tvm_forced if forced else self.tvm) or [])
         rows: list[tuple[str, str, str]] = []
         for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
             if tag == "equal":
@@ -360,22 +392,18 @@ class TvmComparison:
             out.append(f"L{o.line}: {o.text}    [{o.verdict}]")
             out.append(f"  tilemagic: {_who(o.ours_variant, o.ours_error)}    TVM: {_who(o.tvm_variant, o.tvm_error)}")
             if o.ours is not None and o.tvm is not None:
-                for mark, x, y in o.diff():
-                    if mark == "=":
-                        out.append(f"  = {x}")
-                    elif mark == "≠":
-                        out += [f"  ≠ tilemagic: {x}", f"         TVM: {y}"]
-                    elif mark == "-":
-                        out.append(f"  - tilemagic only: {x}")
-                    else:
-                        out.append(f"  + TVM only: {y}")
+                out += _diff_text(o.diff(), "  ")
             for who, err in (("tilemagic", o.ours_error), ("TVM", o.tvm_error)):
                 if err:
                     out.append(f"  {who} rejects:")
                     out += ["    " + ln for ln in err.splitlines()]
-            if o.tvm_why_not:
+            if o.tvm_why_not or o.tvm_forced is not None:
                 out.append(f"  TVM with dispatch={variant_family(o.ours_variant)}:")
-                out += ["    " + ln for ln in o.tvm_why_not.splitlines()]
+                out += ["    " + ln for ln in (o.tvm_why_not or "").splitlines()]
+                if o.tvm_forced is not None:
+                    out += _diff_text(o.diff(forced=True), "    ")
+            if o.known_bug:
+                out.append(f"  {o.known_bug}")
             if o.tma is not None:
                 out += ["  " + ln for ln in o.tma.text()]
         if self.tvm is not None and self.tvm.cuda_note:
@@ -402,9 +430,15 @@ class TvmComparison:
                 for mark, x, y in o.diff():
                     rows.append(f'<tr style="{colors[mark]}"><td>{escape(mark)}</td><td>{escape(x)}</td>'
                                 f"<td>{escape(y)}</td></tr>")
-            if o.tvm_why_not:
+            if o.tvm_why_not or o.tvm_forced is not None:
                 rows.append(f"<tr><td>?</td><td></td><td><pre style='margin:0'>TVM with dispatch="
-                            f"{escape(str(variant_family(o.ours_variant)))}:\n{escape(o.tvm_why_not)}</pre></td></tr>")
+                            f"{escape(str(variant_family(o.ours_variant)))}:\n{escape(o.tvm_why_not or '')}"
+                            "</pre></td></tr>")
+                for mark, x, y in o.diff(forced=True) if o.tvm_forced is not None else ():
+                    rows.append(f'<tr style="{colors[mark]}"><td>{escape(mark)}</td><td>{escape(x)}</td>'
+                                f"<td>{escape(y)}</td></tr>")
+            if o.known_bug:
+                rows.append(f"<tr><td>!</td><td colspan=2>{escape(o.known_bug)}</td></tr>")
             for who, err in (("tilemagic", o.ours_error), ("TVM", o.tvm_error)):
                 if err:
                     cells = (f"<td><pre style='margin:0'>{escape(err)}</pre></td><td></td>" if who == "tilemagic"
@@ -413,13 +447,54 @@ class TvmComparison:
             parts.append(f'<table style="border-collapse:collapse;{mono}"><tr><th></th><th style="text-align:left">'
                          f'tilemagic</th><th style="text-align:left">TVM</th></tr>{"".join(rows)}</table>')
         if self.tvm is not None:
-            for title, body in (("TVM LowerTIRx output", self.tvm.lowered),
-                                (f"TVM CUDA ({self.tvm.cuda_note})", self.tvm.cuda)):
+            for title, body, attr in (("TVM LowerTIRx output", self.tvm.lowered, "lowered"),
+                                      (f"TVM CUDA ({self.tvm.cuda_note})", self.tvm.cuda, "cuda")):
                 if body:
                     parts.append(f'<details><summary style="cursor:pointer">{escape(title)}</summary>'
-                                 f'<pre style="{mono};max-height:400px;overflow:auto">{escape(body)}</pre></details>')
+                                 f'<pre style="{mono};max-height:400px;overflow:auto">'
+                                 f"{escape(_clip(body, attr))}</pre></details>")
         parts.append("</div>")
         return "".join(parts)
+
+
+#: Most characters of TVM's lowered IR or CUDA the HTML shows (an unrolled ldgsts copy is 250 kB of CUDA); the
+#: whole text stays on the comparison object
+MAX_PANE_CHARS = 48 * 1024
+
+
+def _clip(body: str, attr: str) -> str:
+    """``body`` cut at a line end before :data:`MAX_PANE_CHARS`, with a note naming where the rest is."""
+    if len(body) <= MAX_PANE_CHARS:
+        return body
+    head = body[:body.rfind("\n", 0, MAX_PANE_CHARS) + 1 or MAX_PANE_CHARS]
+    rest = body[len(head):].count("\n") + (not body.endswith("\n"))
+    return head + f"… {rest} more lines (the whole text: result.tvm_comparison.tvm.{attr})\n"
+
+
+def _diff_text(rows: list[tuple[str, str, str]], pad: str) -> list[str]:
+    out = []
+    for mark, x, y in rows:
+        if mark == "=":
+            out.append(f"{pad}= {x}")
+        elif mark == "≠":
+            out += [f"{pad}≠ tilemagic: {x}", f"{pad}       TVM: {y}"]
+        elif mark == "-":
+            out.append(f"{pad}- tilemagic only: {x}")
+        else:
+            out.append(f"{pad}+ TVM only: {y}")
+    return out
+
+
+def known_dispatch_bug(op, ours_variant: str | None, tvm_variant: str | None) -> str | None:
+    """The documented TVM 0.27 bug behind TVM's choice of variant for ``op``, or None.
+
+    :data:`LDGSTS_MBAR_BUG`: TVM took ``ldgsts`` for a ``copy_async`` with ``mbar=`` that tilemagic lowered with
+    another variant (a TMA).
+    """
+    has_mbar = any(k == "mbar" for k, _, _ in op.options)
+    if op.op == "copy_async" and has_mbar and tvm_variant == "ldgsts" and ours_variant not in (None, "ldgsts"):
+        return LDGSTS_MBAR_BUG
+    return None
 
 
 def _who(variant, error) -> str:
@@ -477,10 +552,13 @@ def compare_with_tvm(result=None, *, program=None, typed=None, error: Exception 
     else:
         prog, tp, records, kernel = result.program, result.typed, result.dispatch, result.kernel
         arch = result.options.arch
-    export = export_tvmscript(prog, tp, records, tmem_base=tmem_base, kernel=kernel)
+    # a cell tilemagic did not lower has no byte counts for expect_tx=auto: a placeholder (dispatch ignores it)
+    unresolved = kernel is None
+    export = export_tvmscript(prog, tp, records, tmem_base=tmem_base, kernel=kernel, unresolved_auto=unresolved)
     cuda_export = None
     if cuda and tp.tmem_cols and tmem_base == "shared":
-        cuda_export = export_tvmscript(prog, tp, records, tmem_base="const", kernel=kernel)
+        cuda_export = export_tvmscript(prog, tp, records, tmem_base="const", kernel=kernel,
+                                       unresolved_auto=unresolved)
     run = run_tvm(export, arch=arch, cuda=cuda, cuda_export=cuda_export)
     inverse = {v: k for k, v in export.names.items()}
     ours_by_line = ours_instructions(kernel) if kernel is not None else {}
@@ -502,24 +580,37 @@ def compare_with_tvm(result=None, *, program=None, typed=None, error: Exception 
                 oc.tvm_error = f"could not read TVM's dispatched TIR: {e}"
         elif run.error is not None and (run.error_line is None or run.error_line == op.span.line):
             oc.tvm_error = run.error
-        if is_tma_candidate(op):
+        tma_side = {oc.ours_variant, oc.tvm_variant, op.dispatch} & set(TMA_VARIANTS) or oc.ours_error
+        if is_tma_candidate(op) and tma_side:
             copies = [s for s in ir.walk(kernel.body) if isinstance(s, ir.TmaCopy) and s.span is not None
                       and s.span.line == op.span.line] if kernel is not None else []
             err = oc.ours_error or (ours_error if ours_error_line in (None, op.span.line) else None)
             oc.tma = compare_tma_plan(op, oc.ours_variant, copies, err, arch)
         ops.append(oc)
-    for oc in ops if explain else ():  # ask TVM why it did not take tilemagic's variant family
+    for k, (op, oc) in enumerate(zip(tp.copy_ops, ops)):  # ask TVM why it did not take tilemagic's variant family
         fam = variant_family(oc.ours_variant)
         # fam is None only without ours_variant, i.e. when tilemagic did not lower the op (then oc.ours is None)
-        if oc.ours is not None and fam is not None and oc.tvm_variant is not None and fam != oc.tvm_variant:
-            forced = run_tvm(export_tvmscript(prog, tp, records, tmem_base=tmem_base, force={oc.line: fam},
-                                              kernel=kernel), arch=arch)
-            if forced.error is not None and forced.error_line == oc.line:
-                oc.tvm_why_not = forced.error
-            elif forced.error is None:
-                oc.tvm_why_not = f"{fam} accepts it too; {oc.tvm_variant} is tried first (priority, then name)"
+        if oc.ours is None or fam is None or oc.tvm_variant is None or fam == oc.tvm_variant:
+            continue
+        oc.known_bug = known_dispatch_bug(op, oc.ours_variant, oc.tvm_variant)
+        if not (explain or oc.known_bug):  # a known bug is always checked against the forced lowering
+            continue
+        forced = run_tvm(export_tvmscript(prog, tp, records, tmem_base=tmem_base, force={oc.line: fam},
+                                          kernel=kernel), arch=arch)
+        if forced.error is not None and forced.error_line == oc.line:
+            oc.tvm_why_not = forced.error
+        elif forced.error is None:
+            oc.tvm_why_not = f"{fam} accepts it too; {oc.tvm_variant} is tried first (priority, then name)"
+            if k < len(forced.ops) and forced.ops[k].variant == fam:
+                try:
+                    oc.tvm_forced = tvm_instructions(forced.ops[k].script, inverse)
+                except ValueError:
+                    oc.tvm_forced = None
     same = sum(o.verdict in ("same", "both reject", "known TVM bug") for o in ops)
     msg = f"TVM TIRx (apache-tvm {_tvm_version()}) vs tilemagic: {same} of {len(ops)} ops agree"
+    bugs = sum(o.verdict == "known TVM bug" for o in ops)
+    if bugs:
+        msg += f" ({bugs} through a documented TVM 0.27 bug, named below)"
     if run.error and run.error_line is None:
         msg += f"; TVM failed to {run.error_stage} the program: {run.error.splitlines()[0]}"
     return TvmComparison(True, msg, export, ops, run)

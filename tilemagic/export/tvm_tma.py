@@ -23,12 +23,16 @@ from ..layout.swizzle import ComposeLayout
 from ..layout.tile import TileLayout
 from ..lower.ops import CopyOp
 
-__all__ = ["TmaFacts", "TmaPlanComparison", "compare_tma_plan", "is_tma_candidate", "ours_tma_facts", "tvm_tma_plan"]
+__all__ = ["SWIZZLE_BUG", "TMA_VARIANTS", "TmaFacts", "TmaPlanComparison", "compare_tma_plan", "is_tma_candidate",
+           "ours_tma_facts", "tvm_tma_plan"]
 
 #: TVM's descriptor dtype names -> ``CUtensorMapDataType`` members (TVM ``_dtype_contract``)
 _TVM_DTYPE = {"int8": "UINT8", "uint8": "UINT8", "float8_e4m3fn": "UINT8", "float8_e5m2": "UINT8",
               "uint16": "UINT16", "float16": "FLOAT16", "bfloat16": "BFLOAT16", "float32": "FLOAT32",
               "int32": "INT32", "uint32": "UINT32", "uint64": "UINT64", "int64": "INT64", "float64": "FLOAT64"}
+
+#: the variants whose plans this module compares (TVM's names, tilemagic's too)
+TMA_VARIANTS = ("tma_auto", "tma_explicit")
 
 SWIZZLE_BUG = ("differs on purpose: TVM 0.27 takes the TMA swizzle mode from swizzle_len alone and plans a "
                "shared layout whose XOR is not the hardware's permutation for the dtype; tilemagic declines it")
@@ -87,12 +91,19 @@ class TmaPlanComparison:
                 out.append(f"  = {a}" if a == b else f"  ≠ tilemagic: {a}    TVM: {b}")
         for who, facts, err in (("tilemagic", self.ours, self.ours_error), ("TVM", self.tvm, self.tvm_error)):
             if facts is None and err:
-                out.append(f"  {who} declines: {err}")
+                out.append(f"  {who} declines: {_reason(err)}")
             elif facts is not None and (self.ours is None or self.tvm is None):
                 out.append(f"  {who}: " + ", ".join(facts.lines()))
         if self.note:
             out.append(f"  note: {self.note}")
         return out
+
+
+def _reason(err: str) -> str:
+    """The one line of a decline that names the planner stage (a why-table's row), else its first line."""
+    lines = err.strip().splitlines() or [""]
+    line = next((ln for ln in lines if "stage=" in ln), lines[0])
+    return line.split("emitter declined: ", 1)[-1].strip()
 
 
 def is_tma_candidate(op: CopyOp) -> bool:
@@ -147,6 +158,8 @@ def tvm_tma_plan(op: CopyOp, variant: str, arch: str) -> TmaFacts | str:
     try:
         config: dict[str, object] = {}
         for k, v, _ in op.options:
+            if k == "dispatch":  # the variant choice, not a config key (TVM's copy_async takes it apart)
+                continue
             config[k] = Var(v.name, "handle") if isinstance(v, ir.Buffer) else v
         call = CopyAsync(reg(op.dst), reg(op.src), config=config)
         sctx = DispatchContext(tvm.target.Target({"kind": "cuda", "arch": arch}), ExecScope("thread"), {}, {})
@@ -169,8 +182,8 @@ def compare_tma_plan(op: CopyOp, chosen: str | None, copies: list[ir.TmaCopy], o
 
     The variant TVM is asked for is tilemagic's (chosen or forced), else ``tma_auto``.
     """
-    variant = chosen if chosen in ("tma_auto", "tma_explicit") else (
-        op.dispatch if op.dispatch in ("tma_auto", "tma_explicit") else "tma_auto")
+    variant = chosen if chosen in TMA_VARIANTS else (
+        op.dispatch if op.dispatch in TMA_VARIANTS else "tma_auto")
     ours = ours_tma_facts(copies) if copies else None
     theirs = tvm_tma_plan(op, variant, arch)
     tvm_facts, tvm_error = (theirs, None) if isinstance(theirs, TmaFacts) else (None, theirs)

@@ -9,7 +9,8 @@ TVM's own ``test_tcgen05_ldst.py`` / ``test_fallback.py``, as accepted by
   one-CTA launch (``T.cta_id``, ``T.warpgroup_id``/``T.warp_id_in_wg``/
   ``T.thread_id_in_wg`` for whole warpgroups, ``T.warp_id``/``T.lane_id`` for
   whole warps, ``T.thread_id``);
-* shared buffers are ``T.alloc_shared`` (with ``layout=`` when not row-major),
+* shared buffers are ``T.alloc_shared`` (with ``layout=`` when not row-major; a ``swizzle(...)`` layout is
+  ``T.ComposeLayout(per_element, swizzle_len, atom_len, T.TileLayout(...))``),
   register tiles ``T.alloc_local(..., layout=...)`` or, for ``frag(...)``,
   ``T.alloc_tcgen05_ldst_frag(shape, (rows, cols), dtype)``;
 * TMEM is allocated by hand as the TVM tests do: ``tmem_addr = T.alloc_shared([1],
@@ -54,7 +55,9 @@ from ..errors import TileMagicError
 from ..ir import nodes as ir
 from ..lang import ast
 from ..layout import TileLayout
+from ..layout.swizzle import ComposeLayout
 from ..arch.threads import AXIS_SCOPES, THREADS_PER, axis_def
+from .tvm_tma import TMA_VARIANTS
 from ..lower.program import (
     ArriveItem,
     CopyItem,
@@ -130,11 +133,21 @@ def layout_text(layout) -> str:
     or offset on an axis other than ``m`` is ``n @ Axis.<axis>``, TVM's printed form.
     TCol is in elements in both tools.
 
+    A :class:`~tilemagic.layout.swizzle.ComposeLayout` (``swizzle(M, B, S[, tile])``) is TVM's
+    ``T.ComposeLayout(per_element, swizzle_len, atom_len, T.TileLayout(...))`` over the same tile
+    (``swizzle_inner=True``, TVM's default; a bare ``swizzle(M, B, S)`` is written over the tile it stands for,
+    the buffer's row-major order), as TVM's own tests spell a swizzled shared buffer
+    (``apache-tvm 0.27.0.post1``, ``tvm.tirx.layout.ComposeLayout``): the permutation is
+    ``m ^ (((m >> (M + S)) & (2**B - 1)) << M)`` on the tile's address in both tools.
+
     Raises
     ------
     ValueError
-        ``layout`` is not a plain :class:`~tilemagic.layout.TileLayout` (e.g. a swizzle).
+        ``layout`` is neither a plain :class:`~tilemagic.layout.TileLayout` nor a swizzle over one.
     """
+    if isinstance(layout, ComposeLayout):
+        return (f"T.ComposeLayout({layout.per_element}, {layout.swizzle_len}, {layout.atom_len}, "
+                f"{layout_text(layout.tile)})")
     if type(layout) is not TileLayout:
         raise ValueError(f"the TVMScript export has no form for the layout {layout} ({type(layout).__name__}) yet")
     text = _spec_text("S", layout.shard)
@@ -266,11 +279,15 @@ def _auto_counts(kernel: ir.Kernel | None) -> dict[int, int]:
             if isinstance(s, ir.MbarArrive) and s.auto_from and s.span is not None}
 
 
-def _sync_lines(item, names: dict[str, str], auto: dict[int, int]) -> list[str]:
+def _sync_lines(item, names: dict[str, str], auto: dict[int, int], placeholder: bool = False) -> list[str]:
     """The TVMScript of an arrive / mbarrier wait / commit group / fence (TVM's spelling)."""
     if isinstance(item, ArriveItem):
         bar = _bar_ref(item.bar, names)
         if item.auto:
+            if item.span.line not in auto and placeholder:
+                return ["# expect_tx=auto: not resolved (tilemagic did not lower the cell); 0 stands in for the "
+                        "byte count, which TVM's dispatch does not read",
+                        f"T.ptx.mbarrier.arrive.expect_tx.shared.b64({bar}, T.uint32(0))"]
             if item.span.line not in auto:
                 raise ExportError("expect_tx=auto: the byte count is resolved when tilemagic lowers the cell; "
                                   "this export has no lowered kernel", item.span,
@@ -297,6 +314,13 @@ def _option_text(key: str, value: object, names: dict[str, str]) -> str:
     return f'{key}="{value}"'
 
 
+def _mbar_without_dispatch(op) -> bool:
+    """A global -> shared ``copy_async`` with ``mbar=`` and no ``dispatch=``: TVM 0.27 gives it to ``ldgsts``, which
+    drops the barrier (the known bug :data:`tilemagic.export.tvm_compare.LDGSTS_MBAR_BUG` names)."""
+    return (op.op == "copy_async" and op.src.buf.scope == "global" and op.dst.buf.scope == "shared"
+            and any(k == "mbar" for k, _, _ in op.options))
+
+
 def _op_comment(op, rec) -> str:
     text = f"# L{op.span.line}: {op.text}"
     if rec is not None and rec.chosen:
@@ -305,7 +329,8 @@ def _op_comment(op, rec) -> str:
 
 
 def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
-                     force: dict[int, str] | None = None, kernel: ir.Kernel | None = None) -> TvmScriptExport:
+                     force: dict[int, str] | None = None, kernel: ir.Kernel | None = None,
+                     unresolved_auto: bool = False) -> TvmScriptExport:
     """Write the TVM TIRx equivalent of a checked program.
 
     Parameters
@@ -326,11 +351,16 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
         TVM why it did not pick a variant).
     kernel : tilemagic.ir.nodes.Kernel, optional
         The lowered kernel: gives the byte counts of ``expect_tx=auto``.
+    unresolved_auto : bool, default False
+        Without ``kernel``, write an ``expect_tx=auto`` arrive with the placeholder count 0 and a comment saying
+        so, instead of raising (``--compare tvm`` of a cell tilemagic did not lower: TVM's dispatch does not read
+        the count).
 
     Raises
     ------
     ExportError
-        A layout the export has no form for, or ``expect_tx=auto`` without ``kernel`` (located).
+        A layout the export has no form for, or ``expect_tx=auto`` without ``kernel`` nor ``unresolved_auto``
+        (located).
 
     Returns
     -------
@@ -429,6 +459,11 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
                     body.append(f"# dispatch={op.dispatch}: TVM 0.27 implements {op.dispatch} "
                                 f"as its {tvm_name} variant")
             extra += "".join(f", {_option_text(k, v, bufnames)}" for k, v, _ in op.options if k != "dispatch")
+            if not extra.startswith(", dispatch=") and _mbar_without_dispatch(op):
+                rec = rec_of.get(id(op))
+                tma = rec.chosen if rec is not None and rec.chosen in TMA_VARIANTS else "tma_auto"
+                body.append(f"# known TVM 0.27 bug: without dispatch=, TVM lowers this copy with ldgsts, which ignores "
+                            f'mbar=; dispatch="{tma}" gives the TMA')
             if guard is not None:
                 body.append(f"if {_guard_text(guard, tp.threads, bind)}:")
             body.append(f"{pad}{_SCOPE_NS[op.exec_scope]}.{op.op}({_region_text(op.dst, bufnames)}, "
@@ -439,7 +474,7 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
             if guard is not None:
                 body.append(f"if {_guard_text(guard, tp.threads, bind)}:")
             lines = ([f"T.ptx.tcgen05.wait__{item.kind}.sync.aligned()"] if isinstance(item, WaitItem)
-                     else _sync_lines(item, bufnames, auto))
+                     else _sync_lines(item, bufnames, auto, unresolved_auto))
             body += [pad + ln for ln in lines]
         elif isinstance(item, WaitItem):
             body.append(f"T.ptx.tcgen05.wait__{item.kind}.sync.aligned()")
@@ -460,16 +495,26 @@ def tvmscript_from_source(source: str, name: str | None = None, *, tmem_base: st
     """Parse and check a description, then export it (no dispatch, no lowering).
 
     This works for programs tilemagic declines to lower as well, so a user can take a
-    description TVM accepts and tilemagic does not (or the reverse) straight to TVM.
+    description TVM accepts and tilemagic does not (or the reverse) straight to TVM.  A program with an
+    ``arrive ... expect_tx=auto`` is lowered (for ``sm_100a``) to learn the byte count; when that lowering fails,
+    the arrive cannot be written and :class:`ExportError` says so.
 
     Raises
     ------
     TileMagicError
-        A syntax or type error of the description (located).
+        A syntax or type error of the description (located); :class:`ExportError` as
+        :func:`export_tvmscript`.
     """
     from ..lang import parse
-    from ..lower.program import check
+    from ..lower.dispatch import TargetSpec
+    from ..lower.program import check, lower
 
     prog = parse(source)
     tp = check(prog, name)
-    return export_tvmscript(prog, tp, tmem_base=tmem_base)
+    kernel = None
+    if any(isinstance(item, ArriveItem) and item.auto for item in tp.items):
+        try:
+            kernel = lower(tp, TargetSpec("cuda", "sm_100a"))[0]
+        except TileMagicError:  # the export's own error names the arrive
+            kernel = None
+    return export_tvmscript(prog, tp, tmem_base=tmem_base, kernel=kernel)
