@@ -241,3 +241,19 @@ def test_the_simulator_running_out_of_memory_is_a_located_error(monkeypatch):
     with pytest.raises(tilemagic.LaunchError) as ei:
         tilemagic.tilecopy(src, launch="sim")
     assert "ran out of memory" in str(ei.value) and ei.value.line == 1
+
+
+def test_arange_past_float16s_range_is_quiet_inf():
+    """``= arange`` on a float16 buffer of more than 65520 elements: the tail saturates to inf, as documented,
+    without a RuntimeWarning from NumPy's cast (which named tilemagic's source file in the cell's stderr)."""
+    import warnings
+
+    from tilemagic.lang.parser import parse
+    from tilemagic.lower.program import check
+    from tilemagic.pipeline import make_inputs
+
+    tp = check(parse("global A: float16[256, 256] = arange\nglobal B: float16[256, 256]\nthread.copy B[0, 0] <- A[0, 0]\n"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = make_inputs(tp)["A"].reshape(-1)
+    assert a[2048] == 2048 and a[65504] == 65504 and np.isinf(a[-1])
