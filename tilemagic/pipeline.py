@@ -253,8 +253,8 @@ def _refuse_a_hang(kernel: ir.Kernel, inputs: dict[str, np.ndarray], opts: Optio
     tracker = Tracker(kernel, kernel.threads, False)
     try:
         simulate(kernel, inputs, tracker=tracker, timeout=opts.timeout)
-    except MemoryError:
-        return  # (the GPU launch goes ahead; its timeout still stops a hang)
+    except (MemoryError, LaunchError):
+        return  # (the simulator cannot decide: the GPU launch goes ahead, and its timeout still stops a hang)
     hang = tracker.finish().hang
     if hang is not None:
         raise LaunchError(f"not launched on the GPU: the simulator ran the kernel first and it {hang.message}",
