@@ -144,8 +144,8 @@ check B{win} == A{win}
 
 def ldgsts_cell(case: GmemSmemCase, name: str = "ldg") -> str:
     """:func:`gmem_smem_cell` with its global -> shared copy as ``copy_async`` (variant ``ldgsts``); the copy
-    back stays synchronous.  No ``commit_group`` / ``wait_group`` yet (the language of commit groups is
-    another branch): lower it with ``launch="off"``."""
+    back stays synchronous.  No ``commit_group`` / ``wait_group``: lower it with ``launch="off"``
+    (:func:`ldgsts_committed_cell` is the round trip that runs)."""
     return gmem_smem_cell(case, name).replace(f"{case.scope}.copy S <-", f"{case.scope}.copy_async S <-")
 
 

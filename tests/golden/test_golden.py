@@ -81,7 +81,8 @@ def test_tvmscript_golden(name):
 
 def test_ldgsts_golden():
     """copy_async -> ldgsts: 64x64 fp16 into a swizzle(3, 3, 3) tile, 4 unrolled 16-byte cp.async per thread
-    (printed IR and CUDA; not launched: the simulator's cp.async completion is another branch)."""
+    (printed IR and CUDA, not launched: without commit_group / wait_group the read back would race; the demo
+    ldgsts_roundtrip is the launched round trip)."""
     case = GMEM_SMEM_CASES[2]._replace(rows=64, vec=8)
     res = tilemagic.tilecopy(ldgsts_cell(case, "ldgsts_swizzled"), launch="off")
     assert [d.chosen for d in res.dispatch] == ["ldgsts", "gmem_smem"]

@@ -11,8 +11,8 @@ parameters, the shared buffer aligned to its swizzle pattern) and launches it th
 * the S2G result: the destination region equals the source region, the rest of the buffer untouched.
 
 The mbarrier init / ``arrive.expect_tx`` / ``try_wait.parity`` and the bulk-group commit/wait are written here
-as inline PTX at marker comments of the IR (the language's statements for them are another part of issue 13;
-once they are on main these cases become ``%%tilecopy`` cells).
+as inline PTX at marker comments of the IR, below the language: the raw shared bytes are read here; the same
+cases as ``%%tilecopy`` cells (``cells.TMA_CELLS``) run in tests/gpu/test_gpu_pipeline.py.
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ def test_every_ldgsts_cell_assembles(arch):
 
 def _tma_kernel_source():
     """A G2S (128B swizzle, L2 hint) and an S2G through the real TMA variants; the mbarrier object is declared
-    here (its declaration and init are the language's statements, another part of issue 13)."""
+    here, below the language (tests/unit/lower/test_async_sync.py assembles the language's statements)."""
     from helpers import copy_async_op, lower_ops, region, tma_buffers
 
     from tilemagic.codegen.cuda import generate

@@ -22,7 +22,7 @@ TARGET = D.TargetSpec()
 
 
 # ----------------------------------------------------------------------------- a stand-in TMA variant
-# The real tma_auto lands with another part of issue 13; these tests need only TmaCopy nodes naming mbar=BAR,
+# Independent of tma_auto's planner: these tests need only TmaCopy nodes naming mbar=BAR,
 # with a box, a loop and an election the counts must see: `rows / 2`-row boxes issued in a 2-trip loop, each
 # issue by the threads of `elect` (a condition of the variant itself, inside the op's guard).
 ELECT: dict[str, object] = {"cond": None}  # an Expr, or a function of the loop variable giving one
