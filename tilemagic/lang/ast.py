@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..arch.threads import MEMORY_AXES, THREAD_AXES
+from ..arch.tma import CACHE_HINTS, OOB_FILL
 from ..errors import Span
 
 # Canonical dtype names; the parser maps the short aliases (f32, f16, bf16, u8, i8, i32).
@@ -36,12 +37,13 @@ TCGEN05_SHAPES = ("32x32b", "16x64b", "16x128b", "16x256b")
 #: Comparison operators of a guard (``if tx == 0: ...``).
 GUARD_OPS = ("==", "!=", "<", "<=", ">", ">=")
 #: ``copy_async`` options and their allowed values (None: any name; ``mbar`` names a declared mbarrier).
-#: ``oob`` and ``cache_hint`` spell TVM TIRx's ``copy_async`` config (``apache-tvm 0.27.0.post1``).
+#: ``oob`` and ``cache_hint`` spell TVM TIRx's ``copy_async`` config (``apache-tvm 0.27.0.post1``); their values are
+#: the hardware tables' (:data:`tilemagic.arch.tma.OOB_FILL`, :data:`tilemagic.arch.tma.CACHE_HINTS`).
 COPY_OPTIONS: dict[str, tuple[str, ...] | None] = {
     "dispatch": None,
     "mbar": None,
-    "oob": ("zero", "nan"),
-    "cache_hint": ("evict_normal", "evict_first", "evict_last"),
+    "oob": tuple(OOB_FILL),
+    "cache_hint": tuple(CACHE_HINTS),
 }
 #: The options a synchronous ``copy`` takes (the others are ``copy_async``'s only).
 SYNC_COPY_OPTIONS = ("dispatch",)

@@ -81,8 +81,9 @@ _USAGE = {
               "e.g. `local a: float16[128, 8] @ S[(128, 8) : (1@tid_in_wg, 1)]`"),
     "tmem": "usage: `tmem NAME: DTYPE[d0, d1, ...] [@ LAYOUT] [at OTHER [+ COLS]]`, e.g. `tmem T: float16[128, 8]`",
     "copy": "usage: `SCOPE.copy DST <- SRC [dispatch=VARIANT]`, e.g. `wg.copy a <- A[0:128, :]`",
-    "copy_async": ("usage: `SCOPE.copy_async DST <- SRC [mbar=BAR] [oob=zero|nan] "
-                   "[cache_hint=evict_normal|evict_first|evict_last] [dispatch=VARIANT]`, "
+    "copy_async": ("usage: `SCOPE.copy_async DST <- SRC [mbar=BAR] "
+                   + " ".join(f"[{k}={'|'.join(v)}]" for k, v in A.COPY_OPTIONS.items() if v)
+                   + " [dispatch=VARIANT]`, "
                    "e.g. `wg.copy_async T <- a` or `thread.copy_async S <- A mbar=full dispatch=tma_auto`"),
     "wait": "usage: `wait ld`, `wait st` or `wait BAR phase 0|1`",
     "mbarrier": "usage: `mbarrier NAME [count=N]`, e.g. `mbarrier full count=1`",
