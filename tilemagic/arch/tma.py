@@ -130,6 +130,15 @@ def swizzle_params(mode: int, elem_bytes: int) -> tuple[int, int, int]:
     return (16 // elem_bytes).bit_length() - 1, mode, 3
 
 
+def box_traversal(box, elem_strides) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(counts, steps)``: per dimension (CUDA order) how many elements a tile-mode box traverses and the step
+    between their coordinates — ``ceil(box[i] / elem_strides[i])`` elements at ``coords[i] + k * elem_strides[i]``,
+    with ``elem_strides[0]`` taken as 1 as for every non-interleaved map (the driver's ``cuTensorMapEncodeTiled``
+    documentation; PTX ISA 9.0 §5.5.3.2)."""
+    steps = (1,) + tuple(int(e) for e in elem_strides[1:len(box)])
+    return tuple(-(-int(b) // s) for b, s in zip(box, steps)), steps
+
+
 def shared_alignment(mode: int) -> int:
     """The byte alignment a shared buffer that TMA moves with swizzle ``mode`` needs: the pattern period
     (1024/512/256 B for 128B/64B/32B), at least :data:`SHARED_MIN_ALIGN`."""

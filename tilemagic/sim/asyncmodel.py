@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arch.tma import box_traversal
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..layout.swizzle import xor_swizzle
@@ -85,8 +86,7 @@ def tma_box(tmap: ir.TensorMap, coords, smem_offset: int) -> tuple[np.ndarray, n
         (mode B = 1/2/3 for 32/64/128 B: ``a ^ (((a >> 7) & (2**B - 1)) << 4)``, §5.5.7).
     """
     eb, rank = tmap.elem_bytes, tmap.rank
-    es = (1,) + tuple(int(e) for e in tmap.elem_strides[1:rank])
-    n = [int(tmap.box[0])] + [-(-int(tmap.box[i]) // es[i]) for i in range(1, rank)]
+    n, es = box_traversal(tmap.box[:rank], tmap.elem_strides)
     total = math.prod(n)
     ks = np.unravel_index(np.arange(total, dtype=np.int64), tuple(reversed(n)))[::-1]  # (k0 fastest)
     gs = (eb,) + tuple(int(s) for s in tmap.strides)

@@ -34,6 +34,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
 from ..arch.tcgen05 import TMEM_LANES, tmem_cell
+from ..arch.tma import box_traversal
 
 __all__ = [
     "ASYNC_EVENTS",
@@ -707,9 +708,8 @@ def tma_issue_box(tmap: ir.TensorMap, coords) -> dict[str, Any]:
         ``inside`` (``(lo, hi)`` per dimension, the clipped in-bounds range; ``lo >= hi`` when none).
     """
     rank = tmap.rank
-    es = (1,) + tuple(int(e) for e in tmap.elem_strides[1:rank])
+    box, es = box_traversal(tmap.box[:rank], tmap.elem_strides)  # (elements per dimension, their step)
     start = tuple(int(c) for c in coords)
-    box = tuple(int(b) for b in tmap.box[:rank])
     stop = tuple(start[i] + box[i] * es[i] for i in range(rank))
     inside, inb = [], 1
     for i in range(rank):
