@@ -107,6 +107,20 @@ CACHE_HINTS: dict[str, int] = {
     "evict_last": 0x14F0000000000000,
 }
 
+#: ``cp.reduce.async.bulk.tensor`` (TMA S2G reduction, PTX ISA 9.0 §9.7.9.25.5.3): operation -> the element
+#: types it is defined on (tilemagic dtype names; ``.add`` on f16/bf16 with ``.noftz``).  TVM 0.27's
+#: ``use_tma_reduce`` accepts the same operation names.
+TMA_REDUCE_OPS: dict[str, tuple[str, ...]] = {
+    "add": ("uint32", "int32", "uint64", "float32", "float16", "bfloat16"),
+    "min": ("uint32", "int32", "uint64", "int64", "float16", "bfloat16"),
+    "max": ("uint32", "int32", "uint64", "int64", "float16", "bfloat16"),
+    "inc": ("uint32",),
+    "dec": ("uint32",),
+    "and": ("int32", "uint32", "int64", "uint64"),
+    "or": ("int32", "uint32", "int64", "uint64"),
+    "xor": ("int32", "uint32", "int64", "uint64"),
+}
+
 #: Every shared buffer a TMA copy touches is aligned at least this much, and so is the shared address of every
 #: ``cp.async.bulk.tensor`` issue: the CUDA C++ Programming Guide's alignment table for multi-dimensional TMA
 #: (PTX ISA 9.0 asks 16 B).  The H200 (sm_90a) faults with ``cudaErrorMisalignedAddress`` on a box at a 16-byte

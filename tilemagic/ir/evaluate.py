@@ -56,7 +56,9 @@ def eval_static(e: ir.Expr, tid: np.ndarray, env: dict | None = None,
     tid : ndarray of int64
         CTA-linear thread ids (``threadIdx.x``).
     env : dict, optional
-        ``ir.LoopVar`` objects (the keys, by identity) -> their values (ints or arrays).
+        ``ir.LoopVar`` objects (the keys, by identity) -> their values (ints or arrays).  The CTA's rank in
+        its cluster, ``ir.ThreadVar("cta_rank")`` (:data:`tilemagic.arch.cluster.CTA_RANK`), is not a function
+        of ``tid``: it is read from ``env`` under that (hash-consed) node and is undetermined without it.
     load : callable, optional
         ``load(expr, env)`` gives the value of an ``ir.Load``; without it a load is undetermined.
 
@@ -69,6 +71,8 @@ def eval_static(e: ir.Expr, tid: np.ndarray, env: dict | None = None,
     if isinstance(e, ir.Const):
         return np.int64(e.value)
     if isinstance(e, ir.ThreadVar):
+        if env is not None and e in env:
+            return env[e]
         return thread_values(e.kind, tid)
     if isinstance(e, ir.LoopVar):
         if env is not None and e in env:

@@ -677,15 +677,49 @@ class TmaCopy(Stmt):
     mbar: Buffer | None = None
     cache_hint: str | None = None
     reduce: str | None = None
+    #: G2S multicast (PTX ISA 9.0 §9.7.9.25.5.2 ``.multicast::cluster``): bit i set = the CTA of rank i of the
+    #: cluster receives the box at the same shared offset and the complete-tx on its mbarrier at the same
+    #: offset; None = the unicast form (the issuing CTA only).  A one-bit mask stays a multicast (unlike TVM
+    #: 0.27, which emits the unicast form into the issuing CTA).
+    cta_mask: int | None = None
 
     @property
     def chain(self) -> str:
         r = self.tmap.rank
         if self.direction == "g2s":
-            return f"cp.async.bulk.tensor.{r}d.shared::cluster.global.mbarrier::complete_tx::bytes"
+            mc = ".multicast::cluster" if self.cta_mask is not None else ""
+            return f"cp.async.bulk.tensor.{r}d.shared::cluster.global.mbarrier::complete_tx::bytes{mc}"
         if self.reduce:
             return f"cp.reduce.async.bulk.tensor.{r}d.global.shared::cta.{self.reduce}.tile.bulk_group"
         return f"cp.async.bulk.tensor.{r}d.global.shared::cta.tile.bulk_group"
+
+
+@dataclass(eq=False)
+class ClusterSync(Stmt):
+    """``barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned`` (PTX ISA 9.0 §9.7.13.3; TIRx
+    ``T.cuda.cluster_sync()``): every thread of every CTA of the cluster arrives, then waits until all have
+    arrived (release/acquire at cluster scope; asynchronous operations are not covered)."""
+
+
+@dataclass(eq=False)
+class BulkCopy(Stmt):
+    """One ``cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], nbytes,
+    [mbar]`` by every executing thread (PTX ISA 9.0 §9.7.9.25.4.1; TVM 0.27 variant ``dsmem``): ``nbytes``
+    contiguous bytes of this CTA's shared ``src`` from byte ``src_offset`` to shared ``dst`` at byte
+    ``dst_offset`` *in the CTA of cluster rank* ``remote``; the copy completes ``nbytes`` of the tx-count of
+    ``mbar`` in that same remote CTA.  Both addresses are mapped with ``mapa.shared::cluster.u32`` (TVM 0.27
+    truncates a generic ``mapa.u64`` result instead).  ``nbytes`` is a multiple of 16, both offsets 16-byte
+    aligned (with the buffers' bases)."""
+
+    src: Buffer
+    src_offset: int  # bytes
+    dst: Buffer
+    dst_offset: int  # bytes
+    nbytes: int
+    remote: Expr  # the destination CTA's rank in the cluster
+    mbar: Buffer
+
+    chain = "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes"
 
 
 # ----------------------------------------------------------------------------- kernel
@@ -710,6 +744,10 @@ class Kernel:
     #: the tensor maps TMA copies use, one per distinct :meth:`TensorMap.key`, after the global buffers in the
     #: CUDA kernel's parameters (``const __grid_constant__ CUtensorMap NAME``)
     tensormaps: tuple[TensorMap, ...] = ()
+    #: CTAs per cluster (x only; 1: no cluster).  The CUDA kernel carries ``__cluster_dims__(cluster, 1, 1)``;
+    #: the round trip launches one cluster; ``ThreadVar("cta_rank")`` is the CTA's rank in it
+    #: (``%cluster_ctarank``).  Shared memory, mbarriers and TMEM are per CTA; global memory is common.
+    cluster: int = 1
 
 
 def content_key(kernel: Kernel) -> str:
@@ -762,6 +800,8 @@ def stmt_exprs(stmt: Stmt) -> tuple[Expr, ...]:
         return (stmt.dst_index, stmt.src_index)
     if isinstance(stmt, TmaCopy):
         return stmt.coords
+    if isinstance(stmt, BulkCopy):
+        return (stmt.remote,)
     return ()
 
 
@@ -812,6 +852,9 @@ def stmt_buffers(stmt: Stmt, lds: tuple[Load, ...] | None = None) -> tuple[list[
         else:
             read.append(stmt.smem)
             written.append(stmt.tmap.buf)
+    elif isinstance(stmt, BulkCopy):
+        read.append(stmt.src)
+        written.append(stmt.dst)
     return read, written
 
 
