@@ -1131,6 +1131,8 @@ def timeline_figure(result):
 _RECEIPT_HATCH = {"tma": "", "multicast": "////", "dsmem": "xxx", "store": "..."}
 #: Most issues of the cluster picture drawn as arrows from the writing CTA to the receiving panels.
 MAX_CLUSTER_ARROWS: int = 16
+#: Most hatched rectangles of one panel of the cluster picture (a run of bytes of one kind is at most three).
+MAX_HATCH_RECTS: int = 96
 
 
 def _byte_rows(pl, rank: int) -> tuple[np.ndarray, list[tuple[int, str]]]:
@@ -1167,6 +1169,30 @@ def _run_rects(lo: int, hi: int, rb: int, row0: int) -> list[tuple[int, int, int
     return out
 
 
+def _hatch_rects(pl, rank: int, row0: dict) -> dict | None:
+    """Rectangles ``(x, y, w, h)`` (image cells) to hatch per receipt kind in CTA ``rank``'s panel: the runs of
+    bytes of one hatched kind, whoever wrote them (so a multicast from every CTA is one run of its kind), or
+    None when they need more than :data:`MAX_HATCH_RECTS` rectangles (the panel is drawn without hatches)."""
+    rb = int(pl["row_bytes"])
+    out: dict[str, list] = {}
+    n = 0
+    for b in pl["buffers"]:
+        kind = pl["maps"][rank][b["name"]]["kind"].astype(np.int64)
+        if not kind.size:
+            continue
+        cut = np.flatnonzero(kind[1:] != kind[:-1]) + 1
+        for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), kind.size]):
+            kd = RECEIPT_KINDS[int(kind[lo])] if kind[lo] >= 0 else None
+            if kd is None or not _RECEIPT_HATCH[kd]:
+                continue
+            rs = _run_rects(lo, hi, rb, row0[b["name"]])
+            n += len(rs)
+            if n > MAX_HATCH_RECTS:
+                return None
+            out.setdefault(kd, []).extend(rs)
+    return out
+
+
 def cluster_figure(result):
     """Which CTA's shared memory received which bytes, in a thread-block cluster: one panel per CTA.
 
@@ -1184,7 +1210,8 @@ def cluster_figure(result):
         shared-memory line, :data:`~tilemagic.widgets.placement.ROW_BYTES`, whatever the buffer's shape;
         byte offsets are physical, after any swizzle), every byte coloured by the CTA whose statement wrote
         it (light grey: nothing landed), hatched by how (:data:`_RECEIPT_HATCH`: own TMA load plain,
-        multicast ``////``, dsmem ``xxx``, store ``...``).  A multicast (PTX ISA 9.0 §9.7.9.25.5.2) or a
+        multicast ``////``, dsmem ``xxx``, store ``...``; a panel whose bytes of one kind fall in more than
+        :data:`MAX_HATCH_RECTS` pieces is not hatched and the caption says so).  A multicast (PTX ISA 9.0 §9.7.9.25.5.2) or a
         dsmem copy (§9.7.9.25.4.1) is one issue: a tag above its writing CTA's panel with an arrow to each
         panel it lands in (at most :data:`MAX_CLUSTER_ARROWS` issues); the legend lists every issue with its
         description line, and the per-CTA summary (:func:`~tilemagic.widgets.placement.cluster_summary`)
@@ -1219,8 +1246,7 @@ def cluster_figure(result):
     left, width_all, top, bottom = 0.05, 0.72, 0.80, 0.22
     w = width_all / per_row
     h = (top - bottom) / nrow
-    axes, starts_of = [], []
-    hatch_rects: dict[str, list] = {kd: [] for kd in RECEIPT_KINDS}
+    axes, starts_of, unhatched = [], [], []
     for r in range(C):
         i, j = divmod(r, per_row)
         ax = fig.add_axes((left + j * w + 0.012, top - (i + 1) * h + 0.04, w - 0.03, h - 0.075))
@@ -1228,15 +1254,13 @@ def cluster_figure(result):
         ax.imshow(np.ma.masked_less(img, -1) + 1, cmap=cmap, vmin=-0.5, vmax=C + 0.5, interpolation="nearest",
                   aspect="auto")
         row0 = dict((name, at) for at, name in starts)
-        for run in pl["runs"][r]:
-            if _RECEIPT_HATCH[run["kind"]]:
-                hatch_rects[run["kind"]] += [Rectangle((x - 0.5, y - 0.5), ww, hh) for x, y, ww, hh in
-                                             _run_rects(run["lo"], run["hi"], rb, row0[run["buffer"]])]
-        for kd, rects in hatch_rects.items():
-            if rects:
-                ax.add_collection(PatchCollection(rects, facecolor="none", edgecolor="white", hatch=_RECEIPT_HATCH[kd],
-                                                  linewidth=0, alpha=0.9, zorder=3))
-            hatch_rects[kd] = []
+        rects = _hatch_rects(pl, r, row0)
+        if rects is None:
+            unhatched.append(r)
+        for kd, rs in (rects or {}).items():
+            ax.add_collection(PatchCollection([Rectangle((x - 0.5, y - 0.5), ww, hh) for x, y, ww, hh in rs],
+                                              facecolor="none", edgecolor="white", hatch=_RECEIPT_HATCH[kd],
+                                              linewidth=0, alpha=0.9, zorder=3))
         ax.set_yticks([at for at, _ in starts], [name for _, name in starts])
         ax.set_xticks([0, 32, 64, 96], None if i == nrow - 1 else [])
         ax.tick_params(labelsize=6.5)
@@ -1285,6 +1309,9 @@ def cluster_figure(result):
     fig.text(0.012, 0.985, f"Cluster shared memory of {k.name}: which CTA wrote which bytes ({C} CTAs)",
              fontsize=9.5, fontweight="bold", va="top", ha="left")
     more = f" (+{len(issues) - len(drawn)} issues without arrows)" if len(issues) > len(drawn) else ""
+    if unhatched:
+        more += (f" · CTA {', '.join(map(str, unhatched))}: more than {MAX_HATCH_RECTS} pieces of a kind, not "
+                 "hatched (the text lists them)")
     sizes = ", ".join(f"{b['name']} {b['nbytes']} B" for b in pl["buffers"])
     fig.text(0.012, 0.94, f"each CTA's shared buffers ({sizes}) in rows of 128 bytes (physical offsets) · "
              "colour: the writing CTA · hatch: how · an arrow: one issue landing in that CTA" + more,

@@ -176,7 +176,10 @@ def async_summary_lines(result) -> list[str]:
             line += f"; would hang at L{tl['hang']['line']}"
         out.append(line)
     if "cluster" in kinds:
-        out += cluster_summary(cluster_placement(k, cluster_receipts(result.launch)))
+        try:
+            out += cluster_summary(cluster_placement(k, cluster_receipts(result.launch)))
+        except ValueError as e:  # (an inconsistent record of the simulator: said, not raised)
+            out.append(f"cluster receipts: {e}")
     out.append("pictures: " + ", ".join(f"result.heatmap(kind={kd!r})" for kd in kinds))
     return out
 

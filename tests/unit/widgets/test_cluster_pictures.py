@@ -320,3 +320,26 @@ def test_widget_view_offers_the_cluster_picture(base):
     assert [v for _, v in pane.kind.options][-1] == "cluster"
     pane.kind.value = "cluster"
     assert bytes(pane.image.value).startswith(PNG) and pane.note.value == ""
+
+
+def test_an_inconsistent_record_is_said_not_raised(base):
+    r = _clustered(base, 2, [ClusterReceipt(3, "S", 0, 16, 0, 9, "multicast")])
+    assert "cluster receipts: cluster receipt" in render_text(r)
+    assert "cluster picture: cluster receipt" in render_html(r)
+
+
+def test_hatching_follows_the_kind_and_is_bounded(base):
+    k = dataclasses.replace(base.kernel, cluster=2)
+    # every CTA's multicast interleaved 16 bytes at a time: 1024 runs of writers, one run of one kind to hatch
+    fine = [ClusterReceipt(0, "S", 16 * i, 16 * i + 16, i % 2, 9, "multicast") for i in range(1024)]
+    pl = P.cluster_placement(k, fine)
+    assert len(pl["runs"][0]) == 1024
+    assert figures._hatch_rects(pl, 0, {"S": 0, "R": 129}) == {"multicast": [(0, 0, 128, 128)]}
+    # multicast and dsmem alternating every 8 bytes in S and R (3,072 runs of a kind): past the cap of 96, no hatches
+    mixed = [ClusterReceipt(0, b, 8 * i, 8 * i + 8, 0, 9, ("multicast", "dsmem")[i % 2])
+             for b, n in (("S", 2048), ("R", 1024)) for i in range(n)]
+    pl = P.cluster_placement(k, mixed)
+    assert figures._hatch_rects(pl, 0, {"S": 0, "R": 129}) is None
+    fig = figures.cluster_figure(_clustered(base, 2, mixed))
+    assert not [c for ax in fig.axes for c in ax.collections if c.get_hatch()]
+    assert any("CTA 0: more than 96 pieces of a kind, not hatched" in t.get_text() for t in fig.texts)
