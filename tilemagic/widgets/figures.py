@@ -1211,11 +1211,11 @@ def cluster_figure(result):
         byte offsets are physical, after any swizzle), every byte coloured by the CTA whose statement wrote
         it (light grey: nothing landed), hatched by how (:data:`_RECEIPT_HATCH`: own TMA load plain,
         multicast ``////``, dsmem ``xxx``, store ``...``; a panel whose bytes of one kind fall in more than
-        :data:`MAX_HATCH_RECTS` pieces is not hatched and the caption says so).  A multicast (PTX ISA 9.0 §9.7.9.25.5.2) or a
-        dsmem copy (§9.7.9.25.4.1) is one issue: a tag above its writing CTA's panel with an arrow to each
-        panel it lands in (at most :data:`MAX_CLUSTER_ARROWS` issues); the legend lists every issue with its
-        description line, and the per-CTA summary (:func:`~tilemagic.widgets.placement.cluster_summary`)
-        is the figure's caption.
+        :data:`MAX_HATCH_RECTS` pieces is not hatched and the caption says so).  A multicast (PTX ISA 9.0
+        §9.7.9.25.5.2) or a dsmem copy (§9.7.9.25.4.1) is one issue: its line above its writing CTA's panel,
+        an arrow to each panel it lands in (at most :data:`MAX_CLUSTER_ARROWS` issues); the legend lists
+        every issue with its description line, and the per-CTA summary
+        (:func:`~tilemagic.widgets.placement.cluster_summary`, four CTAs) is the figure's caption.
 
     Raises
     ------
