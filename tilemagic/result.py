@@ -281,13 +281,15 @@ class TileCopyResult:
 
         Parameters
         ----------
-        kind : {"tmem", "instr", "fragment", "data", "tma", "swizzle", "timeline"}, default "tmem"
+        kind : {"tmem", "instr", "fragment", "data", "tma", "swizzle", "timeline", "cluster"}, default "tmem"
             ``tmem``: TMEM occupancy, 128 lanes × allocated 32-bit columns (without TMEM:
             the shared-memory tile by writing thread); ``fragment``: a register fragment,
             thread × register -> TMEM (lane, column); ``data``: the two sides of a
             ``check`` after the launch, mismatches in red; ``tma``: each TMA issue's box over
             the global tensor; ``swizzle``: a swizzled async destination's 16-byte chunks by
-            bank group; ``timeline``: the simulator's asynchronous events per warp.
+            bank group; ``timeline``: the simulator's asynchronous events per warp (per CTA and warp in a
+            cluster); ``cluster``: a cluster kernel's CTAs, which CTA wrote which bytes of each one's shared
+            memory.
         color_by : {"warp", "thread", "reg", "instr"}, default "warp"
             ``tmem`` only: what colours a cell.
         instr : int or "each", optional

@@ -24,7 +24,8 @@ and, for asynchronous copies (:data:`ASYNC_KINDS`): ``"tma"`` -- each TMA op's b
 tensor (one colour per issue, the out-of-bounds part hatched); ``"swizzle"`` -- a swizzled TMA or
 ``cp.async`` destination, 16-byte chunk -> physical chunk coloured by bank group; ``"timeline"`` -- the
 simulator's asynchronous events per warp (issue -> completion -> wait, mbarrier phases, commit groups,
-the hang point).
+the hang point; per CTA and warp in a cluster); ``"cluster"`` -- in a cluster, one panel per CTA: which
+CTA's statement wrote which bytes of its shared buffers.
 
 Figures are :class:`matplotlib.figure.Figure` objects on the Agg canvas -- never
 ``matplotlib.pyplot`` -- at a fixed size (:data:`FIGSIZE`), so the figure's
@@ -49,7 +50,11 @@ from ..options import COLOR_BY_CHOICES, HEATMAP_CHOICES
 from .format import format_value, instr_label, range_text, short_shape, tma_box_phrase
 from .placement import (
     LINE_CHUNKS,
+    RECEIPT_KINDS,
     check_data,
+    cluster_placement,
+    cluster_receipts,
+    cluster_summary,
     downsample_check,
     first_mismatches,
     fragment_map,
@@ -70,6 +75,7 @@ __all__ = [
     "MAX_DATA_CELLS",
     "MAX_PNG_BYTES",
     "MAX_PANELS",
+    "cluster_figure",
     "data_figure",
     "downsample_caption",
     "figure_png",
@@ -595,7 +601,8 @@ def picture_figure(result, kind: str = "tmem", color_by: str = "warp", instr: in
     """One picture of ``result`` by kind (:data:`KINDS` and :data:`ASYNC_KINDS`, case folded as on the option
     line): ``tmem`` (:func:`heatmap_figure`), ``instr`` (the same, one panel per instruction), ``fragment``
     (:func:`fragment_figure` of ``buffer``), ``data`` (:func:`data_figure` of ``check``), ``tma``
-    (:func:`tma_figure`), ``swizzle`` (:func:`swizzle_figure`), ``timeline`` (:func:`timeline_figure`).
+    (:func:`tma_figure`), ``swizzle`` (:func:`swizzle_figure`), ``timeline`` (:func:`timeline_figure`),
+    ``cluster`` (:func:`cluster_figure`).
 
     Raises
     ------
@@ -615,6 +622,8 @@ def picture_figure(result, kind: str = "tmem", color_by: str = "warp", instr: in
         return swizzle_figure(result.kernel)
     if kind == "timeline":
         return timeline_figure(result)
+    if kind == "cluster":
+        return cluster_figure(result)
     raise ValueError(f"kind must be one of {', '.join(KINDS + ASYNC_KINDS)}; got {kind!r}")
 
 
@@ -770,14 +779,15 @@ def _print_png(fig) -> bytes:
 
 # ============================================================================ asynchronous copies (issue 13)
 #: The pictures of asynchronous copies (``result.heatmap(kind=...)``; shown where a kernel has such ops):
-#: the TMA boxes over the global tensor, the swizzle of an async destination, the timeline of the simulator.
-ASYNC_KINDS: tuple[str, ...] = ("tma", "swizzle", "timeline")
+#: the TMA boxes over the global tensor, the swizzle of an async destination, the timeline of the simulator, and
+#: (a cluster) what each CTA's shared memory received.
+ASYNC_KINDS: tuple[str, ...] = ("tma", "swizzle", "timeline", "cluster")
 #: Most TMA ops drawn side by side (later ones are named in the title).
 MAX_TMA_PANELS: int = 3
 #: Most 128-byte lines of a swizzled tile drawn (8 chunks each; later lines are counted in the caption).
 MAX_SWIZZLE_LINES: int = 64
 _HANG = "#d62728"
-_KIND_COLOUR = {"cp.async": _PALETTE[0], "tma.g2s": _PALETTE[2], "tma.s2g": _PALETTE[1]}
+_KIND_COLOUR = {"cp.async": _PALETTE[0], "tma.g2s": _PALETTE[2], "tma.s2g": _PALETTE[1], "dsmem": _PALETTE[9]}
 
 
 def _tma_panel(ax, op) -> None:
@@ -935,6 +945,23 @@ def swizzle_figure(kernel):
     return fig
 
 
+def _timeline_rows(tl) -> tuple:
+    """Row of each (CTA, warp) and (CTA, mbarrier) of a timeline, and the tick labels: the warps then the
+    mbarriers of CTA 0, then CTA 1's, ... (without a cluster: the warps, then the mbarriers)."""
+    nw, bars, C = int(tl["warps"]), tl["barriers"], int(tl.get("ctas", 1))
+    per = nw + len(bars)
+    labels = []
+    for r in range(C):
+        pre = f"CTA {r} " if C > 1 else ""
+        labels += [f"{pre}warp {w}" for w in range(nw)] + [f"{pre}mbarrier {b}" for b in bars]
+
+    def row(cta: int, warp: int) -> int:
+        return cta * per + warp
+
+    row_of_bar = {(r, b): r * per + nw + i for r in range(C) for i, b in enumerate(bars)}
+    return row, row_of_bar, labels
+
+
 def timeline_figure(result):
     """The kernel's asynchronous events from the simulator, one row per warp, as an Agg figure.
 
@@ -947,46 +974,64 @@ def timeline_figure(result):
     -------
     matplotlib.figure.Figure
         x: the position of the event in the simulator's timeline (program order); rows: the warps, then one
-        per mbarrier (:func:`~tilemagic.widgets.placement.async_timeline`).  Each copy is a bar on its
-        issuing warp's row from its issue to its completion (cp.async blue, TMA load green, TMA store
-        orange), a dotted line on to the wait that observed it; commit groups are circles, waits triangles,
-        arrivals carets; a barrier's row holds its phases, labelled with their numbers, and a tick where
-        each completes (PTX ISA 9.0 §9.7.13.15).  A run that would hang ends in a red line at the hang with
-        the blocked waits marked and the message in the title.
+        per mbarrier (:func:`~tilemagic.widgets.placement.async_timeline`); in a cluster (``Kernel.cluster >
+        1``) these rows for every CTA, CTA 0's first.  Each copy is a bar on its issuing warp's row from its
+        issue to its completion (cp.async blue, TMA load green, TMA store orange, dsmem cyan), a dotted line
+        on to the wait that observed it; a copy landing in another CTA (a TMA multicast, PTX ISA 9.0
+        §9.7.9.25.5.2; a dsmem copy, §9.7.9.25.4.1) is drawn in the receiving CTA's rows: a thin line from
+        the issue to a square on that CTA's mbarrier row where it completes, dotted on to that CTA's wait.
+        Commit groups are circles, waits triangles, arrivals carets; a barrier's row holds its phases,
+        labelled with their numbers, and a tick where each completes (§9.7.13.15); a ``cluster_sync``
+        (§9.7.13.3) is a dashed vertical line across all CTAs.  A run that would hang ends in a red line at
+        the hang with the blocked waits marked and the message in the title.
 
     Raises
     ------
     ValueError
         Not simulated (no timeline) or no asynchronous event.
     """
-    from .placement import async_timeline
+    from .placement import async_timeline, cluster_size
 
     launch = result.launch
     hb = getattr(launch, "hb", None) if launch is not None else None
     if hb is None or not hb.timeline:
         raise ValueError(f"{result.name}: no simulator timeline to draw (run it with --launch sim)")
-    tl = async_timeline(hb, int(result.kernel.threads))
-    if not any(e["kind"] not in ("cta_sync", "fence.mbarrier.init", "mbarrier.init") for e in tl["events"]):
+    tl = async_timeline(hb, int(result.kernel.threads), cluster=cluster_size(result.kernel))
+    if not any(e["kind"] not in ("cta_sync", "cluster_sync", "fence.mbarrier.init", "mbarrier.init")
+               for e in tl["events"]):
         raise ValueError(f"{result.name}: no asynchronous copy in the simulator's timeline")
     fig = _new_figure()
-    ax = fig.add_axes((0.09, 0.12, 0.70, 0.66))
-    nw, bars = int(tl["warps"]), tl["barriers"]
-    row_of_bar = {b: nw + i for i, b in enumerate(bars)}
+    ax = fig.add_axes((0.09 if tl["ctas"] == 1 else 0.12, 0.12, 0.70 if tl["ctas"] == 1 else 0.67, 0.66))
+    row, row_of_bar, labels = _timeline_rows(tl)
+    nrows = len(labels)
     end = tl["hang"]["x"] if tl["hang"] else tl["length"]
     from matplotlib.collections import LineCollection
 
     # one collection per kind and style, one scatter per marker: a timeline of 4096 events is a few artists
     solid: dict[str, list] = {}
     dots: dict[str, list] = {}
+    remote: dict[str, list] = {}  # landings in another CTA: issue -> (x, receiving CTA's mbarrier row)
+    lands: dict[str, list] = {}
     lines_ = sorted({c["line"] for c in tl["copies"]}, key=lambda v: (v is None, v or 0))
     lift = {v: 0.0 if len(lines_) == 1 else 0.36 * (i % 3 - 1) for i, v in enumerate(lines_)}
     for c in tl["copies"]:
-        y = c["warp"] + lift[c["line"]]  # (the copies of different ops on sub-rows of their warp)
-        stop = c["complete"] if c["complete"] is not None else end
+        y = row(c["cta"], c["warp"]) + lift[c["line"]]  # (the copies of different ops on sub-rows of their warp)
+        own = [land for land in c["landings"] if land["cta"] == c["cta"]]
+        # its own CTA's landing; a copy that lands only in other CTAs (dsmem) is a stub on the issuer's row
+        stop = own[0]["x"] if own else c["issue"] if c["landings"] else end
         solid.setdefault(c["kind"], []).append([(c["issue"], y), (max(stop, c["issue"] + 0.3), y)])
-        if c["wait"] is not None and c["wait"] > stop:
-            dots.setdefault(c["kind"], []).append([(stop, y), (c["wait"], y)])
-    reads = [(c["read"], c["warp"] + lift[c["line"]]) for c in tl["copies"] if c["read"] is not None]
+        wait = own[0]["wait"] if own else None
+        if wait is not None and wait > stop:
+            dots.setdefault(c["kind"], []).append([(stop, y), (wait, y)])
+        for land in c["landings"]:
+            if land["cta"] == c["cta"]:
+                continue
+            yb = row_of_bar.get((land["cta"], c["barrier"]), row(land["cta"], c["warp"]))
+            remote.setdefault(c["kind"], []).append([(c["issue"], y), (land["x"], yb)])
+            lands.setdefault(c["kind"], []).append((land["x"], yb))
+            if land["wait"] is not None and land["wait"] > land["x"]:
+                dots.setdefault(c["kind"], []).append([(land["x"], yb), (land["wait"], yb)])
+    reads = [(c["read"], row(c["cta"], c["warp"]) + lift[c["line"]]) for c in tl["copies"] if c["read"] is not None]
     if reads:  # a TMA store's source read done (`bulk_wait_group ... read`): the shared tile is free again
         ax.scatter([x for x, _ in reads], [y for _, y in reads], marker="D", s=18, color="white",
                    edgecolor=_KIND_COLOUR["tma.s2g"], linewidths=1.0, zorder=5)
@@ -996,6 +1041,10 @@ def timeline_figure(result):
     for kind, segs in dots.items():
         ax.add_collection(LineCollection(segs, colors=_KIND_COLOUR[kind], linewidths=1.2, linestyles=":",
                                          zorder=2))
+    for kind, segs in remote.items():
+        ax.add_collection(LineCollection(segs, colors=_KIND_COLOUR[kind], linewidths=0.9, alpha=0.7, zorder=2))
+        ax.scatter([x for x, _ in lands[kind]], [y for _, y in lands[kind]], marker="s", s=26,
+                   color=_KIND_COLOUR[kind], zorder=4)
     marks = {"wait_group": ("v", _KIND_COLOUR["cp.async"]), "bulk_wait_group": ("v", _KIND_COLOUR["tma.s2g"]),
              "wait": ("v", _KIND_COLOUR["tma.g2s"]), "arrive": ("^", _PALETTE[4]), "cta_sync": ("|", NEUTRAL),
              "fence.proxy.async": ("d", NEUTRAL), "wait.blocked": ("X", _HANG)}
@@ -1003,10 +1052,10 @@ def timeline_figure(result):
     for e in tl["events"]:
         if e["kind"] not in marks:
             continue
-        ys = list(e["warps"])
+        ys = [row(r, w) for r, w in e["at"]]
         bar = e["info"].get("barrier")
-        if e["kind"] == "arrive" and bar in row_of_bar:
-            ys.append(row_of_bar[bar])
+        if e["kind"] == "arrive" and (e["cta"], bar) in row_of_bar:
+            ys.append(row_of_bar[(e["cta"], bar)])
         xs_, ys_ = points.setdefault(e["kind"], ([], []))
         xs_ += [e["x"]] * len(ys)
         ys_ += ys
@@ -1016,16 +1065,16 @@ def timeline_figure(result):
         gs = [g for g in tl["groups"] if g["bulk"] == bulk]
         col = _KIND_COLOUR["tma.s2g" if bulk else "cp.async"]
         if gs:
-            ax.scatter([g["x"] for g in gs for _ in g["warps"]], [w for g in gs for w in g["warps"]], marker="o",
-                       s=30, facecolor="none", edgecolor=col, linewidths=1.2, zorder=4)
+            ax.scatter([g["x"] for g in gs for _ in g["at"]], [row(r, w) for g in gs for r, w in g["at"]],
+                       marker="o", s=30, facecolor="none", edgecolor=col, linewidths=1.2, zorder=4)
         if len(tl["groups"]) <= 12:
             for g in gs:
-                if g["warps"]:
-                    ax.text(g["x"], min(g["warps"]) + 0.22, f"g{g['group']}", fontsize=6.5, ha="center",
-                            va="top", color=col)
-    for b, y in row_of_bar.items():  # phases: the span of each, its number, a tick where it completes
-        flips = [p for p in tl["phases"] if p["barrier"] == b]
-        start = next((e["x"] for e in tl["events"] if e["info"].get("barrier") == b), 0)
+                if g["at"]:
+                    ax.text(g["x"], min(row(r, w) for r, w in g["at"]) + 0.22, f"g{g['group']}", fontsize=6.5,
+                            ha="center", va="top", color=col)
+    for (cta, b), y in row_of_bar.items():  # phases: the span of each, its number, a tick where it completes
+        flips = [p for p in tl["phases"] if p["barrier"] == b and p.get("cta", 0) == cta]
+        start = next((e["x"] for e in tl["events"] if e["info"].get("barrier") == b and e["cta"] == cta), 0)
         for k, p in enumerate(flips + [None]):
             x1 = p["x"] if p is not None else end
             num = p["phase"] if p is not None else (flips[-1]["phase"] + 1 if flips else 0)
@@ -1035,19 +1084,30 @@ def timeline_figure(result):
             if p is not None:
                 ax.plot([x1, x1], [y - 0.35, y + 0.35], color=_PALETTE[4], linewidth=1.5, zorder=3)
             start = x1
+    for x in tl.get("cluster_syncs", []):  # the cluster barrier orders every CTA: a line across all rows
+        ax.axvline(x, color=NEUTRAL, linewidth=1.2, linestyle="--", zorder=3)
+        ax.text(x, -0.6, "cluster_sync", color=NEUTRAL, fontsize=6.5, ha="center", va="bottom")
+    per = int(tl["warps"]) + len(tl["barriers"])
+    for r in range(1, int(tl.get("ctas", 1))):  # the CTAs' blocks of rows
+        ax.axhline(r * per - 0.5, color=NEUTRAL, linewidth=0.8, zorder=1)
     hang = tl["hang"]
     if hang:
         ax.axvline(end, color=_HANG, linewidth=2, zorder=5)
         ax.text(end, -0.6, "would hang", color=_HANG, fontsize=7.5, ha="right", va="bottom")
-    ax.set_yticks(range(nw + len(bars)), [f"warp {w}" for w in range(nw)] + [f"mbarrier {b}" for b in bars])
-    ax.set_ylim(nw + len(bars) - 0.4, -0.9)
+    ax.set_yticks(range(nrows), labels)
+    ax.set_ylim(nrows - 0.4, -0.9)
     ax.set_xlim(-0.5, end + 0.8)
     ax.tick_params(labelsize=7)
+    if nrows > 24:  # (8 CTAs of 4 warps: the labels shrink with the rows)
+        ax.tick_params(axis="y", labelsize=max(4.0, 7 * 24 / nrows))
     ax.set_xlabel("event (order in the simulator's timeline)", fontsize=8)
-    head = f"Asynchronous events of {result.name} (simulator) · per warp: issue → completion → wait"
+    who = "per warp" if tl["ctas"] == 1 else f"per CTA and warp ({tl['ctas']} CTAs)"
+    head = f"Asynchronous events of {result.name} (simulator) · {who}: issue → completion → wait"
     fig.text(0.012, 0.985, head, fontsize=9.5, fontweight="bold", va="top", ha="left")
     sub = (f"{len(tl['copies'])} copy issue(s) by warp, {len(tl['phases'])} mbarrier phase(s) completed, "
            f"{len(tl['groups'])} commit group(s)")
+    if tl["ctas"] > 1:
+        sub += f", {len(tl['cluster_syncs'])} cluster_sync(s)"
     if tl["dropped"]:
         sub += f" · {tl['dropped']} later events past the timeline's cap not drawn"
     if hang:
@@ -1056,8 +1116,208 @@ def timeline_figure(result):
              color=_HANG if hang else "black")
     entries = [(_KIND_COLOUR["cp.async"], "cp.async (issue → land)"), (_KIND_COLOUR["tma.g2s"], "TMA load"),
                (_KIND_COLOUR["tma.s2g"], "TMA store"), (_PALETTE[4], "mbarrier phase / arrive")]
+    if tl["ctas"] > 1:
+        entries.append((_KIND_COLOUR["dsmem"], "dsmem copy"))
     y = _swatch_legend(fig, 0.81, 0.76, entries, step=0.045)
     fig.text(0.81, y - 0.01, "▼ wait  ○ commit group  ▲ arrive\n··· landed, until its wait\n| cta_sync"
              "\n◇ store's source read done"
+             + ("\n■ landed in another CTA\n┆ cluster_sync" if tl["ctas"] > 1 else "")
              + ("\n✕ blocked wait" if hang else ""), fontsize=6.8, va="top", ha="left", linespacing=1.5)
+    return fig
+
+
+#: Hatch of each receipt kind in the cluster picture (:data:`~tilemagic.widgets.placement.RECEIPT_KINDS`): a
+#: CTA's own TMA load plain, a multicast striped, a dsmem copy crossed, a generic store dotted.
+_RECEIPT_HATCH = {"tma": "", "multicast": "////", "dsmem": "xxx", "store": "..."}
+#: Most issues of the cluster picture drawn as arrows from the writing CTA to the receiving panels.
+MAX_CLUSTER_ARROWS: int = 16
+#: Most hatched rectangles of one panel of the cluster picture (a run of bytes of one kind is at most three).
+MAX_HATCH_RECTS: int = 96
+
+
+def _byte_rows(pl, rank: int) -> tuple[np.ndarray, list[tuple[int, str]]]:
+    """CTA ``rank``'s shared buffers as one image of 128-byte rows (the writing CTA per byte, -1 nothing
+    landed, -2 no byte: past a buffer's end and the blank row between buffers) and each buffer's first row."""
+    rb = int(pl["row_bytes"])
+    blocks, starts, at = [], [], 0
+    for b in pl["buffers"]:
+        src = pl["maps"][rank][b["name"]]["src"].astype(np.int64)
+        rows = max(1, -(-src.size // rb))
+        img = np.full(rows * rb, -2, np.int64)
+        img[: src.size] = src
+        blocks.append(img.reshape(rows, rb))
+        starts.append((at, b["name"]))
+        blocks.append(np.full((1, rb), -2, np.int64))
+        at += rows + 1
+    return (np.concatenate(blocks[:-1]) if blocks else np.full((1, rb), -2, np.int64)), starts
+
+
+def _run_rects(lo: int, hi: int, rb: int, row0: int) -> list[tuple[int, int, int, int]]:
+    """Bytes ``[lo, hi)`` of a buffer whose first row is image row ``row0`` as ``(x, y, w, h)`` rectangles
+    over 128-byte rows: the partial first row, the whole rows, the partial last row."""
+    out = []
+    r0, c0, r1, c1 = lo // rb, lo % rb, hi // rb, hi % rb
+    if r0 == r1:
+        return [(c0, row0 + r0, c1 - c0, 1)]
+    if c0:
+        out.append((c0, row0 + r0, rb - c0, 1))
+        r0 += 1
+    if r1 > r0:
+        out.append((0, row0 + r0, rb, r1 - r0))
+    if c1:
+        out.append((0, row0 + r1, c1, 1))
+    return out
+
+
+def _hatch_rects(pl, rank: int, row0: dict) -> dict | None:
+    """Rectangles ``(x, y, w, h)`` (image cells) to hatch per receipt kind in CTA ``rank``'s panel: the runs of
+    bytes of one hatched kind, whoever wrote them (so a multicast from every CTA is one run of its kind), or
+    None when they need more than :data:`MAX_HATCH_RECTS` rectangles (the panel is drawn without hatches)."""
+    rb = int(pl["row_bytes"])
+    out: dict[str, list] = {}
+    n = 0
+    for b in pl["buffers"]:
+        kind = pl["maps"][rank][b["name"]]["kind"].astype(np.int64)
+        if not kind.size:
+            continue
+        cut = np.flatnonzero(kind[1:] != kind[:-1]) + 1
+        for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), kind.size]):
+            kd = RECEIPT_KINDS[int(kind[lo])] if kind[lo] >= 0 else None
+            if kd is None or not _RECEIPT_HATCH[kd]:
+                continue
+            rs = _run_rects(lo, hi, rb, row0[b["name"]])
+            n += len(rs)
+            if n > MAX_HATCH_RECTS:
+                return None
+            out.setdefault(kd, []).extend(rs)
+    return out
+
+
+def cluster_figure(result):
+    """Which CTA's shared memory received which bytes, in a thread-block cluster: one panel per CTA.
+
+    Parameters
+    ----------
+    result : tilemagic.result.TileCopyResult
+        A cluster kernel (``Kernel.cluster > 1``) run on the simulator: ``result.launch.hb.cluster_receipts``
+        (:func:`~tilemagic.widgets.placement.cluster_receipts`).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One panel per CTA (four per row; :func:`~tilemagic.widgets.placement.cluster_placement`): its shared
+        buffers (mbarriers aside) in declaration order, each as rows of 128 bytes (a row is a 128-byte
+        shared-memory line, :data:`~tilemagic.widgets.placement.ROW_BYTES`, whatever the buffer's shape;
+        byte offsets are physical, after any swizzle), every byte coloured by the CTA whose statement wrote
+        it (light grey: nothing landed), hatched by how (:data:`_RECEIPT_HATCH`: own TMA load plain,
+        multicast ``////``, dsmem ``xxx``, store ``...``; a panel whose bytes of one kind fall in more than
+        :data:`MAX_HATCH_RECTS` pieces is not hatched and the caption says so).  A multicast (PTX ISA 9.0
+        §9.7.9.25.5.2) or a dsmem copy (§9.7.9.25.4.1) is one issue: its line above its writing CTA's panel,
+        an arrow to each panel it lands in (at most :data:`MAX_CLUSTER_ARROWS` issues); the legend lists
+        every issue with its description line, and the per-CTA summary
+        (:func:`~tilemagic.widgets.placement.cluster_summary`, four CTAs) is the figure's caption.
+
+    Raises
+    ------
+    ValueError
+        The kernel is not a cluster kernel, or the launch has no cluster receipts (not simulated), or the
+        receipts are inconsistent (as :func:`~tilemagic.widgets.placement.cluster_placement`).
+    """
+    from matplotlib.collections import PatchCollection
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import ConnectionPatch, Rectangle
+
+    from .placement import cluster_size
+
+    k = result.kernel
+    C = cluster_size(k)
+    if C <= 1:
+        raise ValueError(f"{result.name}: not a cluster kernel (cluster=1), so no CTA receives another's bytes")
+    receipts = cluster_receipts(result.launch)
+    if not receipts:
+        raise ValueError(f"{result.name}: no cluster receipts to draw (run it with --launch sim)")
+    pl = cluster_placement(k, receipts)
+    rb = int(pl["row_bytes"])
+    fig = _new_figure()
+    cs = _colours(C)
+    cmap = ListedColormap([_UNTOUCHED] + cs).with_extremes(bad=(0, 0, 0, 0))
+    per_row = min(C, 4)
+    nrow = -(-C // per_row)
+    left, width_all, top, bottom = 0.05, 0.72, 0.80, 0.22
+    w = width_all / per_row
+    h = (top - bottom) / nrow
+    axes, starts_of, unhatched = [], [], []
+    for r in range(C):
+        i, j = divmod(r, per_row)
+        ax = fig.add_axes((left + j * w + 0.012, top - (i + 1) * h + 0.04, w - 0.03, h - 0.075))
+        img, starts = _byte_rows(pl, r)
+        ax.imshow(np.ma.masked_less(img, -1) + 1, cmap=cmap, vmin=-0.5, vmax=C + 0.5, interpolation="nearest",
+                  aspect="auto")
+        row0 = dict((name, at) for at, name in starts)
+        rects = _hatch_rects(pl, r, row0)
+        if rects is None:
+            unhatched.append(r)
+        for kd, rs in (rects or {}).items():
+            ax.add_collection(PatchCollection([Rectangle((x - 0.5, y - 0.5), ww, hh) for x, y, ww, hh in rs],
+                                              facecolor="none", edgecolor="white", hatch=_RECEIPT_HATCH[kd],
+                                              linewidth=0, alpha=0.9, zorder=3))
+        ax.set_yticks([at for at, _ in starts], [name for _, name in starts])
+        ax.set_xticks([0, 32, 64, 96], None if i == nrow - 1 else [])
+        ax.tick_params(labelsize=6.5)
+        got = sum(run["hi"] - run["lo"] for run in pl["runs"][r])
+        ax.set_title(f"CTA {r} · {got} B", fontsize=7, loc="left", pad=3)
+        if i == nrow - 1:
+            ax.set_xlabel("byte in its 128-byte row", fontsize=7)
+        axes.append(ax)
+        starts_of.append(row0)
+    # one tag per remote-landing issue over its writing CTA's panel, an arrow to every panel it lands in
+    issues = [iss for iss in pl["issues"] if iss["kind"] in ("multicast", "dsmem")]
+    drawn = issues[:MAX_CLUSTER_ARROWS]
+    by_src: dict[int, list] = {}
+    for iss in drawn:
+        by_src.setdefault(iss["src"], []).append(iss)
+    for src, group in by_src.items():
+        for n, iss in enumerate(group):
+            ax_s = axes[src]
+            tx = 0.55 + 0.45 * (n + 0.5) / len(group)  # (the right half: the title is on the left)
+            ax_s.text(tx, 1.02, f"L{iss['line']}", transform=ax_s.transAxes, fontsize=6.5, ha="center",
+                      va="bottom", color=cs[src], fontweight="bold")
+            for dst in iss["dst"]:
+                runs = [run for run in pl["runs"][dst] if run["src"] == src and run["line"] == iss["line"]
+                        and run["buffer"] == iss["buffer"] and run["kind"] == iss["kind"]]
+                if not runs:
+                    continue  # (overwritten later in that CTA)
+                y = starts_of[dst][iss["buffer"]] + runs[0]["lo"] // rb
+                fig.add_artist(ConnectionPatch(xyA=(tx, 1.0), coordsA=ax_s.transAxes, xyB=(rb / 2, y),
+                                               coordsB=axes[dst].transData, arrowstyle="-|>", color=cs[src],
+                                               linewidth=0.9, alpha=0.85, zorder=6))
+    entries = [(cs[r], f"written by CTA {r}") for r in range(C)] + [(_UNTOUCHED, "nothing landed")]
+    y = _swatch_legend(fig, 0.80, 0.80, entries[:_MAX_SWATCHES + 1], step=0.04)
+    used = [kd for kd in RECEIPT_KINDS if any(run["kind"] == kd for runs in pl["runs"] for run in runs)]
+    for n, kd in enumerate(used):
+        yy = y - n * 0.04
+        fig.patches.append(Rectangle((0.80, yy - 0.011), 0.02, 0.024, transform=fig.transFigure, figure=fig,
+                                     facecolor=NEUTRAL, edgecolor="white", hatch=_RECEIPT_HATCH[kd] or None,
+                                     linewidth=0.5))
+        fig.text(0.828, yy, {"tma": "own TMA load", "multicast": "TMA multicast", "dsmem": "dsmem copy",
+                             "store": "store"}[kd], fontsize=7.5, va="center", ha="left")
+    y -= len(used) * 0.04
+    remote_first = sorted(pl["issues"], key=lambda i: i["kind"] not in ("multicast", "dsmem"))
+    lines = [f"L{i['line']} {i['kind']} CTA {i['src']} → {','.join(map(str, i['dst']))} {i['buffer']}"
+             for i in remote_first]
+    _text_block(fig, 0.80, y - 0.005, "issues (line, by → to)", lines, width=30, budget=8)
+    fig.text(0.012, 0.985, f"Cluster shared memory of {k.name}: which CTA wrote which bytes ({C} CTAs)",
+             fontsize=9.5, fontweight="bold", va="top", ha="left")
+    more = f" (+{len(issues) - len(drawn)} issues without arrows)" if len(issues) > len(drawn) else ""
+    if unhatched:
+        more += (f" · CTA {', '.join(map(str, unhatched))}: more than {MAX_HATCH_RECTS} pieces of a kind, not "
+                 "hatched (the text lists them)")
+    sizes = ", ".join(f"{b['name']} {b['nbytes']} B" for b in pl["buffers"])
+    fig.text(0.012, 0.94, f"each CTA's shared buffers ({sizes}) in rows of 128 bytes (physical offsets) · "
+             "colour: the writing CTA · hatch: how · an arrow: one issue landing in that CTA" + more,
+             fontsize=7.5, va="top", ha="left")
+    summary = cluster_summary(pl, limit=4)
+    fig.text(0.012, 0.105, "\n".join(textwrap.shorten(x, 150, placeholder=" …") for x in summary[:4])
+             + (f"\n… {len(summary) - 4} more CTAs" if len(summary) > 4 else ""),
+             fontsize=6.5, va="top", ha="left", family="monospace")
     return fig

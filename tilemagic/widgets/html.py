@@ -734,6 +734,7 @@ _ALT = {
     "tma": "TMA boxes over the global tensor (one colour per issue, out-of-bounds part hatched)",
     "swizzle": "shared-memory swizzle: 16-byte chunk → physical chunk, coloured by bank group",
     "timeline": "asynchronous events per warp: issue → completion → wait, mbarrier phases, commit groups",
+    "cluster": "cluster shared memory: one panel per CTA, each byte coloured by the CTA that wrote it",
 }
 
 
@@ -751,8 +752,8 @@ def _picture_html(result, kind: str) -> str:
 
 def async_html(result) -> str:
     """The asynchronous-copy pictures (:func:`~tilemagic.widgets.placement.async_pictures`: TMA boxes,
-    swizzle, the simulator's timeline) as ``data:`` images; '' without asynchronous copies or with
-    ``--heatmap none``."""
+    swizzle, the simulator's timeline, and for a cluster kernel what each CTA's shared memory received) as
+    ``data:`` images; '' without asynchronous copies or a cluster, or with ``--heatmap none``."""
     if result.kernel is None or "none" in result.options.heatmap:
         return ""
     return "".join(_picture_html(result, kind) for kind in async_pictures(result.kernel, result.launch))

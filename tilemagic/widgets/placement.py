@@ -13,7 +13,9 @@ pictures (:mod:`~tilemagic.widgets.figures`) and the reports show what the IR, C
 * :func:`tma_boxes` -- the box each TMA issue covers in the global tensor (its out-of-bounds part);
   :func:`swizzle_chunks` -- a swizzled async destination: 16-byte chunk -> physical chunk, bank group;
   :func:`async_timeline` -- the simulator's asynchronous events per warp (issue -> completion -> wait,
-  mbarrier phases, commit groups, the hang point);
+  mbarrier phases, commit groups, the hang point; per CTA and warp in a cluster);
+  :func:`cluster_placement` -- in a cluster, which CTA's statement wrote which bytes of each CTA's shared
+  buffers (the simulator's ``cluster_receipts``), and :func:`cluster_summary` in words;
 * :func:`check_data` -- the two sides of a ``check A == B`` after the launch, and
   :func:`first_mismatches` / :func:`downsample_check` -- its first mismatching elements and a
   bounded view of it for a picture (no array of the tile's size but the boolean mismatch mask).
@@ -38,7 +40,12 @@ from ..arch.tma import box_traversal
 
 __all__ = [
     "ASYNC_EVENTS",
+    "RECEIPT_KINDS",
     "async_timeline",
+    "cluster_placement",
+    "cluster_receipts",
+    "cluster_size",
+    "cluster_summary",
     "block_factors",
     "check_data",
     "downsample_check",
@@ -665,10 +672,11 @@ LINE_CHUNKS = 8
 
 
 def has_async(kernel: ir.Kernel | None) -> bool:
-    """Whether the kernel issues asynchronous copies (``cp.async`` or TMA), i.e. has the async pictures."""
+    """Whether the kernel issues asynchronous copies (``cp.async``, TMA or a dsmem ``BulkCopy``), i.e. has the
+    async pictures."""
     if kernel is None:
         return False
-    return any(isinstance(s, (ir.TmaCopy, ir.CpAsync)) for s, _ in ir.walk_scoped(kernel.body))
+    return any(isinstance(s, (ir.TmaCopy, ir.CpAsync, ir.BulkCopy)) for s, _ in ir.walk_scoped(kernel.body))
 
 
 def _marked(kernel: ir.Kernel):
@@ -839,16 +847,48 @@ def swizzle_chunks(kernel: ir.Kernel) -> list[dict[str, Any]]:
     return res
 
 
-#: Timeline event kinds of the asynchronous copies and the synchronisation around them (``sim.hb.SyncEvent``).
+#: Timeline event kinds of the asynchronous copies and the synchronisation around them (``sim.hb.SyncEvent``;
+#: ``dsmem``/``dsmem.complete`` a dsmem ``BulkCopy``'s issue and landing, ``cluster_sync`` the cluster barrier).
 ASYNC_EVENTS = frozenset({
     "cp.async", "cp.async.complete", "commit_group", "wait_group", "mbarrier.init", "arrive", "phase", "wait",
     "wait.blocked", "tma.issue", "tma.complete", "tma.read", "bulk_commit_group", "bulk_wait_group",
-    "fence.proxy.async", "fence.mbarrier.init", "cta_sync"})
+    "fence.proxy.async", "fence.mbarrier.init", "cta_sync", "cluster_sync", "dsmem", "dsmem.complete"})
+#: Events that land (or release the source of) a copy: their threads are the copy's issuer, their CTA the receiver.
+_LANDING_EVENTS = frozenset({"cp.async.complete", "tma.complete", "tma.read", "dsmem.complete"})
+#: Copy kinds completed on an mbarrier (the wait that observes them is a ``wait`` on its barrier and phase).
+_BARRIER_KINDS = ("tma.g2s", "dsmem")
 
 
-def async_timeline(hb, threads: int) -> dict[str, Any]:
+def _event_at(ev, threads: int, cluster: int) -> tuple[int, list[tuple[int, int]]]:
+    """The CTA an event takes effect in and its threads as sorted ``(CTA, warp)`` pairs.
+
+    With a cluster the thread ids are cluster-linear (``rank * threads + tx``, the simulator's tracker) and the
+    event's ``cta`` field (``getattr(ev, "cta", ...)``) names the CTA where it takes effect: for a landing
+    (:data:`_LANDING_EVENTS`) the receiving CTA, while its threads are the issuer's.  An event other than a
+    landing whose ids are all below ``threads`` but whose ``cta`` is another rank carries CTA-local ids.
+    Without a cluster every thread is in CTA 0 and the warp is ``t // 32``.
+    """
+    ids = np.asarray(ev.threads, np.int64).reshape(-1)
+    if cluster <= 1:
+        return 0, [(0, w) for w in sorted({int(t) // 32 for t in ids.tolist()})]
+    cta = getattr(ev, "cta", None)
+    if (cta is not None and int(cta) != 0 and ev.kind not in _LANDING_EVENTS and ids.size
+            and int(ids.max()) < threads):
+        ranks, local = np.full(ids.shape, int(cta), np.int64), ids
+    else:
+        ranks, local = ids // threads, ids % threads
+        src = ev.info.get("src_cta") if ev.kind in _LANDING_EVENTS else None
+        if src is not None:  # (an issuer named by rank: its ids are CTA-local)
+            ranks, local = np.full(ids.shape, int(src), np.int64), ids % threads
+    at = sorted({(int(r), int(t) // 32) for r, t in zip(ranks.tolist(), local.tolist())})
+    if cta is None:
+        cta = at[0][0] if at else 0
+    return int(cta), at
+
+
+def async_timeline(hb, threads: int, cluster: int = 1) -> dict[str, Any]:
     """The simulator's asynchronous events per warp: copies (issue -> completion -> wait), mbarrier phases,
-    commit groups, and the hang point.
+    commit groups, and the hang point; in a cluster per CTA and warp.
 
     Parameters
     ----------
@@ -857,80 +897,114 @@ def async_timeline(hb, threads: int) -> dict[str, Any]:
         ``TIMELINE_CAP``), ``timeline_dropped``, ``hang``.
     threads : int
         Threads of the CTA (warps = ``ceil(threads / 32)``).
+    cluster : int, optional
+        CTAs of the cluster (``Kernel.cluster``, default 1).  With more than one, thread ids are
+        cluster-linear (``rank * threads + tx``) and each event's CTA is its ``cta`` field (read with
+        ``getattr(ev, "cta", ...)``; a landing's is the receiving CTA, its threads the issuer's).
 
     Returns
     -------
     dict
-        ``warps`` (int), ``barriers`` (names, first-use order), ``events`` (list of dict: ``x`` (position in
-        the timeline), ``kind``, ``warps`` (list of int), ``line``, ``info``), ``copies`` (list of dict:
-        ``kind`` (``cp.async``/``tma.g2s``/``tma.s2g``), ``line``, ``warp`` (issuing warp), ``issue``,
-        ``complete`` (x or None: never completed), ``read`` (x of an S2G's source read, or None), ``wait`` (x
-        of the first wait that observed it, or None), ``barrier``, ``phase``), ``phases`` (list of dict
-        ``barrier``, ``phase`` (the phase number that completed), ``x``), ``groups`` (commit groups: ``x``,
-        ``warps``, ``group``, ``bulk``, ``line``), ``hang`` (None, or ``message``, ``line``, ``x`` (the end),
-        ``blocked`` (``(x, warps, barrier, phase)`` of the waits still blocked)), ``length`` (events drawn)
-        and ``dropped`` (events past the cap).
+        ``warps`` (int, per CTA), ``ctas`` (int), ``barriers`` (names, first-use order; a cluster has each in
+        every CTA), ``events`` (list of dict: ``x`` (position in the timeline), ``kind``, ``warps`` (list of
+        int, CTA-local), ``at`` (sorted ``(cta, warp)`` pairs of its threads), ``cta`` (where it takes
+        effect), ``line``, ``info``), ``copies`` (list of dict: ``kind`` (``cp.async``/``tma.g2s``/
+        ``tma.s2g``/``dsmem``), ``line``, ``cta`` and ``warp`` (the issuer), ``issue``, ``complete`` (x of
+        its first landing, or None: never completed), ``read`` (x of an S2G's source read, or None), ``wait``
+        (x of the first wait that observed its first landing, or None), ``barrier``, ``phase``, ``landings``
+        (list of dict ``cta`` (receiving CTA), ``x``, ``phase``, ``wait``: one per receiving CTA -- several
+        for a multicast, the remote CTA for dsmem)), ``phases`` (list of dict ``barrier``, ``cta``, ``phase``
+        (the phase number that completed), ``x``), ``groups`` (commit groups: ``x``, ``warps``, ``at``,
+        ``group``, ``bulk``, ``line``), ``cluster_syncs`` (x of each ``cluster_sync`` event), ``hang`` (None,
+        or ``message``, ``line``, ``x`` (the end), ``blocked`` (``(x, warps, barrier, phase, at)`` of the
+        waits still blocked)), ``length`` (events drawn) and ``dropped`` (events past the cap).
 
-    Pairing: a completion is matched to the oldest issue of the same kind, description line and issuing
-    warp not completed yet (FIFO; per barrier for TMA loads); a copy's wait is the first later
-    ``wait_group`` of its warp (``cp.async``), ``bulk_wait_group`` of its warp (S2G), or ``wait`` of its
-    barrier that names its phase (G2S).
+    Pairing: a landing is matched to the oldest issue of the same kind, description line and issuing
+    (CTA, warp) that has not landed in the receiving CTA yet (FIFO; per barrier for TMA loads and dsmem); a
+    landing's wait is the first later ``wait_group`` of the issuing warp (``cp.async``), ``bulk_wait_group``
+    of the issuing warp (S2G), or ``wait`` in the receiving CTA on its barrier that names its phase (G2S,
+    dsmem).
     """
     nwarps = max(1, -(-int(threads) // 32))
-    events, copies, phases, groups, barriers = [], [], [], [], []
-    pending: dict[tuple, list[dict]] = {}
+    ctas = max(1, int(cluster))
+    events: list[dict[str, Any]] = []
+    copies: list[dict[str, Any]] = []
+    phases: list[dict[str, Any]] = []
+    groups: list[dict[str, Any]] = []
+    barriers: list[str] = []
+    syncs: list[int] = []
+    pending: dict[tuple, list[dict[str, Any]]] = {}
     for x, ev in enumerate(hb.timeline):
         if ev.kind not in ASYNC_EVENTS:
             continue
-        ws = sorted({int(t) // 32 for t in np.asarray(ev.threads).reshape(-1).tolist()})
+        cta, at = _event_at(ev, int(threads), ctas)
+        ws = sorted({w for _, w in at})
         line = ev.span.line if ev.span is not None else None
         info = dict(ev.info)
-        events.append({"x": x, "kind": ev.kind, "warps": ws, "line": line, "info": info})
+        events.append({"x": x, "kind": ev.kind, "warps": ws, "at": at, "cta": cta, "line": line, "info": info})
         bar = info.get("barrier")
         if isinstance(bar, str) and bar not in barriers:
             barriers.append(bar)
-        kind = {"cp.async": "cp.async", "tma.issue": f"tma.{info.get('direction', 'g2s')}"}.get(ev.kind)
+        kind = {"cp.async": "cp.async", "tma.issue": f"tma.{info.get('direction', 'g2s')}",
+                "dsmem": "dsmem"}.get(ev.kind)
         if kind is not None:
-            for w in ws:
-                c = {"kind": kind, "line": line, "warp": w, "issue": x, "complete": None, "read": None, "wait": None,
-                     "barrier": bar, "phase": info.get("phase")}
+            for r, w in at:
+                c: dict[str, Any] = {"kind": kind, "line": line, "cta": r, "warp": w, "issue": x, "complete": None,
+                                     "read": None, "wait": None, "barrier": bar, "phase": info.get("phase"),
+                                     "landings": []}
                 copies.append(c)
-                pending.setdefault((kind, line, w, bar if kind == "tma.g2s" else None), []).append(c)
-        elif ev.kind in ("cp.async.complete", "tma.complete", "tma.read"):
-            kind = ("cp.async" if ev.kind == "cp.async.complete" else "tma.s2g" if ev.kind == "tma.read"
-                    else f"tma.{info.get('direction', 'g2s')}")  # (a source read is an S2G's only)
-            field_ = "read" if ev.kind == "tma.read" else "complete"
-            for w in ws:
-                q = [c for c in pending.get((kind, line, w, bar if kind == "tma.g2s" else None), [])
-                     if c[field_] is None]
-                if q:
-                    q[0][field_] = x
-                    if kind == "tma.g2s":
-                        q[0]["phase"] = info.get("phase", q[0]["phase"])
-        elif ev.kind == "phase":
-            phases.append({"barrier": bar, "phase": int(info.get("phase", 0)), "x": x})
-        elif ev.kind in ("commit_group", "bulk_commit_group"):
-            groups.append({"x": x, "warps": ws, "group": info.get("group"), "bulk": ev.kind.startswith("bulk"),
-                           "line": line})
-        if ev.kind in ("wait_group", "bulk_wait_group", "wait"):
-            want = {"wait_group": "cp.async", "bulk_wait_group": "tma.s2g", "wait": "tma.g2s"}[ev.kind]
-            for c in copies:
-                if c["kind"] != want or c["wait"] is not None or c["complete"] is None:
+                pending.setdefault((kind, line, r, w, bar if kind in _BARRIER_KINDS else None), []).append(c)
+        elif ev.kind in _LANDING_EVENTS:
+            kind = {"cp.async.complete": "cp.async", "tma.read": "tma.s2g", "dsmem.complete": "dsmem"}.get(
+                ev.kind, f"tma.{info.get('direction', 'g2s')}")  # (a source read is an S2G's only)
+            for r, w in at:
+                q = pending.get((kind, line, r, w, bar if kind in _BARRIER_KINDS else None), [])
+                if ev.kind == "tma.read":
+                    q = [c for c in q if c["read"] is None]
+                    if q:
+                        q[0]["read"] = x
                     continue
-                if want == "tma.g2s":
-                    if c["barrier"] == bar and c["phase"] == info.get("phase"):
-                        c["wait"] = x
-                elif c["warp"] in ws:
-                    c["wait"] = x
+                q = [c for c in q if all(land["cta"] != cta for land in c["landings"])]
+                if q:
+                    c = q[0]
+                    phase = info.get("phase", c["phase"]) if kind in _BARRIER_KINDS else None
+                    c["landings"].append({"cta": cta, "x": x, "phase": phase, "wait": None})
+                    if c["complete"] is None:
+                        c["complete"] = x
+                        if kind in _BARRIER_KINDS:
+                            c["phase"] = phase
+        elif ev.kind == "phase":
+            phases.append({"barrier": bar, "cta": cta, "phase": int(info.get("phase", 0)), "x": x})
+        elif ev.kind in ("commit_group", "bulk_commit_group"):
+            groups.append({"x": x, "warps": ws, "at": at, "group": info.get("group"),
+                           "bulk": ev.kind.startswith("bulk"), "line": line})
+        elif ev.kind == "cluster_sync":
+            syncs.append(x)
+        if ev.kind in ("wait_group", "bulk_wait_group", "wait"):
+            want = {"wait_group": ("cp.async",), "bulk_wait_group": ("tma.s2g",), "wait": _BARRIER_KINDS}[ev.kind]
+            for c in copies:
+                if c["kind"] not in want:
+                    continue
+                for land in c["landings"]:
+                    if land["wait"] is not None:
+                        continue
+                    if ev.kind == "wait":
+                        if land["cta"] == cta and c["barrier"] == bar and land["phase"] == info.get("phase"):
+                            land["wait"] = x
+                    elif (c["cta"], c["warp"]) in at:
+                        land["wait"] = x
+                if c["landings"]:
+                    c["wait"] = c["landings"][0]["wait"]
     hang = None
     if getattr(hb, "hang", None) is not None:
         h = hb.hang
-        blocked = [(e["x"], e["warps"], e["info"].get("barrier"), e["info"].get("phase")) for e in events
+        blocked = [(e["x"], e["warps"], e["info"].get("barrier"), e["info"].get("phase"), e["at"]) for e in events
                    if e["kind"] == "wait.blocked"]
         hang = {"message": h.message, "line": h.span.line if h.span is not None else None,
                 "x": len(hb.timeline), "blocked": blocked}
-    return {"warps": nwarps, "barriers": barriers, "events": events, "copies": copies, "phases": phases,
-            "groups": groups, "hang": hang, "length": len(hb.timeline), "dropped": int(hb.timeline_dropped)}
+    return {"warps": nwarps, "ctas": ctas, "barriers": barriers, "events": events, "copies": copies,
+            "phases": phases, "groups": groups, "cluster_syncs": syncs, "hang": hang, "length": len(hb.timeline),
+            "dropped": int(hb.timeline_dropped)}
 
 
 def async_pictures(kernel: ir.Kernel | None, launch=None) -> list[str]:
@@ -938,9 +1012,11 @@ def async_pictures(kernel: ir.Kernel | None, launch=None) -> list[str]:
 
     ``tma`` when the kernel has a TMA copy, ``swizzle`` when a TMA load or ``cp.async`` has a swizzled
     destination, ``timeline`` when it has asynchronous copies and ``launch`` carries the simulator's
-    timeline (``launch.hb``).
+    timeline (``launch.hb``), ``cluster`` when the kernel runs as a cluster (``Kernel.cluster > 1``) and the
+    simulator recorded what each CTA's shared memory received (:func:`cluster_receipts`).
     """
-    if not has_async(kernel):
+    clustered = cluster_size(kernel) > 1
+    if not has_async(kernel) and not clustered:
         return []
     assert kernel is not None
     kinds = []
@@ -949,6 +1025,142 @@ def async_pictures(kernel: ir.Kernel | None, launch=None) -> list[str]:
     if swizzle_chunks(kernel):
         kinds.append("swizzle")
     hb = getattr(launch, "hb", None) if launch is not None else None
-    if hb is not None and hb.timeline:
+    if hb is not None and hb.timeline and has_async(kernel):
         kinds.append("timeline")
+    if clustered and cluster_receipts(launch):
+        kinds.append("cluster")
     return kinds
+
+
+# ============================================================================ clusters (issue 13, milestone 2)
+#: What put bytes into a CTA's shared memory (``ClusterReceipt.kind``): its own TMA load, a TMA multicast
+#: (PTX ISA 9.0 §9.7.9.25.5.2), a dsmem ``cp.async.bulk.shared::cluster`` (§9.7.9.25.4.1), a generic store.
+RECEIPT_KINDS: tuple[str, ...] = ("tma", "multicast", "dsmem", "store")
+#: Bytes of one row of the cluster picture's byte map: a 128-byte shared-memory line (:data:`LINE_CHUNKS` ×
+#: :data:`CHUNK_BYTES`, one wavefront of 32 banks × 4 bytes), whatever the buffer's shape.
+ROW_BYTES = LINE_CHUNKS * CHUNK_BYTES
+
+
+def cluster_size(kernel: ir.Kernel | None) -> int:
+    """CTAs per cluster of a lowered kernel (``Kernel.cluster``; 1 without a kernel or a cluster)."""
+    return max(1, int(getattr(kernel, "cluster", 1) or 1)) if kernel is not None else 1
+
+
+def cluster_receipts(launch) -> tuple:
+    """The simulator's record of which bytes of each CTA's shared buffers which CTA's statement wrote:
+    ``launch.hb.cluster_receipts`` (``ClusterReceipt(dst_rank, buffer, byte_lo, byte_hi, src_rank, line,
+    kind)``, read by attribute), ``()`` without a launch, a simulator report or a cluster."""
+    hb = getattr(launch, "hb", None) if launch is not None else None
+    return tuple(getattr(hb, "cluster_receipts", ()) or ())
+
+
+def cluster_placement(kernel: ir.Kernel, receipts) -> dict[str, Any]:
+    """Per CTA of a cluster, per shared buffer: which CTA's statement wrote each byte, and how.
+
+    Parameters
+    ----------
+    kernel : tilemagic.ir.nodes.Kernel
+        The lowered kernel: ``cluster`` (C, the CTAs) and its shared buffers (mbarriers and the TMEM address
+        slot are not drawn: they are no data).
+    receipts : sequence of ClusterReceipt
+        The simulator's ``launch.hb.cluster_receipts``, read by attribute: ``dst_rank`` (the CTA whose shared
+        memory received the bytes), ``buffer`` (its name), ``byte_lo``/``byte_hi`` (the bytes
+        ``[byte_lo, byte_hi)`` of the buffer, its physical byte offsets), ``src_rank`` (the CTA whose
+        statement wrote them), ``line`` (that statement's description line), ``kind`` (one of
+        :data:`RECEIPT_KINDS`).  In landing order: where two receipts cover a byte, the later one wins
+        (the byte's last writer).
+
+    Returns
+    -------
+    dict
+        ``ctas`` (C), ``row_bytes`` (:data:`ROW_BYTES`), ``buffers`` (list of dict ``name``, ``nbytes``, in
+        declaration order; a buffer only a receipt names is added after them with the bytes it reaches),
+        ``maps`` (``maps[r][name]``: dict of three ``(nbytes,)`` arrays, ``src`` int16 (the writing CTA,
+        -1 where nothing landed), ``kind`` int8 (index into :data:`RECEIPT_KINDS`, -1) and ``line`` int32
+        (-1)), ``runs`` (``runs[r]``: list of dict ``buffer``, ``lo``, ``hi`` (exclusive), ``src``, ``kind``,
+        ``line``: maximal runs of bytes with the same writer, buffer by buffer), ``issues`` (list of dict
+        ``src``, ``line``, ``kind``, ``buffer``, ``dst`` (the receiving CTAs, sorted), ``bytes`` (per
+        receiving CTA, dict rank -> bytes): one per (writing CTA, statement, kind, buffer), so a multicast
+        is one issue feeding several CTAs).
+
+    Raises
+    ------
+    ValueError
+        A receipt outside the cluster (a rank not in ``0 .. C-1``), outside its buffer, empty, or of an
+        unknown kind: the simulator's record is inconsistent.
+    """
+    C = cluster_size(kernel)
+    bufs: list[dict[str, Any]] = [{"name": b.name, "nbytes": int(b.nbytes)} for b in kernel.shared
+            if not b.is_mbarrier and b is not kernel.tmem_addr and b.name != "tmem_addr"]
+    size = {b["name"]: b for b in bufs}
+    extra: set[str] = set()
+    for rc in receipts:  # (a buffer the kernel does not declare: as many bytes as its receipts reach)
+        if rc.buffer not in size:
+            size[rc.buffer] = {"name": rc.buffer, "nbytes": 0}
+            bufs.append(size[rc.buffer])
+            extra.add(rc.buffer)
+        if rc.buffer in extra:
+            size[rc.buffer]["nbytes"] = max(size[rc.buffer]["nbytes"], int(rc.byte_hi))
+    maps: list[dict[str, dict[str, np.ndarray]]] = [
+        {b["name"]: {"src": np.full(b["nbytes"], -1, np.int16), "kind": np.full(b["nbytes"], -1, np.int8),
+                     "line": np.full(b["nbytes"], -1, np.int32)} for b in bufs} for _ in range(C)]
+    issues: dict[tuple, dict[str, Any]] = {}
+    for rc in receipts:
+        dst, src, lo, hi = int(rc.dst_rank), int(rc.src_rank), int(rc.byte_lo), int(rc.byte_hi)
+        nb = size[rc.buffer]["nbytes"]
+        if not (0 <= dst < C and 0 <= src < C):
+            raise ValueError(f"cluster receipt {rc!r}: rank outside the cluster of {C} CTAs")
+        if not 0 <= lo < hi <= nb:
+            raise ValueError(f"cluster receipt {rc!r}: bytes outside {rc.buffer} ({nb} bytes)")
+        if rc.kind not in RECEIPT_KINDS:
+            raise ValueError(f"cluster receipt {rc!r}: kind not one of {', '.join(RECEIPT_KINDS)}")
+        m = maps[dst][rc.buffer]
+        m["src"][lo:hi], m["kind"][lo:hi], m["line"][lo:hi] = src, RECEIPT_KINDS.index(rc.kind), int(rc.line)
+        iss = issues.setdefault((src, int(rc.line), rc.kind, rc.buffer),
+                                {"src": src, "line": int(rc.line), "kind": rc.kind, "buffer": rc.buffer,
+                                 "dst": [], "bytes": {}})
+        if dst not in iss["dst"]:
+            iss["dst"] = sorted(iss["dst"] + [dst])
+        iss["bytes"][dst] = iss["bytes"].get(dst, 0) + hi - lo
+    runs: list[list[dict[str, Any]]] = []
+    for r in range(C):
+        out = []
+        for b in bufs:
+            m = maps[r][b["name"]]
+            if not m["src"].size:
+                continue
+            key = np.stack([m["src"].astype(np.int64), m["kind"].astype(np.int64), m["line"].astype(np.int64)])
+            cut = np.flatnonzero(np.any(key[:, 1:] != key[:, :-1], axis=0)) + 1
+            for lo, hi in zip([0, *cut.tolist()], [*cut.tolist(), m["src"].size]):
+                if m["src"][lo] >= 0:
+                    out.append({"buffer": b["name"], "lo": lo, "hi": hi, "src": int(m["src"][lo]),
+                                "kind": RECEIPT_KINDS[int(m["kind"][lo])], "line": int(m["line"][lo])})
+        runs.append(out)
+    order = sorted(issues.values(), key=lambda i: (i["line"], i["src"], RECEIPT_KINDS.index(i["kind"]), i["buffer"]))
+    return {"ctas": C, "row_bytes": ROW_BYTES, "buffers": bufs, "maps": maps, "runs": runs, "issues": order}
+
+
+def cluster_summary(placement: dict[str, Any], limit: int = 20) -> list[str]:
+    """One line per CTA of :func:`cluster_placement`: what its shared memory received, run by run.
+
+    ``"CTA 1: S bytes 0–8191 from CTA 0 (multicast, L9), 8192–16383 from CTA 1 (multicast, L9)"`` (byte
+    ranges inclusive, buffer by buffer, ``; `` between buffers); ``"CTA 2: nothing received"``; at most
+    ``limit`` runs per CTA, then ``… N more runs``.
+    """
+    lines = []
+    for r, runs in enumerate(placement["runs"]):
+        if not runs:
+            lines.append(f"CTA {r}: nothing received")
+            continue
+        parts: list[str] = []
+        buf = None
+        for k, run in enumerate(runs[:limit]):
+            what = f"{run['lo']}–{run['hi'] - 1} from CTA {run['src']} ({run['kind']}, L{run['line']})"
+            if run["buffer"] != buf:
+                buf = run["buffer"]
+                parts.append(f"{buf} bytes {what}")
+            else:
+                parts[-1] += f", {what}"
+        more = f" … {len(runs) - limit} more runs" if len(runs) > limit else ""
+        lines.append(f"CTA {r}: " + "; ".join(parts) + more)
+    return lines

@@ -82,12 +82,12 @@ def fragment_png(kernel: ir.Kernel, local: str | ir.Buffer | None = None, instr:
 def picture_png(result, kind: str, color_by: str | None = None, instr: int | str | None = None,
                 check: int | str | None = None) -> bytes:
     """PNG bytes of one picture of ``result`` (``kind`` in tmem / instr / fragment / data / tma / swizzle /
-    timeline).
+    timeline / cluster).
 
     ``tmem``, ``fragment``, ``tma`` and ``swizzle`` are pictures of the kernel alone, cached on its content
     (:func:`heatmap_png`); ``instr`` is the occupancy with one panel per instruction; ``data`` (of ``check``,
-    as in :func:`~tilemagic.widgets.placement.check_data`) and ``timeline`` (the simulator's events) depend
-    on the launch and are drawn each time.
+    as in :func:`~tilemagic.widgets.placement.check_data`), ``timeline`` (the simulator's events) and
+    ``cluster`` (the simulator's cluster receipts) depend on the launch and are drawn each time.
 
     Raises
     ------

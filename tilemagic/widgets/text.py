@@ -22,7 +22,8 @@ from .format import (
     dispatch_overflow,
     elided_text,
     mismatch_lines, split_sections, tma_box_phrase)
-from .placement import async_pictures, async_timeline, swizzle_chunks, tma_boxes, tmem_columns
+from .placement import (async_pictures, async_timeline, cluster_placement, cluster_receipts, cluster_size,
+                        cluster_summary, swizzle_chunks, tma_boxes, tmem_columns)
 
 __all__ = [
     "async_summary_lines",
@@ -152,7 +153,8 @@ def async_summary_lines(result) -> list[str]:
     """The text report's "Asynchronous copies" lines: each TMA op's boxes (:func:`~tilemagic.widgets.placement.
     tma_boxes`), each swizzled destination (:func:`~tilemagic.widgets.placement.swizzle_chunks`), the
     simulator's timeline in numbers (:func:`~tilemagic.widgets.placement.async_timeline`), and the pictures
-    that show them; empty without asynchronous copies."""
+    that show them, and in a cluster what each CTA's shared memory received (:func:`~tilemagic.widgets.
+    placement.cluster_summary`); empty without asynchronous copies or a cluster."""
     k = result.kernel
     kinds = async_pictures(k, result.launch)
     if not kinds:
@@ -167,12 +169,17 @@ def async_summary_lines(result) -> list[str]:
         n = int((sw["physical"] >= 0).sum())
         out.append(f"{sw['buffer']}: {n} 16-byte chunks swizzled ({sw['via']}: {sw['how']})")
     if "timeline" in kinds:
-        tl = async_timeline(result.launch.hb, int(k.threads))
+        tl = async_timeline(result.launch.hb, int(k.threads), cluster=cluster_size(k))
         line = (f"timeline: {len(tl['copies'])} copy issue(s) by warp, {len(tl['phases'])} mbarrier phase(s) "
                 f"completed, {len(tl['groups'])} commit group(s)")
         if tl["hang"]:
             line += f"; would hang at L{tl['hang']['line']}"
         out.append(line)
+    if "cluster" in kinds:
+        try:
+            out += cluster_summary(cluster_placement(k, cluster_receipts(result.launch)))
+        except ValueError as e:  # (an inconsistent record of the simulator: said, not raised)
+            out.append(f"cluster receipts: {e}")
     out.append("pictures: " + ", ".join(f"result.heatmap(kind={kd!r})" for kd in kinds))
     return out
 

@@ -44,7 +44,8 @@ TAB_TITLES = ("Description", "Dispatch", "IR", "CUDA", "CUDA (emulated)", "PTX",
 HEATMAP_TABS = (("TMEM occupancy", "tmem"), ("per instruction", "instr"), ("register fragment", "fragment"),
                 ("round-trip data", "data"))
 #: The pictures of asynchronous copies, offered where they apply (:func:`~tilemagic.widgets.placement.async_pictures`).
-ASYNC_TABS = (("TMA boxes", "tma"), ("swizzle", "swizzle"), ("async timeline", "timeline"))
+ASYNC_TABS = (("TMA boxes", "tma"), ("swizzle", "swizzle"), ("async timeline", "timeline"),
+              ("cluster smem", "cluster"))
 _NONE = 0  # the selector's "no line" value (description lines are 1-based)
 _ALL = -1  # the instruction selector's "all instructions" value (a Dropdown shows a None value as blank)
 _HIGHLIGHTED = ("Description", "IR", "CUDA", "CUDA (emulated)", "PTX")  # panes that follow the line selector
