@@ -390,6 +390,10 @@ def _filter_expected(ln: _Line, expected: Iterable[str], col: int) -> set:
             narrowed -= {"_RPAR"}
         if ":" in re.split(r"[\[,]", before)[-1]:
             narrowed -= {"_COLON"}
+    if ln.word == "expr":  # an option's value (start rule opt_expr): no region punctuation
+        narrowed -= {"_COLON", "_RSQB", "_COMMA"}
+        if before.count("(") <= before.count(")"):
+            narrowed -= {"_RPAR"}
     if ln.word in _OPS:
         if "<-" in before or "->" in before:
             narrowed -= {"LARROW"}
