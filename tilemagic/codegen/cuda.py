@@ -113,8 +113,8 @@ def translation_unit(texts) -> str:
         head, body = text[:i], text[i:]
         if prelude is not None and ("tm_emu_ldst" in head) != ("tm_emu_ldst" in prelude):
             raise ValueError("translation_unit: native and emulated sources cannot share one unit")
-        m = re.match(r'extern "C" __global__ void (?:__cluster_dims__\(\d+, 1, 1\) )?(?:__launch_bounds__\(\d+\) )?(\w+)',
-                     body)
+        m = re.match(r'extern "C" __global__ void (?:__cluster_dims__\(\d+, 1, 1\) )?'
+                     r'(?:__launch_bounds__\(\d+\) )?(\w+)', body)
         if m is None:
             raise ValueError("translation_unit: a source without an extern \"C\" __global__ kernel")
         name = m.group(1)

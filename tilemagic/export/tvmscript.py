@@ -364,7 +364,8 @@ def _sync_lines(item, names: dict[str, str], auto: dict[int, int | dict[int, int
                 out = ["# expect_tx=auto per receiving CTA (tilemagic): "
                        + ", ".join(f"CTA {r}: {n} bytes" for r, n in sorted(count.items()))]
                 for r, n in sorted(count.items()):
-                    out += [f"if {rank} == {r}:", f"    T.ptx.mbarrier.arrive.expect_tx.shared.b64({bar}, T.uint32({n}))"]
+                    out += [f"if {rank} == {r}:",
+                            f"    T.ptx.mbarrier.arrive.expect_tx.shared.b64({bar}, T.uint32({n}))"]
                 return out
             return [f"# expect_tx=auto: {count} bytes (tilemagic)",
                     f"T.ptx.mbarrier.arrive.expect_tx.shared.b64({bar}, T.uint32({count}))"]

@@ -634,11 +634,11 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
             raise TileTypeError(f"the guard `{g}` selects no thread of the {threads}-thread CTA{where}", g.span,
                                 hint="the statement would never execute: fix the condition or the CTA size")
     for it in items:
-        for r in range(cluster):
+        for rk in range(cluster):
             if isinstance(it, CopyItem) and it.guard is not None:
-                _check_guard_scope(it.guard, it.op.exec_scope, threads, rank=r)
+                _check_guard_scope(it.guard, it.op.exec_scope, threads, rank=rk)
             elif isinstance(it, ast.WaitStmt) and it.guard is not None:  # tcgen05.wait::ld|st.sync.aligned: warps
-                _check_guard_scope(it.guard, "warp", threads, what=f"`wait {it.kind}` (.sync.aligned)", rank=r)
+                _check_guard_scope(it.guard, "warp", threads, what=f"`wait {it.kind}` (.sync.aligned)", rank=rk)
 
     # ---- TMEM plan (PTX ISA 9.0 §9.7.16.7.1: power of two >= 32 columns, <= 512)
     tmem = [b for b in bufs.values() if b.scope == "tmem"]
@@ -1083,7 +1083,7 @@ def resolve_expect_tx(segments: list[tuple[ProgramItem, list[ir.Stmt]]], threads
                     raise LoweringError(
                         f"expect_tx=auto on '{bar.name}' covers no bytes{who}: no copy with `mbar={bar.name}` "
                         f"delivers to CTA {d}'s shared memory between this arrive and the next `wait {bar.name}`",
-                        item.span, hint=f"guard the arrive to the CTAs that receive (`if cta_rank == ...`), or "
+                        item.span, hint="guard the arrive to the CTAs that receive (`if cta_rank == ...`), or "
                                         "write `expect_tx=BYTES`")
                 raise LoweringError(
                     f"expect_tx=auto on '{bar.name}' covers no copy: no copy with `mbar={bar.name}` follows this "

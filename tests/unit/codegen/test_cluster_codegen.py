@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from cells import cluster_halves_cell
 
 from tilemagic.codegen.cuda import generate, translation_unit
 from tilemagic.ir.printer import print_ir
@@ -14,17 +15,7 @@ from tilemagic.lang.parser import parse
 from tilemagic.lower.dispatch import TargetSpec
 from tilemagic.lower.program import check, lower
 
-CELL = """kernel halves threads=128 cluster=2
-global A: float16[128, 64] = arange
-global B: float16[256, 64] = zeros
-shared S: float16[128, 64] @ swizzle(3, 3, 3)
-mbarrier full
-if tx == 0: arrive full expect_tx=auto
-if tx == 0: thread.copy_async S[64*cta_rank : 64*cta_rank+64, 0:64] <- A[64*cta_rank : 64*cta_rank+64, 0:64] mbar=full dispatch=tma_auto
-wait full phase 0
-wg.copy B[128*cta_rank : 128*cta_rank+128, 0:64] <- S
-cluster_sync
-"""
+CELL = cluster_halves_cell()
 
 
 def _kernel(src=CELL):

@@ -5,21 +5,11 @@ the text parses with the oracle (``apache-tvm 0.27.0.post1``) where it is instal
 from __future__ import annotations
 
 import pytest
+from cells import cluster_halves_cell
 
 from tilemagic.export.tvmscript import tvmscript_from_source
 
-HALVES = """kernel halves threads=128 cluster=2
-global A: float16[128, 64] = arange
-global B: float16[256, 64] = zeros
-shared S: float16[128, 64] @ swizzle(3, 3, 3)
-mbarrier full
-if tx == 0: arrive full expect_tx=auto
-if tx == 0: thread.copy_async S[64*cta_rank : 64*cta_rank+64, 0:64] <- A[64*cta_rank : 64*cta_rank+64, 0:64] mbar=full dispatch=tma_auto
-wait full phase 0
-wg.copy B[128*cta_rank : 128*cta_rank+128, 0:64] <- S
-if cta_rank == 1: wg.copy B[0:128, 0:64] <- S
-cluster_sync
-"""
+HALVES = cluster_halves_cell(tail="if cta_rank == 1: wg.copy B[0:128, 0:64] <- S\n")
 
 EXCHANGE = """kernel exchange threads=128 cluster=2
 global A: float32[2, 64, 32] = arange

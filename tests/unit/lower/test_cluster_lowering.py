@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tilemagic.errors import LoweringError, Span
+from tilemagic.errors import LoweringError
 from tilemagic.ir import nodes as ir
 from tilemagic.lang.parser import parse
 from tilemagic.lower import program
