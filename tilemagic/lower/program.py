@@ -31,7 +31,7 @@ from ..arch.cluster import CTA_RANK, MIN_SM
 from ..arch.limits import limits_for
 from ..arch.mbarrier import MBAR_MAX_TX
 from ..arch.threads import THREAD_AXES, THREADS_PER
-from ..errors import LoweringError, Span, TileTypeError, split_lines
+from ..errors import DispatchError, LoweringError, Span, TileTypeError, split_lines
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
 from ..lang import ast
@@ -873,7 +873,13 @@ def _lower_ranked(item: CopyItem, target: TargetSpec, tp: TypedProgram,
     warns: list[tuple[str, Span | None]] = []
     for op in item.ranked:
         ctx = DispatchContext(target, tp.threads, op.exec_scope, b)
-        stmts, rec = run_dispatch(op, ctx)
+        try:
+            stmts, rec = run_dispatch(op, ctx)
+        except DispatchError as e:
+            if len(item.ranked) > 1:  # the why-table is this rank's: say which
+                e.message = f"{CTA_RANK} = {op.rank}: {e.message}"
+                e.args = (e.message,)
+            raise
         warns += ctx.warnings
         plans.append(_with_span(list(stmts), op.span))
         recs.append(rec)
