@@ -852,6 +852,21 @@ def _plan_key(x: object) -> object:
     return ("repr", type(x).__name__, repr(x))
 
 
+def later_rank_branches(body: ir.Stmt) -> set[int]:
+    """The ``id`` of every rank branch (a top-level ``ir.GuardIf`` on ``cta_rank``) after the first of its source
+    line: what :func:`_lower_ranked` emitted for ranks whose plan differs from the first one's.  A reader that
+    compares one CTA's instructions with TVM's (whose TIR is one program with a symbolic rank) skips them and
+    reads the first rank's plan, the one the why-table shows."""
+    seen: set[int] = set()
+    out: set[int] = set()
+    for s in body.body if isinstance(body, ir.Seq) else (body,):
+        if isinstance(s, ir.GuardIf) and s.span is not None and any(e is RANK_VAR for e in ir.iter_exprs(s.cond)):
+            if s.span.line in seen:
+                out.add(id(s))
+            seen.add(s.span.line)
+    return out
+
+
 def _lower_ranked(item: CopyItem, target: TargetSpec, tp: TypedProgram,
                   b: KernelBuilder) -> tuple[list[ir.Stmt], DispatchRecord, list[tuple[str, Span | None]]]:
     """Lower a statement that depends on the CTA's rank once per rank, with that rank's concrete regions.

@@ -248,3 +248,14 @@ def test_ranks_dispatching_to_different_variants_is_a_located_error(monkeypatch)
     assert err.span.line == 6
     assert "different variants (cta_rank 0: tma_auto; cta_rank 1: ldgsts)" in err.message
     assert "dispatch=tma_auto" in err.hint
+
+
+def test_later_rank_branches_are_the_plans_after_the_first_of_each_line():
+    src = CELL.format(C=4, rows=128, src="64*(cta_rank//2) : 64*(cta_rank//2)+64", dst="0:64")
+    src = src.replace("wg.copy B", "if cta_rank == 3: wg.copy B")  # a user's rank guard: one branch, kept
+    kernel, _, _ = _lower(src)
+    first, second = _rank_ifs(_by_line(kernel, 5))
+    (user,) = _rank_ifs(_by_line(kernel, 6))
+    assert program.later_rank_branches(kernel.body) == {id(second)}
+    assert id(first) not in program.later_rank_branches(kernel.body) and id(user) not in \
+        program.later_rank_branches(kernel.body)
