@@ -703,3 +703,20 @@ check B[64:128, :] == A[0:64, :]
 check B[0:64, :] == A[64:128, :]
 """,
 }
+
+
+def cluster_halves_cell(name: str = "halves", tail: str = "") -> str:
+    """A 2-CTA cluster kernel: each CTA loads its half of A by TMA (regions in ``cta_rank``, unicast,
+    ``expect_tx=auto``) and stores its shared tile to its half of B, then ``cluster_sync``; ``tail`` lines go
+    before the ``cluster_sync``."""
+    return (f"kernel {name} threads=128 cluster=2\n"
+            "global A: float16[128, 64] = arange\n"
+            "global B: float16[256, 64] = zeros\n"
+            "shared S: float16[128, 64] @ swizzle(3, 3, 3)\n"
+            "mbarrier full\n"
+            "if tx == 0: arrive full expect_tx=auto\n"
+            "if tx == 0: thread.copy_async S[64*cta_rank : 64*cta_rank+64, 0:64] <- "
+            "A[64*cta_rank : 64*cta_rank+64, 0:64] mbar=full dispatch=tma_auto\n"
+            "wait full phase 0\n"
+            "wg.copy B[128*cta_rank : 128*cta_rank+128, 0:64] <- S\n"
+            + tail + "cluster_sync\n")

@@ -1,6 +1,6 @@
 """Write labextension/src/words.json: the word lists of the JupyterLab highlighter, from the Python package.
 
-The cell language's dtypes, exec scopes, thread and memory axes and tcgen05 shapes are defined once
+The cell language's dtypes, exec scopes, thread and memory axes (and ``cta_rank``) and tcgen05 shapes are defined once
 (``tilemagic.lang.ast.DTYPES``, ``tilemagic.arch.threads``, ``tilemagic.arch.tcgen05.SHAPES``); the
 labextension's CodeMirror mode reads them from this generated file.  ``--check`` exits 1 when the file is
 stale (``tests/unit/lang/test_highlight.py`` runs it).
@@ -20,11 +20,12 @@ OUT = ROOT / "labextension" / "src" / "words.json"
 
 def words() -> str:
     sys.path.insert(0, str(ROOT))
+    from tilemagic.arch.cluster import CTA_RANK
     from tilemagic.arch.tcgen05 import SHAPES
     from tilemagic.arch.threads import AXIS_SCOPES, MEMORY_AXES, SCOPES
     from tilemagic.lang.ast import DTYPES
 
-    data = {"dtypes": list(DTYPES), "scopes": [*SCOPES, "wg"], "axes": [*AXIS_SCOPES, *MEMORY_AXES],
+    data = {"dtypes": list(DTYPES), "scopes": [*SCOPES, "wg"], "axes": [*AXIS_SCOPES, *MEMORY_AXES, CTA_RANK],
             "shapes": list(SHAPES)}
     return json.dumps(data, indent=1) + "\n"
 

@@ -31,11 +31,11 @@ const SCOPES = set(words.scopes);
 const AXES = set(words.axes);
 const SHAPES = set(words.shapes);
 const LAYOUTS = set(['S', 'datapath', 'frag', 'swizzle']);
-const STATEMENTS = set(['kernel', 'wait', 'cta_sync', 'check', 'mbarrier', 'arrive', 'commit_group', 'wait_group',
-  'bulk_commit_group', 'bulk_wait_group', 'fence', 'if']);
+const STATEMENTS = set(['kernel', 'wait', 'cta_sync', 'cluster_sync', 'check', 'mbarrier', 'arrive', 'commit_group',
+  'wait_group', 'bulk_commit_group', 'bulk_wait_group', 'fence', 'if']);
 const KINDS = set(['global', 'shared', 'local', 'tmem']);
-const INNER = set(['threads', 'at', 'dispatch', 'sub_slab', 'ld', 'st', 'count', 'expect_tx', 'auto', 'phase', 'read',
-  'mbar', 'oob', 'cache_hint', 'and', 'proxy', 'async']);
+const INNER = set(['threads', 'cluster', 'at', 'dispatch', 'sub_slab', 'ld', 'st', 'count', 'expect_tx', 'auto', 'phase',
+  'read', 'mbar', 'oob', 'cache_hint', 'cta_mask', 'remote_cta_id', 'use_tma_reduce', 'and', 'proxy', 'async']);
 
 const tilecopy = StreamLanguage.define<TileState>({
   name: 'tilecopy',

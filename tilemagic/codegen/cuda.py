@@ -18,12 +18,13 @@ from importlib import resources
 from ..caches import register_cache
 from ..arch import tcgen05 as tc
 from ..arch import tma as tma_hw
+from ..arch.cluster import CTA_RANK, MIN_SM
 from ..arch.mbarrier import MBAR_BYTES
 from ..arch.ptx import VEC_FORMS, word_bytes
 from ..arch.threads import axis_def
 from ..ir import nodes as ir
 from ..ir.evaluate import warp_uniform
-from ..ir.printer import Lines, src_line, scale_index, thread_vars_used
+from ..ir.printer import Lines, src_line, scale_index, thread_vars_used, uses_cta_rank
 
 SHAPE_ID = {"32x32b": 0, "16x64b": 1, "16x128b": 2, "16x256b": 3, "16x32bx2": 4}
 TM_SCRATCH_WORDS = tc.TMEM_LANES * tc.TMEM_COLS + 4  # the TMEM cells, then TM_STATE_WORDS (4)
@@ -112,7 +113,8 @@ def translation_unit(texts) -> str:
         head, body = text[:i], text[i:]
         if prelude is not None and ("tm_emu_ldst" in head) != ("tm_emu_ldst" in prelude):
             raise ValueError("translation_unit: native and emulated sources cannot share one unit")
-        m = re.match(r'extern "C" __global__ void (?:__launch_bounds__\(\d+\) )?(\w+)', body)
+        m = re.match(r'extern "C" __global__ void (?:__cluster_dims__\(\d+, 1, 1\) )?'
+                     r'(?:__launch_bounds__\(\d+\) )?(\w+)', body)
         if m is None:
             raise ValueError("translation_unit: a source without an extern \"C\" __global__ kernel")
         name = m.group(1)
@@ -335,12 +337,32 @@ def _stmt(L: Lines, s: ir.Stmt, mode: str):
         _cp_async(L, s, src)
     elif isinstance(s, ir.Barrier):
         L.add("__syncthreads();", src)
+    elif isinstance(s, ir.ClusterSync):
+        _cluster_sync(L, src)
     elif isinstance(s, ir.TmaCopy):
         _tma_copy(L, s, src)
     elif isinstance(s, MBAR_SYNC_NODES):
         _mbar_sync(L, s, src)
     else:
         (_tcgen_native if mode == "native" else _tcgen_emulated)(L, s, src)
+
+
+def _cluster_sync(L: Lines, src) -> None:
+    """``barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned`` (PTX ISA 9.0 §9.7.13.3; sm_90): every
+    thread of every CTA of the cluster arrives (release) and waits (acquire) — TIRx ``T.cuda.cluster_sync()``."""
+    L.add('asm volatile("barrier.cluster.arrive.aligned;\\n\\tbarrier.cluster.wait.aligned;" ::: "memory");', src)
+
+
+def _cluster_decls(L: Lines, kernel: ir.Kernel) -> None:
+    """The CTA's rank in its cluster, read once (``%cluster_ctarank``, PTX ISA 9.0 §10.16; sm_90), as the thread
+    axes are; 0 in a kernel without a cluster (which has no such register before sm_90)."""
+    if not uses_cta_rank(kernel):
+        return
+    if kernel.cluster > 1:
+        L.add(f"int {CTA_RANK};")
+        L.add(f'asm("mov.u32 %0, %%cluster_ctarank;" : "=r"({CTA_RANK}));')
+    else:
+        L.add(f"const int {CTA_RANK} = 0;  // one CTA, no cluster")
 
 
 def _shared_addr(buf: ir.Buffer, byte_offset: int = 0) -> str:
@@ -539,11 +561,17 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
     head = (f"native tcgen05 inline PTX; build for {arch} only (NVRTC -arch={arch}, or "
             f"nvcc -gencode arch=compute_{arch[3:]},code={arch})") if (tc and not emulated) else (
         "TMEM emulated in global memory (tilemagic/codegen/tmem_emulation.cuh)" if emulated else
+        f"no tcgen05: runs on any CUDA GPU of sm_{MIN_SM} or newer" if kernel.cluster > 1 else
         "no tcgen05: runs on any CUDA GPU")
     ctas = "one CTA per tile (--bench grid)" if grid else "1 CTA"
+    if kernel.cluster > 1:
+        ctas = f"clusters of {kernel.cluster} CTAs" + (" (--bench grid)" if grid else "")
     L.add(f"// tilemagic: kernel {kernel.name}, {ctas} x {kernel.threads} threads, {head}")
     sync_arch = _mbar_sync_arch(kernel)
-    if sync_arch:
+    if kernel.cluster > 1:
+        L.add(f"// thread-block clusters (__cluster_dims__, %cluster_ctarank, barrier.cluster) need sm_{MIN_SM} or "
+              "newer")
+    elif sync_arch:
         L.add(f"// the asynchronous-copy synchronisation needs {sync_arch} or newer")
     for inc in ("cuda_fp16.h", "cuda_bf16.h"):
         L.add(f"#include <{inc}>")
@@ -570,8 +598,10 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
     if emulated:
         extra = (("tm_scratch", "uint32", TM_SCRATCH_WORDS), ("tm_status", "int32", 8))
         params += ["uint32_t* __restrict__ tm_scratch", "int* __restrict__ tm_status"]
-    L.add(f'extern "C" __global__ void __launch_bounds__({kernel.threads}) {kernel.name}({", ".join(params)}) {{')
+    dims = f"__cluster_dims__({kernel.cluster}, 1, 1) " if kernel.cluster > 1 else ""
+    L.add(f'extern "C" __global__ void {dims}__launch_bounds__({kernel.threads}) {kernel.name}({", ".join(params)}) {{')
     L.depth += 1
+    _cluster_decls(L, kernel)
     for axis in thread_vars_used(kernel):
         div, mod = axis_def(axis)
         v = f"threadIdx.x / {div}" if div > 1 else "threadIdx.x"

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 from ..arch.ptx import PTX_FORM
 from ..ir import nodes as ir
+from ..lower.program import later_rank_branches
 
 __all__ = ["Instr", "instr_bytes", "normal_chain", "ours_instructions", "summary_lines", "tvm_instructions",
            "vector_bytes"]
@@ -169,8 +170,11 @@ def ours_instructions(kernel: ir.Kernel) -> dict[int, list[Instr]]:
         Keyed by the source line of the op the statements were lowered from.
     """
     out: dict[int, list[Instr]] = {}
+    other_ranks = later_rank_branches(kernel.body)  # a cluster: the first rank's plan, as TVM's one program
     for stmt, scope in ir.walk_scoped(kernel.body):
         if isinstance(stmt, (ir.Seq, ir.If, ir.Grid)) or stmt.span is None:
+            continue
+        if other_ranks and any(id(s) in other_ranks for s in scope):
             continue
         guarded = any(isinstance(s, ir.If) and not isinstance(s, ir.GuardIf) for s in scope)  # the variant's own
         times = math.prod(e for s in scope if isinstance(s, ir.Grid) for e in s.extents)

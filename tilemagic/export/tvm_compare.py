@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from ..ir import nodes as ir
+from ..lower.program import later_rank_branches
 from .instructions import (
     Instr,
     instr_bytes,
@@ -582,8 +583,10 @@ def compare_with_tvm(result=None, *, program=None, typed=None, error: Exception 
             oc.tvm_error = run.error
         tma_side = {oc.ours_variant, oc.tvm_variant, op.dispatch} & set(TMA_VARIANTS) or oc.ours_error
         if is_tma_candidate(op) and tma_side:
-            copies = [s for s in ir.walk(kernel.body) if isinstance(s, ir.TmaCopy) and s.span is not None
-                      and s.span.line == op.span.line] if kernel is not None else []
+            other_ranks = later_rank_branches(kernel.body) if kernel is not None else set()
+            copies = [s for s, scope in ir.walk_scoped(kernel.body) if isinstance(s, ir.TmaCopy)
+                      and s.span is not None and s.span.line == op.span.line
+                      and not any(id(c) in other_ranks for c in scope)] if kernel is not None else []
             err = oc.ours_error or (ours_error if ours_error_line in (None, op.span.line) else None)
             oc.tma = compare_tma_plan(op, oc.ours_variant, copies, err, arch)
         ops.append(oc)

@@ -31,7 +31,14 @@ TVM's own ``test_tcgen05_ldst.py`` / ``test_fallback.py``, as accepted by
   TVM's ``tirx.backend.cuda.lang.pipeline``); ``copy_async`` options are TVM's config keys
   (``mbar=T.address_of(BAR[0])``, ``oob="zero"``, ``cache_hint="evict_first"``); a guard
   ``if AXIS OP N:`` compares TVM's scope ids (``T.thread_id``, ``T.warp_id``, ...).  An
-  ``expect_tx=auto`` is written as the byte count tilemagic resolved (the lowered kernel is needed).
+  ``expect_tx=auto`` is written as the byte count tilemagic resolved (the lowered kernel is needed; one
+  ``if cta_rank == r:`` per rank where the CTAs of a cluster expect different counts);
+* a cluster kernel (``kernel NAME cluster=C``) binds ``cta_rank = T.cta_id_in_cluster([C])`` before
+  ``T.cta_id([C])`` (the launch of one cluster, as TVM's ``test_dsmem.py`` writes it), ``cluster_sync`` and the
+  mbarrier prologue's barrier are ``T.cuda.cluster_sync()``; a region bound in ``cta_rank`` is written as the
+  expression (``A[64 * cta_rank:64 * cta_rank + 64, 0:64]``), ``cta_mask=M`` as the integer,
+  ``remote_cta_id=E`` as a ``T.int32`` expression in ``cta_rank``, ``use_tma_reduce="add"`` as written (TVM
+  0.27's config keys).
 
 The text is self-contained for ``tvm.script.from_source(text)``: it only uses the
 names TVMScript binds by default (``T``, ``Tx``, ``Axis``, ``tvm``), so layout factories
@@ -56,10 +63,12 @@ from ..ir import nodes as ir
 from ..lang import ast
 from ..layout import TileLayout
 from ..layout.swizzle import ComposeLayout
+from ..arch.cluster import CTA_RANK
 from ..arch.threads import AXIS_SCOPES, THREADS_PER, axis_def
 from .tvm_tma import TMA_VARIANTS
 from ..lower.program import (
     ArriveItem,
+    ClusterSyncItem,
     CopyItem,
     FenceItem,
     GroupItem,
@@ -168,6 +177,45 @@ def _region_text(r, names) -> str:
     return f"{names[r.buf.name]}[{', '.join(parts)}]"
 
 
+def _rank_text(e: int | ast.RankExpr, rank: str) -> str:
+    """An integer expression in ``cta_rank`` as a TVMScript ``PrimExpr`` (the rank bound to the name ``rank``)."""
+    if isinstance(e, int):
+        return str(e)
+    if e.op == "cta_rank":
+        return rank
+    if e.op == "const":
+        return str(e.value)
+    assert e.a is not None and e.b is not None  # the parser builds binary nodes with both operands
+    return f"({_rank_text(e.a, rank)} {e.op} {_rank_text(e.b, rank)})"
+
+
+def _expr_text(e: ir.Expr, rank: str) -> str:
+    """An ``ir.Expr`` in ``cta_rank`` (a resolved ``remote_cta_id``) as a ``T.int32`` ``PrimExpr``."""
+    if isinstance(e, ir.Const):
+        return f"T.int32({e.value})"
+    if isinstance(e, ir.ThreadVar) and e.kind == CTA_RANK:
+        return rank
+    if isinstance(e, ir.Bin):
+        return f"({_expr_text(e.a, rank)} {e.op} {_expr_text(e.b, rank)})"
+    raise TypeError(f"cannot export {e!r}")  # pragma: no cover - the language builds no other
+
+
+def _ranked_region_text(r: ast.Region, buf: ir.Buffer, names, rank: str) -> str:
+    """A region as written, its bounds in ``cta_rank`` as expressions (a point ``k`` as ``k:k + 1``)."""
+    if r.slices is None:
+        return f"{names[buf.name]}[{', '.join(f'0:{d}' for d in buf.shape)}]"
+    parts = []
+    for sl, dim in zip(r.slices, buf.shape):
+        start = 0 if sl.start is None else sl.start
+        if sl.point:
+            first = _rank_text(start, rank)
+            parts.append(f"{first}:{first} + 1" if isinstance(start, ast.RankExpr) else f"{start}:{start + 1}")
+            continue
+        stop = dim if sl.stop is None else sl.stop
+        parts.append(f"{_rank_text(start, rank)}:{_rank_text(stop, rank)}")
+    return f"{names[buf.name]}[{', '.join(parts)}]"
+
+
 def _tmem_layout_text(decl: ast.BufferDecl | None, buf: ir.Buffer) -> str:
     lay = decl.layout if decl is not None else None
     rows, cols = buf.shape
@@ -227,7 +275,9 @@ def _thread_ids(threads: int, warp_id: str | None, bind: dict[str, str] | None =
     def named(axis: str, call: str) -> str:
         return f"{bind[axis]} = {call}" if axis in bind else call
 
-    out = ["T.cta_id([1])"]
+    cluster = int(bind.pop("_cluster", "1"))
+    out = [named(CTA_RANK, f"T.cta_id_in_cluster([{cluster}])")] if cluster > 1 else []
+    out.append(f"T.cta_id([{cluster}])")
     if threads % 128 == 0:
         out += [named("wgid", f"T.warpgroup_id([{threads // 128}])"), named("wid_in_wg", "T.warp_id_in_wg([4])"),
                 named("tid_in_wg", "T.thread_id_in_wg([128])")]
@@ -255,7 +305,10 @@ def _guard_axes(tp) -> list[str]:
 
 
 def _axis_text(axis: str, threads: int, bind: dict[str, str]) -> str:
-    """A thread axis in the exported text: its bound scope id, or its closed form of the thread id."""
+    """A thread axis in the exported text: its bound scope id, or its closed form of the thread id (``cta_rank``
+    of a one-CTA kernel: 0)."""
+    if axis == CTA_RANK:
+        return bind.get(CTA_RANK, "0")
     if _axis_bound(axis, threads):
         return bind[axis]
     div, mod = axis_def(axis)
@@ -271,15 +324,29 @@ def _bar_ref(bar: ir.Buffer, names: dict[str, str]) -> str:
     return f"T.address_of({names[bar.name]}[0])"
 
 
-def _auto_counts(kernel: ir.Kernel | None) -> dict[int, int]:
-    """Source line -> the expect_tx an ``expect_tx=auto`` arrive of that line was resolved to."""
+def _auto_counts(kernel: ir.Kernel | None) -> dict[int, int | dict[int, int]]:
+    """Source line -> the expect_tx an ``expect_tx=auto`` arrive of that line was resolved to (rank -> count where
+    the CTAs of a cluster expect different counts: the arrive is one per rank, under ``cta_rank == r``)."""
     if kernel is None:
         return {}
-    return {s.span.line: s.expect_tx for s in ir.walk(kernel.body)
-            if isinstance(s, ir.MbarArrive) and s.auto_from and s.span is not None}
+    out: dict[int, int | dict[int, int]] = {}
+    for s, scope in ir.walk_scoped(kernel.body):
+        if not (isinstance(s, ir.MbarArrive) and s.auto_from and s.span is not None):
+            continue
+        rank = next((c.cond.b.value for c in scope if isinstance(c, ir.If) and isinstance(c.cond, ir.Bin)
+                     and c.cond.op == "==" and isinstance(c.cond.a, ir.ThreadVar) and c.cond.a.kind == CTA_RANK
+                     and isinstance(c.cond.b, ir.Const)), None)
+        if rank is None:
+            out[s.span.line] = s.expect_tx
+        else:
+            per = out.setdefault(s.span.line, {})
+            assert isinstance(per, dict)  # one line's arrive is either uniform or per rank
+            per[rank] = s.expect_tx
+    return out
 
 
-def _sync_lines(item, names: dict[str, str], auto: dict[int, int], placeholder: bool = False) -> list[str]:
+def _sync_lines(item, names: dict[str, str], auto: dict[int, int | dict[int, int]], placeholder: bool = False,
+                rank: str = CTA_RANK) -> list[str]:
     """The TVMScript of an arrive / mbarrier wait / commit group / fence (TVM's spelling)."""
     if isinstance(item, ArriveItem):
         bar = _bar_ref(item.bar, names)
@@ -292,8 +359,16 @@ def _sync_lines(item, names: dict[str, str], auto: dict[int, int], placeholder: 
                 raise ExportError("expect_tx=auto: the byte count is resolved when tilemagic lowers the cell; "
                                   "this export has no lowered kernel", item.span,
                                   hint="export a cell that lowers, or write `expect_tx=BYTES`")
-            return [f"# expect_tx=auto: {auto[item.span.line]} bytes (tilemagic)",
-                    f"T.ptx.mbarrier.arrive.expect_tx.shared.b64({bar}, T.uint32({auto[item.span.line]}))"]
+            count = auto[item.span.line]
+            if isinstance(count, dict):  # the CTAs of the cluster expect different counts
+                out = ["# expect_tx=auto per receiving CTA (tilemagic): "
+                       + ", ".join(f"CTA {r}: {n} bytes" for r, n in sorted(count.items()))]
+                for r, n in sorted(count.items()):
+                    out += [f"if {rank} == {r}:",
+                            f"    T.ptx.mbarrier.arrive.expect_tx.shared.b64({bar}, T.uint32({n}))"]
+                return out
+            return [f"# expect_tx=auto: {count} bytes (tilemagic)",
+                    f"T.ptx.mbarrier.arrive.expect_tx.shared.b64({bar}, T.uint32({count}))"]
         if item.expect_tx:
             return [f"T.ptx.mbarrier.arrive.expect_tx.shared.b64({bar}, T.uint32({item.expect_tx}))"]
         return [f"T.ptx.mbarrier.arrive.shared.b64({bar}, T.uint32(1))"]
@@ -308,9 +383,13 @@ def _sync_lines(item, names: dict[str, str], auto: dict[int, int], placeholder: 
     return ["T.ptx.fence.proxy.async_.shared__cta()"]
 
 
-def _option_text(key: str, value: object, names: dict[str, str]) -> str:
+def _option_text(key: str, value: object, names: dict[str, str], rank: str = CTA_RANK) -> str:
     if isinstance(value, ir.Buffer):  # mbar=
         return f"{key}={_bar_ref(value, names)}"
+    if isinstance(value, int):  # cta_mask=
+        return f"{key}={value}"
+    if isinstance(value, ir.Expr):  # remote_cta_id=
+        return f"{key}={_expr_text(value, rank)}"
     return f'{key}="{value}"'
 
 
@@ -378,7 +457,11 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
     handles = {b.name: names.fresh(f"{bufnames[b.name]}_ptr") for b in globals_}
     rec_of = {id(op): rec for op, rec in zip(tp.copy_ops, records or ())}
     bind = {axis: names.fresh(axis) for axis in _guard_axes(tp)}
+    if tp.cluster > 1 and CTA_RANK not in bind:
+        bind[CTA_RANK] = names.fresh(CTA_RANK)
+    rank = bind.get(CTA_RANK, CTA_RANK)
     auto = _auto_counts(kernel)
+    stmt_at = {s.span: s for s in prog.stmts if isinstance(s, ast.CopyStmt)}
 
     out: list[str] = [
         f"# TVM TIRx equivalent of the %%tilecopy cell `{tp.name}`, exported by tilemagic.",
@@ -402,18 +485,20 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
     body.append("T.device_entry()")
     if tp.tmem_cols and "warpid" in bind:
         warp_id = bind["warpid"]
-    body += _thread_ids(tp.threads, warp_id if tp.tmem_cols else None, bind)
+    body += _thread_ids(tp.threads, warp_id if tp.tmem_cols else None, {**bind, "_cluster": str(tp.cluster)})
     for b in tp.by_scope("shared"):
         decl = decls.get(b.name)
         lay = "" if decl is None or decl.layout is None else f", layout={_layout_of(b)}"
         body.append(f'{bufnames[b.name]} = T.alloc_shared({_shape_text(b.shape)}, "{b.dtype}"{lay})'
                     + (f"  # mbarrier, count {b.mbar_count}" if b.is_mbarrier else ""))
     if tp.mbarriers:
-        body.append("# mbarriers: thread 0 initialises them, fences the inits, the CTA synchronises")
+        who = "the cluster" if tp.cluster > 1 else "the CTA"
+        body.append(f"# mbarriers: thread 0 initialises them, fences the inits, {who} synchronises")
         body.append(f"if {_axis_text('tx', tp.threads, bind)} == 0:")
         body += [f"    T.ptx.mbarrier.init.shared.b64({_bar_ref(m, bufnames)}, T.uint32({m.mbar_count}))"
                  for m in tp.mbarriers]
-        body += ["T.ptx.fence.mbarrier_init.release.cluster()", "T.cuda.cta_sync()"]
+        body += ["T.ptx.fence.mbarrier_init.release.cluster()",
+                 "T.cuda.cluster_sync()" if tp.cluster > 1 else "T.cuda.cta_sync()"]
     fence = ["T.ptx.tcgen05.fence__before_thread_sync()", "T.cuda.cta_sync()",
              "T.ptx.tcgen05.fence__after_thread_sync()"]
     if tp.tmem_cols:
@@ -458,7 +543,7 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
                 if tvm_name != op.dispatch:
                     body.append(f"# dispatch={op.dispatch}: TVM 0.27 implements {op.dispatch} "
                                 f"as its {tvm_name} variant")
-            extra += "".join(f", {_option_text(k, v, bufnames)}" for k, v, _ in op.options if k != "dispatch")
+            extra += "".join(f", {_option_text(k, v, bufnames, rank)}" for k, v, _ in op.options if k != "dispatch")
             if not extra.startswith(", dispatch=") and _mbar_without_dispatch(op):
                 rec = rec_of.get(id(op))
                 tma = rec.chosen if rec is not None and rec.chosen in TMA_VARIANTS else "tma_auto"
@@ -466,20 +551,28 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
                             f'mbar=; dispatch="{tma}" gives the TMA')
             if guard is not None:
                 body.append(f"if {_guard_text(guard, tp.threads, bind)}:")
-            body.append(f"{pad}{_SCOPE_NS[op.exec_scope]}.{op.op}({_region_text(op.dst, bufnames)}, "
-                        f"{_region_text(op.src, bufnames)}{extra})")
+            stmt = stmt_at.get(op.span)
+            if item.ranked and stmt is not None:  # the regions as written, in cta_rank
+                dst = _ranked_region_text(stmt.dst, op.dst.buf, bufnames, rank)
+                src = _ranked_region_text(stmt.src, op.src.buf, bufnames, rank)
+            else:
+                dst, src = _region_text(op.dst, bufnames), _region_text(op.src, bufnames)
+            body.append(f"{pad}{_SCOPE_NS[op.exec_scope]}.{op.op}({dst}, {src}{extra})")
             op_lines[len(out) + len(body)] = op.span.line
         elif isinstance(item, (ArriveItem, MbarWaitItem, GroupItem, FenceItem)) or (
                 isinstance(item, WaitItem) and guard is not None):
             if guard is not None:
                 body.append(f"if {_guard_text(guard, tp.threads, bind)}:")
             lines = ([f"T.ptx.tcgen05.wait__{item.kind}.sync.aligned()"] if isinstance(item, WaitItem)
-                     else _sync_lines(item, bufnames, auto, unresolved_auto))
+                     else _sync_lines(item, bufnames, auto, unresolved_auto, rank))
             body += [pad + ln for ln in lines]
         elif isinstance(item, WaitItem):
             body.append(f"T.ptx.tcgen05.wait__{item.kind}.sync.aligned()")
         elif isinstance(item, SyncItem):
             body += fence if tp.tmem_cols else ["T.cuda.cta_sync()"]
+        elif isinstance(item, ClusterSyncItem):
+            sync = ["T.cuda.cluster_sync()"]
+            body += [fence[0], *sync, fence[2]] if tp.tmem_cols else sync
         else:
             body.append(f"# L{item.span.line}: {item.text}  (compared by tilemagic after the launch)")
     if tp.tmem_cols:

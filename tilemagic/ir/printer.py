@@ -7,6 +7,7 @@ description, the IR and the CUDA.
 
 from __future__ import annotations
 
+from ..arch.cluster import CTA_RANK
 from ..arch.ptx import PTX_FORM, word_bytes
 from ..arch.threads import THREAD_AXES, axis_def
 from . import nodes as ir
@@ -104,12 +105,14 @@ def print_ir(kernel: ir.Kernel, *, arch: str = "sm_100a"):
         The text and, per line, the 1-based description line it came from.
     """
     L = Lines()
-    L.add(f"# tilemagic IR · kernel {kernel.name} · 1 CTA × {kernel.threads} threads · target cuda {arch}")
+    ctas = f"cluster of {kernel.cluster} CTAs" if kernel.cluster > 1 else "1 CTA"
+    L.add(f"# tilemagic IR · kernel {kernel.name} · {ctas} × {kernel.threads} threads · target cuda {arch}")
     L.add("@T.prim_func")
     params = ", ".join(f'{b.name}: T.Buffer({tuple(b.shape)!r}, "{b.dtype}")' for b in kernel.params)
     L.add(f"def {kernel.name}({params}):")
     L.depth += 1
     L.add(f'tx = T.launch_thread("threadIdx.x", {kernel.threads})')
+    _cluster_header(L, kernel)
     for axis in thread_vars_used(kernel):
         div, mod = axis_def(axis)
         L.add(f"{axis} = tx" + (f" // {div}" if div > 1 else "") + (f" % {mod}" if mod else ""))
@@ -141,6 +144,22 @@ def print_ir(kernel: ir.Kernel, *, arch: str = "sm_100a"):
     _tensormaps(L, kernel)
     _stmt(L, kernel.body)
     return L.text()
+
+
+def uses_cta_rank(kernel: ir.Kernel) -> bool:
+    """Does an expression of the kernel read the CTA's rank in its cluster (``ir.ThreadVar("cta_rank")``)?"""
+    return any(isinstance(e, ir.ThreadVar) and e.kind == CTA_RANK for e in ir.iter_exprs(kernel.body))
+
+
+def _cluster_header(L: Lines, kernel: ir.Kernel) -> None:
+    """The cluster of a cluster kernel and the CTA's rank in it (TIRx ``T.cta_id_in_cluster``, ``apache-tvm
+    0.27.0.post1``; ``%cluster_ctarank``, PTX ISA 9.0 §10.16); ``cta_rank`` of a one-CTA kernel is 0."""
+    if kernel.cluster > 1:
+        L.add(f"# cluster: {kernel.cluster} CTAs (__cluster_dims__({kernel.cluster}, 1, 1)); shared memory, "
+              "mbarriers and TMEM per CTA")
+        L.add(f"{CTA_RANK} = T.cta_id_in_cluster([{kernel.cluster}])")
+    elif uses_cta_rank(kernel):
+        L.add(f"{CTA_RANK} = 0  # one CTA, no cluster")
 
 
 def _tensormaps(L: Lines, kernel: ir.Kernel) -> None:
@@ -259,6 +278,8 @@ def _stmt(L: Lines, s: ir.Stmt):
         L.add(f'T.ptx["tcgen05.wait::{s.kind}.sync.aligned"]()', src)
     elif isinstance(s, ir.Barrier):
         L.add("T.cuda.cta_sync()", src)
+    elif isinstance(s, ir.ClusterSync):
+        L.add("T.cuda.cluster_sync()  # barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned", src)
     elif isinstance(s, ir.TmaCopy):
         _tma_copy(L, s, src)
     elif isinstance(s, ir.TcgenLdSt):

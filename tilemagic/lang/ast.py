@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..arch.cluster import CTA_RANK
 from ..arch.threads import MEMORY_AXES, THREAD_AXES
-from ..arch.tma import CACHE_HINTS, OOB_FILL
+from ..arch.tma import CACHE_HINTS, OOB_FILL, TMA_REDUCE_OPS
 from ..errors import Span
 
 # Canonical dtype names; the parser maps the short aliases (f32, f16, bf16, u8, i8, i32).
@@ -29,22 +30,32 @@ DTYPE_ALIASES = {
 SCOPES = ("thread", "warp", "wg", "cta")
 # Axes allowed in `n@AXIS` strides and offsets (tvm.tirx.layout names), from the hardware tables.
 AXES = (*MEMORY_AXES, *THREAD_AXES)
-#: Axes a guard may compare (``if tx == 0:``), from the hardware table.
-THREAD_AXIS_NAMES = THREAD_AXES
+#: Axes a guard may compare (``if tx == 0:``), from the hardware table, and the CTA's rank in its cluster
+#: (``if cta_rank == 0:``, :data:`tilemagic.arch.cluster.CTA_RANK`).
+THREAD_AXIS_NAMES = (*THREAD_AXES, CTA_RANK)
+#: Operators of an integer expression in ``cta_rank`` (a region bound, ``remote_cta_id=``), Python's meaning.
+RANK_OPS = ("+", "-", "*", "//", "%", "^")
 BUFFER_KINDS = ("global", "shared", "local", "tmem")
 INIT_KEYWORDS = ("random", "arange", "zeros")
 TCGEN05_SHAPES = ("32x32b", "16x64b", "16x128b", "16x256b")
 #: Comparison operators of a guard (``if tx == 0: ...``).
 GUARD_OPS = ("==", "!=", "<", "<=", ">", ">=")
 #: ``copy_async`` options and their allowed values (None: any name; ``mbar`` names a declared mbarrier).
-#: ``oob`` and ``cache_hint`` spell TVM TIRx's ``copy_async`` config (``apache-tvm 0.27.0.post1``); their values are
-#: the hardware tables' (:data:`tilemagic.arch.tma.OOB_FILL`, :data:`tilemagic.arch.tma.CACHE_HINTS`).
+#: ``oob``, ``cache_hint``, ``cta_mask``, ``remote_cta_id`` and ``use_tma_reduce`` spell TVM TIRx's ``copy_async``
+#: config (``apache-tvm 0.27.0.post1``); their values are the hardware tables' (:data:`tilemagic.arch.tma.OOB_FILL`,
+#: :data:`tilemagic.arch.tma.CACHE_HINTS`, :data:`tilemagic.arch.tma.TMA_REDUCE_OPS`).  ``cta_mask`` (an integer
+#: literal) and ``remote_cta_id`` (an integer expression in ``cta_rank``) are :data:`EXPR_OPTIONS`.
 COPY_OPTIONS: dict[str, tuple[str, ...] | None] = {
     "dispatch": None,
     "mbar": None,
     "oob": tuple(OOB_FILL),
     "cache_hint": tuple(CACHE_HINTS),
+    "cta_mask": None,
+    "remote_cta_id": None,
+    "use_tma_reduce": tuple(TMA_REDUCE_OPS),
 }
+#: The options whose value is an integer expression (:class:`RankExpr` or int in ``CopyOption.expr``).
+EXPR_OPTIONS = ("cta_mask", "remote_cta_id")
 #: The options a synchronous ``copy`` takes (the others are ``copy_async``'s only).
 SYNC_COPY_OPTIONS = ("dispatch",)
 
@@ -110,11 +121,15 @@ LayoutExpr = SLayout | DatapathLayout | FragLayout | SwizzleLayout
 # ----------------------------------------------------------------------------- declarations
 @dataclass(frozen=True)
 class KernelDecl:
+    """``kernel NAME [threads=N] [cluster=C]``: ``cluster`` CTAs per cluster (1: no cluster)."""
+
     name: str
     threads: int | None
     span: Span
     name_span: Span
     threads_span: Span | None = None
+    cluster: int = 1
+    cluster_span: Span | None = None
 
 
 @dataclass(frozen=True)
@@ -176,15 +191,78 @@ class Guard:
         return " and ".join(f"{t.axis} {t.op} {t.value}" for t in self.terms)
 
 
+# ----------------------------------------------------------------------------- rank expressions
+@dataclass(frozen=True)
+class RankExpr:
+    """An integer expression in the CTA's rank (``64*cta_rank+64``, ``cta_rank^1``).
+
+    ``op`` is ``"cta_rank"`` (the rank), ``"const"`` (the integer ``value``) or one of :data:`RANK_OPS` applied
+    to ``a`` and ``b`` with Python's meaning (``//`` and ``%`` floor, ``^`` bitwise XOR).  The parser keeps a
+    plain integer as an ``int``: a ``RankExpr`` is only where the user wrote an expression.
+    """
+
+    op: str
+    span: Span
+    value: int = 0
+    a: RankExpr | None = None
+    b: RankExpr | None = None
+
+    @property
+    def uses_rank(self) -> bool:
+        """Does the expression read ``cta_rank``?"""
+        if self.op == "cta_rank":
+            return True
+        return any(x is not None and x.uses_rank for x in (self.a, self.b))
+
+    def eval(self, rank: int) -> int:
+        """The value for the CTA of rank ``rank``.
+
+        Raises
+        ------
+        ZeroDivisionError
+            ``//`` or ``%`` by zero for this rank (its ``args[0]`` is the span of the divisor).
+        """
+        if self.op == "cta_rank":
+            return rank
+        if self.op == "const":
+            return self.value
+        assert self.a is not None and self.b is not None  # the parser builds binary nodes with both operands
+        x, y = self.a.eval(rank), self.b.eval(rank)
+        if self.op in ("//", "%") and y == 0:
+            raise ZeroDivisionError(self.b.span)
+        return {"+": x + y, "-": x - y, "*": x * y, "//": x // y if y else 0, "%": x % y if y else 0,
+                "^": x ^ y}[self.op]
+
+    def __str__(self) -> str:
+        if self.op == "cta_rank":
+            return CTA_RANK
+        if self.op == "const":
+            return str(self.value)
+        return f"({self.a} {self.op} {self.b})"
+
+
+def bound_at(v: int | RankExpr | None, rank: int) -> int | None:
+    """A slice bound's value for the CTA of rank ``rank`` (an int or None as written stays as it is)."""
+    return v.eval(rank) if isinstance(v, RankExpr) else v
+
+
 # ----------------------------------------------------------------------------- statements
 @dataclass(frozen=True)
 class Slice:
-    """One index of a region: ``a:b`` (``start``/``stop`` None when omitted) or a point ``k``."""
+    """One index of a region: ``a:b`` (``start``/``stop`` None when omitted) or a point ``k``.
 
-    start: int | None
-    stop: int | None
+    A bound is an ``int`` where the user wrote an integer, a :class:`RankExpr` where they wrote an expression
+    (a point ``k``: ``start`` is ``k``, ``stop`` is ``k + 1``).
+    """
+
+    start: int | RankExpr | None
+    stop: int | RankExpr | None
     point: bool
     span: Span
+
+    @property
+    def uses_rank(self) -> bool:
+        return any(isinstance(v, RankExpr) and v.uses_rank for v in (self.start, self.stop))
 
 
 @dataclass(frozen=True)
@@ -196,6 +274,11 @@ class Region:
     span: Span
     name_span: Span
 
+    @property
+    def uses_rank(self) -> bool:
+        """Does a bound of the region read ``cta_rank``?"""
+        return any(s.uses_rank for s in self.slices or ())
+
 
 @dataclass(frozen=True)
 class CopyOption:
@@ -206,6 +289,8 @@ class CopyOption:
     span: Span  # the whole pair
     key_span: Span
     value_span: Span
+    #: the parsed value of an :data:`EXPR_OPTIONS` option (an int literal, or a :class:`RankExpr`)
+    expr: int | RankExpr | None = None
 
 
 @dataclass(frozen=True)
@@ -301,6 +386,13 @@ class SyncStmt:
 
 
 @dataclass(frozen=True)
+class ClusterSyncStmt:
+    """``cluster_sync``: every thread of every CTA of the cluster (PTX ISA 9.0 §9.7.13.3 ``barrier.cluster``)."""
+
+    span: Span
+
+
+@dataclass(frozen=True)
 class CheckStmt:
     """``check A == B``."""
 
@@ -309,7 +401,8 @@ class CheckStmt:
     span: Span
 
 
-Stmt = CopyStmt | WaitStmt | SyncStmt | CheckStmt | ArriveStmt | MbarWaitStmt | GroupStmt | FenceStmt
+Stmt = (CopyStmt | WaitStmt | SyncStmt | CheckStmt | ArriveStmt | MbarWaitStmt | GroupStmt | FenceStmt
+        | ClusterSyncStmt)
 #: statements that may carry a guard (``if COND: STATEMENT``)
 GUARDABLE = (CopyStmt, WaitStmt, ArriveStmt, MbarWaitStmt, GroupStmt, FenceStmt)
 

@@ -3,10 +3,11 @@
 ``TileCopyLexer`` colours what the grammar (``grammar.lark``) knows: the ``%%tilecopy`` line and its
 ``--flags``, statement keywords (``kernel``, ``global``/``shared``/``local``/``tmem``, ``SCOPE.copy``,
 ``SCOPE.copy_async``, ``wait ld|st``, ``cta_sync``, ``check``, ``mbarrier``, ``arrive``, ``wait BAR phase P``,
-``commit_group``, ``wait_group``, ``bulk_commit_group``, ``bulk_wait_group``, ``fence.proxy.async``, the guard
-``if COND:``), the keywords inside a statement (``threads``, ``at``, ``dispatch``, ``sub_slab``, ``count``,
-``expect_tx``, ``auto``, ``phase``, ``read``, the copy options ``mbar``/``oob``/``cache_hint``), execution
-scopes and thread axes, dtypes, layouts (``S[...]``,
+``commit_group``, ``wait_group``, ``bulk_commit_group``, ``bulk_wait_group``, ``fence.proxy.async``,
+``cluster_sync``, the guard ``if COND:``), the keywords inside a statement (``threads``, ``cluster``, ``at``,
+``dispatch``, ``sub_slab``, ``count``, ``expect_tx``, ``auto``, ``phase``, ``read``, the copy options
+``mbar``/``oob``/``cache_hint``/``cta_mask``/``remote_cta_id``/``use_tma_reduce``), execution
+scopes, thread axes and ``cta_rank``, dtypes, layouts (``S[...]``,
 ``datapath(D|F|B)``, ``frag(SHAPE)``, ``swizzle(...)``), tcgen05 shapes, numbers, arrows and comments.  The
 static report's description pane uses it; the package registers it with Pygments (entry point
 ``pygments.lexers``: ``tilecopy``, files ``*.tile``), so nbconvert, Sphinx and ``pygmentize`` colour
@@ -35,9 +36,10 @@ from pygments.token import (
     Whitespace,
 )
 
+from ..arch.cluster import CTA_RANK
 from ..arch.tcgen05 import SHAPES
 from ..arch.threads import AXIS_SCOPES, MEMORY_AXES, SCOPES
-from .ast import COPY_OPTIONS, DTYPES
+from .ast import COPY_OPTIONS, DTYPES, EXPR_OPTIONS
 
 __all__ = ["TileCopyLexer"]
 
@@ -79,7 +81,7 @@ class TileCopyLexer(RegexLexer):
             (r"(fence)([ \t]*\.[ \t]*)(proxy)([ \t]*\.[ \t]*)(async)" + _END,
              bygroups(Keyword, Punctuation, Keyword, Punctuation, Keyword)),
             (words(("arrive", "wait", "wait_group", "bulk_wait_group"), suffix=_END), Keyword, "sync"),
-            (words(("cta_sync", "commit_group", "bulk_commit_group"), suffix=_END), Keyword),
+            (words(("cta_sync", "cluster_sync", "commit_group", "bulk_commit_group"), suffix=_END), Keyword),
             (r"(check)" + _END, Keyword, "statement"),
             (r"[^\n]+", Text),  # an unknown statement: plain text (the parser locates the error)
         ],
@@ -94,7 +96,7 @@ class TileCopyLexer(RegexLexer):
         ],
         "kernel": [
             (r"(?=\n)", Text, "#pop"),
-            (r"(threads)" + _END, Keyword),
+            (words(("threads", "cluster"), suffix=_END), Keyword),
             (r"[A-Za-z_][A-Za-z0-9_]*", Name.Variable),
             (r"=", Operator),
             (r"-?[0-9]+", Number.Integer),
@@ -138,7 +140,7 @@ class TileCopyLexer(RegexLexer):
             (r"(?=\n)", Text, "#pop"),
             (r"[ \t\f\r]+", Whitespace),
             (r"#[^\n]*", Comment.Single),
-            (words(tuple(AXIS_SCOPES), suffix=_END), Name.Builtin),
+            (words((*AXIS_SCOPES, CTA_RANK), suffix=_END), Name.Builtin),
             (r"(and)" + _END, Keyword),
             (r"==|!=|<=|>=|<|>", Operator),
             (r"-?[0-9]+", Number.Integer),
@@ -169,9 +171,12 @@ class TileCopyLexer(RegexLexer):
              bygroups(Keyword, Whitespace, Operator, Whitespace, Name.Variable)),
             (r"(" + "|".join(k for k, v in COPY_OPTIONS.items() if v) + r")([ \t]*)(=)([ \t]*)([A-Za-z_][A-Za-z0-9_]*)",
              bygroups(Keyword, Whitespace, Operator, Whitespace, Name.Constant)),
+            (r"(" + "|".join(EXPR_OPTIONS) + r")([ \t]*)(=)", bygroups(Keyword, Whitespace, Operator)),
+            (r"(" + CTA_RANK + r")" + _END, Name.Builtin),
+            (r"0[xX][0-9A-Fa-f_]+|0[bB][01_]+", Number.Integer),
             (r"-?[0-9]+", Number.Integer),
-            (r"[\[\],]", Punctuation),
-            (r":", Operator),
+            (r"[\[\](),]", Punctuation),
+            (r":|//|[-+*%^]", Operator),
             (r"[A-Za-z_][A-Za-z0-9_]*", Name.Variable),
             (r"[^\n]", Text),
         ],

@@ -32,6 +32,7 @@ from lark.exceptions import (
     UnexpectedToken,
 )
 
+from ..arch.cluster import CTA_MASK_BITS, CTA_RANK, MAX_PORTABLE_CLUSTER
 from ..arch.mbarrier import MBAR_MAX_COUNT, MBAR_MAX_TX
 from ..caches import register_cache
 from ..errors import Span, TileSyntaxError, char_name, odd_break, split_lines
@@ -43,15 +44,16 @@ _GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 
 # First words of the statements (copy ops are `SCOPE.copy` / `SCOPE.copy_async`).
 STATEMENTS = ("kernel", "global", "shared", "local", "tmem", "wait", "cta_sync", "check", "mbarrier", "arrive",
-              "commit_group", "wait_group", "bulk_commit_group", "bulk_wait_group", "fence", "if")
+              "commit_group", "wait_group", "bulk_commit_group", "bulk_wait_group", "fence", "cluster_sync", "if")
 _OPS = ("copy", "copy_async")
 _SCOPE_WORDS = A.SCOPES + ("warpgroup",)
 
 _STATEMENTS_HINT = (
-    "a line is one of: `kernel NAME [threads=N]`, `global|shared|local|tmem NAME: DTYPE[...]`, "
+    "a line is one of: `kernel NAME [threads=N] [cluster=C]`, `global|shared|local|tmem NAME: DTYPE[...]`, "
     "`SCOPE.copy DST <- SRC`, `SCOPE.copy_async DST <- SRC`, `wait ld|st`, `cta_sync`, `check A == B`, "
     "`mbarrier NAME [count=N]`, `arrive BAR [expect_tx=N|auto]`, `wait BAR phase P`, `commit_group`, "
-    "`wait_group N`, `bulk_commit_group`, `bulk_wait_group N [read]`, `fence.proxy.async`, `if COND: STATEMENT`"
+    "`wait_group N`, `bulk_commit_group`, `bulk_wait_group N [read]`, `fence.proxy.async`, `cluster_sync`, "
+    "`if COND: STATEMENT`"
 )
 _OPTIONS_LIST = ", ".join(f"`{k}=`" for k in A.COPY_OPTIONS)
 _SCOPE_HINT = "write the exec scope first: `wg.copy DST <- SRC` (thread, warp, wg, cta)"
@@ -73,7 +75,8 @@ _HEADER = re.compile(r"[ \t]*%%tilecopy(?![^ \t])")
 
 # Usage line per statement, used as the hint of a generic grammar error.
 _USAGE = {
-    "kernel": "usage: `kernel NAME [threads=N]`, e.g. `kernel tmem_roundtrip threads=128`",
+    "kernel": ("usage: `kernel NAME [threads=N] [cluster=C]`, e.g. `kernel tmem_roundtrip threads=128` or "
+               "`kernel tma_multicast threads=128 cluster=2`"),
     "global": ("usage: `global NAME: DTYPE[d0, d1, ...] [= random|arange|zeros|ARRAY]`, "
                "e.g. `global A: float16[128, 8]`"),
     "shared": "usage: `shared NAME: DTYPE[d0, d1, ...] [@ LAYOUT]`, e.g. `shared A_smem: float32[4, 6]`",
@@ -94,6 +97,9 @@ _USAGE = {
     "bulk_wait_group": "usage: `bulk_wait_group N [read]`, e.g. `bulk_wait_group 0 read`",
     "fence": "usage: `fence.proxy.async` (nothing else on the line)",
     "cta_sync": "usage: `cta_sync` (nothing else on the line)",
+    "cluster_sync": "usage: `cluster_sync` (nothing else on the line)",
+    "expr": ("an integer expression in `cta_rank`: integers (decimal, 0b..., 0x...), `cta_rank`, "
+             "`+ - * // % ^` and parentheses, e.g. `remote_cta_id=cta_rank^1` or `cta_mask=0b11`"),
     "check": "usage: `check A == B`, e.g. `check B == A` or `check B[0:64, :] == A[64:128, :]`",
 }
 
@@ -125,6 +131,14 @@ _TERMINAL_NAMES = {
     "_PLUS": "'+'",
     "_EQ": "'='",
     "THREADS": "'threads='",
+    "CLUSTER": "'cluster='",
+    "RANK_NAME": "`cta_rank`",
+    "INT_LIT": "an integer",
+    "MINUS": "'-'",
+    "STAR": "'*'",
+    "FLOORDIV": "'//'",
+    "PERCENT": "'%'",
+    "CARET": "'^'",
     "OPT_KEY": "an option (" + ", ".join(f"{k}=" for k in A.COPY_OPTIONS) + ")",
     "PHASE": "'phase'",
     "COUNT": "'count='",
@@ -142,6 +156,7 @@ _TERMINAL_NAMES = {
     "COPY_OP": "a copy op",
     "WAIT": "'wait'",
     "CTA_SYNC": "'cta_sync'",
+    "CLUSTER_SYNC": "'cluster_sync'",
     "CHECK": "'check'",
     "MBARRIER": "'mbarrier'",
     "ARRIVE": "'arrive'",
@@ -161,9 +176,11 @@ _HIDDEN_TERMINALS = {"WS", "COMMENT", "RARROW"}
 _LAYOUT_TERMS = {"_ATSIGN", "S_KW", "DATAPATH", "FRAG", "SWIZZLE", "_LSQB", "_RSQB", "_LPAR", "_RPAR", "INT", "_COMMA",
                  "_COLON", "AXIS", "_PLUS", "DP_LETTER", "SUB_SLAB", "_EQ", "FRAG_ARG"}
 _DECL_TERMS = {"BUF_NAME", "_COLON", "DTYPE", "_LSQB", "INT", "_COMMA", "_RSQB", "$END"}
-_REGION_TERMS = {"BUF_NAME", "_LSQB", "INT", "_COLON", "_COMMA", "_RSQB"}
+_EXPR_TERMS = {"INT", "INT_LIT", "RANK_NAME", "_LPAR", "_RPAR", "_PLUS", "MINUS", "STAR", "FLOORDIV", "PERCENT",
+               "CARET"}
+_REGION_TERMS = {"BUF_NAME", "_LSQB", "_COLON", "_COMMA", "_RSQB"} | _EXPR_TERMS
 _ALLOWED_TERMS = {
-    "kernel": {"KNAME", "THREADS", "_EQ", "INT", "$END"},
+    "kernel": {"KNAME", "THREADS", "CLUSTER", "_EQ", "INT", "$END"},
     "global": _DECL_TERMS | {"_EQ", "INIT_NAME"},
     "shared": _DECL_TERMS | _LAYOUT_TERMS,
     "local": _DECL_TERMS | _LAYOUT_TERMS,
@@ -179,6 +196,7 @@ _ALLOWED_TERMS = {
     "bulk_wait_group": {"INT", "READ", "$END"},
     "fence": {"$END"},
     "cta_sync": {"$END"},
+    "cluster_sync": {"$END"},
     "check": _REGION_TERMS | {"_EQEQ", "$END"},
 }
 
@@ -192,6 +210,7 @@ def _lark() -> Lark:
         lexer="contextual",
         propagate_positions=True,
         maybe_placeholders=True,
+        start=["start", "opt_expr"],
     )
 
 
@@ -229,13 +248,15 @@ def _token(child: Token | Tree) -> Token:
 class _Line:
     """One statement line being parsed: makes spans and located errors."""
 
-    __slots__ = ("text", "lineno", "err_source", "word")
+    __slots__ = ("text", "lineno", "err_source", "word", "exprs")
 
     def __init__(self, text: str, lineno: int, err_source: str, word: str):
         self.text = text
         self.lineno = lineno
         self.err_source = err_source
         self.word = word  # first word ("copy"/"copy_async" for ops)
+        #: the parsed values of the expression options (:func:`_blank_expr_options`), by 1-based column
+        self.exprs: dict[int, int | A.RankExpr] = {}
 
     # spans -----------------------------------------------------------------
     def span(self, col: int, end_col: int | None = None) -> Span:
@@ -361,6 +382,18 @@ def _filter_expected(ln: _Line, expected: Iterable[str], col: int) -> set:
     exp = {"$END" if t == "<END-OF-FILE>" else t for t in expected} - _HIDDEN_TERMINALS
     narrowed = exp & _ALLOWED_TERMS.get(ln.word, exp)
     before = ln.text[: max(0, col - 1)]
+    if ln.word in _OPS or ln.word == "check":
+        # inside a region: the operators of a bound expression may always follow an operand (not worth listing);
+        # ')' only inside an open parenthesis, ':' only once per slice (LALR merges the start and stop states)
+        narrowed -= {"_PLUS", "MINUS", "STAR", "FLOORDIV", "PERCENT", "CARET"}
+        if before.count("(") <= before.count(")"):
+            narrowed -= {"_RPAR"}
+        if ":" in re.split(r"[\[,]", before)[-1]:
+            narrowed -= {"_COLON"}
+    if ln.word == "expr":  # an option's value (start rule opt_expr): no region punctuation
+        narrowed -= {"_COLON", "_RSQB", "_COMMA"}
+        if before.count("(") <= before.count(")"):
+            narrowed -= {"_RPAR"}
     if ln.word in _OPS:
         if "<-" in before or "->" in before:
             narrowed -= {"LARROW"}
@@ -462,6 +495,63 @@ def _convert_lark_error(ln: _Line, exc: UnexpectedInput) -> NoReturn:
 
 
 # ----------------------------------------------------------------------------- tree -> AST
+_RANK_HINT = ("a region bound is an integer or an integer expression in `cta_rank` (`+ - * // % ^`, parentheses), "
+              "e.g. `A[64*cta_rank : 64*cta_rank+64, :]` or `A[cta_rank, 0:64, :]`")
+
+
+def _rank_expr(ln: _Line, tree: Tree | Token) -> int | A.RankExpr:
+    """An integer expression of the grammar (``rank_*`` rules): an ``int`` for a lone integer literal, else a
+    :class:`~tilemagic.lang.ast.RankExpr` (constants inside it are ``const`` nodes)."""
+    if isinstance(tree, Token):  # pragma: no cover - the grammar wraps every atom in a rule
+        raise TypeError(f"expected a rank expression, got token {tree.type}")
+    kind = tree.data
+    if kind == "opt_expr":
+        return _rank_expr(ln, tree.children[0])
+    if kind == "rank_int":
+        tok = _token(tree.children[0])
+        digits = tok.value.lstrip("-")
+        if len(digits) > _MAX_INT_DIGITS:
+            ln.error(f"an integer has too many digits ({len(digits)})", ln.tok(tok))
+        return int(tok.value, 0) if tok.type == "INT_LIT" else int(tok.value)
+    if kind == "rank_name":
+        tok = _token(tree.children[0])
+        if tok.value != CTA_RANK:
+            close = _closest(tok.value, (CTA_RANK,))
+            ln.error(f"unknown name '{_show(tok.value)}' in an integer expression: the only name is `{CTA_RANK}`",
+                     ln.tok(tok), hint=(f"did you mean `{close}`? " if close else "") + _RANK_HINT)
+        return A.RankExpr("cta_rank", ln.tok(tok))
+    if kind == "rank_bin":
+        if len(tree.children) == 2:  # `+` is an anonymous terminal: its operands only
+            a_t, b_t = tree.children
+            op = "+"
+        else:
+            a_t, op_tok, b_t = tree.children
+            op = str(op_tok)
+        a, b = _rank_expr(ln, a_t), _rank_expr(ln, b_t)
+        return A.RankExpr(op, ln.node(tree), a=_as_rank_expr(a, ln.node(a_t)), b=_as_rank_expr(b, ln.node(b_t)))
+    raise AssertionError(kind)  # pragma: no cover
+
+
+def _as_rank_expr(v: int | A.RankExpr, span: Span) -> A.RankExpr:
+    return v if isinstance(v, A.RankExpr) else A.RankExpr("const", span, value=v)
+
+
+def _bound(ln: _Line, tree: Tree, what: str) -> int | A.RankExpr:
+    """A slice bound or point index: an int >= 0 as today, a constant expression folded to its int, or a
+    :class:`~tilemagic.lang.ast.RankExpr` in ``cta_rank`` (checked per rank later, with the buffer's extent)."""
+    if tree.data == "rank_int" and _token(tree.children[0]).type == "INT":
+        return ln.int(tree.children[0], what, minimum=0)
+    v = _rank_expr(ln, tree)
+    if isinstance(v, A.RankExpr) and not v.uses_rank:
+        try:
+            v = v.eval(0)
+        except ZeroDivisionError as e:
+            ln.error("division by zero in a region bound", e.args[0], hint=_RANK_HINT)
+    if isinstance(v, int) and v < 0:
+        ln.error(f"{what} must be >= 0, got {v}", ln.node(tree))
+    return v
+
+
 def _region(ln: _Line, tree: Tree) -> A.Region:
     name_tok, index = tree.children
     slices = None
@@ -470,15 +560,45 @@ def _region(ln: _Line, tree: Tree) -> A.Region:
         for sl in index.children:
             if sl.data == "point":
                 (k,) = sl.children
-                v = ln.int(k, "an index", minimum=0)
-                out.append(A.Slice(v, v + 1, True, ln.node(sl)))
+                v = _bound(ln, k, "an index")
+                stop = v + 1 if isinstance(v, int) else A.RankExpr("+", v.span, a=v,
+                                                                   b=A.RankExpr("const", v.span, value=1))
+                out.append(A.Slice(v, stop, True, ln.node(sl)))
             else:
-                start_tok, stop_tok = sl.children
-                start = ln.int(start_tok, "a slice start", minimum=0) if start_tok is not None else None
-                stop = ln.int(stop_tok, "a slice stop", minimum=0) if stop_tok is not None else None
-                out.append(A.Slice(start, stop, False, ln.node(sl)))
+                start_t, stop_t = sl.children
+                start = _bound(ln, start_t, "a slice start") if start_t is not None else None
+                stop_v = _bound(ln, stop_t, "a slice stop") if stop_t is not None else None
+                out.append(A.Slice(start, stop_v, False, ln.node(sl)))
         slices = tuple(out)
     return A.Region(str(name_tok), slices, ln.node(tree), ln.tok(name_tok))
+
+
+#: ``cta_mask=`` / ``remote_cta_id=`` and their value: up to a comment, the end, or the next ``KEY=``
+_EXPR_OPTION = re.compile(r"(?<![A-Za-z0-9_])(?:" + "|".join(A.EXPR_OPTIONS) + r")[ \t]*=(?!=)[ \t]*")
+_VALUE_END = re.compile(r"[ \t]+[A-Za-z_][A-Za-z0-9_]*[ \t]*=(?!=)|[ \t]*#|[ \t]*$")
+
+
+def _blank_expr_options(ln: _Line) -> str:
+    """The line with the values of :data:`~tilemagic.lang.ast.EXPR_OPTIONS` parsed (start rule ``opt_expr``,
+    kept in ``ln.exprs`` by column) and blanked to one name of the same width, so that the statement's grammar
+    sees an ordinary ``KEY=VALUE`` and every column stays where the user wrote it."""
+    text = ln.text
+    if ln.word not in _OPS:
+        return text
+    for m in list(_EXPR_OPTION.finditer(text)):
+        start = m.end()
+        end_m = _VALUE_END.search(text, start)
+        end = end_m.start() if end_m else len(text)
+        if end <= start or "#" in text[:m.start()]:
+            continue
+        sub = _Line(" " * start + text[start:end], ln.lineno, ln.err_source, "expr")
+        try:
+            tree = _lark().parse(sub.text, start="opt_expr")
+        except UnexpectedInput as exc:
+            _convert_lark_error(sub, exc)
+        ln.exprs[start + 1] = _rank_expr(sub, tree)
+        text = text[:start] + "_" * (end - start) + text[end:]
+    return text
 
 
 def _stride(ln: _Line, tree: Tree, what: str) -> A.Stride:
@@ -657,7 +777,25 @@ def _copy_option(ln: _Line, tree: Tree, is_async: bool, seen: dict[str, A.CopyOp
             ln.error(f"the {'dispatch variant' if key == 'dispatch' else key + ' value'} is empty", vspan,
                      hint="name a variant, e.g. `dispatch=tmem<->local`" if key == "dispatch" else None)
     allowed = A.COPY_OPTIONS[key]
-    if key == "dispatch":
+    expr: int | A.RankExpr | None = None
+    if key in A.EXPR_OPTIONS:
+        expr = ln.exprs.get(vspan.col)
+        value = ln.text[vspan.col - 1: vspan.end_col - 1]  # as written (the grammar saw it blanked)
+        if expr is None:
+            ln.error(f"`{key}=` takes an integer expression, got '{_show(value)}'", vspan, hint=_USAGE["expr"])
+        if key == "cta_mask":
+            if not isinstance(expr, int):
+                ln.error(f"cta_mask is an integer literal (decimal, 0b..., 0x...), got '{_show(value)}'", vspan,
+                         hint="bit i of the mask is the CTA of rank i: e.g. `cta_mask=0b11` multicasts to ranks 0 "
+                              "and 1")
+            if not 1 <= expr < 2**CTA_MASK_BITS:
+                ln.error(f"cta_mask must name at least one CTA and fit {CTA_MASK_BITS} bits (1 to "
+                         f"{2**CTA_MASK_BITS - 1}), got {_show(value)}", vspan,
+                         hint="bit i of the mask is the CTA of rank i (PTX ISA 9.0 §9.7.9.25.5.2 ctaMask)")
+        elif isinstance(expr, int) and expr < 0:
+            ln.error(f"remote_cta_id is a CTA rank (>= 0), got {expr}", vspan,
+                     hint="e.g. `remote_cta_id=cta_rank^1` sends to the other CTA of a pair")
+    elif key == "dispatch":
         pass  # any variant name: the dispatcher names an unknown one with the why-table
     elif allowed is not None:
         if value not in allowed:
@@ -667,7 +805,7 @@ def _copy_option(ln: _Line, tree: Tree, is_async: bool, seen: dict[str, A.CopyOp
     elif not _IDENT.fullmatch(value):  # mbar: the name of a declared mbarrier
         ln.error(f"`{key}=` names an mbarrier; '{_show(value)}' is not a name", vspan,
                  hint="declare one with `mbarrier NAME` and write `mbar=NAME`")
-    opt = A.CopyOption(key, value, ln.join(kspan, vspan), kspan, vspan)
+    opt = A.CopyOption(key, value, ln.join(kspan, vspan), kspan, vspan, expr)
     seen[key] = opt
     return opt
 
@@ -759,13 +897,34 @@ def _group(ln: _Line, tree: Tree) -> A.GroupStmt:
 
 
 def _kernel(ln: _Line, tree: Tree) -> A.KernelDecl:
-    _kw, name_tok, threads_kw, n_tok = tree.children
+    _kw, name_tok, *opts = tree.children
     threads = None
     threads_span = None
-    if n_tok is not None:
-        threads = ln.int(n_tok, "threads", minimum=1)
-        threads_span = ln.join(ln.tok(threads_kw), ln.tok(n_tok))
-    return A.KernelDecl(str(name_tok), threads, ln.node(tree), ln.tok(name_tok), threads_span)
+    cluster, cluster_span = 1, None
+    for opt in opts:
+        kw, n_tok = opt.children
+        span = ln.join(ln.tok(kw), ln.tok(n_tok))
+        if opt.data == "kernel_cluster":
+            if cluster_span is not None:
+                ln.error(f"`cluster=` is given twice (first at column {cluster_span.col})", span,
+                         hint="write each option once")
+            cluster, cluster_span = ln.int(n_tok, "cluster"), span
+            if not 1 <= cluster <= 16:
+                ln.error(f"a cluster has 1 to {MAX_PORTABLE_CLUSTER} CTAs, got {_show(str(n_tok))}", ln.tok(n_tok),
+                         hint="`cluster=C` is the number of CTAs launched together (x only); `cluster=1` is no "
+                              "cluster (PTX ISA 9.0 §11.7 .reqnctapercluster)")
+            if cluster > MAX_PORTABLE_CLUSTER:
+                ln.error(f"a cluster of {cluster} CTAs is not portable: at most {MAX_PORTABLE_CLUSTER}", ln.tok(n_tok),
+                         hint="clusters of 9 to 16 CTAs (sm_90) need the non-portable cluster size attribute "
+                              "(cudaFuncAttributeNonPortableClusterSizeAllowed), which tilemagic does not set; "
+                              f"use cluster={MAX_PORTABLE_CLUSTER} or fewer")
+        else:
+            if threads_span is not None:
+                ln.error(f"`threads=` is given twice (first at column {threads_span.col})", span,
+                         hint="write each option once")
+            threads, threads_span = ln.int(n_tok, "threads", minimum=1), span
+    return A.KernelDecl(str(name_tok), threads, ln.node(tree), ln.tok(name_tok), threads_span, cluster,
+                        cluster_span)
 
 
 def _statement(ln: _Line, tree: Tree):
@@ -790,9 +949,19 @@ def _statement(ln: _Line, tree: Tree):
         return A.FenceStmt("proxy_async", ln.node(tree))
     if kind == "sync_stmt":
         return A.SyncStmt(ln.node(tree))
+    if kind == "cluster_sync_stmt":
+        return A.ClusterSyncStmt(ln.node(tree))
     if kind == "check_stmt":
         _kw, lhs, rhs = tree.children
-        return A.CheckStmt(_region(ln, lhs), _region(ln, rhs), ln.node(tree))
+        regions = (_region(ln, lhs), _region(ln, rhs))
+        for r in regions:
+            for sl in r.slices or ():
+                if sl.uses_rank:
+                    ln.error(f"`{CTA_RANK}` in a `check` region: check compares global buffers on the host after "
+                             "the kernel, where no CTA has a rank", sl.span,
+                             hint="write one check per rank's region, e.g. `check B[0:128, :] == A` and "
+                                  "`check B[128:256, :] == A`")
+        return A.CheckStmt(*regions, ln.node(tree))
     raise AssertionError(kind)  # pragma: no cover
 
 
@@ -872,6 +1041,10 @@ def _parse_guarded(ln: _Line):
         inner.error("guards do not nest", inner.span(m.start() + 1, m.end() + 1),
                     hint="join the conditions with `and`: `if warpid == 0 and laneid == 0: ...`")
     node = _parse_line(inner)
+    if isinstance(node, A.ClusterSyncStmt):
+        ln.error("a guarded `cluster_sync` deadlocks: barrier.cluster waits for every thread of every CTA of the "
+                 "cluster, and the threads the guard excludes never reach it", guard.span,
+                 hint="write `cluster_sync` without a guard")
     if isinstance(node, A.SyncStmt):
         ln.error("a guarded `cta_sync` deadlocks: `__syncthreads()` waits for every thread of the CTA, and the "
                  "threads the guard excludes never reach it", guard.span,
@@ -891,7 +1064,7 @@ def _parse_line(ln: _Line):
     if ln.word == "if":
         return _parse_guarded(ln)
     try:
-        tree = _lark().parse(ln.text)
+        tree = _lark().parse(_blank_expr_options(ln), start="start")
     except UnexpectedInput as exc:
         _convert_lark_error(ln, exc)
     return _statement(ln, tree)

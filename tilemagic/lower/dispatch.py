@@ -187,6 +187,9 @@ class DispatchRecord:
     chosen: str | None
     forced: str | None = None
     emitted: EmitSummary | None = None  # what the chosen variant emitted
+    #: extra rows after the candidates, ``(label, verdict, reason)`` (the per-rank lowering's
+    #: ``("ranks 1..C-1", "same variant", "plan per rank")``, :func:`tilemagic.lower.program.lower`)
+    notes: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def summary(self) -> str:
@@ -218,6 +221,7 @@ class DispatchRecord:
         for c in self.candidates:
             for i, w in enumerate(self.why(c)):
                 rows.append((c.variant, str(c.priority), c.verdict, w) if i == 0 else ("", "", "", w))
+        rows += [(label, "", verdict, reason) for label, verdict, reason in self.notes]
         widths = [max(len(r[i]) for r in rows) for i in range(3)]
         lines = [head]
         for r in rows:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import keyword
 import re
 
+from ..arch.cluster import CTA_RANK
 from ..arch.threads import THREAD_AXES
 from ..errors import Span, TileTypeError
 from .cuda_reserved import CUDA_RESERVED
@@ -38,7 +39,7 @@ xor_eq _Alignas _Alignof _Atomic _Bool _Complex _Generic _Imaginary _Noreturn _P
 
 # names the generated IR, CUDA and TMEM emulation use; `cuda`: the namespace of <cuda/std/cstdint>, which the
 # NVRTC build includes instead of <stdint.h> (the derived table comes from nvcc, which never sees it)
-_TILEMAGIC_NAMES = {"tmem_addr", "tm", "TmEmu", "get_tmem_addr", "cuda", *THREAD_AXES}
+_TILEMAGIC_NAMES = {"tmem_addr", "tm", "TmEmu", "get_tmem_addr", "cuda", *THREAD_AXES, CTA_RANK}
 _TILEMAGIC_PATTERN = re.compile(r"^(tm_|TM_|Tm)")  # tilemagic's emulation and helpers
 _C_PATTERNS = (
     re.compile(r"^__"),  # implementation-reserved in C/C++, CUDA intrinsics

@@ -18,16 +18,20 @@ Two steps:
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..arch.cluster import CTA_RANK, MIN_SM
 from ..arch.limits import limits_for
 from ..arch.mbarrier import MBAR_MAX_TX
 from ..arch.threads import THREAD_AXES, THREADS_PER
-from ..errors import LoweringError, Span, TileTypeError, split_lines
+from ..errors import DispatchError, LoweringError, Span, TileTypeError, split_lines
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
 from ..lang import ast
@@ -40,15 +44,24 @@ from .ops import SCOPE_KIND, CopyOp, RegionRef
 
 @dataclass(frozen=True)
 class CopyItem:
-    """A copy op of the description (``wg.copy_async T <- a``), under its guard if any (``if tx == 0: ...``)."""
+    """A copy op of the description (``wg.copy_async T <- a``), under its guard if any (``if tx == 0: ...``).
+
+    ``ranked``: when the statement depends on the CTA's rank (``cta_rank`` in a region or an option, or a
+    ``remote_cta_id=``), its op for every rank of the cluster (``op.rank`` 0..C-1, concrete regions), lowered
+    one by one (:func:`lower`); ``op`` is rank 0's then.  Empty for a statement that does not depend on it.
+    """
     op: CopyOp
     guard: ast.Guard | None = None
+    ranked: tuple[CopyOp, ...] = ()
 
 
 #: ``wait ld`` / ``wait st`` (``tcgen05.wait::ld|st``, PTX ISA 9.0 §9.7.16.8.5) and ``cta_sync`` (a CTA barrier,
 #: fenced for tcgen05 traffic when the kernel uses TMEM) need no checking: the parsed statements serve as items.
 WaitItem = ast.WaitStmt
 SyncItem = ast.SyncStmt
+#: ``cluster_sync`` (``barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned``, PTX ISA 9.0 §9.7.13.3):
+#: checked (a cluster kernel only), the parsed statement serves as the item.
+ClusterSyncItem = ast.ClusterSyncStmt
 #: ``commit_group`` / ``wait_group N`` / ``bulk_commit_group`` / ``bulk_wait_group N [read]`` and
 #: ``fence.proxy.async``: checked by the parser, the parsed statements serve as items.
 GroupItem = ast.GroupStmt
@@ -84,7 +97,8 @@ class CheckItem:
 
 
 #: One statement of a checked description, in source order.
-ProgramItem = CopyItem | WaitItem | SyncItem | CheckItem | ArriveItem | MbarWaitItem | GroupItem | FenceItem
+ProgramItem = (CopyItem | WaitItem | SyncItem | CheckItem | ArriveItem | MbarWaitItem | GroupItem | FenceItem
+               | ClusterSyncItem)
 
 
 @dataclass
@@ -98,6 +112,8 @@ class TypedProgram:
     items: list[ProgramItem] = field(default_factory=list)
     source: str = ""
     kernel_span: Span | None = None
+    #: CTAs per cluster (``kernel NAME cluster=C``; 1: no cluster).  Buffers, mbarriers and TMEM are per CTA.
+    cluster: int = 1
 
     def by_scope(self, scope):
         return tuple(b for b in self.buffers.values() if b.scope == scope)
@@ -306,7 +322,15 @@ def _classify(layout, shape):
 
 
 # ----------------------------------------------------------------------------- regions
-def _region(r: ast.Region, bufs: dict[str, ir.Buffer]) -> RegionRef:
+def _region(r: ast.Region, bufs: dict[str, ir.Buffer], rank: int = 0) -> RegionRef:
+    """The constant region ``r`` names, its bounds in ``cta_rank`` evaluated for the CTA of rank ``rank``.
+
+    Raises
+    ------
+    TileTypeError
+        An unknown buffer, an mbarrier, a wrong number of indices, or a region out of bounds (for a bound in
+        ``cta_rank``: naming the rank), a division by zero in a bound for this rank.
+    """
     buf = bufs.get(r.name)
     if buf is None:
         known = ", ".join(b.name for b in bufs.values() if not b.is_mbarrier) or "none declared yet"
@@ -326,14 +350,24 @@ def _region(r: ast.Region, bufs: dict[str, ir.Buffer]) -> RegionRef:
     begins: list[int] = []
     extents: list[int] = []
     for s, dim in zip(r.slices, buf.shape):
+        try:
+            start, stop_at = ast.bound_at(s.start, rank), ast.bound_at(s.stop, rank)
+        except ZeroDivisionError as exc:
+            raise TileTypeError(f"division by zero in a region bound for {CTA_RANK} = {rank}", exc.args[0],
+                                hint="every CTA of the cluster evaluates the bound with its own rank") from None
         if s.point:
-            assert s.start is not None  # a point index `k` always has its value (parser: Slice(k, k + 1, True))
-            b, e = s.start, 1
+            assert start is not None  # a point index `k` always has its value (parser: Slice(k, k + 1, True))
+            b, e = start, 1
         else:
-            b = 0 if s.start is None else s.start
-            stop = dim if s.stop is None else s.stop
+            b = 0 if start is None else start
+            stop = dim if stop_at is None else stop_at
             e = stop - b
         if b < 0 or b >= dim or e <= 0 or b + e > dim:
+            if s.uses_rank:
+                shown = f"{b}" if s.point else f"{b}:{b + e}"
+                raise TileTypeError(f"index out of range for dimension of extent {dim} for {CTA_RANK} = {rank} "
+                                    f"(the bound is {shown})", s.span,
+                                    hint=f"valid: 0 <= start < stop <= {dim} for every rank of the cluster")
             raise TileTypeError(f"index out of range for dimension of extent {dim}", s.span,
                                 hint=f"valid: 0 <= start < stop <= {dim}")
         begins.append(b)
@@ -356,8 +390,44 @@ def _mbarrier(name: str, span: Span, bufs: dict[str, ir.Buffer], what: str) -> i
     return buf
 
 
+#: the CTA's rank in its cluster (``%cluster_ctarank``): not a function of ``tx``, bound in the environment of
+#: :func:`~tilemagic.ir.evaluate.eval_static` (:func:`rank_env`)
+RANK_VAR = ir.ThreadVar(CTA_RANK)
+
+
+def rank_env(rank: int, env: dict | None = None) -> dict:
+    """``env`` (loop values) with ``cta_rank`` bound to ``rank`` for :func:`~tilemagic.ir.evaluate.eval_static`."""
+    out = dict(env or {})
+    out[RANK_VAR] = np.int64(rank)
+    return out
+
+
+def rank_ir(e: int | ast.RankExpr) -> ir.Expr:
+    """The IR of an integer expression in ``cta_rank`` (``cta_rank`` as ``ir.ThreadVar("cta_rank")``)."""
+    if isinstance(e, int):
+        return ir.Const(e)
+    if e.op == "cta_rank":
+        return RANK_VAR
+    if e.op == "const":
+        return ir.Const(e.value)
+    assert e.a is not None and e.b is not None  # the parser builds binary nodes with both operands
+    return ir.Bin(e.op, rank_ir(e.a), rank_ir(e.b))
+
+
+def rank_condition(lo: int, hi: int, cluster: int) -> ir.Expr:
+    """The condition selecting the ranks ``lo .. hi - 1`` of a cluster of ``cluster`` CTAs."""
+    if hi - lo == 1:
+        return ir.Bin("==", RANK_VAR, ir.Const(lo))
+    if lo == 0:
+        return ir.Bin("<", RANK_VAR, ir.Const(hi))
+    if hi == cluster:
+        return ir.Bin(">=", RANK_VAR, ir.Const(lo))
+    return ir.Bin("and", ir.Bin(">=", RANK_VAR, ir.Const(lo)), ir.Bin("<", RANK_VAR, ir.Const(hi)))
+
+
 def guard_expr(guard: ast.Guard) -> ir.Expr:
-    """The IR condition of a guard: ``AXIS OP VALUE`` terms joined by ``and`` (thread axes as ``ir.ThreadVar``)."""
+    """The IR condition of a guard: ``AXIS OP VALUE`` terms joined by ``and`` (thread axes as ``ir.ThreadVar``,
+    ``cta_rank`` as ``ir.ThreadVar("cta_rank")``)."""
     cond: ir.Expr | None = None
     for t in guard.terms:
         term = ir.Bin(t.op, ir.ThreadVar(t.axis), ir.Const(t.value))
@@ -366,28 +436,32 @@ def guard_expr(guard: ast.Guard) -> ir.Expr:
     return cond
 
 
-def _holds(conds, threads: int, env: dict | None = None) -> np.ndarray:
-    """Per thread of a CTA of ``threads`` threads (bool array): do all of ``conds`` hold (loop values ``env``)?"""
+def _holds(conds, threads: int, env: dict | None = None, rank: int = 0) -> np.ndarray:
+    """Per thread of a CTA of ``threads`` threads (bool array): do all of ``conds`` hold (loop values ``env``, in
+    the CTA of rank ``rank``)?"""
     tid = np.arange(threads, dtype=np.int64)
     mask = np.ones(threads, dtype=bool)
+    full = rank_env(rank, env)
     for c in conds:
-        mask &= np.broadcast_to(np.asarray(eval_static(c, tid, env), dtype=bool), tid.shape)
+        mask &= np.broadcast_to(np.asarray(eval_static(c, tid, full), dtype=bool), tid.shape)
     return mask
 
 
-def guard_threads(guard: ast.Guard | None, threads: int) -> int:
-    """How many threads of a CTA of ``threads`` threads execute a statement under ``guard``."""
-    return threads if guard is None else int(np.count_nonzero(_holds([guard_expr(guard)], threads)))
+def guard_threads(guard: ast.Guard | None, threads: int, rank: int = 0) -> int:
+    """How many threads of a CTA of ``threads`` threads (of cluster rank ``rank``) execute a statement under
+    ``guard``."""
+    return threads if guard is None else int(np.count_nonzero(_holds([guard_expr(guard)], threads, rank=rank)))
 
 
-def _check_guard_scope(guard: ast.Guard, exec_scope: str, threads: int, what: str | None = None) -> None:
+def _check_guard_scope(guard: ast.Guard, exec_scope: str, threads: int, what: str | None = None,
+                       rank: int = 0) -> None:
     """A copy runs on whole instances of its exec scope (TVM TIRx ``_all_threads_active``,
     ``apache-tvm 0.27.0.post1``), a ``.sync.aligned`` instruction on whole warps (PTX ISA 9.0 §9.7.16.8.5):
     the guard must select every thread of an instance or none."""
     size = threads if exec_scope == "cta" else THREADS_PER[exec_scope]
     if size == 1:
         return
-    mask = _holds([guard_expr(guard)], threads)
+    mask = _holds([guard_expr(guard)], threads, rank=rank)
     split = [k for k in range(-(-threads // size)) if 0 < np.count_nonzero(mask[k * size:(k + 1) * size])
              < min(size, threads - k * size)]
     if split:
@@ -438,6 +512,15 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
             raise TileTypeError(f"cell name '{name}' is not an identifier", name_span,
                                 hint="use letters, digits and _, not starting with a digit")
         check_identifier(name, name_span, "kernel")
+    cluster = prog.kernel.cluster if prog.kernel else 1
+    if cluster > 1:
+        m_sm = re.match(r"sm_(\d+)", arch or "")
+        if m_sm is not None and int(m_sm.group(1)) < MIN_SM:
+            assert prog.kernel is not None and prog.kernel.cluster_span is not None  # cluster > 1 is written there
+            raise TileTypeError(f"a cluster needs sm_{MIN_SM} or newer; the target is {arch}",
+                                prog.kernel.cluster_span,
+                                hint=f"target sm_{MIN_SM}a or newer (the CPU simulator runs clusters anywhere), or "
+                                     "drop `cluster=`")
     bufs: dict[str, ir.Buffer] = {}
     tmem_next = 0
     items: list[ProgramItem] = []
@@ -492,23 +575,16 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
             items.append(item)
             guarded.append(item.guard)
         elif isinstance(item, ast.CopyStmt):
-            dst, src = _region(item.dst, bufs), _region(item.src, bufs)
-            if dst.buf is src.buf and all(max(a, b) < min(a + e, b + f) for a, e, b, f in
-                                          zip(dst.begins, dst.extents, src.begins, src.extents)):
-                raise TileTypeError(
-                    f"source and destination regions of '{dst.buf.name}' overlap", item.span,
-                    hint="copy through a second buffer: threads copying overlapping regions race on the GPU")
-            options: list[tuple[str, object, Span]] = []
-            for o in item.options:
-                value: object = o.value
-                if o.key == "mbar":
-                    value = _mbarrier(o.value, o.value_span, bufs, "`mbar=`")
-                options.append((o.key, value, o.span))
-            op = CopyOp(item.op_name, SCOPE_KIND[item.scope], dst, src, item.dispatch,
-                        _stmt_text(prog.source, item.span), item.span, item.dispatch_span, tuple(options))
-            items.append(CopyItem(op, item.guard))
+            ops = _copy_ops(item, bufs, prog.source, cluster)
+            items.append(CopyItem(ops[0], item.guard, ops if ops[0].rank is not None else ()))
             guarded.append(item.guard)
             scopes_used.append((item.scope, item.op_span))
+        elif isinstance(item, ast.ClusterSyncStmt):
+            if cluster == 1:
+                raise TileTypeError("`cluster_sync` needs a cluster: this kernel is one CTA", item.span,
+                                    hint="`cta_sync` synchronises the threads of a CTA; for a cluster write "
+                                         "`kernel NAME threads=N cluster=C` first")
+            items.append(item)
         elif isinstance(item, (ast.WaitStmt, ast.SyncStmt)):
             items.append(item)
             guarded.append(getattr(item, "guard", None))
@@ -553,14 +629,16 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
 
     # ---- guards: each selects at least one thread of the CTA; a copy's guard selects whole instances of its scope
     for g in guarded:
-        if g is not None and guard_threads(g, threads) == 0:
-            raise TileTypeError(f"the guard `{g}` selects no thread of the {threads}-thread CTA", g.span,
+        if g is not None and all(guard_threads(g, threads, r) == 0 for r in range(cluster)):
+            where = f" in any CTA of the {cluster}-CTA cluster" if cluster > 1 else ""
+            raise TileTypeError(f"the guard `{g}` selects no thread of the {threads}-thread CTA{where}", g.span,
                                 hint="the statement would never execute: fix the condition or the CTA size")
     for it in items:
-        if isinstance(it, CopyItem) and it.guard is not None:
-            _check_guard_scope(it.guard, it.op.exec_scope, threads)
-        elif isinstance(it, ast.WaitStmt) and it.guard is not None:  # tcgen05.wait::ld|st.sync.aligned: whole warps
-            _check_guard_scope(it.guard, "warp", threads, what=f"`wait {it.kind}` (.sync.aligned)")
+        for rk in range(cluster):
+            if isinstance(it, CopyItem) and it.guard is not None:
+                _check_guard_scope(it.guard, it.op.exec_scope, threads, rank=rk)
+            elif isinstance(it, ast.WaitStmt) and it.guard is not None:  # tcgen05.wait::ld|st.sync.aligned: warps
+                _check_guard_scope(it.guard, "warp", threads, what=f"`wait {it.kind}` (.sync.aligned)", rank=rk)
 
     # ---- TMEM plan (PTX ISA 9.0 §9.7.16.7.1: power of two >= 32 columns, <= 512)
     tmem = [b for b in bufs.values() if b.scope == "tmem"]
@@ -571,7 +649,61 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
                                 hint="use a multiple of 32 threads")
         tmem_cols = check_tmem_columns(max(b.tmem_col + b.tmem_ncols for b in tmem), tmem, lim)
     return TypedProgram(kname, threads, bufs, tmem_cols, items, prog.source,
-                        prog.kernel.span if prog.kernel else None)
+                        prog.kernel.span if prog.kernel else None, cluster=cluster)
+
+
+def _uses_rank(stmt: ast.CopyStmt) -> bool:
+    """Is the copy lowered per rank: ``cta_rank`` in a region or an option, or a dsmem ``remote_cta_id=`` (the
+    issuing rank decides the destination)?"""
+    return (stmt.dst.uses_rank or stmt.src.uses_rank or stmt.option("remote_cta_id") is not None
+            or any(isinstance(o.expr, ast.RankExpr) and o.expr.uses_rank for o in stmt.options))
+
+
+def _copy_ops(item: ast.CopyStmt, bufs: dict[str, ir.Buffer], source: str, cluster: int) -> tuple[CopyOp, ...]:
+    """The op of a copy statement, or its op for every rank 0..C-1 (:func:`_uses_rank`; ``CopyOp.rank`` set),
+    with the options resolved: ``mbar`` the mbarrier buffer, ``cta_mask`` an int, ``remote_cta_id`` an
+    ``ir.Expr`` in ``cta_rank``, the others the written ``str``."""
+    ranked = _uses_rank(item)
+    remote = item.option("remote_cta_id")
+    if remote is not None and cluster == 1:
+        raise TileTypeError("`remote_cta_id=` names another CTA of the cluster, and this kernel has no cluster",
+                            remote.span, hint="declare the cluster on the kernel line: `kernel NAME threads=N "
+                                              "cluster=2`; a copy inside one CTA needs no remote_cta_id")
+    ops = []
+    for r in (range(cluster) if ranked else (None,)):
+        rank = r or 0
+        at = f" for {CTA_RANK} = {rank}" if ranked and cluster > 1 else ""
+        dst, src = _region(item.dst, bufs, rank), _region(item.src, bufs, rank)
+        if dst.buf is src.buf and all(max(a, b) < min(a + e, b + f) for a, e, b, f in
+                                      zip(dst.begins, dst.extents, src.begins, src.extents)):
+            if remote is None:
+                raise TileTypeError(
+                    f"source and destination regions of '{dst.buf.name}' overlap{at}", item.span,
+                    hint="copy through a second buffer: threads copying overlapping regions race on the GPU")
+        options: list[tuple[str, object, Span]] = []
+        for o in item.options:
+            value: object = o.value
+            if o.key == "mbar":
+                value = _mbarrier(o.value, o.value_span, bufs, "`mbar=`")
+            elif o.key == "cta_mask":
+                value = o.expr
+            elif o.key == "remote_cta_id":
+                assert o.expr is not None  # the parser parses the value of every expression option
+                try:
+                    v = o.expr.eval(rank) if isinstance(o.expr, ast.RankExpr) else o.expr
+                except ZeroDivisionError as exc:
+                    raise TileTypeError(f"division by zero in remote_cta_id for {CTA_RANK} = {rank}", exc.args[0],
+                                        hint="every CTA of the cluster evaluates it with its own rank") from None
+                if not 0 <= v < cluster:
+                    raise TileTypeError(f"remote_cta_id={o.value} is {v} for {CTA_RANK} = {rank}: the cluster has "
+                                        f"{cluster} CTAs (ranks 0..{cluster - 1})", o.value_span,
+                                        hint="e.g. `remote_cta_id=cta_rank^1` (pairs) or "
+                                             f"`remote_cta_id=(cta_rank+1)%{cluster}` (a ring)")
+                value = rank_ir(o.expr)
+            options.append((o.key, value, o.span))
+        ops.append(CopyOp(item.op_name, SCOPE_KIND[item.scope], dst, src, item.dispatch,
+                          _stmt_text(source, item.span), item.span, item.dispatch_span, tuple(options), rank=r))
+    return tuple(ops)
 
 
 # ----------------------------------------------------------------------------- lower
@@ -638,7 +770,7 @@ def lower(tp: TypedProgram,
     records: list[DispatchRecord] = []
     warns: list[tuple[str, Span | None]] = []
     warp0 = ir.Bin("==", ir.ThreadVar("warpid"), ir.Const(0))
-    body += mbarrier_prologue(tp.mbarriers)
+    body += mbarrier_prologue(tp.mbarriers, tp.cluster)
     # the top-level statements of each item, in order (expect_tx=auto looks for copies between an arrive and a wait)
     segments: list[tuple[ProgramItem, list[ir.Stmt]]] = []
     if tp.tmem_cols:
@@ -650,7 +782,15 @@ def lower(tp: TypedProgram,
         ]
     for item in tp.items:
         start = len(body)
-        if isinstance(item, CopyItem):
+        if isinstance(item, CopyItem) and item.ranked:
+            stmts, rec, op_warns = _lower_ranked(item, target, tp, b)
+            records.append(rec)
+            warns += op_warns
+            op = item.op
+            body.append(ir.Comment(f"L{op.span.line}: {op.text}    [{op.op}/{rec.chosen}]", op=op.op,
+                                   variant=rec.chosen, span=op.span))
+            body += stmts
+        elif isinstance(item, CopyItem):
             op = item.op
             ctx = DispatchContext(target, tp.threads, op.exec_scope, b)
             stmts, rec = run_dispatch(op, ctx)
@@ -659,16 +799,20 @@ def lower(tp: TypedProgram,
             body.append(ir.Comment(f"L{op.span.line}: {op.text}    [{op.op}/{rec.chosen}]", op=op.op,
                                    variant=rec.chosen, span=op.span))
             body += _guarded(item.guard, _with_span(list(stmts), op.span), op.span)
+        elif isinstance(item, ArriveItem) and item.auto and tp.cluster > 1:
+            # in a Seq of its own: resolve_expect_tx may replace the arrive by one per rank
+            body += [ir.Seq(tuple(_guarded(item.guard, [_sync_node(item)], item.span)), span=item.span)]
         elif isinstance(item, (WaitItem, ArriveItem, MbarWaitItem, GroupItem, FenceItem)):
             body += _guarded(item.guard, [_sync_node(item)], item.span)
-        elif isinstance(item, SyncItem):
+        elif isinstance(item, (SyncItem, ClusterSyncItem)):
+            bar: ir.Stmt = ir.Barrier(span=item.span) if isinstance(item, SyncItem) else ir.ClusterSync(span=item.span)
             if tp.tmem_cols:  # order tcgen05 traffic across the barrier (PTX ISA 9.0 §9.7.16.6.4)
-                body += [ir.TcgenFence("before_thread_sync", span=item.span), ir.Barrier(span=item.span),
+                body += [ir.TcgenFence("before_thread_sync", span=item.span), bar,
                          ir.TcgenFence("after_thread_sync", span=item.span)]
             else:
-                body.append(ir.Barrier(span=item.span))
+                body.append(bar)
         segments.append((item, body[start:]))
-    resolve_expect_tx(segments, tp.threads)
+    resolve_expect_tx(segments, tp.threads, tp.cluster)
     if tp.tmem_cols:
         assert b.tmem_addr is not None  # KernelBuilder creates it whenever tp.tmem_cols
         body += [
@@ -686,26 +830,120 @@ def lower(tp: TypedProgram,
         tmem_addr=b.tmem_addr,
         body=ir.Seq(tuple(body)),
         tensormaps=tuple(b.tensormaps.values()),
+        cluster=tp.cluster,
     )
     return kernel, records, warns
 
 
+def _plan_key(x: object) -> object:
+    """A structural key of lowered IR: equal for two plans that emit the same statements (expressions are
+    hash-consed and buffers and loop variables shared by the kernel, so they compare by identity; tensor maps
+    by their registered name, one per :meth:`~tilemagic.ir.nodes.TensorMap.key`); spans do not count."""
+    if isinstance(x, ir.Stmt):
+        return (type(x).__name__, *(_plan_key(getattr(x, f.name)) for f in dataclasses.fields(x) if f.name != "span"))
+    if isinstance(x, (list, tuple)):
+        return tuple(_plan_key(v) for v in x)
+    if isinstance(x, ir.TensorMap):
+        return ("tensormap", x.name)
+    if isinstance(x, (ir.Expr, ir.Buffer)):
+        return ("id", id(x))
+    if x is None or isinstance(x, (int, float, str, bool)):
+        return x
+    return ("repr", type(x).__name__, repr(x))
+
+
+def later_rank_branches(body: ir.Stmt) -> set[int]:
+    """The ``id`` of every rank branch (a top-level ``ir.GuardIf`` on ``cta_rank``) after the first of its source
+    line: what :func:`_lower_ranked` emitted for ranks whose plan differs from the first one's.  A reader that
+    compares one CTA's instructions with TVM's (whose TIR is one program with a symbolic rank) skips them and
+    reads the first rank's plan, the one the why-table shows."""
+    seen: set[int] = set()
+    out: set[int] = set()
+    for s in body.body if isinstance(body, ir.Seq) else (body,):
+        if isinstance(s, ir.GuardIf) and s.span is not None and any(e is RANK_VAR for e in ir.iter_exprs(s.cond)):
+            if s.span.line in seen:
+                out.add(id(s))
+            seen.add(s.span.line)
+    return out
+
+
+def _lower_ranked(item: CopyItem, target: TargetSpec, tp: TypedProgram,
+                  b: KernelBuilder) -> tuple[list[ir.Stmt], DispatchRecord, list[tuple[str, Span | None]]]:
+    """Lower a statement that depends on the CTA's rank once per rank, with that rank's concrete regions.
+
+    Every rank must dispatch to the same variant.  When every rank's IR is identical it is emitted once;
+    otherwise each run of consecutive ranks with identical IR gets an ``ir.GuardIf`` on ``cta_rank``
+    (:func:`rank_condition`), and the why-table (rank 0's) gains the row "ranks 1..C-1: same variant; plan per
+    rank".
+
+    Raises
+    ------
+    LoweringError
+        Two ranks dispatch to different variants (located at the statement; hint ``dispatch=``).
+    DispatchError
+        No variant accepts some rank's op (its why-table).
+    """
+    plans: list[list[ir.Stmt]] = []
+    recs: list[DispatchRecord] = []
+    warns: list[tuple[str, Span | None]] = []
+    for op in item.ranked:
+        ctx = DispatchContext(target, tp.threads, op.exec_scope, b)
+        try:
+            stmts, rec = run_dispatch(op, ctx)
+        except DispatchError as e:
+            if len(item.ranked) > 1:  # the why-table is this rank's: say which
+                e.message = f"{CTA_RANK} = {op.rank}: {e.message}"
+                e.args = (e.message,)
+            raise
+        warns += ctx.warnings
+        plans.append(_with_span(list(stmts), op.span))
+        recs.append(rec)
+    op0 = item.ranked[0]
+    chosen = [rec.chosen for rec in recs]
+    if len(set(chosen)) > 1:
+        by: dict[str | None, list[int]] = {}
+        for r, c in enumerate(chosen):
+            by.setdefault(c, []).append(r)
+        parts = "; ".join(f"{CTA_RANK} {', '.join(map(str, rs))}: {c}" for c, rs in by.items())
+        raise LoweringError(f"the CTAs of the cluster dispatch this copy to different variants ({parts})",
+                            op0.span, hint="a statement runs one variant in every CTA: force one with "
+                                           f"`dispatch={chosen[0]}`, or give every rank regions alike")
+    keys = [_plan_key(p) for p in plans]
+    rec0 = recs[0]
+    if len(set(keys)) == 1:
+        return _guarded(item.guard, plans[0], op0.span), rec0, warns
+    n = len(plans)
+    rec0 = dataclasses.replace(rec0, notes=rec0.notes + ((f"ranks 1..{n - 1}", "same variant", "plan per rank"),))
+    out: list[ir.Stmt] = []
+    lo = 0
+    for hi in range(1, n + 1):
+        if hi == n or keys[hi] != keys[lo]:
+            out.append(ir.GuardIf(rank_condition(lo, hi, n),
+                                  ir.Seq(tuple(_guarded(item.guard, plans[lo], op0.span))), span=op0.span))
+            lo = hi
+    return out, rec0, warns
+
+
 # ----------------------------------------------------------------------------- mbarriers, guards, expect_tx=auto
-def mbarrier_prologue(bars: tuple[ir.Buffer, ...]) -> list[ir.Stmt]:
-    """Thread 0 initialises every mbarrier, fences the inits, and the CTA synchronises.
+def mbarrier_prologue(bars: tuple[ir.Buffer, ...], cluster: int = 1) -> list[ir.Stmt]:
+    """Thread 0 initialises every mbarrier, fences the inits, and the CTA (the cluster) synchronises.
 
     ``mbarrier.init.shared::cta.b64`` (PTX ISA 9.0 §9.7.13.15.9) sets phase 0, ``count`` pending arrivals and
     tx-count 0; ``fence.mbarrier_init.release.cluster`` (§9.7.13.4) releases the inits, and the barrier
     makes them visible to every thread before its first ``arrive``/``wait``/TMA issue (the setup of TVM's
-    ``test_dsmem.py``, ``apache-tvm 0.27.0.post1``).  Empty without mbarriers.
+    ``test_dsmem.py``, ``apache-tvm 0.27.0.post1``).  With a cluster (``cluster`` > 1) the barrier is
+    ``cluster_sync`` (``ir.ClusterSync``, §9.7.13.3): the other CTAs' multicast and dsmem copies complete on
+    these mbarriers, so their inits must be released to the cluster before any CTA issues one.  Empty without
+    mbarriers.
     """
     if not bars:
         return []
     tx0 = ir.Bin("==", ir.ThreadVar("tx"), ir.Const(0))
     names = ", ".join(f"{m.name} (count {m.mbar_count})" for m in bars)
-    return [ir.Comment(f"mbarriers: thread 0 initialises {names}; fence; CTA barrier"),
+    which = "cluster barrier" if cluster > 1 else "CTA barrier"
+    return [ir.Comment(f"mbarriers: thread 0 initialises {names}; fence; {which}"),
             ir.If(tx0, ir.Seq(tuple(ir.MbarInit(m, m.mbar_count or 1, span=m.span) for m in bars))),
-            ir.Fence("mbarrier_init"), ir.Barrier()]
+            ir.Fence("mbarrier_init"), ir.ClusterSync() if cluster > 1 else ir.Barrier()]
 
 
 def _guarded(guard: ast.Guard | None, stmts: list[ir.Stmt], span: Span) -> list[ir.Stmt]:
@@ -732,88 +970,167 @@ def _sync_node(item) -> ir.Stmt:
 _MAX_TRIPS = 1 << 16
 
 
-def issue_count(scope: tuple[ir.Stmt, ...], threads: int) -> int:
+def issue_values(scope: tuple[ir.Stmt, ...], threads: int, rank: int = 0,
+                 value: ir.Expr | None = None) -> Counter:
     """How many times a statement inside the ``If``/``Grid`` nodes ``scope`` (outermost first, as
-    :func:`~tilemagic.ir.nodes.walk_scoped` gives them) is executed in a CTA of ``threads`` threads: the
-    threads for which every enclosing condition holds, summed over the trips of the enclosing loops.
+    :func:`~tilemagic.ir.nodes.walk_scoped` gives them) is executed in the CTA of cluster rank ``rank`` of
+    ``threads`` threads, by the value of ``value`` for the executing thread and loop trip (a ``Counter`` value ->
+    count; the key None when ``value`` is None): the threads for which every enclosing condition holds, over
+    the trips of the enclosing loops.
+
+    Raises
+    ------
+    Undetermined
+        A condition or value that cannot be evaluated statically (a load), or more than 65536 loop trips to
+        enumerate.
+    """
+    grids = [s for s in scope if isinstance(s, ir.Grid)]
+    conds = [s.cond for s in scope if isinstance(s, ir.If)]
+    trips = math.prod(math.prod(g.extents) for g in grids)
+    loop_vars = {v for g in grids for v in g.vars}
+    exprs = [*conds, *([value] if value is not None else [])]
+    uses_loops = any(isinstance(e, ir.LoopVar) and e in loop_vars for c in exprs for e in ir.iter_exprs(c))
+    tid = np.arange(threads, dtype=np.int64)
+    out: Counter = Counter()
+
+    def count(env: dict | None, times: int) -> None:
+        mask = _holds(conds, threads, env, rank)
+        if value is None:
+            out[None] += int(np.count_nonzero(mask)) * times
+            return
+        vals = np.broadcast_to(np.asarray(eval_static(value, tid, rank_env(rank, env))), tid.shape)[mask]
+        for v, c in zip(*np.unique(vals, return_counts=True)):
+            out[int(v)] += int(c) * times
+
+    if not uses_loops:  # the common case: guards on thread axes only
+        count(None, trips)
+        return out
+    if trips > _MAX_TRIPS:
+        raise Undetermined(f"{trips} loop trips")
+    ranges = [range(e) for g in grids for e in g.extents]
+    vars_ = [v for g in grids for v in g.vars]
+    for values in itertools.product(*ranges):
+        count(dict(zip(vars_, values)), 1)
+    return out
+
+
+def issue_count(scope: tuple[ir.Stmt, ...], threads: int, rank: int = 0) -> int:
+    """How many times a statement inside the ``If``/``Grid`` nodes ``scope`` is executed in the CTA of cluster
+    rank ``rank`` (:func:`issue_values` summed).
 
     Raises
     ------
     Undetermined
         A condition that cannot be evaluated statically (a load), or more than 65536 loop trips to enumerate.
     """
-    grids = [s for s in scope if isinstance(s, ir.Grid)]
-    conds = [s.cond for s in scope if isinstance(s, ir.If)]
-    trips = math.prod(math.prod(g.extents) for g in grids)
-    loop_vars = {v for g in grids for v in g.vars}
-    uses_loops = any(isinstance(e, ir.LoopVar) and e in loop_vars for c in conds for e in ir.iter_exprs(c))
-    if not uses_loops:  # the common case: guards on thread axes only
-        return int(np.count_nonzero(_holds(conds, threads))) * trips
-    if trips > _MAX_TRIPS:
-        raise Undetermined(f"{trips} loop trips")
-    total = 0
-    ranges = [range(e) for g in grids for e in g.extents]
-    vars_ = [v for g in grids for v in g.vars]
-    for values in itertools.product(*ranges):
-        total += int(np.count_nonzero(_holds(conds, threads, dict(zip(vars_, values)))))
-    return total
+    return sum(issue_values(scope, threads, rank).values())
 
 
-def resolve_expect_tx(segments: list[tuple[ProgramItem, list[ir.Stmt]]], threads: int) -> None:
-    """Fill in every ``arrive BAR expect_tx=auto``: the bytes of the TMA copies (``ir.TmaCopy`` with
-    ``mbar=BAR``, ``tmap.box_bytes`` each, out-of-bounds elements included) times the times each is issued
-    (:func:`issue_count`), from the arrive up to the next ``wait BAR`` or ``arrive BAR expect_tx=auto`` (or the
-    end of the kernel: no copy is counted twice); each
-    arriving thread raises the tx-count by its share (the total divided by the threads executing the
-    arrive), so the phase expects exactly the bytes the copies complete (PTX ISA 9.0 §9.7.13.15.11).
+def _deliveries(s: ir.Stmt, scope: tuple[ir.Stmt, ...], threads: int, cluster: int) -> list[tuple[int, int]]:
+    """``(receiving rank, bytes)`` of every issue of the copy ``s`` in every CTA: a TMA G2S box lands in the
+    issuing CTA (unicast) or in every CTA whose bit is set in ``cta_mask`` (multicast, PTX ISA 9.0
+    §9.7.9.25.5.2; bits at or above the cluster size are the variant's to refuse), ``tmap.box_bytes`` each; a
+    dsmem ``BulkCopy`` lands its ``nbytes`` in the CTA of rank ``remote`` (§9.7.9.25.4.1)."""
+    out: list[tuple[int, int]] = []
+    for src in range(cluster):
+        if isinstance(s, ir.TmaCopy):
+            n = issue_count(scope, threads, src)
+            if n:
+                dests = [src] if s.cta_mask is None else [d for d in range(cluster) if s.cta_mask >> d & 1]
+                out += [(d, n * s.tmap.box_bytes) for d in dests]
+        elif isinstance(s, ir.BulkCopy):
+            for d, n in issue_values(scope, threads, src, s.remote).items():
+                if 0 <= d < cluster:
+                    out.append((d, n * s.nbytes))
+    return out
+
+
+def resolve_expect_tx(segments: list[tuple[ProgramItem, list[ir.Stmt]]], threads: int, cluster: int = 1) -> None:
+    """Fill in every ``arrive BAR expect_tx=auto``, per receiving CTA: the bytes that land in that CTA's shared
+    memory and complete on its ``BAR`` (:func:`_deliveries`: its own TMA G2S copies with ``mbar=BAR``, every
+    multicast of any rank whose ``cta_mask`` has its bit, every dsmem copy any rank sends to it with
+    ``mbar=BAR``; TMA boxes count ``tmap.box_bytes``, out-of-bounds elements included), each times the times it
+    is issued (guards evaluated per rank, loop trips), from the arrive up to the next ``wait BAR`` or ``arrive
+    BAR expect_tx=auto`` (or the end of the kernel: no copy is counted twice).  Each arriving thread raises the
+    tx-count by its share (the total divided by the threads executing the arrive in that CTA), so the phase
+    expects exactly the bytes the copies complete (PTX ISA 9.0 §9.7.13.15.11).  When the share differs between
+    the CTAs of a cluster, the arrive becomes one ``MbarArrive`` per rank under ``ir.GuardIf(cta_rank == r)``
+    (the arrive of a cluster kernel is in an ``ir.Seq`` of its own for that).
 
     Raises
     ------
     LoweringError
-        No copy naming ``mbar=BAR`` in that range, a total over 2**20 - 1 bytes per thread, or a total the
-        arriving threads cannot share evenly (located at the arrive).
+        No copy naming ``mbar=BAR`` delivers bytes to a CTA executing the arrive (naming the CTA in a cluster),
+        a total over 2**20 - 1 bytes per thread, or a total the arriving threads cannot share evenly (located
+        at the arrive).
     """
     for k, (item, stmts) in enumerate(segments):
         if not (isinstance(item, ArriveItem) and item.auto):
             continue
         node = next(s for top in stmts for s in ir.walk(top) if isinstance(s, ir.MbarArrive))
-        arrivers = guard_threads(item.guard, threads)
         bar = item.bar
-        total = 0
-        found: list[tuple[int, int]] = []
+        totals = [0] * cluster
+        found: list[list[tuple[int, int]]] = [[] for _ in range(cluster)]
         for later, lstmts in segments[k + 1:]:
             if (isinstance(later, MbarWaitItem) or isinstance(later, ArriveItem) and later.auto) and later.bar is bar:
                 break  # the next wait on BAR, or the next arrive that counts its own copies
             for top in lstmts:
                 for s, scope in ir.walk_scoped(top):
-                    if isinstance(s, ir.TmaCopy) and s.mbar is bar and s.direction == "g2s":
-                        try:
-                            n = issue_count(scope, threads)
-                        except Undetermined as e:
-                            raise LoweringError(
-                                f"expect_tx=auto cannot count the issues of the copy at line "
-                                f"{s.span.line if s.span else '?'} ({e})", item.span,
-                                hint="write the byte count: `arrive BAR expect_tx=BYTES`") from None
-                        total += n * s.tmap.box_bytes
-                        line = s.span.line if s.span else 0
-                        if found and found[-1][0] == line:
-                            found[-1] = (line, found[-1][1] + n * s.tmap.box_bytes)
+                    if not ((isinstance(s, ir.TmaCopy) and s.mbar is bar and s.direction == "g2s")
+                            or (isinstance(s, ir.BulkCopy) and s.mbar is bar)):
+                        continue
+                    try:
+                        got = _deliveries(s, scope, threads, cluster)
+                    except Undetermined as e:
+                        raise LoweringError(
+                            f"expect_tx=auto cannot count the issues of the copy at line "
+                            f"{s.span.line if s.span else '?'} ({e})", item.span,
+                            hint="write the byte count: `arrive BAR expect_tx=BYTES`") from None
+                    line = s.span.line if s.span else 0
+                    for d, nbytes in got:
+                        totals[d] += nbytes
+                        if found[d] and found[d][-1][0] == line:
+                            found[d][-1] = (line, found[d][-1][1] + nbytes)
                         else:
-                            found.append((line, n * s.tmap.box_bytes))
-        if not found:
-            raise LoweringError(
-                f"expect_tx=auto on '{bar.name}' covers no copy: no copy with `mbar={bar.name}` follows this "
-                f"arrive before the next `wait {bar.name}`", item.span,
-                hint=f"issue the TMA copies with `mbar={bar.name}` after the arrive, or write `expect_tx=BYTES`")
-        if total % arrivers:
-            raise LoweringError(
-                f"expect_tx=auto: {total} bytes cannot be shared evenly by the {arrivers} threads executing this "
-                "arrive", item.span, hint="let one thread arrive with the bytes: `if tx == 0: arrive ...`")
-        per = total // arrivers
-        if per > MBAR_MAX_TX:
-            raise LoweringError(
-                f"expect_tx=auto is {per} bytes per arriving thread, more than an mbarrier's tx-count holds "
-                f"({MBAR_MAX_TX}, PTX ISA 9.0 §9.7.13.15.1)", item.span,
-                hint="split the copies over several phases or mbarriers")
-        node.expect_tx = per
-        node.auto_from = tuple(found)
+                            found[d].append((line, nbytes))
+        shares: dict[int, tuple[int, tuple[tuple[int, int], ...]]] = {}
+        for d in range(cluster):
+            arrivers = guard_threads(item.guard, threads, d)
+            if not arrivers:
+                continue  # the arrive does not execute in this CTA
+            who = f" in CTA {d}" if cluster > 1 else ""
+            if not found[d]:
+                if cluster > 1:
+                    raise LoweringError(
+                        f"expect_tx=auto on '{bar.name}' covers no bytes{who}: no copy with `mbar={bar.name}` "
+                        f"delivers to CTA {d}'s shared memory between this arrive and the next `wait {bar.name}`",
+                        item.span, hint="guard the arrive to the CTAs that receive (`if cta_rank == ...`), or "
+                                        "write `expect_tx=BYTES`")
+                raise LoweringError(
+                    f"expect_tx=auto on '{bar.name}' covers no copy: no copy with `mbar={bar.name}` follows this "
+                    f"arrive before the next `wait {bar.name}`", item.span,
+                    hint=f"issue the TMA copies with `mbar={bar.name}` after the arrive, or write `expect_tx=BYTES`")
+            total = totals[d]
+            if total % arrivers:
+                raise LoweringError(
+                    f"expect_tx=auto: {total} bytes{who} cannot be shared evenly by the {arrivers} threads "
+                    "executing this arrive", item.span, hint="let one thread arrive with the bytes: "
+                                                             "`if tx == 0: arrive ...`")
+            per = total // arrivers
+            if per > MBAR_MAX_TX:
+                raise LoweringError(
+                    f"expect_tx=auto is {per} bytes per arriving thread{who}, more than an mbarrier's tx-count "
+                    f"holds ({MBAR_MAX_TX}, PTX ISA 9.0 §9.7.13.15.1)", item.span,
+                    hint="split the copies over several phases or mbarriers")
+            shares[d] = (per, tuple(found[d]))
+        if len(set(shares.values())) <= 1:
+            per, src = next(iter(shares.values()))
+            node.expect_tx = per
+            node.auto_from = src
+            continue
+        # the CTAs expect different counts: one arrive per rank, each under its rank's guard
+        parent = next(t for top in stmts for t in ir.walk(top) if isinstance(t, ir.Seq) and node in t.body)
+        per_rank = tuple(ir.GuardIf(rank_condition(d, d + 1, cluster),
+                                    ir.MbarArrive(bar, per, auto_from=src, span=item.span), span=item.span)
+                         for d, (per, src) in shares.items())
+        parent.body = tuple(x for t in parent.body for x in (per_rank if t is node else (t,)))
