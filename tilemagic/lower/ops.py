@@ -67,6 +67,9 @@ class CopyOp:
     #: ``cache_hint=evict_first``), in source order: ``(key, value, span of the pair)``.  ``mbar``'s value is
     #: the resolved mbarrier :class:`~tilemagic.ir.nodes.Buffer`; others are the written ``str``/``int``.
     options: tuple[tuple[str, object, Span], ...] = ()
+    #: the cluster rank this op is lowered for (the per-rank lowering of a statement that uses ``cta_rank``),
+    #: None when the op does not depend on the rank
+    rank: int | None = None
 
     def option(self, key: str, default: object = None) -> object:
         """The value of option ``key`` (the last one written), or ``default``."""
