@@ -337,6 +337,8 @@ def _stmt(L: Lines, s: ir.Stmt, mode: str):
         L.add("__syncthreads();", src)
     elif isinstance(s, ir.TmaCopy):
         _tma_copy(L, s, src)
+    elif isinstance(s, ir.BulkCopy):
+        _bulk_copy(L, s, src)
     elif isinstance(s, MBAR_SYNC_NODES):
         _mbar_sync(L, s, src)
     else:
@@ -397,6 +399,20 @@ def _tma_copy(L: Lines, s: ir.TmaCopy, src) -> None:
         tail = f", %{r + 2}" if s.cache_hint else ""
         _asm(L, f"{chain}{hint} [%0, {{{coords}}}], [%{r + 1}]{tail};", [],
              [tmap, *cins, _shared_addr(s.smem, s.smem_offset), *policy], src)
+
+
+def _bulk_copy(L: Lines, s: ir.BulkCopy, src) -> None:
+    """The dsmem copy (PTX ISA 9.0 §9.7.9.25.4.1): the ``cvta``'d shared addresses of the destination and of the
+    mbarrier mapped into the CTA of rank ``remote`` with ``mapa.shared::cluster.u32`` (§9.7.9.23: a 32-bit
+    shared::cluster address; TVM 0.27 truncates a generic ``mapa.u64`` instead), then
+    ``cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], nbytes, [mbar]``
+    from this CTA's source; one asm block, its registers scoped to it."""
+    _asm(L, "{\\n\\t.reg .b32 tm_dst, tm_bar;\\n\\t"
+            "mapa.shared::cluster.u32 tm_dst, %0, %2;\\n\\t"
+            "mapa.shared::cluster.u32 tm_bar, %1, %2;\\n\\t"
+            f"{s.chain} [tm_dst], [%3], %4, [tm_bar];\\n\\t}}", [],
+         [_shared_addr(s.dst, s.dst_offset), _shared_addr(s.mbar), f'"r"((uint32_t)({cexpr(s.remote)}))',
+          _shared_addr(s.src, s.src_offset), f'"r"({s.nbytes})'], src)
 
 
 #: NVRTC has no <cuda.h>: the driver's 128-byte, 64-byte aligned opaque map (CCCL forward-declares the struct)
