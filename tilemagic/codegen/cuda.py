@@ -59,8 +59,8 @@ class CudaSource:
         buffer (global buffers and the emulation's extra arguments hold ``gridDim.x``
         tiles one after another); see :func:`generate`.
     reads, writes : tuple of str
-        Global buffers the kernel reads / writes (their whole size is the traffic a
-        ``--bench`` launch counts per tile).
+        Global buffers the kernel reads / writes (``read_bytes`` / ``write_bytes`` are the
+        bytes its instructions move there, the traffic a ``--bench`` launch counts per tile).
     lines : list of int or None
         For each line of ``text``, the description line it came from.
     uses_tcgen05 : bool
