@@ -12,14 +12,12 @@ import re
 import shutil
 
 import pytest
-from helpers import copy_async_op, region, tma_buffers
+from helpers import copy_async_op, dispatch_op, region, tma_buffers
 
 from tilemagic.codegen.cuda import generate
 from tilemagic.ir import nodes as ir
 from tilemagic.ir.printer import print_ir
 from tilemagic.layout import TileLayout
-from tilemagic.lower.dispatch import DispatchContext, TargetSpec, run_dispatch
-from tilemagic.lower.program import KernelBuilder, TypedProgram
 from tilemagic.runtime.nvcc import nvcc_compile
 
 gbuf, sbuf, mbar = tma_buffers()
@@ -31,10 +29,7 @@ def _exchange_kernel(remote: ir.Expr = PEER) -> ir.Kernel:
     """S -> the peer's R (dsmem, tx 0), with the mbarrier protocol around it (init, cluster barrier, arrive
     expect_tx, wait); hand-built as the lowering assembles a cluster kernel."""
     S, R, got = sbuf("S", "float32", (64, 32)), sbuf("R", "float32", (64, 32)), mbar("got")
-    tp = TypedProgram("dsmem_k", 128, {b.name: b for b in (S, R, got)}, 0, [])
-    op = copy_async_op(region(R), region(S), remote_cta_id=remote, mbar=got, line=7)
-    ctx = DispatchContext(TargetSpec("cuda", "sm_90a"), 128, "thread", KernelBuilder(tp), cluster=2)
-    stmts, rec = run_dispatch(op, ctx)
+    stmts, rec = dispatch_op(copy_async_op(region(R), region(S), remote_cta_id=remote, mbar=got, line=7), S, R, got)
     assert rec.chosen == "dsmem"
     tx0 = ir.Bin("==", ir.ThreadVar("tx"), ir.Const(0))
     body = ir.Seq((
@@ -68,9 +63,7 @@ def test_cuda_maps_both_addresses_with_the_32_bit_shared_cluster_form():
 def test_cuda_offsets_each_chunk():
     S = sbuf("S", "float16", (8, 128), TileLayout.from_spec((8, 128), (256, 1)))
     R, got = sbuf("R", "float16", (8, 128)), mbar("got")
-    tp = TypedProgram("k", 32, {b.name: b for b in (S, R, got)}, 0, [])
-    ctx = DispatchContext(TargetSpec("cuda", "sm_90a"), 32, "thread", KernelBuilder(tp), cluster=2)
-    stmts, _ = run_dispatch(copy_async_op(region(R), region(S), remote_cta_id=PEER, mbar=got), ctx)
+    stmts, _ = dispatch_op(copy_async_op(region(R), region(S), remote_cta_id=PEER, mbar=got), S, R, got, threads=32)
     k = ir.Kernel("k", 32, (), (S, R, got), (), (), 0, None, ir.Seq(tuple(stmts)), cluster=2)
     lines = [ln for ln in generate(k, arch="sm_90a").text.splitlines() if "cp.async.bulk.shared::cluster" in ln]
     assert len(lines) == 8

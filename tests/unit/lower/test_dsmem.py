@@ -12,25 +12,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import copy_async_op, region, tma_buffers
+from helpers import dispatch_op as dispatch
 
 from tilemagic.errors import DispatchError
 from tilemagic.ir import nodes as ir
 from tilemagic.layout import TileLayout
 from tilemagic.layout.swizzle import ComposeLayout
-from tilemagic.lower.dispatch import DispatchContext, TargetSpec, run_dispatch
-from tilemagic.lower.program import KernelBuilder, TypedProgram
 
 gbuf, sbuf, mbar = tma_buffers()
 RANK = ir.ThreadVar("cta_rank")
 PEER = ir.Bin("^", RANK, ir.Const(1))
-
-
-def dispatch(op, *bufs, cluster=2, guard=None, threads=128):
-    """``run_dispatch`` of ``op`` in a kernel of ``cluster`` CTAs: ``(statements, record)``."""
-    tp = TypedProgram("k", threads, {b.name: b for b in bufs}, 0, [])
-    ctx = DispatchContext(TargetSpec("cuda", "sm_90a"), threads, op.exec_scope, KernelBuilder(tp), guard=guard,
-                          cluster=cluster)
-    return run_dispatch(op, ctx)
 
 
 def declined(op, *bufs, **kw) -> str:
