@@ -575,7 +575,8 @@ def _tma_in_bounds(s: ir.TmaCopy, rank: int) -> int:
     n = m.elem_bytes
     for c, b, d in zip(s.coords, m.box, m.dims):
         try:
-            lo = int(eval_static(c, np.zeros(1, np.int64), {ir.ThreadVar(CTA_RANK): np.int64(rank)}))
+            v = eval_static(c, np.zeros(1, np.int64), {ir.ThreadVar(CTA_RANK): np.int64(rank)})
+            lo = int(np.asarray(v).reshape(-1)[0])
         except Undetermined:
             lo = 0
         n *= max(0, min(lo + b, d) - max(lo, 0))
@@ -594,6 +595,7 @@ def global_bytes(kernel: ir.Kernel) -> tuple[int, int]:
     time (``runtime.launch``), so a kernel that copies one tile of a large tensor is credited with the tile.
     """
     read = written = 0
+    memo: dict[tuple, int] = {}  # (enclosing If/Grid nodes, rank) -> executions: statements share their scopes
     for rank in range(max(1, kernel.cluster)):
         for s, scope in ir.walk_scoped(kernel.body):
             if isinstance(s, (ir.Seq, ir.If, ir.Grid)):
@@ -610,7 +612,10 @@ def global_bytes(kernel: ir.Kernel) -> tuple[int, int]:
                 rd += box if s.direction == "g2s" or s.reduce else 0
                 wr += box if s.direction == "s2g" else 0
             if rd or wr:
-                times = _executions(scope, kernel.threads, rank)
+                key = (tuple(id(x) for x in scope), rank)
+                if key not in memo:
+                    memo[key] = _executions(scope, kernel.threads, rank)
+                times = memo[key]
                 read += rd * times
                 written += wr * times
     return read, written
