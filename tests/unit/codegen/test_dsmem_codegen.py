@@ -76,7 +76,7 @@ def _cluster_ready(cuda: str, name: str, cluster: int) -> str:
     only where the generator does not write them yet."""
     if "__cluster_dims__" not in cuda:
         cuda = cuda.replace("void __launch_bounds__", f"void __cluster_dims__({cluster}, 1, 1) __launch_bounds__", 1)
-    if not re.search(r"\bint cta_rank\b|\bcta_rank =", cuda):
+    if not re.search(r"^[ \t]*[\w \t]*\bcta_rank\s*[;=]", cuda, re.M):  # no declaration of cta_rank yet
         decl = ('unsigned cta_rank_u; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(cta_rank_u)); '
                 'const int cta_rank = (int)cta_rank_u;')
         cuda = re.sub(r"(\) \{\n)", r"\1    " + decl.replace("\\", "\\\\") + "\n", cuda, count=1)
