@@ -98,6 +98,8 @@ class TypedProgram:
     items: list[ProgramItem] = field(default_factory=list)
     source: str = ""
     kernel_span: Span | None = None
+    #: CTAs per cluster (``kernel NAME cluster=C``; 1: no cluster).  Buffers, mbarriers and TMEM are per CTA.
+    cluster: int = 1
 
     def by_scope(self, scope):
         return tuple(b for b in self.buffers.values() if b.scope == scope)
@@ -652,7 +654,7 @@ def lower(tp: TypedProgram,
         start = len(body)
         if isinstance(item, CopyItem):
             op = item.op
-            ctx = DispatchContext(target, tp.threads, op.exec_scope, b)
+            ctx = DispatchContext(target, tp.threads, op.exec_scope, b, cluster=tp.cluster)
             stmts, rec = run_dispatch(op, ctx)
             records.append(rec)
             warns += ctx.warnings

@@ -236,3 +236,20 @@ def test_the_plan_moves_every_element_once():
     src_el, dst_el = src.view(np.float32).reshape(8, 48)[:, :32], dst.view(np.float32).reshape(8, 32)
     np.testing.assert_array_equal(dst_el[:, 8:24], src_el[:, 16:32])
     assert not dst_el[:, :8].any() and not dst_el[:, 24:].any()
+
+
+def test_the_lowering_passes_the_kernels_cluster_to_the_variant():
+    """Through ``lower()``: the typed program's cluster size reaches the variant (``DispatchContext.cluster``)."""
+    from tilemagic.lower.dispatch import TargetSpec
+    from tilemagic.lower.program import CopyItem, TypedProgram, lower
+
+    S, R, got = _pair()
+    op = copy_async_op(region(R), region(S), remote_cta_id=PEER, mbar=got)
+    for cluster, chosen in ((2, "dsmem"), (1, None)):
+        tp = TypedProgram("k", 128, {b.name: b for b in (S, R, got)}, 0, [CopyItem(op)], cluster=cluster)
+        if chosen:
+            _, records, _ = lower(tp, TargetSpec("cuda", "sm_90a"))
+            assert records[0].chosen == chosen
+        else:
+            with pytest.raises(DispatchError, match="the kernel has no cluster"):
+                lower(tp, TargetSpec("cuda", "sm_90a"))
