@@ -670,8 +670,7 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         "no tcgen05: runs on any CUDA GPU")
     ctas = "one CTA per tile (--bench grid)" if grid else "1 CTA"
     if kernel.cluster > 1:
-        ctas = (f"one cluster of {kernel.cluster} CTAs per tile (--bench grid)" if grid
-                else f"1 cluster of {kernel.cluster} CTAs")
+        ctas = f"clusters of {kernel.cluster} CTAs" + (" (--bench grid)" if grid else "")
     L.add(f"// tilemagic: kernel {kernel.name}, {ctas} x {kernel.threads} threads, {head}")
     sync_arch = _mbar_sync_arch(kernel)
     if sync_arch:

@@ -99,7 +99,7 @@ def test_grid_form_of_a_cluster_moves_one_tile_per_cluster():
     tma = [ln for ln in grid.text.splitlines() if "cp.async.bulk.tensor.3d" in ln]
     assert len(tma) == 2 and all('"r"((int)(blockIdx.x / 2))' in ln for ln in tma)
     assert "blockIdx.x" not in one.text
-    assert "1 cluster of 2 CTAs" in one.text and "one cluster of 2 CTAs per tile (--bench grid)" in grid.text
+    assert "clusters of 2 CTAs x 128 threads" in one.text and "clusters of 2 CTAs (--bench grid)" in grid.text
 
 
 def test_grid_form_without_a_cluster_is_unchanged():
