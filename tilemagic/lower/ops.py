@@ -67,8 +67,11 @@ class CopyOp:
     #: ``cache_hint=evict_first``), in source order: ``(key, value, span of the pair)``.  ``mbar``'s value is
     #: the resolved mbarrier :class:`~tilemagic.ir.nodes.Buffer`; others are the written ``str``/``int``.
     options: tuple[tuple[str, object, Span], ...] = ()
-    #: the cluster rank this op is lowered for (the per-rank lowering of a statement that uses ``cta_rank``),
-    #: None when the op does not depend on the rank
+    #: the CTA rank this op is lowered for: a statement whose regions or options use ``cta_rank`` (or that has
+    #: ``remote_cta_id=``) is lowered once per rank of the cluster with that rank's concrete regions
+    #: (:func:`tilemagic.lower.program.lower`); None when the op does not depend on the rank.  A variant evaluates
+    #: a rank expression of an option (``option("remote_cta_id")``, an ``ir.Expr``) with
+    #: ``eval_static(expr, tid, {ir.ThreadVar("cta_rank"): op.rank})``.
     rank: int | None = None
 
     def option(self, key: str, default: object = None) -> object:
