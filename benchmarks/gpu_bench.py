@@ -20,6 +20,10 @@ Rows:
   the grid form's tensor maps over the whole replicated buffers: target >= 0.97 of the copy) and ``ldgsts``
   (``cp.async`` + ``commit_group`` / ``wait_group 0`` + ``cta_sync`` + the copy back: target >= 0.95); the TMA
   rows vary the tile, the boxes, the final wait and the CTA size (resident CTAs per SM);
+* the dsmem exchange (issue 13, second milestone): a 2-CTA cluster per tile pair, each CTA's tile loaded by TMA,
+  sent to the peer CTA's shared memory with ``cp.async.bulk.shared::cluster`` and stored by TMA: GB/s of global
+  bytes (twice the dsmem bytes) against the same copy, reported without a target; ``--bench`` launches whole
+  clusters;
 * the compile cache: a cold compile (empty cache directory: CuPy's ``$CUPY_CACHE_DIR`` is set to a fresh one),
   the re-run of the unchanged cell (memory hit; whole ``tilecopy`` wall time, target <= 30 ms + kernel), and a
   restarted worker (CuPy's disk cache: no NVRTC, under half the cold compile).
@@ -71,6 +75,34 @@ def tma_cell(name: str, rows: int, cols: int, smem: str = "", stages: int = 1, t
 RERUN_TARGET_MS = 30.0
 
 
+def dsmem_cell(name: str, rows: int, cols: int, threads: int = 128) -> str:
+    """A CTA-pair exchange through distributed shared memory (issue 13, ``dsmem``): a cluster of 2 CTAs; each CTA
+    loads its ``float16[rows, cols]`` tile ``A[cta_rank]`` into its ``S`` (TMA G2S, mbarrier ``ld``), the cluster
+    synchronises (every ``S`` loaded, every mbarrier initialised), each CTA's elected thread copies its ``S`` into
+    the peer's ``T`` (``cp.async.bulk.shared::cluster``, completing on the peer's ``got``), waits for its own ``T``
+    and stores it to ``B[cta_rank ^ 1]`` (TMA S2G, one bulk group); a final ``cluster_sync`` keeps every CTA's
+    shared memory alive until the peer's copy into it is done.  Every element crosses global -> shared -> the other
+    CTA's shared -> global once, so the global bytes (read + write, what ``--bench`` counts) are twice the dsmem
+    bytes; ``--bench`` runs whole clusters, each on its own tile pair."""
+    t = f"0:{rows}, 0:{cols}"
+    return "\n".join([
+        f"kernel {name} threads={threads} cluster=2",
+        f"global A: float16[2, {rows}, {cols}] = random", f"global B: float16[2, {rows}, {cols}] = zeros",
+        f"shared S: float16[{rows}, {cols}]", f"shared T: float16[{rows}, {cols}]",
+        "mbarrier ld count=1", "mbarrier got count=1",
+        "if tx == 0: arrive ld expect_tx=auto",
+        f"if tx == 0: thread.copy_async S <- A[cta_rank, {t}] mbar=ld",
+        "wait ld phase 0",
+        "cluster_sync",
+        "if tx == 0: arrive got expect_tx=auto",
+        "if tx == 0: thread.copy_async T <- S remote_cta_id=cta_rank^1 mbar=got",
+        "wait got phase 0",
+        f"if tx == 0: thread.copy_async B[cta_rank^1, {t}] <- T",
+        "if tx == 0: bulk_commit_group", "if tx == 0: bulk_wait_group 0",
+        "cluster_sync",
+        "check B == A"]) + "\n"
+
+
 def cells(quick: bool):
     """``(name, source, bench bytes, target)`` of every ``--bench`` row."""
     from cells import (LDSTMATRIX_CASES, GmemSmemCase, Tcgen05Case, fallback_cell, gmem_smem_cell,
@@ -118,6 +150,11 @@ def cells(quick: bool):
         ("ldgsts cta256 64x128 f16 swizzle(3,3,3)", ldg(256, 64, 128, "swizzle(3, 3, 3)"), GIB, LDGSTS_TARGET),
         ("ldgsts cta1024 64x256 f16 (32 KiB, 2 x cp.async.cg 16 B per thread)", ldg(1024, 64, 256), GIB,
          LDGSTS_TARGET),
+        # issue 13, second milestone: the CTA-pair exchange through dsmem (GB/s reported, no target); global bytes
+        # read + written, twice the dsmem bytes
+        ("dsmem pair exchange 2 x 128x64 f16 (16 KiB per CTA: TMA in, dsmem to the peer, TMA out)",
+         dsmem_cell("dsx", 128, 64), GIB, None),
+        ("dsmem pair exchange 2 x 64x64 f16 (8 KiB per CTA)", dsmem_cell("dsxh", 64, 64), GIB, None),
     ]
     if quick:
         return out[:1] + out[6:7] + out[8:9]
@@ -149,7 +186,8 @@ def bench_rows(quick: bool):
                          compile=res.launch.compile)
         emu = "note" in t
         rows.append(dict(
-            section="bench", case=f"{name}{' [emulated TMEM]' if emu else ''}: GB/s ({t['ctas']} CTAs, "
+            section="bench", case=f"{name}{' [emulated TMEM]' if emu else ''}: GB/s ({t['ctas']} CTAs"
+                                  f"{' in clusters of %d' % t['cluster'] if 'cluster' in t else ''}, "
                                   f"{t['bytes_per_launch'] / 2**20:.0f} MiB/launch, {t['median_us']:.0f} us)"
                                   + ("" if res.launch.passed else " CHECK FAILED"),
             tilemagic=t["gb_per_s"], reference=t["cupy_copy_gb_per_s"], ratio=t["vs_cupy_copy"],

@@ -73,6 +73,22 @@ def copy_async_op(dst, src, scope="thread", dispatch=None, line=1, **options):
                   tuple((k, v, sp) for k, v in options.items()))
 
 
+def dispatch_op(op, *buffers, cluster=2, guard=None, threads=128, arch="sm_90a"):
+    """``run_dispatch`` of one CopyOp over ``buffers`` in a kernel of ``cluster`` CTAs per cluster (the lowering's
+    context: ``DispatchContext.cluster``, the op's ``guard``): ``(statements, record)``; the statements carry the
+    op's span, as the lowering gives them."""
+    from tilemagic.lower.dispatch import DispatchContext, TargetSpec, run_dispatch
+    from tilemagic.lower.program import KernelBuilder, TypedProgram
+
+    tp = TypedProgram("k", threads, {b.name: b for b in buffers}, 0, [])
+    ctx = DispatchContext(TargetSpec("cuda", arch), threads, op.exec_scope, KernelBuilder(tp), guard=guard,
+                          cluster=cluster)
+    stmts, rec = run_dispatch(op, ctx)
+    for s in stmts:
+        s.span = op.span
+    return stmts, rec
+
+
 def lower_ops(ops, *buffers, name="k", threads=128, arch="sm_90a"):
     """``lower()`` of a typed program holding ``ops`` (CopyOps) over ``buffers``: ``(kernel, records)``."""
     from tilemagic.lower.dispatch import TargetSpec

@@ -17,3 +17,6 @@ MAX_PORTABLE_CLUSTER = 8
 CTA_MASK_BITS = 16
 #: the first architecture with clusters, DSMEM, TMA multicast and ``barrier.cluster``
 MIN_SM = 90
+#: ``cp.async.bulk`` (the non-tensor bulk copy, dsmem): the size is a multiple of 16 bytes and both shared
+#: addresses are 16-byte aligned (PTX ISA 9.0 §9.7.9.25.4.1)
+BULK_ALIGN = 16

@@ -15,6 +15,8 @@ import re
 from dataclasses import dataclass, field, replace
 from importlib import resources
 
+import numpy as np
+
 from ..caches import register_cache
 from ..arch import tcgen05 as tc
 from ..arch import tma as tma_hw
@@ -23,7 +25,7 @@ from ..arch.mbarrier import MBAR_BYTES
 from ..arch.ptx import VEC_FORMS, word_bytes
 from ..arch.threads import axis_def
 from ..ir import nodes as ir
-from ..ir.evaluate import warp_uniform
+from ..ir.evaluate import Undetermined, eval_static, warp_uniform
 from ..ir.printer import Lines, src_line, scale_index, thread_vars_used, uses_cta_rank
 
 SHAPE_ID = {"32x32b": 0, "16x64b": 1, "16x128b": 2, "16x256b": 3, "16x32bx2": 4}
@@ -57,8 +59,8 @@ class CudaSource:
         buffer (global buffers and the emulation's extra arguments hold ``gridDim.x``
         tiles one after another); see :func:`generate`.
     reads, writes : tuple of str
-        Global buffers the kernel reads / writes (their whole size is the traffic a
-        ``--bench`` launch counts per tile).
+        Global buffers the kernel reads / writes (``read_bytes`` / ``write_bytes`` are the
+        bytes its instructions move there, the traffic a ``--bench`` launch counts per tile).
     lines : list of int or None
         For each line of ``text``, the description line it came from.
     uses_tcgen05 : bool
@@ -87,6 +89,13 @@ class CudaSource:
     tensormaps: tuple[ir.TensorMap, ...] = ()
     #: asked for the grid form but this kernel has none (:func:`grid_refusal`): the single-CTA source, and why
     grid_refused: str | None = None
+    #: CTAs per cluster (:attr:`tilemagic.ir.nodes.Kernel.cluster`): the launch runs one cluster, the grid form
+    #: one cluster per tile
+    cluster: int = 1
+    #: global bytes the kernel's instructions read and write in one launch (of one cluster):
+    #: :func:`global_bytes`, what ``--bench`` counts as traffic per tile
+    read_bytes: int = 0
+    write_bytes: int = 0
 
 
 def translation_unit(texts) -> str:
@@ -341,6 +350,8 @@ def _stmt(L: Lines, s: ir.Stmt, mode: str):
         _cluster_sync(L, src)
     elif isinstance(s, ir.TmaCopy):
         _tma_copy(L, s, src)
+    elif isinstance(s, ir.BulkCopy):
+        _bulk_copy(L, s, src)
     elif isinstance(s, MBAR_SYNC_NODES):
         _mbar_sync(L, s, src)
     else:
@@ -373,9 +384,17 @@ def _shared_addr(buf: ir.Buffer, byte_offset: int = 0) -> str:
 class _KernelLines(Lines):
     """The generator's lines, plus whether they are the ``--bench`` grid form (:func:`generate`)."""
 
-    def __init__(self, threads: int, grid: bool) -> None:
+    def __init__(self, threads: int, grid: bool, cluster: int = 1) -> None:
         super().__init__(threads)
         self.grid = grid
+        self.tile = grid_tile(cluster)
+
+
+def grid_tile(cluster: int) -> str:
+    """The tile a CTA works on in the ``--bench`` grid form: ``blockIdx.x``, or with a cluster of ``cluster``
+    CTAs the cluster's index ``blockIdx.x / cluster`` (the CTAs of a cluster are consecutive in x and share one
+    tile, as the CTAs of the single-cluster launch share the buffers)."""
+    return "blockIdx.x" if cluster == 1 else f"(blockIdx.x / {cluster})"
 
 
 def grid_refusal(kernel: ir.Kernel) -> str | None:
@@ -400,13 +419,14 @@ def _tma_copy(L: Lines, s: ir.TmaCopy, src) -> None:
 
     In the ``--bench`` grid form the map the launch encodes has one more, outermost dimension over the CTAs
     (:func:`tilemagic.runtime.tensormap.grid_map`), so the copy is of rank + 1 with the extra coordinate
-    ``blockIdx.x``: CTA ``b`` moves the box of tile ``b``.
+    :func:`grid_tile` (``blockIdx.x``; a cluster's index with a cluster): CTA ``b`` moves the box of tile ``b``.
     """
     grid = isinstance(L, _KernelLines) and L.grid
     r = s.tmap.rank + grid
     chain = s.chain.replace(f".{s.tmap.rank}d.", f".{r}d.", 1)
     coords = ", ".join(f"%{k + 2}" if s.direction == "g2s" else f"%{k + 1}" for k in range(r))
-    cins = [f'"r"((int){cexpr(c)})' for c in s.coords] + (['"r"((int)blockIdx.x)'] if grid else [])
+    tile = L.tile if isinstance(L, _KernelLines) else ""
+    cins = [f'"r"((int){cexpr(c)})' for c in s.coords] + ([f'"r"((int){tile})'] if grid else [])
     tmap = f'"l"((uint64_t)&{s.tmap.name})'
     hint = ".L2::cache_hint" if s.cache_hint else ""
     policy = [f'"l"((uint64_t){tma_hw.CACHE_HINTS[s.cache_hint]:#x}ull)'] if s.cache_hint else []
@@ -419,6 +439,20 @@ def _tma_copy(L: Lines, s: ir.TmaCopy, src) -> None:
         tail = f", %{r + 2}" if s.cache_hint else ""
         _asm(L, f"{chain}{hint} [%0, {{{coords}}}], [%{r + 1}]{tail};", [],
              [tmap, *cins, _shared_addr(s.smem, s.smem_offset), *policy], src)
+
+
+def _bulk_copy(L: Lines, s: ir.BulkCopy, src) -> None:
+    """The dsmem copy (PTX ISA 9.0 §9.7.9.25.4.1): the ``cvta``'d shared addresses of the destination and of the
+    mbarrier mapped into the CTA of rank ``remote`` with ``mapa.shared::cluster.u32`` (§9.7.9.23: a 32-bit
+    shared::cluster address; TVM 0.27 truncates a generic ``mapa.u64`` instead), then
+    ``cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], nbytes, [mbar]``
+    from this CTA's source; one asm block, its registers scoped to it."""
+    _asm(L, "{\\n\\t.reg .b32 tm_dst, tm_bar;\\n\\t"
+            "mapa.shared::cluster.u32 tm_dst, %0, %2;\\n\\t"
+            "mapa.shared::cluster.u32 tm_bar, %1, %2;\\n\\t"
+            f"{s.chain} [tm_dst], [%3], %4, [tm_bar];\\n\\t}}", [],
+         [_shared_addr(s.dst, s.dst_offset), _shared_addr(s.mbar), f'"r"((uint32_t)({cexpr(s.remote)}))',
+          _shared_addr(s.src, s.src_offset), f'"r"({s.nbytes})'], src)
 
 
 #: NVRTC has no <cuda.h>: the driver's 128-byte, 64-byte aligned opaque map (CCCL forward-declares the struct)
@@ -517,6 +551,97 @@ def global_traffic(kernel: ir.Kernel) -> tuple[tuple[str, ...], tuple[str, ...]]
     return tuple(n for n in names if n in reads), tuple(n for n in names if n in writes)
 
 
+#: ``global_bytes`` enumerates (loop iterations × threads) of a guarded statement at most this many at once; a
+#: larger space counts every thread and iteration (an upper bound)
+_COUNT_CAP = 1 << 24
+
+
+def _executions(scope: tuple[ir.Stmt, ...], threads: int, rank: int) -> int:
+    """How many (thread, loop iteration) pairs of the CTA of cluster rank ``rank`` execute a statement nested in
+    ``scope`` (its enclosing ``If``/``Grid`` nodes): the conditions evaluated with
+    :func:`~tilemagic.ir.evaluate.eval_static` over the threads and the loop variables they use."""
+    grids = [g for g in scope if isinstance(g, ir.Grid)]
+    conds = [c.cond for c in scope if isinstance(c, ir.If)]
+    loops = [(v, e) for g in grids for v, e in zip(g.vars, g.extents)]
+    trips = 1
+    for _, e in loops:
+        trips *= e
+    if not conds:
+        return trips * threads
+    used = {x for c in conds for x in ir.iter_exprs(c) if isinstance(x, ir.LoopVar)}
+    axes = [(v, e) for v, e in loops if v in used]
+    space = threads
+    for _, e in axes:
+        space *= e
+    if space > _COUNT_CAP:
+        return trips * threads
+    n = len(axes)
+    env: dict = {ir.ThreadVar(CTA_RANK): np.int64(rank)}
+    for k, (v, e) in enumerate(axes):
+        env[v] = np.arange(e, dtype=np.int64).reshape((1,) * k + (e,) + (1,) * (n - k))
+    tid = np.arange(threads, dtype=np.int64).reshape((1,) * n + (threads,))
+    shape = tuple(e for _, e in axes) + (threads,)
+    mask = np.ones(shape, bool)
+    try:
+        for c in conds:
+            mask &= np.broadcast_to(np.asarray(eval_static(c, tid, env)).astype(bool), shape)
+    except Undetermined:
+        return trips * threads
+    return int(np.count_nonzero(mask)) * (trips // max(1, space // threads))
+
+
+def _tma_in_bounds(s: ir.TmaCopy, rank: int) -> int:
+    """Bytes of one TMA box that lie inside the tensor (the part that is read or written in global memory)."""
+    m = s.tmap
+    n = m.elem_bytes
+    for c, b, d in zip(s.coords, m.box, m.dims):
+        try:
+            v = eval_static(c, np.zeros(1, np.int64), {ir.ThreadVar(CTA_RANK): np.int64(rank)})
+            lo = int(np.asarray(v).reshape(-1)[0])
+        except Undetermined:
+            lo = 0
+        n *= max(0, min(lo + b, d) - max(lo, 0))
+    return n
+
+
+def global_bytes(kernel: ir.Kernel) -> tuple[int, int]:
+    """``(read, written)``: the global bytes the kernel's instructions move in one launch of one cluster.
+
+    The rule: every instruction that touches global memory counts the bytes it moves there, once per
+    execution — per executing thread (its guards evaluated per thread and, in a cluster, per CTA rank) and per
+    iteration of its loops: a vector move or a ``cp.async`` its ``nbytes`` on the global side, a store and every
+    load of a global element its element size, a TMA copy the part of its box inside the tensor (read for G2S,
+    written for S2G, both for a reduction; a multicast is one read however many CTAs receive it).  A byte read
+    twice counts twice; shared-memory and dsmem traffic count nothing.  ``--bench`` divides these bytes by the
+    time (``runtime.launch``), so a kernel that copies one tile of a large tensor is credited with the tile.
+    """
+    read = written = 0
+    memo: dict[tuple, int] = {}  # (enclosing If/Grid nodes, rank) -> executions: statements share their scopes
+    for rank in range(max(1, kernel.cluster)):
+        for s, scope in ir.walk_scoped(kernel.body):
+            if isinstance(s, (ir.Seq, ir.If, ir.Grid)):
+                continue
+            rd = sum(ld.buf.elem_bytes for ld in ir.stmt_loads(s) if ld.buf.scope == "global")
+            wr = 0
+            if isinstance(s, (ir.VecMove, ir.CpAsync)):
+                rd += s.nbytes if s.src.scope == "global" else 0
+                wr += s.nbytes if s.dst.scope == "global" else 0
+            elif isinstance(s, ir.Store) and s.buf.scope == "global":
+                wr += s.buf.elem_bytes
+            elif isinstance(s, ir.TmaCopy):
+                box = _tma_in_bounds(s, rank)
+                rd += box if s.direction == "g2s" or s.reduce else 0
+                wr += box if s.direction == "s2g" else 0
+            if rd or wr:
+                key = (tuple(id(x) for x in scope), rank)
+                if key not in memo:
+                    memo[key] = _executions(scope, kernel.threads, rank)
+                times = memo[key]
+                read += rd * times
+                written += wr * times
+    return read, written
+
+
 def grid_stride(buf: ir.Buffer) -> int:
     """Elements between consecutive tiles of a global buffer in the ``--bench`` grid form.
 
@@ -546,7 +671,9 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         argument is advanced by ``blockIdx.x`` times its per-CTA size in elements (a
         global buffer's :func:`grid_stride`; the emulation's ``tm_scratch`` and
         ``tm_status`` sizes), so CTA ``b`` moves tile ``b`` of buffers holding
-        ``gridDim.x`` tiles one after another, with its own emulated TMEM.  The tile's
+        ``gridDim.x`` tiles one after another, with its own emulated TMEM (with a
+        cluster of C CTAs, the global buffers by the cluster's index ``blockIdx.x / C``
+        instead: :func:`grid_tile`).  The tile's
         code is unchanged but for its TMA copies, which take the extra outermost
         coordinate ``blockIdx.x`` of maps encoded over the whole replicated buffer
         (:func:`_tma_copy`).  A kernel without a grid form (:func:`grid_refusal`: a
@@ -557,7 +684,7 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         return replace(generate(kernel, mode, arch=arch, strict=strict), grid_refused=refusal)
     tc = uses_tcgen05(kernel)
     emulated = mode == "emulated"
-    L = _KernelLines(kernel.threads, grid)
+    L = _KernelLines(kernel.threads, grid, kernel.cluster)
     head = (f"native tcgen05 inline PTX; build for {arch} only (NVRTC -arch={arch}, or "
             f"nvcc -gencode arch=compute_{arch[3:]},code={arch})") if (tc and not emulated) else (
         "TMEM emulated in global memory (tilemagic/codegen/tmem_emulation.cuh)" if emulated else
@@ -608,9 +735,13 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         v = v if mod is None else f"({v}) % {mod}" if div > 1 else f"{v} % {mod}"
         L.add(f"const int {axis} = {v};")
     if grid:
-        L.add("// --bench grid: CTA blockIdx.x moves tile blockIdx.x (buffers hold gridDim.x tiles back to back)")
+        if kernel.cluster == 1:
+            L.add("// --bench grid: CTA blockIdx.x moves tile blockIdx.x (buffers hold gridDim.x tiles back to back)")
+        else:
+            L.add(f"// --bench grid: cluster {L.tile} moves tile {L.tile} (buffers hold gridDim.x / "
+                  f"{kernel.cluster} tiles back to back)")
         for b in kernel.params:
-            L.add(f"{b.name} += (size_t)blockIdx.x * {grid_stride(b)};")
+            L.add(f"{b.name} += (size_t){L.tile} * {grid_stride(b)};")
         for name, _, n in extra:
             L.add(f"{name} += (size_t)blockIdx.x * {n};")
     align = shared_alignment(kernel)
@@ -632,5 +763,7 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
     L.add("}")
     text, lines = L.text()
     reads, writes = global_traffic(kernel)
+    nread, nwritten = global_bytes(kernel)
     return CudaSource(text, kernel.name, mode, tuple(kernel.params), extra, kernel.threads, lines, tc,
-                      grid=grid, reads=reads, writes=writes, tensormaps=tuple(kernel.tensormaps))
+                      grid=grid, reads=reads, writes=writes, tensormaps=tuple(kernel.tensormaps),
+                      cluster=kernel.cluster, read_bytes=nread, write_bytes=nwritten)

@@ -11,6 +11,10 @@ Both sides are reduced to the same vocabulary so they can be compared line by li
 * ``cp.async.{cg,ca}.shared.global`` (``ldgsts``) with the bytes one issue copies (``cp-size``): TVM's
   ``T.ptx.cp(dst, src, 16, "async", "cg", "shared", "global", ...)`` and tilemagic's ``CpAsync`` both
   become ``cp.async.cg.shared.global 16 B``;
+* a dsmem copy (``cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes``) with its bytes,
+  after the ``mapa`` instructions that map its destination and mbarrier into the remote CTA:
+  ``mapa.shared::cluster.u32`` on tilemagic's side (two per copy), ``mapa.u64`` on TVM 0.27's (one for the
+  mbarrier, one per copy: :data:`tilemagic.export.tvm_compare.DSMEM_MAPA_BUG`);
 * any other instruction by its PTX chain (a TMA issue, ``cp.async.bulk.tensor.<r>d...``, is its chain; its
   descriptor, box and coordinates are compared by :mod:`.tvm_tma`).  A bulk copy's ``.cta_group::1`` (which TVM
   spells on sm_100 and newer targets) is dropped: it is the group the copy has without the qualifier
@@ -37,8 +41,8 @@ from ..arch.ptx import PTX_FORM
 from ..ir import nodes as ir
 from ..lower.program import later_rank_branches
 
-__all__ = ["Instr", "instr_bytes", "normal_chain", "ours_instructions", "summary_lines", "tvm_instructions",
-           "vector_bytes"]
+__all__ = ["MAPA_CLUSTER", "Instr", "instr_bytes", "normal_chain", "ours_instructions", "summary_lines",
+           "tvm_instructions", "vector_bytes"]
 
 _TYPE_BYTES = {"u8": 1, "s8": 1, "b8": 1, "u16": 2, "s16": 2, "b16": 2, "f16": 2, "bf16": 2, "u32": 4, "s32": 4,
                "b32": 4, "f32": 4, "u64": 8, "s64": 8, "b64": 8, "f64": 8}
@@ -161,6 +165,16 @@ def _tma_instr(tc: ir.TmaCopy) -> Instr:
     return Instr(normal_chain(tc.chain + (".L2::cache_hint" if tc.cache_hint else "")))
 
 
+#: how tilemagic maps a dsmem copy's destination and mbarrier into the remote CTA (PTX ISA 9.0 §9.7.9.23)
+MAPA_CLUSTER = "mapa.shared::cluster.u32"
+
+
+def _bulk_instrs(bc: ir.BulkCopy) -> list[Instr]:
+    """A dsmem copy as its CUDA issues it: ``mapa`` of the destination and of the mbarrier, then the bulk copy
+    with its bytes (never marked guarded: single-thread, elected by the caller, as a TMA issue)."""
+    return [Instr(MAPA_CLUSTER), Instr(MAPA_CLUSTER), Instr(bc.chain, nbytes=bc.nbytes)]
+
+
 def ours_instructions(kernel: ir.Kernel) -> dict[int, list[Instr]]:
     """tilemagic's instructions per description line (one copy op per line), loops expanded.
 
@@ -189,6 +203,8 @@ def ours_instructions(kernel: ir.Kernel) -> dict[int, list[Instr]]:
             instrs = [Instr("store", guarded=guarded)]
         elif isinstance(stmt, ir.TmaCopy):
             instrs = [_tma_instr(stmt)]
+        elif isinstance(stmt, ir.BulkCopy):
+            instrs = _bulk_instrs(stmt)
         elif isinstance(chain := getattr(stmt, "chain", None), str):  # any other instruction node
             instrs = [Instr(chain, guarded=guarded)]
         else:
@@ -419,6 +435,12 @@ class _Interp:
             # forms (TMA: T.ptx.cp(tensormap, c0, c1, ..., "async", "bulk", "tensor", ...)) pass coordinates there
             size = vals[2]
             self.out.append(Instr(chain, guarded=guarded, nbytes=size if isinstance(size, int) else None))
+        elif chain.startswith("cp.async.bulk.shared::cluster.shared::cta") and len(vals) >= 3:
+            # dsmem: T.ptx.cp(dst, src, T.uint32(nbytes), mbar, "async", "bulk", "", "", "shared::cluster", ...)
+            size = vals[2]
+            self.out.append(Instr(chain, nbytes=size if isinstance(size, int) else None))
+        elif chain.startswith("mapa."):  # T.ptx.mapa(out, addr, rank, "", "u64", ""): not under the caller's guard
+            self.out.append(Instr(chain))
         else:
             self.out.append(Instr(chain, guarded=guarded))
 

@@ -26,7 +26,10 @@ Two differences are documented bugs of ``apache-tvm 0.27.0.post1`` and read ``kn
   §9.7.9.25.5.2; a ``cp.async`` completes through its commit groups, §9.7.9.25.3.2-3).  tilemagic's
   ``ldgsts`` declines such a copy; the comparison then lowers the op once more in TVM with ``dispatch=`` set to
   tilemagic's variant (what TVM's own TMA code always passes) and requires those instructions to be tilemagic's;
-* :data:`~.tvm_tma.SWIZZLE_BUG`: TVM plans a shared swizzle that is not the hardware's permutation.
+* :data:`~.tvm_tma.SWIZZLE_BUG`: TVM plans a shared swizzle that is not the hardware's permutation;
+* :data:`DSMEM_MAPA_BUG`: TVM's ``dsmem`` maps the destination and the mbarrier with the generic ``mapa.u64`` and
+  passes the 64-bit result truncated to 32 bits as the ``shared::cluster`` operands; tilemagic uses
+  ``mapa.shared::cluster.u32``.  The bulk copies themselves (chain, bytes, count) must agree.
 
 ``apache-tvm`` is an optional, test-time dependency: it is imported only inside
 :func:`run_tvm`, and :func:`compare_with_tvm` returns a comparison carrying a message
@@ -45,6 +48,7 @@ from html import escape
 from ..ir import nodes as ir
 from ..lower.program import later_rank_branches
 from .instructions import (
+    MAPA_CLUSTER,
     Instr,
     instr_bytes,
     ours_instructions,
@@ -55,6 +59,7 @@ from .tvm_tma import SWIZZLE_BUG, TMA_VARIANTS, TmaPlanComparison, compare_tma_p
 from .tvmscript import TVM_VARIANT_NAMES, TvmScriptExport, export_tvmscript
 
 __all__ = [
+    "DSMEM_MAPA_BUG",
     "LDGSTS_MBAR_BUG",
     "TVM_MISSING",
     "OpComparison",
@@ -76,6 +81,27 @@ LDGSTS_MBAR_BUG = ("known TVM 0.27 bug: without dispatch=, TVM's ldgsts (priorit
                    "cp.async groups and never reaches the mbarrier, so a wait on it with expect_tx would hang; "
                    "tilemagic's ldgsts declines an mbar= copy. Compared instead: TVM with dispatch= tilemagic's "
                    "variant (what TVM's own TMA code passes)")
+
+
+DSMEM_MAPA_BUG = ("known TVM 0.27 bug: TVM's dsmem maps the remote destination and mbarrier with the generic "
+                  "mapa.u64 and truncates the 64-bit address to the 32-bit shared::cluster operand of "
+                  "cp.async.bulk (T.Cast(\"uint32\", ...)); tilemagic maps with mapa.shared::cluster.u32, whose "
+                  "result is a shared::cluster address by definition (PTX ISA 9.0 §9.7.9.23). Compared: the bulk "
+                  "copies (chain, bytes, count), without the mapa lines")
+
+
+def dsmem_mapa_bug(ours: list[Instr] | None, tvm: list[Instr] | None) -> str | None:
+    """:data:`DSMEM_MAPA_BUG` when TVM's instructions map addresses with ``mapa.u64`` where tilemagic's use
+    ``mapa.shared::cluster.u32``, else None."""
+    if ours is None or tvm is None:
+        return None
+    if any(i.chain == MAPA_CLUSTER for i in ours) and any(i.chain == "mapa.u64" for i in tvm):
+        return DSMEM_MAPA_BUG
+    return None
+
+
+def _without_mapa(instrs: list[Instr] | None) -> list[str]:
+    return summary_lines([i for i in instrs or [] if not i.chain.startswith("mapa.")])
 
 
 def variant_family(variant: str | None) -> str | None:
@@ -279,6 +305,8 @@ class OpComparison:
     known_bug : str or None
         The documented TVM 0.27 bug that explains why TVM chose another variant (:data:`LDGSTS_MBAR_BUG`); the
         verdict is then ``known TVM bug`` when ``tvm_forced`` equals tilemagic's instructions, else ``differs``.
+        Or :data:`DSMEM_MAPA_BUG` (both chose ``dsmem``, TVM maps with ``mapa.u64``): ``known TVM bug`` when
+        the instructions agree without their ``mapa`` lines, else ``differs``.
     """
 
     line: int
@@ -325,6 +353,9 @@ class OpComparison:
                 return "known TVM bug"
             if not self.tma.agrees:
                 return "differs"
+        if self.known_bug == DSMEM_MAPA_BUG:
+            same = self.family_agrees and _without_mapa(self.ours) == _without_mapa(self.tvm)
+            return "known TVM bug" if same else "differs"
         if self.known_bug is not None:
             forced = summary_lines(self.tvm_forced) if self.tvm_forced is not None else None
             return "known TVM bug" if forced == self.ours_lines else "differs"
@@ -581,6 +612,7 @@ def compare_with_tvm(result=None, *, program=None, typed=None, error: Exception 
                 oc.tvm_error = f"could not read TVM's dispatched TIR: {e}"
         elif run.error is not None and (run.error_line is None or run.error_line == op.span.line):
             oc.tvm_error = run.error
+        oc.known_bug = dsmem_mapa_bug(oc.ours, oc.tvm)
         tma_side = {oc.ours_variant, oc.tvm_variant, op.dispatch} & set(TMA_VARIANTS) or oc.ours_error
         if is_tma_candidate(op) and tma_side:
             other_ranks = later_rank_branches(kernel.body) if kernel is not None else set()

@@ -189,6 +189,18 @@ def _tma_copy(L: Lines, s: ir.TmaCopy, src: int | None) -> None:
     L.add(f'T.ptx["{chain}"]({", ".join(args)})', src)
 
 
+def _bulk_copy(L: Lines, s: ir.BulkCopy, src: int | None) -> None:
+    """``T.ptx["cp.async.bulk.shared::cluster.shared::cta..."](dst, src, nbytes, mbar)``: TVM 0.27 dsmem's operand
+    order, the destination and the mbarrier mapped into the CTA of rank ``remote`` (``mapa.shared::cluster``,
+    a 32-bit shared::cluster address, where TVM 0.27 writes ``T.ptx.mapa.u64``)."""
+    remote = expr_str(s.remote)
+    eb = s.dst.elem_bytes
+    dst = f'T.ptx.mapa.shared_cluster({s.dst.name}.access_ptr("w", offset={s.dst_offset // eb}), {remote})'
+    rd = f'{s.src.name}.access_ptr("r", offset={s.src_offset // s.src.elem_bytes})'
+    bar = f"T.ptx.mapa.shared_cluster(T.address_of({s.mbar.name}[0]), {remote})"
+    L.add(f'T.ptx["{s.chain}"]({dst}, {rd}, {s.nbytes}, {bar})', src)
+
+
 def _register_views(kernel):
     views = {}
     for s in ir.walk(kernel.body):
@@ -282,6 +294,8 @@ def _stmt(L: Lines, s: ir.Stmt):
         L.add("T.cuda.cluster_sync()  # barrier.cluster.arrive.aligned; barrier.cluster.wait.aligned", src)
     elif isinstance(s, ir.TmaCopy):
         _tma_copy(L, s, src)
+    elif isinstance(s, ir.BulkCopy):
+        _bulk_copy(L, s, src)
     elif isinstance(s, ir.TcgenLdSt):
         regs = [f"{s.local.name}_32b[{s.reg_base + i}]" for i in range(s.regs)]
         addr = tmem_addr_str(s)

@@ -70,6 +70,8 @@ class DispatchContext:
     builder: Builder
     warnings: list[tuple[str, Span | None]] = field(default_factory=list)
     guard: ir.Expr | None = None
+    #: CTAs per cluster of the kernel (:attr:`tilemagic.ir.nodes.Kernel.cluster`; 1: no cluster)
+    cluster: int = 1
 
     @property
     def scope_threads(self) -> int:

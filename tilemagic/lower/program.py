@@ -792,7 +792,7 @@ def lower(tp: TypedProgram,
             body += stmts
         elif isinstance(item, CopyItem):
             op = item.op
-            ctx = DispatchContext(target, tp.threads, op.exec_scope, b)
+            ctx = DispatchContext(target, tp.threads, op.exec_scope, b, cluster=tp.cluster)
             stmts, rec = run_dispatch(op, ctx)
             records.append(rec)
             warns += ctx.warnings
@@ -887,7 +887,7 @@ def _lower_ranked(item: CopyItem, target: TargetSpec, tp: TypedProgram,
     recs: list[DispatchRecord] = []
     warns: list[tuple[str, Span | None]] = []
     for op in item.ranked:
-        ctx = DispatchContext(target, tp.threads, op.exec_scope, b)
+        ctx = DispatchContext(target, tp.threads, op.exec_scope, b, cluster=tp.cluster)
         try:
             stmts, rec = run_dispatch(op, ctx)
         except DispatchError as e:

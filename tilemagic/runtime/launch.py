@@ -1,7 +1,11 @@
 """Launch a generated kernel through CuPy and bring every global buffer back.
 
 One CTA of ``src.threads`` threads (grid ``(1,)``; ``--bench`` adds a timed grid
-of CTAs, see :func:`run_on_gpu`).  A TMEM kernel runs natively
+of CTAs, see :func:`run_on_gpu`); a cluster kernel (``CudaSource.cluster`` = C > 1,
+``__cluster_dims__(C, 1, 1)`` compiled in) runs one cluster: grid ``(C,)``, through
+CuPy's plain launch (a kernel with compile-time cluster dimensions needs no launch
+attribute; CUDA C++ Programming Guide, "Thread Block Clusters"), and only on sm_90
+or newer (:func:`cluster_refusal`).  A TMEM kernel runs natively
 (``sm_100a``) on a CC 10.x GPU and in its emulated form (TMEM in a zeroed global
 scratch buffer, checked alloc/dealloc) on any other GPU; a kernel without TMEM
 runs natively everywhere.  After an emulated launch ``tm_status`` is read back:
@@ -23,6 +27,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from ..arch.cluster import MIN_SM as CLUSTER_MIN_SM
 from ..errors import LaunchError
 from ..ir.nodes import bits_view
 from .device import DeviceStatus, probe
@@ -95,6 +100,21 @@ class GpuRun:
 
 
 # ----------------------------------------------------------------------------- helpers
+def cluster_refusal(src: CudaSource, status: DeviceStatus) -> str | None:
+    """Why the GPU of ``status`` cannot launch ``src`` as a cluster, or None (no cluster, or sm_90 or newer).
+
+    Thread-block clusters — with them distributed shared memory (``mapa``, ``cp.async.bulk.shared::cluster``),
+    TMA multicast and ``barrier.cluster`` — exist from compute capability 9.0 (PTX ISA 9.0 §9.7.13.3,
+    :data:`tilemagic.arch.cluster.MIN_SM`)."""
+    c = src.cluster
+    if c <= 1 or status.cc is None or int(status.cc) >= CLUSTER_MIN_SM:
+        return None
+    return (f"kernel '{src.kernel_name}' runs as a cluster of {c} CTAs (cluster={c}): thread-block clusters, "
+            f"distributed shared memory and TMA multicast need sm_{CLUSTER_MIN_SM} or newer, and this GPU is "
+            f"{status.label or 'a CUDA device'}")
+
+
+
 def _bits(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
     try:
@@ -225,14 +245,14 @@ def _bench(cupy, launch, extras, warmup: int, repeats: int) -> dict:
 
 def _grid_size(src: CudaSource, host: Mapping[str, np.ndarray], max_bytes: int,
                free: int | None) -> int:
-    """CTAs of a ``--bench`` grid: the buffers the kernel reads total ``max_bytes``, within the scratch and
-    memory caps."""
+    """Tiles of a ``--bench`` grid (one CTA each, or one cluster each): the buffers the kernel reads total
+    ``max_bytes``, within the scratch and memory caps."""
     from ..codegen.cuda import grid_stride
 
     per = {b.name: host[b.name].nbytes for b in src.params}
     read = sum(per[n] for n in src.reads) or sum(per.values()) or 1
     alloc = sum(grid_stride(b) * host[b.name].dtype.itemsize for b in src.params)
-    extra = sum(np.dtype(dt).itemsize * int(n) for _, dt, n in src.extra_params)
+    extra = sum(np.dtype(dt).itemsize * int(n) for _, dt, n in src.extra_params) * src.cluster
     ctas = max(1, int(max_bytes) // read)
     if extra:
         ctas = min(ctas, max(1, BENCH_SCRATCH_BYTES // extra))
@@ -243,9 +263,12 @@ def _grid_size(src: CudaSource, host: Mapping[str, np.ndarray], max_bytes: int,
 
 def _grid_times(cupy, kernel, src: CudaSource, host: Mapping[str, np.ndarray],
                 expected: Mapping[str, np.ndarray], ctas: int) -> list[float]:
-    """Launch ``src`` over ``ctas`` CTAs (each with a copy of the input tile), check every CTA's tiles
-    against ``expected`` (the single-CTA launch) and the emulation's status, and time it."""
+    """Launch ``src`` over ``ctas`` tiles (each with a copy of the input tile; a tile is one CTA, or the C CTAs
+    of one cluster: the grid is ``ctas * C`` blocks, whole clusters), check every tile against ``expected`` (the
+    single launch) and the emulation's status (per CTA), and time it."""
     from ..codegen.cuda import grid_stride
+
+    c = src.cluster
 
     dev = []
     for b in src.params:
@@ -253,14 +276,14 @@ def _grid_times(cupy, kernel, src: CudaSource, host: Mapping[str, np.ndarray],
         arr = cupy.zeros((ctas, grid_stride(b)), dtype=bits.dtype)
         arr[:, : bits.size] = cupy.asarray(bits)
         dev.append(arr)
-    extras = [cupy.zeros(ctas * int(n), dtype=np.dtype(dt)) for (_, dt, n) in src.extra_params]
-    # each tensor map over its whole replicated buffer, one dimension more over the CTAs (runtime/tensormap.py)
+    extras = [cupy.zeros(ctas * c * int(n), dtype=np.dtype(dt)) for (_, dt, n) in src.extra_params]
+    # each tensor map over its whole replicated buffer, one dimension more over the tiles (runtime/tensormap.py)
     maps = encode_all([grid_map(m, ctas) for m in src.tensormaps],
                       {b.name: arr.data.ptr for b, arr in zip(src.params, dev)}) if src.tensormaps else []
     args = tuple(dev) + tuple(maps) + tuple(extras)
 
     def launch():
-        kernel((ctas,), (int(src.threads),), args)
+        kernel((ctas * c,), (int(src.threads),), args)
 
     def reset():
         for e in extras:
@@ -268,7 +291,8 @@ def _grid_times(cupy, kernel, src: CudaSource, host: Mapping[str, np.ndarray],
 
     launch()
     cupy.cuda.runtime.deviceSynchronize()
-    _grid_status(src, extras, ctas)
+    _grid_status(src, extras, ctas * c)
+    what = "CTA" if c == 1 else "cluster"
     for b, arr in zip(src.params, dev):
         want = cupy.asarray(_bits(expected[b.name]).reshape(-1))
         step = max(1, BENCH_CHECK_BYTES // max(1, want.nbytes))
@@ -276,9 +300,10 @@ def _grid_times(cupy, kernel, src: CudaSource, host: Mapping[str, np.ndarray],
             rows = (arr[lo: lo + step, : want.size] == want).all(axis=1)
             if not bool(rows.all()):
                 bad = lo + int((~rows).argmax())
-                raise LaunchError(f"--bench: CTA {bad} of {ctas} left {b.name} different from the single-CTA launch")
+                raise LaunchError(f"--bench: {what} {bad} of {ctas} left {b.name} different from the "
+                                  f"single-{what} launch")
     times = _timed(cupy, launch, reset)
-    _grid_status(src, extras, ctas)
+    _grid_status(src, extras, ctas * c)
     return times
 
 
@@ -295,29 +320,34 @@ def _copy_times(cupy, nbytes: int) -> tuple[list[float], list[float]]:
 
 def _grid_bench(cupy, kernel, src: CudaSource, host: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
                 max_bytes: int, emulated: bool) -> dict:
-    """Time ``src`` (a :func:`~tilemagic.codegen.cuda.generate` ``grid=True`` source) over a grid of CTAs, and a
+    """Time ``src`` (a :func:`~tilemagic.codegen.cuda.generate` ``grid=True`` source) over a grid of tiles, and a
     CuPy device-to-device copy of the same bytes in the same process.
 
-    Every CTA gets a copy of the input tile; after one launch every CTA's tile must equal
-    the single-CTA launch's output (else a LaunchError).  Traffic per launch is the size
-    of every global buffer the kernel reads plus every one it writes, times the CTAs.
-    The reference is the faster of ``cudaMemcpyAsync`` device-to-device and
-    ``cupy.copyto`` over as many bytes as the kernel reads, counted as read + write.
+    A tile is one CTA, or the C CTAs of one cluster (the grid is whole clusters).  Every tile gets a copy of the
+    input buffers; after one launch every tile must equal the single launch's output (else a LaunchError).
+    Traffic per launch is what the kernel's instructions move in global memory, the bytes they read plus the
+    bytes they write (:func:`tilemagic.codegen.cuda.global_bytes`: per execution of each instruction, a TMA box
+    counted inside the tensor only), times the tiles: a kernel that copies a 64×64 tile of a larger tensor is
+    credited with the tile's bytes, not the tensor's.  The reference is the faster of ``cudaMemcpyAsync``
+    device-to-device and ``cupy.copyto`` of as many bytes as the kernel reads (as it writes, when it reads
+    none), counted as read + write.
     """
     try:
         free = int(cupy.cuda.runtime.memGetInfo()[0])
     except Exception:  # noqa: BLE001 -- no memory query: the byte cap alone
         free = None
     ctas = _grid_size(src, host, max_bytes, free)
+    c = src.cluster
     times = _grid_times(cupy, kernel, src, host, expected, ctas)
-    per = {b.name: host[b.name].nbytes for b in src.params}
-    read = ctas * (sum(per[n] for n in src.reads) or sum(per.values()))
-    moved = ctas * (sum(per[n] for n in src.reads) + sum(per[n] for n in src.writes)) or 2 * read
+    moved = ctas * (src.read_bytes + src.write_bytes)
+    read = ctas * (src.read_bytes or src.write_bytes) or 1
     memcpy, copyto = _copy_times(cupy, read)
     med, ref = statistics.median(times), min(statistics.median(memcpy), statistics.median(copyto))
     gbps, ref_gbps = moved / (med * 1e3), 2 * read / (ref * 1e3)
-    out: dict[str, object] = {
-        "ctas": ctas,
+    out: dict[str, object] = {"ctas": ctas * c}
+    if c > 1:
+        out.update(clusters=ctas, cluster=c)
+    out.update({
         "threads": int(src.threads),
         "bytes_per_launch": int(moved),
         "median_us": round(med, 2),
@@ -329,7 +359,7 @@ def _grid_bench(cupy, kernel, src: CudaSource, host: Mapping[str, np.ndarray], e
         "cupy_copyto_us": round(statistics.median(copyto), 2),
         "cupy_copy_gb_per_s": round(ref_gbps, 1),
         "vs_cupy_copy": round(gbps / ref_gbps, 3),
-    }
+    })
     if emulated:
         out["note"] = EMULATION_NOTE
     return out
@@ -380,11 +410,13 @@ def run_on_gpu(
         :data:`BENCH_WARMUP` warm-ups, then up to :data:`BENCH_REPEATS` launches (fewer
         once they add up to :data:`BENCH_BUDGET_S`), each bracketed by
         ``cupy.cuda.Event``; the median is reported.  With ``bench_sources`` the tile is
-        replicated over a grid of CTAs (the buffers it reads total ``bench_bytes``,
-        default :data:`BENCH_BYTES`, capped by the free memory and, emulated, by
-        :data:`BENCH_SCRATCH_BYTES` of scratch), every CTA's result is checked against
-        the single-CTA launch, and ``timing`` holds ``ctas``, ``threads``,
-        ``bytes_per_launch`` (bytes read + written), ``median_us``, ``min_us``,
+        replicated over a grid of tiles, one CTA each or one whole cluster each (the
+        buffers it reads total ``bench_bytes``, default :data:`BENCH_BYTES`, capped by the
+        free memory and, emulated, by :data:`BENCH_SCRATCH_BYTES` of scratch), every
+        tile's result is checked against the single launch, and ``timing`` holds
+        ``ctas`` (with a cluster also ``clusters`` and ``cluster``, its size), ``threads``,
+        ``bytes_per_launch`` (the global bytes the kernel's instructions read + write,
+        :func:`~tilemagic.codegen.cuda.global_bytes`, times the tiles), ``median_us``, ``min_us``,
         ``repeats``, ``warmup``, ``gb_per_s``, the CuPy device-to-device copy of the same
         bytes (``cupy_memcpy_us``, ``cupy_copyto_us``, ``cupy_copy_gb_per_s`` of the
         faster), ``vs_cupy_copy`` (``gb_per_s`` over it) and, for emulated TMEM, a
@@ -409,7 +441,8 @@ def run_on_gpu(
     Raises
     ------
     LaunchError
-        No usable GPU; an input of the wrong size or element width; NVRTC compile
+        No usable GPU; a cluster kernel on a GPU below sm_90 (:func:`cluster_refusal`); an input of the
+        wrong size or element width; NVRTC compile
         failure; any CUDA error (its text); or the TMEM emulation trapped
         (``tm_status[0] != 0``, message from ``EMU_STATUS``).
     """
@@ -424,6 +457,10 @@ def run_on_gpu(
     backend, mode = _mode_text(arch, how, uses_tmem)
     device = status.label or "CUDA device"
 
+    refusal = cluster_refusal(src, status)
+    if refusal:
+        raise LaunchError(refusal, hint="run it in the CPU simulator (--launch sim), which runs every CTA of the "
+                                        "cluster")
     host = {buf.name: _host_array(buf, inputs) for buf in src.params}
     cinfo: dict = {}
     kernel = compile_cupy(src, arch, info=cinfo)
@@ -445,7 +482,7 @@ def run_on_gpu(
         maps = encode_all(src.tensormaps, {b.name: d.data.ptr for b, d in zip(src.params, dev_bufs)}) \
             if src.tensormaps else []
         args = tuple(dev_bufs) + tuple(maps) + tuple(extras)
-        grid, block = (1,), (int(src.threads),)
+        grid, block = (src.cluster,), (int(src.threads),)  # one CTA, or one whole cluster
 
         def launch():
             kernel(grid, block, args)

@@ -55,13 +55,15 @@ def driver() -> Any:
 
 
 def grid_map(tmap: TensorMap, ctas: int) -> TensorMap:
-    """``tmap`` over the ``--bench`` grid's replicated buffer: one more, outermost dimension over the CTAs.
+    """``tmap`` over the ``--bench`` grid's replicated buffer: one more, outermost dimension over the tiles.
 
     In the grid form (:func:`tilemagic.codegen.cuda.generate` ``grid=True``) the global buffer holds ``ctas``
     tiles back to back, tile ``b`` at element ``b * grid_stride(buf)``; the map gains dimension ``rank`` of extent
     ``ctas`` and byte stride ``grid_stride(buf) * buf.elem_bytes`` (a multiple of 16, as ``globalStrides`` must
-    be), box 1, element stride 1, and the grid code's copies add the coordinate ``blockIdx.x``.  Every other field
-    (base, swizzle, fill, promotion) is ``tmap``'s, so each CTA's box is the single-CTA box in its own tile.
+    be), box 1, element stride 1, and the grid code's copies add the tile's coordinate
+    (:func:`tilemagic.codegen.cuda.grid_tile`: ``blockIdx.x``, or the cluster's index ``blockIdx.x / C`` for a
+    cluster of C CTAs, whose CTAs share one tile as they share the buffers of the single launch).  Every other
+    field (base, swizzle, fill, promotion) is ``tmap``'s, so each box is the single launch's box in its own tile.
 
     Raises
     ------
