@@ -28,6 +28,13 @@ not when it is issued:
   flight on it until the covering ``bulk_wait_group ... read``; it writes global memory at the covering plain
   ``bulk_wait_group`` (or at the kernel's end).
 
+* **Clusters** (PTX ISA 9.0 §9.7.9.25.5.2, §9.7.9.25.4.1, §9.7.13.3): one model per CTA; a TMA multicast
+  (``cta_mask``) lands its box in every masked CTA's shared memory at the same offset and completes the whole box
+  on each one's mbarrier; a dsmem copy (:class:`~tilemagic.ir.nodes.BulkCopy`) reads this CTA's source and lands in
+  the remote CTA's destination, completing on its mbarrier; both are the receiving CTA's copies in flight
+  (:meth:`AsyncModel._deliver`), and :func:`exit_check` reports a CTA that may exit while such a copy may still
+  write into it, or while one it issued is not known to it to be complete.
+
 Errors of the model are hazards (``arrive``/``wait`` on an uninitialised barrier or one whose initialisation the
 thread is not ordered after, more bytes completed than expected, a wait whose parity names a phase two or more
 phases old, copies never waited for).  A phase that can never complete makes the scheduler of the interpreter stop

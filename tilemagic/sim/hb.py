@@ -64,6 +64,12 @@ only thread that touched the space since then, or outside that range, skips the 
 such earlier accesses are ordered before it).  A full ``cta_sync`` raises a floor under the vector
 clocks in O(1) instead of writing the ``threads x threads`` matrix.
 
+Clusters.  With ``Kernel.cluster`` = C > 1 the tracker follows all C CTAs: its threads are cluster-linear (``rank
+* threads + tx``), each CTA's shared buffers and mbarrier clock columns are its own (``S@cta1``, ``full@cta1``), global
+memory is common (two CTAs' unordered accesses race like two threads'), ``cta_sync`` joins one CTA, ``cluster_sync``
+every thread.  Each CTA's simulator calls it through a :class:`ClusterView`; reports name ``CTA r thread t``
+(:meth:`Tracker.tname`), and :attr:`HBReport.cluster_receipts` says which CTA wrote which shared bytes of which CTA.
+
 Where the analysis cannot decide — an index or a condition computed from loaded data, whose
 value this run fixes but another input would not — the report is *incomplete*, never clean.
 """
@@ -115,14 +121,16 @@ class Hazard:
     Attributes
     ----------
     kind : str
-        ``"raw"``, ``"war"``, ``"waw"`` (races between threads), ``"ld-read"``, ``"ld-overwrite"``
+        ``"raw"``, ``"war"``, ``"waw"`` (races between threads, of one CTA or of two in a cluster), ``"ld-read"``, ``"ld-overwrite"``
         (registers of an in-flight ``tcgen05.ld``), ``"st-overwrite"`` (source registers of an
         in-flight ``tcgen05.st``), ``"st-read"`` (TMEM an in-flight ``tcgen05.st`` writes),
         ``"st-dealloc"``, ``"uninit"``; asynchronous copies (:mod:`tilemagic.sim.asyncmodel`): ``"async-read"``,
         ``"async-write"`` (bytes a copy has in flight), ``"proxy"`` (an async-proxy read of generic writes with no
         ``fence.proxy.async``), ``"async-end"`` (a copy never waited for), the mbarrier misuses
         ``"mbarrier-uninit"``, ``"mbarrier-init"`` (initialised again, or not ordered after the init),
-        ``"mbarrier-arrivals"``, ``"mbarrier-parity"``, ``"mbarrier-tx"``; ``"hang"`` (:attr:`HBReport.hang`).
+        ``"mbarrier-arrivals"``, ``"mbarrier-parity"``, ``"mbarrier-tx"``; ``"cluster-exit"`` (a CTA may exit while a
+        copy into its shared memory, or one it issued into another's, may be in flight); ``"hang"``
+        (:attr:`HBReport.hang`).
     message : str
         The ``hazard: ...`` text (names both lines).
     span, other_span : Span or None
@@ -150,16 +158,20 @@ class SyncEvent:
     ``tcgen05.st``, ``wait_ld``, ``wait_st``, ``alloc``, ``dealloc``, and the asynchronous copies' events of
     :mod:`tilemagic.sim.asyncmodel`: ``cp.async``, ``commit_group``, ``wait_group``, ``cp.async.complete``,
     ``mbarrier.init``, ``arrive``, ``phase``, ``wait``, ``wait.blocked``, ``tma.issue``, ``tma.complete``,
-    ``tma.read``, ``bulk_commit_group``, ``bulk_wait_group``, ``fence.proxy.async``, ``fence.mbarrier.init``), where,
-    and the threads (CTA-linear ids, ``int32``) that took part.  ``info`` says what the event is about
-    (``barrier`` and ``phase``; ``group`` and ``pending`` of a commit, ``n``, ``read`` and ``through`` of a wait;
-    ``bytes``; ``direction``; ``copy``: the line of the copy an event completes)."""
+    ``tma.read``, ``bulk_commit_group``, ``bulk_wait_group``, ``fence.proxy.async``, ``fence.mbarrier.init``; in a
+    cluster ``cluster_sync``, ``dsmem.issue``, ``dsmem.complete``), where, and the threads (CTA-linear ids, ``int32``)
+    of the CTA :attr:`cta` that took part.  ``info`` says what the event is about (``barrier`` and ``phase``;
+    ``group`` and ``pending`` of a commit, ``n``, ``read`` and ``through`` of a wait; ``bytes``; ``direction``;
+    ``copy``: the line of the copy an event completes; in a cluster ``dst_cta``: the CTA a multicast or dsmem copy
+    lands in when not the issuer's, ``cta_mask``: a multicast's mask)."""
 
     kind: str
     index: int
     span: Span | None
     threads: np.ndarray = field(repr=False, compare=False)
     info: dict = field(default_factory=dict, compare=False)
+    #: the CTA whose threads these are in a cluster (-1: every CTA, ``cluster_sync``); 0 without a cluster
+    cta: int = field(default=0, compare=False)
 
 
 @dataclass(frozen=True)
@@ -1242,8 +1254,16 @@ class Tracker:
             t32.flags.writeable = False
             if isinstance(given, np.ndarray) and len(self._event_tids) < 256:
                 self._event_tids[id(given)] = (given, tids, t32)  # (kept: its id stays its own)
-        ev = SyncEvent(kind, self.G, span, t32, {k: v for k, v in info.items() if isinstance(v, (int, str))}
-                       if info else {})
+        cta = info.pop("cta", None) if info else None
+        if cta is None:
+            ev = SyncEvent(kind, self.G, span, t32, {k: v for k, v in info.items() if isinstance(v, (int, str))}
+                           if info else {})
+        else:  # (a CTA's event in a cluster: its threads CTA-local, the CTA named; -1: every CTA, cluster_sync)
+            local = (t32 % self.cta if cta < 0 else t32 - cta * self.cta).astype(np.int32)
+            if cta < 0:
+                local = np.unique(local)
+            ev = SyncEvent(kind, self.G, span, local, {k: v for k, v in info.items() if isinstance(v, (int, str))},
+                           cta)
         if len(self.report.timeline) < TIMELINE_CAP:
             self.report.timeline.append(ev)
         else:

@@ -22,6 +22,12 @@ barrier, every memory access and synchronising event is reported to a :class:`~t
 uninitialised data), whose hazards the run keeps in :attr:`Simulator.hazards` (the pipeline shows them as
 ``hazard:`` warnings). Shared memory, registers and TMEM start as :data:`~tilemagic.sim.hb.GARBAGE`, never zeros. A
 ``deadline`` bounds the run (``--timeout``), and a run longer than two seconds shows a progress bar (``tqdm.auto``).
+
+A cluster kernel (``Kernel.cluster`` = C > 1) runs C CTAs: one :class:`Simulator` per CTA (:attr:`Simulator.ctas`)
+sharing the global buffers, each with its own shared memory, registers and asynchronous state and ``cta_rank`` in
+its environment, all reporting to one tracker through a :class:`~tilemagic.sim.hb.ClusterView` (cluster-linear
+threads, per-CTA shared spaces), under one scheduler over every CTA's threads (:meth:`Simulator._run_cluster`:
+``cluster_sync``, multicast and dsmem copies between CTAs, cluster hangs, the exit check).
 """
 
 from __future__ import annotations
@@ -635,7 +641,7 @@ class Simulator:
         assert asm is not None
         body = self._top_level(self.k.body)
         n, L = self.n, len(body)
-        whole = [any(isinstance(x, ir.Barrier) for x in ir.walk(st)) for st in body]
+        whole = [any(isinstance(x, (ir.Barrier, ir.ClusterSync)) for x in ir.walk(st)) for st in body]
         # (a statement where a wait may block: one wait under guards — run again whole when its threads resume)
         waits = [all(isinstance(x, (ir.If, ir.Seq, ir.Comment, ir.MbarWait)) for x in ir.walk(st)) and
                  sum(isinstance(x, ir.MbarWait) for x in ir.walk(st)) == 1 for st in body]
@@ -695,7 +701,7 @@ class Simulator:
         syncs = []
         for p in np.unique(pos[live]).tolist():
             at = np.flatnonzero(live & (pos == p))
-            sync = next((x for x in ir.walk(body[p]) if isinstance(x, ir.Barrier)), None)
+            sync = next((x for x in ir.walk(body[p]) if isinstance(x, (ir.Barrier, ir.ClusterSync))), None)
             syncs.append((at, sync.span if sync is not None else body[p].span))
         msg, span, other, buf, threads = asm.hang_message(
             [(np.asarray(ts), w) for ts, w in waits.values()], syncs)
@@ -761,7 +767,7 @@ class Simulator:
             p, r, at = chosen
             if csync[p]:
                 self._tick(body[p].span)
-                self.tracker.event("cluster_sync", everyone, body[p].span)
+                self.tracker.event("cluster_sync", everyone, body[p].span, cta=-1)
                 for q in pos:
                     q += 1
                 continue

@@ -117,8 +117,9 @@ def test_multicast_round_trip_matches_numpy_and_is_clean(C, masks):
     assert rep.clean, messages(rep)
     assert np.array_equal(out["B"], model)
     issues = [e for e in rep.timeline if e.kind == "tma.issue"]
-    assert {e.info["cta"] for e in issues} == set(range(C))  # every CTA issued, and the timeline says which
-    assert all(e.info["cta_mask"] == (masks or [(1 << C) - 1] * C)[e.info["cta"]] for e in issues)
+    assert {e.cta for e in issues} == set(range(C))  # every CTA issued, and the timeline says which
+    assert all(e.info["cta_mask"] == (masks or [(1 << C) - 1] * C)[e.cta] for e in issues)
+    assert all(e.threads.tolist() == [0] for e in issues)  # (thread 0 of its CTA: CTA-local ids)
     # receipts: in every CTA, each source rank's rows came by multicast from that rank's line 5
     rows = 128 // C
     for d in range(C):
@@ -213,8 +214,10 @@ def test_dsmem_ring_exchange_is_clean_and_moves_every_tile(C):
     for d in range(C):
         assert ClusterReceipt(d, "R", 0, 8192, (d - 1) % C, 7, "dsmem") in rec
         assert ClusterReceipt(d, "S", 0, 8192, d, 3, "store") in rec
-    kinds = {(e.kind, e.info.get("cta")) for e in rep.timeline}
-    assert {("dsmem.issue", r) for r in range(C)} <= kinds and {("cluster_sync", None)} <= kinds
+    kinds = {(e.kind, e.cta) for e in rep.timeline}
+    assert {("dsmem.issue", r) for r in range(C)} <= kinds and {("cluster_sync", -1)} <= kinds
+    done = [e for e in rep.timeline if e.kind == "dsmem.complete"]
+    assert sorted((e.cta, e.info["dst_cta"]) for e in done) == [(r, (r + 1) % C) for r in range(C)]
 
 
 def test_dsmem_source_without_the_proxy_fence():
