@@ -121,3 +121,12 @@ def tensor_map(buf: ir.Buffer, box, swizzle=0, oob=0, elem_bytes=None, dtype=Non
     code = dtype or {"float16": "FLOAT16", "float32": "FLOAT32", "uint8": "UINT8", "bfloat16": "BFLOAT16"}[buf.dtype]
     return ir.TensorMap(f"tm_{buf.name}", buf, code, eb, dims, tuple(strides), tuple(box), (1,) * len(box),
                         swizzle=swizzle, oob_fill=oob, base_elem=base_elem)
+
+
+def unflat(e: ir.Expr, shape) -> list[ir.Expr]:
+    """The row-major indices of flat element ``e`` of a buffer of ``shape``."""
+    out, inner = [], 1
+    for d in reversed(shape):
+        out.append(ir.mod(ir.floordiv(e, inner), d) if inner > 1 else ir.mod(e, d))
+        inner *= d
+    return list(reversed(out))

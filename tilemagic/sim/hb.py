@@ -121,7 +121,8 @@ class Hazard:
     Attributes
     ----------
     kind : str
-        ``"raw"``, ``"war"``, ``"waw"`` (races between threads, of one CTA or of two in a cluster), ``"ld-read"``, ``"ld-overwrite"``
+        ``"raw"``, ``"war"``, ``"waw"`` (races between threads, of one CTA or of two in a cluster), ``"ld-read"``,
+        ``"ld-overwrite"``
         (registers of an in-flight ``tcgen05.ld``), ``"st-overwrite"`` (source registers of an
         in-flight ``tcgen05.st``), ``"st-read"`` (TMEM an in-flight ``tcgen05.st`` writes),
         ``"st-dealloc"``, ``"uninit"``; asynchronous copies (:mod:`tilemagic.sim.asyncmodel`): ``"async-read"``,

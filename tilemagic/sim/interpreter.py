@@ -670,24 +670,34 @@ class Simulator:
                 self._hang(body, pos, blocked, on, live)
                 return
             p, at = chosen
-            if at.size == n:  # (the simulator's one array of every thread: its per-thread-set plans stay warm)
-                at = self.tid
-            else:
-                at = groups.setdefault(at.tobytes(), at)
-            asm.suspendable = waits[p]
-            try:
-                self.run_stmt(body[p], at, self._rank_env or {})
-            finally:
-                asm.suspendable = False
-            stuck = np.zeros(n, bool)
-            for ts, w in asm.take_blocked():
-                stuck[ts] = True
-                for t in ts.tolist():
-                    on[t] = w
-                ver[ts] = asm.version(w.bar)
-            blocked |= stuck
-            pos[at[~stuck[at]]] += 1
+            self._step(body[p], waits[p], at, groups, pos, blocked, on, ver)
         asm.finish()
+
+    def _step(self, st: ir.Stmt, suspendable: bool, at: np.ndarray, groups: dict, pos: np.ndarray,
+              blocked: np.ndarray, on: list, ver: np.ndarray) -> None:
+        """Run the top-level statement ``st`` for the threads ``at`` (one array per set of threads: ``groups``) under
+        the scheduler; the threads its wait blocked are marked in ``blocked`` (with the wait in ``on`` and the
+        barrier's version in ``ver``), the others move on (``pos``)."""
+        asm = self.asm
+        assert asm is not None
+        n = self.n
+        if at.size == n:  # (the simulator's one array of every thread: its per-thread-set plans stay warm)
+            at = self.tid
+        else:
+            at = groups.setdefault(at.tobytes(), at)
+        asm.suspendable = suspendable
+        try:
+            self.run_stmt(st, at, self._rank_env or {})
+        finally:
+            asm.suspendable = False
+        stuck = np.zeros(n, bool)
+        for ts, w in asm.take_blocked():
+            stuck[ts] = True
+            for t in ts.tolist():
+                on[t] = w
+            ver[ts] = asm.version(w.bar)
+        blocked |= stuck
+        pos[at[~stuck[at]]] += 1
 
     def _hang(self, body, pos, blocked, on, live) -> None:
         """No thread can run: report **would hang** with each blocked wait and the threads held at a cta_sync."""
@@ -771,23 +781,7 @@ class Simulator:
                 for q in pos:
                     q += 1
                 continue
-            cta = ctas[r]
-            asm = cta.asm
-            assert asm is not None
-            at = cta.tid if at.size == n else groups[r].setdefault(at.tobytes(), at)
-            asm.suspendable = waits[p]
-            try:
-                cta.run_stmt(body[p], at, cta._rank_env or {})
-            finally:
-                asm.suspendable = False
-            stuck = np.zeros(n, bool)
-            for ts, w in asm.take_blocked():
-                stuck[ts] = True
-                for t in ts.tolist():
-                    on[r][t] = w
-                ver[r][ts] = asm.version(w.bar)
-            blocked[r] |= stuck
-            pos[r][at[~stuck[at]]] += 1
+            ctas[r]._step(body[p], waits[p], at, groups[r], pos[r], blocked[r], on[r], ver[r])
         for cta in ctas:
             assert cta.asm is not None
             cta.asm.finish()

@@ -17,7 +17,7 @@ from tilemagic.ir import nodes as ir
 from tilemagic.sim import Tracker, interpreter, simulate
 from tilemagic.sim.asyncmodel import tma_box
 
-from helpers import at, eq, mbar, messages, when
+from helpers import at, eq, mbar, messages, unflat, when
 from helpers import tensor_map as _tmap
 
 TX = ir.ThreadVar("tx")
@@ -57,16 +57,8 @@ def copy_out(B: ir.Buffer, S: ir.Buffer, threads: int, line: int) -> ir.Grid:
     j = ir.LoopVar(f"j{line}")
     n = B.numel
     e = ir.add(TX, ir.mul(j, threads))
-    return ir.Grid((j,), (n // threads,), ir.Store(B, tuple(_unflat(e, B.shape)), ir.Load(S, tuple(_unflat(e, S.shape))),
+    return ir.Grid((j,), (n // threads,), ir.Store(B, tuple(unflat(e, B.shape)), ir.Load(S, tuple(unflat(e, S.shape))),
                                                   span=at(line)), span=at(line))
-
-
-def _unflat(e: ir.Expr, shape) -> list[ir.Expr]:
-    out, inner = [], 1
-    for d in reversed(shape):
-        out.append(ir.mod(ir.floordiv(e, inner), d) if inner > 1 else ir.mod(e, d))
-        inner *= d
-    return list(reversed(out))
 
 
 # ----------------------------------------------------------------------------- cp.async and commit groups

@@ -18,7 +18,7 @@ from tilemagic.ir import nodes as ir
 from tilemagic.sim import Tracker, interpreter, simulate
 from tilemagic.sim.hb import ClusterReceipt
 
-from helpers import at, eq, mbar, messages, tensor_map, when
+from helpers import at, eq, mbar, messages, tensor_map, unflat, when
 
 TX = ir.ThreadVar("tx")
 CTA = ir.ThreadVar("cta_rank")
@@ -52,17 +52,9 @@ def flat_copy(dst: ir.Buffer, dst_base: ir.Expr, src: ir.Buffer, src_base: ir.Ex
     by thread ``tx`` (the bases may name ``cta_rank``)."""
     j = ir.LoopVar(f"j{line}")
     e = ir.add(TX, ir.mul(j, threads))
-    return ir.Grid((j,), (n // threads,), ir.Store(dst, tuple(_unflat(ir.add(dst_base, e), dst.shape)),
-                                                  ir.Load(src, tuple(_unflat(ir.add(src_base, e), src.shape))),
+    return ir.Grid((j,), (n // threads,), ir.Store(dst, tuple(unflat(ir.add(dst_base, e), dst.shape)),
+                                                  ir.Load(src, tuple(unflat(ir.add(src_base, e), src.shape))),
                                                   span=at(line)), span=at(line))
-
-
-def _unflat(e: ir.Expr, shape) -> list[ir.Expr]:
-    out, inner = [], 1
-    for d in reversed(shape):
-        out.append(ir.mod(ir.floordiv(e, inner), d) if inner > 1 else ir.mod(e, d))
-        inner *= d
-    return list(reversed(out))
 
 
 # ----------------------------------------------------------------------------- TMA multicast
@@ -338,3 +330,46 @@ def test_cta_rank_in_a_kernel_of_one_cta_is_zero_and_reports_are_unqualified():
     assert out["G"][0] == 1 and np.array_equal(out["G"][1:], inp["A"][1:])
     assert rep.cluster_receipts == []
     assert all("CTA" not in m for m in messages(rep)) and any("thread 0" in m for m in messages(rep)), messages(rep)
+
+
+# ----------------------------------------------------------------------------- a CTA's own copies in a cluster
+def test_unicast_tma_and_cp_async_touch_their_own_ctas_shared_memory():
+    # each CTA: rows 64*rank.. of A -> S by TMA (coordinates in cta_rank) -> B by a TMA store; and A2[rank] -> S2 by
+    # cp.async -> B2[rank] by every thread
+    A = ir.Buffer("A", "global", "float16", (128, 64), init="arange")
+    B = ir.Buffer("B", "global", "float16", (128, 64), init="zeros")
+    A2 = ir.Buffer("A2", "global", "float32", (2, 1024), init="arange")
+    B2 = ir.Buffer("B2", "global", "float32", (2, 1024), init="zeros")
+    S = ir.Buffer("S", "shared", "float16", (64, 64))
+    S2 = ir.Buffer("S2", "shared", "float32", (1024,))
+    bar = mbar()
+    ta, tb = tensor_map(A, (64, 64)), tensor_map(B, (64, 64))
+    rows = ir.mul(CTA, 64)
+    i = ir.LoopVar("i")
+    v = ir.add(ir.mul(i, 512), ir.mul(TX, 4))
+    body = cluster_prologue(bar) + [
+        when(eq(TX, 0), ir.MbarArrive(bar, ta.box_bytes, span=at(4)), line=4),
+        when(eq(TX, 0), ir.TmaCopy("g2s", ta, S, 0, (ir.Const(0), rows), mbar=bar, span=at(5)), line=5),
+        ir.Grid((i,), (2,), ir.CpAsync(S2, v, A2, ir.add(ir.mul(CTA, 1024), v), 4, span=at(6)), span=at(6)),
+        ir.AsyncGroup("commit", span=at(7)), ir.AsyncGroup("wait", n=0, span=at(7)), ir.Barrier(span=at(7)),
+        ir.MbarWait(bar, 0, span=at(8)),
+        when(eq(TX, 0), ir.TmaCopy("s2g", tb, S, 0, (ir.Const(0), rows), span=at(9)),
+             ir.AsyncGroup("commit", bulk=True, span=at(9)), ir.AsyncGroup("wait", bulk=True, n=0, span=at(9)),
+             line=9),
+        flat_copy(B2, ir.mul(CTA, 1024), S2, ir.Const(0), 1024, 128, line=10)]
+    a = (np.arange(128 * 64) % 1999).astype(np.float16).reshape(128, 64)
+    a2 = np.arange(2048, dtype=np.float32).reshape(2, 1024) * 3
+    k = ckernel(2, 128, (A, B, A2, B2), (S, S2, bar), body, (ta, tb))
+    out, rep = run(k, {"A": a, "B": np.zeros_like(a), "A2": a2, "B2": np.zeros_like(a2)})
+    assert rep.clean, messages(rep)
+    assert np.array_equal(out["B"], a) and np.array_equal(out["B2"], a2)
+    for r in range(2):
+        assert ClusterReceipt(r, "S", 0, 8192, r, 5, "tma") in rep.cluster_receipts
+        assert ClusterReceipt(r, "S2", 0, 4096, r, 6, "store") in rep.cluster_receipts
+    # without the cta_sync after the cp.async wait, CTA 1's threads read each other's bytes unordered: CTA-qualified
+    k2 = ckernel(2, 128, k.params, k.shared, [s for s in body if not isinstance(s, ir.Barrier)], (ta, tb))
+    _, rep2 = run(k2, {"A": a, "B": np.zeros_like(a), "A2": a2, "B2": np.zeros_like(a2)})
+    raw = [h.message for h in rep2.hazards if h.kind == "raw"]
+    assert [m.split(" with no")[0] for m in raw] == [
+        f"hazard: shared-memory race on S2@cta{r}: CTA {r} thread 1 reads S2@cta{r}[1] at L10 that CTA {r} thread 0 "
+        f"wrote at L7" for r in range(2)], raw
