@@ -357,6 +357,10 @@ class Simulator:
                 assert c.asm is not None
                 c.asm.cluster = models  # type: ignore[assignment]
 
+    def _thread(self, t: int) -> str:
+        """``thread 5``; ``CTA 1 thread 5`` in a cluster."""
+        return f"thread {t}" if self.k.cluster <= 1 else f"CTA {self.rank} thread {t}"
+
     # ------------------------------------------------------------------ time and progress
     def _tick(self, span: Span | None, work: int = 1) -> None:
         """Between statements and chunks: past the deadline a located LaunchError; progress."""
@@ -892,7 +896,7 @@ class Simulator:
         if bad.any():
             i = np.unravel_index(int(np.argmax(self._lanes(bad, tids.size))), shape)
             raise LaunchError(f"misaligned {nb}-byte access to {buf.name} at byte "
-                              f"{int(self._lanes(off, tids.size)[i])} by thread {int(tids[i[-1]])}", span)
+                              f"{int(self._lanes(off, tids.size)[i])} by {self._thread(int(tids[i[-1]]))}", span)
         vec = self._lanes(off // nb, tids.size)
         return vec, self._bounds(buf, vec, nb, span, unit=nb)
 
@@ -1699,7 +1703,7 @@ class Simulator:
         rows = addr[:, : 8 * s.num]  # only threads 0 .. 8*num-1 supply addresses
         if np.any(rows % ROW_ELEMS):
             w, t = (int(x[0]) for x in np.nonzero(rows % ROW_ELEMS))
-            raise LaunchError(f"{s.chain}: thread {int(tids[w, t])} supplies row address element "
+            raise LaunchError(f"{s.chain}: {self._thread(int(tids[w, t]))} supplies row address element "
                               f"{int(rows[w, t])} of {s.smem.name}, not 16-byte aligned", s.span)
         lim = s.smem.nbytes // 2
         if rows.min() < 0 or rows.max() + ROW_ELEMS > lim:
