@@ -835,12 +835,13 @@ def exit_check(models: list[AsyncModel], end: Span | None) -> None:
         for c in mod.remote:
             s, d = c.issuer, c.dest
             buf = c.dst.name
+            line = f"line {c.span.line}" if c.span is not None else "the kernel's prologue"
             if c.observed is None:
-                msg = (f"hazard: CTA {d} may exit while CTA {s}'s {c.what} ({_line(c.span)}) still writes its shared "
+                msg = (f"hazard: CTA {d} may exit while CTA {s}'s {c.what} ({line}) still writes its shared "
                        f"memory {buf}: end the kernel with cluster_sync (after a wait that observes the copy; a CTA "
                        f"must not exit while another may access its shared memory, PTX ISA 9.0 §9.7.13.3)")
             elif not any(g > c.observed for g in base.cluster_syncs):
-                msg = (f"hazard: CTA {s} may exit while its {c.what} ({_line(c.span)}) into CTA {d}'s shared "
+                msg = (f"hazard: CTA {s} may exit while its {c.what} ({line}) into CTA {d}'s shared "
                        f"memory {buf} is not known to be complete to it (only CTA {d}'s wait observed it): end the "
                        f"kernel with cluster_sync (a CTA must not exit while its copies into another CTA's shared "
                        f"memory may be in flight, PTX ISA 9.0 §9.7.13.3)")

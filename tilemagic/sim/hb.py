@@ -523,7 +523,10 @@ class Tracker:
         self._receipt_codes: dict[tuple[int, int, str], int] = {}
         #: the tracker's event counter at each ``cluster_sync`` (the exit check of :mod:`tilemagic.sim.asyncmodel`)
         self.cluster_syncs: list[int] = []
-        self._agent_name = {a: name for name, a in self.agents.items()}
+        # (a clock column -> its mbarrier as reports name it: ``full``, in a cluster ``full of CTA 1``; and the name
+        # a `wait` spells)
+        self._agent_name = {a: name.replace("@cta", " of CTA ") for name, a in self.agents.items()}
+        self._agent_bar = {a: name.split("@cta")[0] for name, a in self.agents.items()}
         self.known = np.zeros((nthreads, nthreads + len(self.agents)), np.int32)  # known[t, w] (at least _floor)
         self._fence = np.zeros(nthreads, np.int32)  # the event of each thread's last fence.proxy.async
         self._fence_known: dict[int, np.ndarray] = {}  # thread -> what it knew at its last fence.proxy.async
@@ -949,7 +952,7 @@ class Tracker:
         if kind == "raw" and other in self._agent_name:
             msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} reads {where} at {a} that the TMA copy at "
                    f"{b} "
-                   f"wrote, without a `wait {self._agent_name[other]} phase P` that observed its completion "
+                   f"wrote, without a `wait {self._agent_bar[other]} phase P` that observed its completion "
                    f"(read after write; a `cta_sync` with the issuing thread does not order it, only the waiters "
                    f"of the phase see the bytes, PTX ISA 9.0 §9.7.13.15.16)")
         elif kind == "raw":

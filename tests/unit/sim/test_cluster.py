@@ -234,7 +234,7 @@ def test_dsmem_without_the_final_cluster_sync_is_an_exit_hazard():
     k, inp = _ring(2, end_sync=False)
     _, rep = run(k, inp)
     ex = [h.message for h in rep.hazards if h.kind == "cluster-exit"]
-    assert any(m.startswith("hazard: CTA 0 may exit while its dsmem copy (L7) into CTA 1's shared memory R is not "
+    assert any(m.startswith("hazard: CTA 0 may exit while its dsmem copy (line 7) into CTA 1's shared memory R is not "
                             "known to be complete to it") for m in ex), messages(rep)
     assert len(ex) == 2
 
@@ -243,7 +243,7 @@ def test_a_dsmem_copy_nobody_waits_for_may_still_write_at_exit():
     k, inp = _ring(2, wait=False)
     _, rep = run(k, inp)
     ex = [h.message for h in rep.hazards if h.kind == "cluster-exit"]
-    assert "hazard: CTA 1 may exit while CTA 0's dsmem copy (L7) still writes its shared memory R: end the kernel " \
+    assert "hazard: CTA 1 may exit while CTA 0's dsmem copy (line 7) still writes its shared memory R: end the kernel " \
            "with cluster_sync" in " ".join(ex), messages(rep)
 
 
