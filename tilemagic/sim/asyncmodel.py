@@ -616,9 +616,9 @@ class AsyncModel:
             info["direction"] = "g2s"
         if mask is not None:
             info["cta_mask"] = mask
-        if dst is not self:
+        if kind == "dsmem":
             info["dst_cta"] = dst.rank
-        self.hb.event("tma.issue" if kind != "dsmem" else "dsmem.issue", np.array([t]), s.span, **info)
+        self.hb.event("tma.issue" if kind != "dsmem" else "dsmem", np.array([t]), s.span, **info)
 
     def _remote_usable(self, m: _Mbar, dst: AsyncModel, t: int, span: Span | None, what: str) -> None:
         """A copy of thread ``t`` completes on mbarrier ``m`` of CTA ``dst``: that barrier must be initialised and
@@ -687,13 +687,14 @@ class AsyncModel:
             c.src_hb.land(c.src, c.src_off, c.src_nbytes, "src", c.src_op)
         c.landed, c.data = np.ones(1, bool), c.data[:0]
         c.phase = m.phase
+        # (the event takes effect in this, the receiving, CTA; its threads are the issuer's, cluster-linear)
         info = {"barrier": m.buf.name, "phase": m.phase, "bytes": c.tx}
-        hb = self.hb
-        if c.issuer != c.dest:  # (the issuing CTA's thread, in its CTA; the receiving CTA named)
+        what = "tma.complete" if c.kind != "dsmem" else "dsmem.complete"
+        if c.issuer == c.dest:
+            self.hb.event(what, c.threads, c.span, **info)
+        else:
             m.remote_landed.append(c)
-            hb = self.cluster[c.issuer].hb
-            info["dst_cta"] = c.dest
-        hb.event("tma.complete" if c.kind != "dsmem" else "dsmem.complete", c.threads, c.span, **info)
+            self.hb.base.event(what, c.threads + c.issuer * self.n, c.span, cta=self.rank, **info)
         m.tx -= c.tx
         m.got += c.tx
         m.version += 1

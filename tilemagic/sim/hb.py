@@ -160,18 +160,20 @@ class SyncEvent:
     :mod:`tilemagic.sim.asyncmodel`: ``cp.async``, ``commit_group``, ``wait_group``, ``cp.async.complete``,
     ``mbarrier.init``, ``arrive``, ``phase``, ``wait``, ``wait.blocked``, ``tma.issue``, ``tma.complete``,
     ``tma.read``, ``bulk_commit_group``, ``bulk_wait_group``, ``fence.proxy.async``, ``fence.mbarrier.init``; in a
-    cluster ``cluster_sync``, ``dsmem.issue``, ``dsmem.complete``), where, and the threads (CTA-linear ids, ``int32``)
-    of the CTA :attr:`cta` that took part.  ``info`` says what the event is about (``barrier`` and ``phase``;
-    ``group`` and ``pending`` of a commit, ``n``, ``read`` and ``through`` of a wait; ``bytes``; ``direction``;
-    ``copy``: the line of the copy an event completes; in a cluster ``dst_cta``: the CTA a multicast or dsmem copy
-    lands in when not the issuer's, ``cta_mask``: a multicast's mask)."""
+    cluster ``cluster_sync``, ``dsmem`` (a dsmem copy's issue), ``dsmem.complete``), where, and the threads
+    (CTA-linear ids, ``int32``; in a cluster cluster-linear, ``rank * threads + tx``) that took part.  ``info`` says
+    what the event is about (``barrier`` and ``phase``; ``group`` and ``pending`` of a commit, ``n``, ``read`` and
+    ``through`` of a wait; ``bytes``; ``direction``; ``copy``: the line of the copy an event completes; in a
+    cluster, on an issue, ``cta_mask``: a multicast's mask, ``dst_cta``: the CTA a dsmem copy writes)."""
 
     kind: str
     index: int
     span: Span | None
     threads: np.ndarray = field(repr=False, compare=False)
     info: dict = field(default_factory=dict, compare=False)
-    #: the CTA whose threads these are in a cluster (-1: every CTA, ``cluster_sync``); 0 without a cluster
+    #: in a cluster, the CTA where the event takes effect: the CTA of its threads, the receiving CTA of a landing
+    #: (``tma.complete``, ``dsmem.complete``: its threads are the issuer's); 0 for ``cluster_sync`` (every thread
+    #: of every CTA) and without a cluster
     cta: int = field(default=0, compare=False)
 
 
@@ -1258,16 +1260,9 @@ class Tracker:
             t32.flags.writeable = False
             if isinstance(given, np.ndarray) and len(self._event_tids) < 256:
                 self._event_tids[id(given)] = (given, tids, t32)  # (kept: its id stays its own)
-        cta = info.pop("cta", None) if info else None
-        if cta is None:
-            ev = SyncEvent(kind, self.G, span, t32, {k: v for k, v in info.items() if isinstance(v, (int, str))}
-                           if info else {})
-        else:  # (a CTA's event in a cluster: its threads CTA-local, the CTA named; -1: every CTA, cluster_sync)
-            local = (t32 % self.cta if cta < 0 else t32 - cta * self.cta).astype(np.int32)
-            if cta < 0:
-                local = np.unique(local)
-            ev = SyncEvent(kind, self.G, span, local, {k: v for k, v in info.items() if isinstance(v, (int, str))},
-                           cta)
+        cta = info.pop("cta", None) if info else None  # (in a cluster: the CTA where the event takes effect)
+        ev = SyncEvent(kind, self.G, span, t32, {k: v for k, v in info.items() if isinstance(v, (int, str))}
+                       if info else {}, *((cta,) if cta is not None else ()))
         if len(self.report.timeline) < TIMELINE_CAP:
             self.report.timeline.append(ev)
         else:
@@ -1955,7 +1950,7 @@ class ClusterView:
         if "threads" in info:
             info["threads"] = self.lin(np.asarray(info["threads"]))
         self.base.event(kind, self.lin(tids if isinstance(tids, np.ndarray) else np.asarray(tids, np.int64)), span,
-                        cta=self.src, **info)
+                        cta=self.rank, **info)
 
     def tcgen_access(self, local, regs, cells, tids):
         return self.base.tcgen_access(local, regs, cells, self.lin(_ids(tids)))

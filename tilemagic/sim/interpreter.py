@@ -781,7 +781,7 @@ class Simulator:
             p, r, at = chosen
             if csync[p]:
                 self._tick(body[p].span)
-                self.tracker.event("cluster_sync", everyone, body[p].span, cta=-1)
+                self.tracker.event("cluster_sync", everyone, body[p].span)
                 for q in pos:
                     q += 1
                 continue

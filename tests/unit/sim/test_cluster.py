@@ -111,7 +111,10 @@ def test_multicast_round_trip_matches_numpy_and_is_clean(C, masks):
     issues = [e for e in rep.timeline if e.kind == "tma.issue"]
     assert {e.cta for e in issues} == set(range(C))  # every CTA issued, and the timeline says which
     assert all(e.info["cta_mask"] == (masks or [(1 << C) - 1] * C)[e.cta] for e in issues)
-    assert all(e.threads.tolist() == [0] for e in issues)  # (thread 0 of its CTA: CTA-local ids)
+    assert all(e.threads.tolist() == [128 * e.cta] for e in issues)  # (thread 0 of its CTA: cluster-linear ids)
+    lands = [e for e in rep.timeline if e.kind == "tma.complete"]  # one landing per receiving CTA, in that CTA
+    want = sorted((s, d) for s in range(C) for d in range(C) if (masks or [(1 << C) - 1] * C)[s] >> d & 1)
+    assert sorted((int(e.threads[0]) // 128, e.cta) for e in lands) == want
     # receipts: in every CTA, each source rank's rows came by multicast from that rank's line 5
     rows = 128 // C
     for d in range(C):
@@ -207,9 +210,10 @@ def test_dsmem_ring_exchange_is_clean_and_moves_every_tile(C):
         assert ClusterReceipt(d, "R", 0, 8192, (d - 1) % C, 7, "dsmem") in rec
         assert ClusterReceipt(d, "S", 0, 8192, d, 3, "store") in rec
     kinds = {(e.kind, e.cta) for e in rep.timeline}
-    assert {("dsmem.issue", r) for r in range(C)} <= kinds and {("cluster_sync", -1)} <= kinds
-    done = [e for e in rep.timeline if e.kind == "dsmem.complete"]
-    assert sorted((e.cta, e.info["dst_cta"]) for e in done) == [(r, (r + 1) % C) for r in range(C)]
+    assert {("dsmem", r) for r in range(C)} <= kinds and ("cluster_sync", 0) in kinds
+    assert all(e.threads.size == C * 128 for e in rep.timeline if e.kind == "cluster_sync")
+    done = [e for e in rep.timeline if e.kind == "dsmem.complete"]  # in the receiving CTA, the issuer's thread
+    assert sorted((int(e.threads[0]) // 128, e.cta) for e in done) == [(r, (r + 1) % C) for r in range(C)]
 
 
 def test_dsmem_source_without_the_proxy_fence():
