@@ -10,6 +10,8 @@ import warnings
 
 import tilemagic
 from tilemagic.cli import demo_source
+from tilemagic.errors import Span
+from tilemagic.ir import nodes as ir
 
 
 def run(src: str, **kw) -> tilemagic.TileCopyResult:
@@ -97,3 +99,50 @@ def lower_ops(ops, *buffers, name="k", threads=128, arch="sm_90a"):
     tp = TypedProgram(name, threads, {b.name: b for b in buffers}, 0, [CopyItem(op) for op in ops])
     kernel, records, _ = lower(tp, TargetSpec("cuda", arch))
     return kernel, records
+
+
+# ----------------------------------------------------------------------------- hand-built asynchronous kernels (sim tests)
+def at(line: int) -> Span:
+    return Span(line, 1, line, 20)
+
+
+def when(cond: ir.Expr, *stmts: ir.Stmt, line: int) -> ir.If:
+    """``if COND: STATEMENT`` at ``line`` (the guard's IR)."""
+    return ir.If(cond, ir.Seq(tuple(stmts)), span=at(line))
+
+
+def eq(v, k: int) -> ir.Expr:
+    return ir.Bin("==", v, ir.Const(k))
+
+
+def mbar(name: str = "full", count: int = 1) -> ir.Buffer:
+    return ir.Buffer(name, "shared", "uint64", (1,), mbar_count=count)
+
+
+def messages(rep) -> list[str]:
+    return [h.message for h in rep.hazards]
+
+
+def tensor_map(buf: ir.Buffer, box, swizzle=0, oob=0, elem_bytes=None, dtype=None, dims=None,
+               base_elem=0) -> ir.TensorMap:
+    """A row-major tensor map over ``buf`` (CUDA order: dim 0 innermost); ``elem_bytes`` > the buffer's: promoted."""
+    eb = elem_bytes or buf.elem_bytes
+    shape = list(reversed(buf.shape))
+    shape[0] = shape[0] * buf.elem_bytes // eb
+    dims = tuple(dims or shape)
+    strides, acc = [], eb * shape[0]
+    for d in shape[1:]:
+        strides.append(acc)
+        acc *= d
+    code = dtype or {"float16": "FLOAT16", "float32": "FLOAT32", "uint8": "UINT8", "bfloat16": "BFLOAT16"}[buf.dtype]
+    return ir.TensorMap(f"tm_{buf.name}", buf, code, eb, dims, tuple(strides), tuple(box), (1,) * len(box),
+                        swizzle=swizzle, oob_fill=oob, base_elem=base_elem)
+
+
+def unflat(e: ir.Expr, shape) -> list[ir.Expr]:
+    """The row-major indices of flat element ``e`` of a buffer of ``shape``."""
+    out, inner = [], 1
+    for d in reversed(shape):
+        out.append(ir.mod(ir.floordiv(e, inner), d) if inner > 1 else ir.mod(e, d))
+        inner *= d
+    return list(reversed(out))

@@ -28,6 +28,13 @@ not when it is issued:
   flight on it until the covering ``bulk_wait_group ... read``; it writes global memory at the covering plain
   ``bulk_wait_group`` (or at the kernel's end).
 
+* **Clusters** (PTX ISA 9.0 §9.7.9.25.5.2, §9.7.9.25.4.1, §9.7.13.3): one model per CTA; a TMA multicast
+  (``cta_mask``) lands its box in every masked CTA's shared memory at the same offset and completes the whole box
+  on each one's mbarrier; a dsmem copy (:class:`~tilemagic.ir.nodes.BulkCopy`) reads this CTA's source and lands in
+  the remote CTA's destination, completing on its mbarrier; both are the receiving CTA's copies in flight
+  (:meth:`AsyncModel._deliver`), and :func:`exit_check` reports a CTA that may exit while such a copy may still
+  write into it, or while one it issued is not known to it to be complete.
+
 Errors of the model are hazards (``arrive``/``wait`` on an uninitialised barrier or one whose initialisation the
 thread is not ordered after, more bytes completed than expected, a wait whose parity names a phase two or more
 phases old, copies never waited for).  A phase that can never complete makes the scheduler of the interpreter stop
@@ -39,6 +46,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -46,6 +54,7 @@ from ..arch.tma import box_traversal
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..layout.swizzle import xor_swizzle
+from .hb import cta_name
 
 #: The canonical quiet NaN of each float ``CUtensorMapDataType`` (little endian), written for out-of-bounds
 #: elements of a G2S copy whose map asks for ``..._NAN_REQUEST_ZERO_FMA``.  The exact pattern the TMA unit writes
@@ -140,6 +149,14 @@ class _Copy:
     tx: int = 0  # complete-tx bytes (g2s)
     landed: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     read_done: bool = False
+    # a copy between CTAs of a cluster (multicast, dsmem): the issuing and the receiving CTA, what it is; the phase of
+    # the receiving barrier it completed into, and the tracker's event counter when a wait there observed it
+    issuer: int = 0
+    dest: int = 0
+    what: str = ""
+    src_hb: Any = None  # (a dsmem copy: the issuing CTA's tracker view, which frees the source when it lands)
+    phase: int = -1
+    observed: int | None = None
 
 
 @dataclass
@@ -167,6 +184,7 @@ class _Mbar:
     issued_bytes: int = 0
     # completed phase -> the successful waits for it: (threads, the tracker's event counter then, the wait's line)
     waits: dict[int, list] = field(default_factory=dict)
+    remote_landed: list = field(default_factory=list)  # copies of other CTAs landed here, not yet observed
 
 
 class AsyncModel:
@@ -182,6 +200,13 @@ class AsyncModel:
 
     def __init__(self, sim) -> None:
         self.sim, self.hb, self.n = sim, sim.hb, sim.n
+        #: the CTA's rank, the cluster's size, and every CTA's model (set by the interpreter's cluster run:
+        #: multicast and dsmem copies land in another CTA's shared memory and complete on its mbarriers)
+        self.rank, self.C = sim.rank, max(1, sim.k.cluster)
+        self.off = self.rank * sim.n
+        self.cluster: list[AsyncModel] = [self]
+        #: the copies this CTA issued into another CTA's shared memory (multicast, dsmem): the exit check's
+        self.remote: list[_Copy] = []
         self.bars = {b.name: _Mbar(b, seen=np.zeros(sim.n, np.int64)) for b in sim.k.shared if b.is_mbarrier}
         self.copies: list[_Copy] = []
         n = sim.n
@@ -192,6 +217,16 @@ class AsyncModel:
         self.commits = {False: np.zeros(n, np.int64), True: np.zeros(n, np.int64)}  # groups committed per thread
         self.blocked: list[tuple[np.ndarray, ir.MbarWait]] = []  # waits that could not pass (the scheduler's)
         self.suspendable = False  # whether a wait that cannot pass may block its threads (a top-level wait)
+
+    # ------------------------------------------------------------------ names
+    def who(self, tids) -> str:
+        """:func:`threads_text` of CTA-local ``tids`` (an int or an array), with the CTA in a cluster."""
+        text = threads_text(np.atleast_1d(np.asarray(tids, np.int64)))
+        return text if self.C == 1 else f"CTA {self.rank} {text}"
+
+    def bar_label(self, m: _Mbar) -> str:
+        """``full``, or ``full of CTA 1`` in a cluster."""
+        return m.buf.name if self.C == 1 else f"{m.buf.name} of CTA {self.rank}"
 
     # ------------------------------------------------------------------ dispatch
     def run(self, s: ir.Stmt, tids: np.ndarray, env: dict) -> None:
@@ -212,6 +247,13 @@ class AsyncModel:
             self.hb.event(f"fence.{s.kind.replace('_', '.')}", tids, s.span)
         elif isinstance(s, ir.TmaCopy):
             self._tma(s, tids, env)
+        elif isinstance(s, ir.BulkCopy):
+            self._bulk(s, tids, env)
+        elif isinstance(s, ir.ClusterSync):
+            if self.C > 1:  # (the cluster's scheduler runs a top-level one for every CTA at once)
+                raise LaunchError("the simulator runs `cluster_sync` only as a top-level statement (not in a loop, "
+                                  "a sequence or under a guard): every thread of every CTA must reach it", s.span)
+            self.hb.event("cluster_sync", tids, s.span)  # (a cluster of one CTA: the CTA's barrier)
         else:  # (the interpreter sends only the nodes above)
             raise TypeError(f"not an asynchronous statement: {type(s).__name__}")
 
@@ -315,7 +357,7 @@ class AsyncModel:
         if not ts.size:
             return
         if not 1 <= s.count < 1 << 20:
-            raise LaunchError(f"mbarrier {m.buf.name}: the arrival count must be in [1, 2^20), not {s.count} "
+            raise LaunchError(f"mbarrier {self.bar_label(m)}: the arrival count must be in [1, 2^20), not {s.count} "
                               f"(PTX ISA 9.0 §9.7.13.15.1)", s.span)
         again = ts if m.init is not None else ts[1:]
         if m.init is None:
@@ -323,8 +365,8 @@ class AsyncModel:
             m.count = m.pending = s.count
             m.clock = None
         if again.size:
-            self.hb.async_hazard("mbarrier-init", f"hazard: mbarrier {m.buf.name} is initialised again at "
-                                 f"{_line(s.span)} by {threads_text(again)} (first by thread {m.init[0]} at "
+            self.hb.async_hazard("mbarrier-init", f"hazard: mbarrier {self.bar_label(m)} is initialised again at "
+                                 f"{_line(s.span)} by {self.who(again)} (first by {self.who(m.init[0])} at "
                                  f"{_line(m.init[2])}): `mbarrier.init` of a live barrier is undefined (PTX ISA "
                                  f"9.0 §9.7.13.15.9) — initialise it from one thread (`if tx == 0:`)", s.span,
                                  m.init[2], m.buf.name, (int(again[0]), m.init[0]))
@@ -333,7 +375,7 @@ class AsyncModel:
     def _usable(self, m: _Mbar, tids: np.ndarray, span, verb: str) -> bool:
         """Is ``m`` initialised, and its initialisation ordered before each of ``tids``?  Hazards otherwise."""
         if m.init is None:
-            self.hb.async_hazard("mbarrier-uninit", f"hazard: {threads_text(tids)} {verb} mbarrier {m.buf.name} at "
+            self.hb.async_hazard("mbarrier-uninit", f"hazard: {self.who(tids)} {verb} mbarrier {self.bar_label(m)} at "
                                  f"{_line(span)}, which is not initialised (no `mbarrier.init` ran before: the "
                                  f"barrier's state is garbage, PTX ISA 9.0 §9.7.13.15.9)", span, None, m.buf.name,
                                  (int(tids[0]), int(tids[0])))
@@ -342,8 +384,9 @@ class AsyncModel:
         ok = self.hb.ordered(tids, w, stamp)
         if not ok.all():
             t = int(np.asarray(tids)[np.argmin(ok)])
-            self.hb.async_hazard("mbarrier-init", f"hazard: thread {t} {verb} mbarrier {m.buf.name} at {_line(span)} "
-                                 f"before its initialisation by thread {w} at {_line(at)} is visible to it — "
+            self.hb.async_hazard("mbarrier-init", f"hazard: {self.who(t)} {verb} mbarrier {self.bar_label(m)} at "
+                                 f"{_line(span)} before its initialisation by {self.who(w)} at {_line(at)} is "
+                                 f"visible to it — "
                                  f"`fence.mbarrier_init` and a `cta_sync` after the init order it (PTX ISA 9.0 "
                                  f"§9.7.13.4)", span, at, m.buf.name, (t, w))
         return True
@@ -371,14 +414,14 @@ class AsyncModel:
         legal one does not (PTX ISA 9.0 §9.7.13.15.16: the wait is defined for the current and the immediately
         preceding phase only)."""
         for ts, stamp, span in m.waits.pop(m.phase - 1, ()):
-            bad = np.asarray(clock)[ts] <= stamp
+            bad = np.asarray(clock)[ts + self.off] <= stamp
             if not bad.any():
                 continue
             t = int(ts[np.argmax(bad)])
-            msg = (f"hazard: the wait on mbarrier {m.buf.name} phase {(m.phase - 1) & 1} at {_line(span)} "
-                   f"({threads_text(ts[bad])}, for phase {m.phase - 1}) is not ordered before the arrive at "
+            msg = (f"hazard: the wait on mbarrier {self.bar_label(m)} phase {(m.phase - 1) & 1} at {_line(span)} "
+                   f"({self.who(ts[bad])}, for phase {m.phase - 1}) is not ordered before the arrive at "
                    f"{_line(m.arrive_span)} that completes phase {m.phase}: on a GPU phase {m.phase} may complete "
-                   f"first, and then thread {t}'s `try_wait.parity {(m.phase - 1) & 1}` sees phase {m.phase + 1}'s "
+                   f"first, and then {self.who(t)}'s `try_wait.parity {(m.phase - 1) & 1}` sees phase {m.phase + 1}'s "
                    f"parity and waits for it (PTX ISA 9.0 §9.7.13.15.16) — order every waiter before the next "
                    f"phase's arrive: a `cta_sync` after the waits, or an \"empty\" mbarrier the waiters arrive on and "
                    f"the producer waits for")
@@ -395,7 +438,8 @@ class AsyncModel:
         left, phase0 = ts.size, m.phase
         while left:
             if m.pending <= 0:
-                msg = (f"hazard: more arrivals on mbarrier {m.buf.name} phase {m.phase} than its count {m.count} at "
+                msg = (f"hazard: more arrivals on mbarrier {self.bar_label(m)} phase {m.phase} than its count "
+                       f"{m.count} at "
                        f"{_line(s.span)}: the phase's arrivals are all in but {m.tx} bytes of its tx-count are "
                        f"outstanding (PTX ISA 9.0 §9.7.13.15.1)")
                 self.hb.async_hazard("mbarrier-arrivals", msg, s.span, None, m.buf.name)
@@ -409,8 +453,9 @@ class AsyncModel:
             m.version += 1
             self._check_complete(m)
         if m.phase - phase0 > 1:
-            msg = (f"hazard: the arrive at {_line(s.span)} by {threads_text(ts)} completes {m.phase - phase0} phases "
-                   f"of mbarrier {m.buf.name} (count {m.count}): every executing thread arrives once (PTX ISA 9.0 "
+            msg = (f"hazard: the arrive at {_line(s.span)} by {self.who(ts)} completes {m.phase - phase0} phases "
+                   f"of mbarrier {self.bar_label(m)} (count {m.count}): every executing thread arrives once "
+                   f"(PTX ISA 9.0 "
                    f"§9.7.13.15.11) — guard it (`if tx == 0: arrive ...`) or give the barrier a count of the arriving "
                    f"threads")
             self.hb.async_hazard("mbarrier-arrivals", msg, s.span, m.init[2] if m.init else None, m.buf.name,
@@ -431,16 +476,17 @@ class AsyncModel:
         old = q <= c - 2
         if old.any():
             t = int(ts[np.argmax(old)])
-            self.hb.async_hazard("mbarrier-parity", f"hazard: the wait on mbarrier {m.buf.name} phase {s.parity} at "
-                                 f"{_line(s.span)} names phase {int(q[np.argmax(old)])} for thread {t}, two or more "
+            self.hb.async_hazard("mbarrier-parity", f"hazard: the wait on mbarrier {self.bar_label(m)} phase "
+                                 f"{s.parity} at "
+                                 f"{_line(s.span)} names phase {int(q[np.argmax(old)])} for {self.who(t)}, two or more "
                                  f"phases old (the barrier completed {c}): `try_wait.parity` is defined only for the "
                                  f"current and the immediately preceding phase (PTX ISA 9.0 §9.7.13.15.16) — here "
                                  f"it waits for phase {c if (c & 1) == s.parity else c - 1}", s.span, m.arrive_span,
                                  m.buf.name, (t, t))
         if (c & 1) == s.parity:
             if not self.suspendable:
-                raise LaunchError(f"the wait on mbarrier {m.buf.name} phase {s.parity} cannot pass when "
-                                  f"{threads_text(ts)} reach it in program order ({self.missing(m)}), and the "
+                raise LaunchError(f"the wait on mbarrier {self.bar_label(m)} phase {s.parity} cannot pass when "
+                                  f"{self.who(ts)} reach it in program order ({self.missing(m)}), and the "
                                   f"simulator suspends threads only at top-level statements (a wait in a loop "
                                   f"or a sequence runs in program order)", s.span,
                                   hint="arrive (and issue the copies) before this wait in program order")
@@ -450,6 +496,14 @@ class AsyncModel:
         if c > 0:
             self.hb.acquire(ts, m.done[c - 1])
             m.waits.setdefault(c - 1, []).append((ts.copy(), self.hb.G, s.span))
+            if m.remote_landed:  # (copies of other CTAs whose phase this wait observed)
+                left = []
+                for cc in m.remote_landed:
+                    if cc.phase <= c - 1:
+                        cc.observed = self.hb.G
+                    else:
+                        left.append(cc)
+                m.remote_landed = left
         m.seen[ts] = np.maximum(m.seen[ts], c)
         self.hb.event("wait", ts, s.span, barrier=m.buf.name, phase=c - 1)
 
@@ -497,7 +551,6 @@ class AsyncModel:
         hb, tm, eb = self.hb, s.tmap, s.tmap.elem_bytes
         if s.mbar is None:
             raise LaunchError("a TMA load needs an mbarrier (`mbar=`) to complete on", s.span)
-        m = self._bar(s.mbar, s.span)
         data = np.zeros((sbyte.size, eb), np.uint8)
         if tm.oob_fill == 1 and tm.dtype in OOB_NAN and len(OOB_NAN[tm.dtype]) == eb:
             data[:] = np.frombuffer(OOB_NAN[tm.dtype], np.uint8)
@@ -506,21 +559,123 @@ class AsyncModel:
             data[inb] = self.sim.mem[tm.buf.name][_bytes_at(gbyte[inb], eb)]
             if hb.tracks(tm.buf):
                 ini[inb] = np.asarray(hb.read(tm.buf, gbyte[inb], t, s.span, eb)).reshape(-1)
-        hb.write(s.smem, sbyte, t, s.span, ini if not ini.all() else True, nbytes=eb)
+        if s.cta_mask is None:
+            self._deliver(s, t, self, sbyte, eb, data, ini, tm.box_bytes, "TMA copy", "tma")
+            return
+        # multicast (PTX ISA 9.0 §9.7.9.25.5.2): one issue, the box at the same offset of every masked CTA's
+        # shared memory and complete-tx of the whole box on each one's mbarrier at the same offset
+        mask = int(s.cta_mask)
+        if mask <= 0 or mask >> self.C:
+            top = mask.bit_length() - 1
+            raise LaunchError(f"cta_mask {mask:#b} names rank {top}, cluster has {self.C} CTA"
+                              f"{'s' if self.C != 1 else ''} (PTX ISA 9.0 §9.7.9.25.5.2)" if mask > 0 else
+                              f"cta_mask {mask} names no CTA (PTX ISA 9.0 §9.7.9.25.5.2)", s.span)
+        for r in range(self.C):
+            if mask >> r & 1:
+                self._deliver(s, t, self.cluster[r], sbyte, eb, data, ini, tm.box_bytes, "TMA multicast",
+                              "multicast", mask)
+
+    def _deliver(self, s: ir.TmaCopy | ir.BulkCopy, t: int, dst: AsyncModel, off: np.ndarray, nb: int,
+                 data: np.ndarray, ini: np.ndarray, tx: int, what: str, kind: str, mask: int | None = None) -> None:
+        """A copy issued by thread ``t`` of this CTA that lands in CTA ``dst`` (this one, or another of the cluster:
+        a multicast or a dsmem copy): its ``nb``-byte items at byte offsets ``off`` of the destination buffer are
+        written at the issue (checked against earlier accesses there) and in flight until they land, when a wait on
+        ``dst``'s mbarrier needs the phase they complete (``tx`` bytes of it)."""
+        buf = s.smem if isinstance(s, ir.TmaCopy) else s.dst
+        assert s.mbar is not None  # (a TMA load without one is refused by the caller)
+        m = dst._bar(s.mbar, s.span)
+        if dst is not self:  # another CTA's barrier: its initialisation must be ordered before the issue
+            self._remote_usable(m, dst, t, s.span, what)
+        view = dst.hb if dst is self or self.C == 1 else dst.hb.issued_by(self.rank)
+        if self.C > 1:
+            view.kind = kind
+        try:
+            view.write(buf, off, t, s.span, ini if not np.all(ini) else True, nbytes=nb)
+        finally:
+            if self.C > 1:
+                view.kind = "store"
         k = m.phase  # (the phase it completes if it lands before the next one)
-        op = hb.async_op(f"the TMA copy (mbarrier {m.buf.name}) writes", s.span,
-                         f"its mbarrier {m.buf.name} phase {k} completed (`wait {m.buf.name} phase {k & 1}` observes "
-                         f"it, PTX ISA 9.0 §9.7.13.15)")
-        hb.in_flight(s.smem, sbyte, eb, op, "dst")
-        c = _Copy("g2s", s.span, op, np.array([t]), s.smem, sbyte, eb, data, bar=m.buf.name, tx=tm.box_bytes)
-        self.copies.append(c)
+        writes = f"the {what} (mbarrier {dst.bar_label(m)}) writes" if dst is self else \
+            f"{self.who(t)}'s {what} (mbarrier {dst.bar_label(m)}) writes"
+        op = self.hb.async_op(writes, s.span, f"its mbarrier {dst.bar_label(m)} phase {k} completed (`wait "
+                                              f"{m.buf.name} phase {k & 1}` observes it, PTX ISA 9.0 §9.7.13.15)")
+        dst.hb.in_flight(buf, off, nb, op, "dst")
+        c = _Copy("g2s" if kind != "dsmem" else "dsmem", s.span, op, np.array([t]), buf, off, nb, data,
+                  bar=m.buf.name, tx=tx)
+        c.issuer, c.dest, c.what = self.rank, dst.rank, what
+        if dst is not self:
+            self.remote.append(c)
+        dst.copies.append(c)
         m.copies.append(c)
         m.issued += 1
-        m.issued_bytes += tm.box_bytes
+        m.issued_bytes += tx
         m.copy_span = s.span
         m.version += 1
-        hb.event("tma.issue", np.array([t]), s.span, barrier=m.buf.name, phase=k, bytes=tm.box_bytes,
-                 direction="g2s")
+        info = {"barrier": m.buf.name, "phase": k, "bytes": tx}
+        if isinstance(s, ir.TmaCopy):
+            info["direction"] = "g2s"
+        if mask is not None:
+            info["cta_mask"] = mask
+        if kind == "dsmem":
+            info["dst_cta"] = dst.rank
+        self.hb.event("tma.issue" if kind != "dsmem" else "dsmem", np.array([t]), s.span, **info)
+
+    def _remote_usable(self, m: _Mbar, dst: AsyncModel, t: int, span: Span | None, what: str) -> None:
+        """A copy of thread ``t`` completes on mbarrier ``m`` of CTA ``dst``: that barrier must be initialised and
+        its initialisation ordered before the issue (``fence.mbarrier_init.release.cluster`` and a
+        ``cluster_sync``, PTX ISA 9.0 §9.7.13.4)."""
+        if m.init is None:
+            dst._usable(m, np.array([t]), span, "completes bytes on")  # (reports the uninitialised barrier)
+            return
+        w, stamp, at = m.init
+        base = self.hb.base
+        if not bool(base.ordered(np.array([t + self.off]), w + dst.off, stamp)[0]):
+            self.hb.async_hazard("mbarrier-init", f"hazard: {self.who(t)}'s {what} at {_line(span)} completes bytes "
+                                 f"on mbarrier {dst.bar_label(m)} before its initialisation by {dst.who(w)} at "
+                                 f"{_line(at)} is ordered before it — end the mbarrier prologue with `cluster_sync` "
+                                 f"(`fence.mbarrier_init.release.cluster`, PTX ISA 9.0 §9.7.13.4)", span, at,
+                                 m.buf.name, (t, -1))
+
+    # ------------------------------------------------------------------ dsmem
+    def _bulk(self, s: ir.BulkCopy, tids: np.ndarray, env: dict) -> None:
+        """``cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes`` (PTX ISA 9.0 §9.7.9.25.4.1):
+        each executing thread copies ``nbytes`` of this CTA's ``src`` (read by the async proxy: the writers' fence
+        rule of a TMA store applies) into ``dst`` of the CTA of rank ``remote`` (evaluated per thread), completing
+        ``nbytes`` on that CTA's ``mbar``; the source is in flight until the copy lands."""
+        sim, hb, nb = self.sim, self.hb, s.nbytes
+        ts = np.asarray(tids, np.int64).reshape(-1)
+        rem = np.broadcast_to(np.asarray(sim.eval_expr(s.remote, env, s.span, ts), np.int64), ts.shape)
+        for buf, at in ((s.src, s.src_offset), (s.dst, s.dst_offset)):
+            if buf.scope != "shared":
+                raise LaunchError(f"a dsmem copy moves shared memory to shared memory, not {buf.scope} {buf.name} "
+                                  f"(PTX ISA 9.0 §9.7.9.25.4.1)", s.span)
+            if nb <= 0 or nb % 16 or at % 16 or at < 0 or at + nb > buf.nbytes:
+                raise LaunchError(f"the dsmem copy of {nb} bytes at byte {at} of {buf.name} ({buf.nbytes} bytes) "
+                                  f"is not a 16-byte aligned multiple of 16 bytes inside it (PTX ISA 9.0 "
+                                  f"§9.7.9.25.4.1)", s.span)
+        us, ud = hb.unit(s.src), hb.unit(s.dst)
+        soff = np.arange(s.src_offset, s.src_offset + nb, us, dtype=np.int64)
+        doff = np.arange(s.dst_offset, s.dst_offset + nb, ud, dtype=np.int64)
+        for j, t in enumerate(ts.tolist()):
+            d = int(rem[j])
+            if not 0 <= d < self.C:
+                raise LaunchError(f"the dsmem copy's remote_cta_id is {d} for {self.who(t)}: the cluster has ranks "
+                                  f"0..{self.C - 1}", s.span)
+            if d == self.rank:
+                raise LaunchError(f"the dsmem copy's remote_cta_id is {d} for {self.who(t)}, its own CTA: a dsmem "
+                                  f"copy writes another CTA's shared memory (PTX ISA 9.0 §9.7.9.25.4.1)", s.span)
+            hb.proxy_read(s.src, soff, us, s.span, "the dsmem copy", issuer=t)
+            ini = np.asarray(hb.read(s.src, soff, t, s.span, us)).reshape(-1)
+            ib = np.asarray(np.repeat(ini, us).reshape(-1, ud).all(1))
+            data = np.array(sim.mem[s.src.name][s.src_offset:s.src_offset + nb]).reshape(-1, ud)
+            before = len(self.remote)
+            self._deliver(s, t, self.cluster[d], doff, ud, data, ib, nb, "dsmem copy", "dsmem")
+            c = self.remote[before]
+            c.src, c.src_off, c.src_nbytes, c.src_hb = s.src, soff, us, hb
+            c.src_op = hb.async_op(f"{self.who(t)}'s dsmem copy reads", s.span,
+                                   f"it completed on mbarrier {s.mbar.name} of CTA {d} (PTX ISA 9.0 §9.7.9.25.4.1)")
+            hb.in_flight(s.src, soff, us, c.src_op, "src")
+            sim.lanes += nb // ud
 
     def _land_g2s(self, m: _Mbar, c: _Copy, final: bool = False) -> None:
         """A TMA load lands: its bytes, then complete-tx of the whole box on its barrier (PTX ISA 9.0
@@ -528,8 +683,18 @@ class AsyncModel:
         end (``final``: nothing can announce the bytes any more)."""
         self.sim.mem[c.dst.name][_bytes_at(c.dst_off, c.nbytes)] = c.data
         self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", c.op, who=self.hb.agents[m.buf.name], span=c.span)
+        if c.src_hb is not None and c.src is not None and c.src_off is not None:  # (a dsmem copy's source is free)
+            c.src_hb.land(c.src, c.src_off, c.src_nbytes, "src", c.src_op)
         c.landed, c.data = np.ones(1, bool), c.data[:0]
-        self.hb.event("tma.complete", c.threads, c.span, barrier=m.buf.name, phase=m.phase, bytes=c.tx)
+        c.phase = m.phase
+        # (the event takes effect in this, the receiving, CTA; its threads are the issuer's, cluster-linear)
+        info = {"barrier": m.buf.name, "phase": m.phase, "bytes": c.tx}
+        what = "tma.complete" if c.kind != "dsmem" else "dsmem.complete"
+        if c.issuer == c.dest:
+            self.hb.event(what, c.threads, c.span, **info)
+        else:
+            m.remote_landed.append(c)
+            self.hb.base.event(what, c.threads + c.issuer * self.n, c.span, cta=self.rank, **info)
         m.tx -= c.tx
         m.got += c.tx
         m.version += 1
@@ -541,7 +706,7 @@ class AsyncModel:
         """Report the current phase's tx-count below zero (once)."""
         if m.phase not in m.over:
             m.over.add(m.phase)
-            self.hb.async_hazard("mbarrier-tx", f"hazard: mbarrier {m.buf.name} phase {m.phase}: {m.got} bytes "
+            self.hb.async_hazard("mbarrier-tx", f"hazard: mbarrier {self.bar_label(m)} phase {m.phase}: {m.got} bytes "
                                  f"arrived, {m.expect} expected — the TMA copies at {_line(span)} complete more "
                                  f"bytes than the arrivals' `expect_tx` announced (at {_line(m.arrive_span)}; "
                                  f"{m.issued} cop{'ies' if m.issued != 1 else 'y'} of {m.issued_bytes} bytes in all "
@@ -600,18 +765,7 @@ class AsyncModel:
         """The ``would hang: ...`` text of a run where no thread can go on: per blocked wait the barrier, the phase
         it waits for, what is missing (arrivals, bytes) and the waiting threads; then the threads held at a
         ``cta_sync`` by them.  Also the span, the other span, the barrier and a pair of threads."""
-        parts, first = [], None
-        for ts, w in waits:
-            m = self.bars[w.bar.name]
-            while m.copies and (m.phase & 1) == w.parity:  # (what the copies in flight would do to the count)
-                self._land_g2s(m, m.copies.popleft(), final=True)
-            c = m.phase
-            done = f"; it completed {c} phase{'s' if c != 1 else ''}" if c else ""
-            parts.append(f"mbarrier {m.buf.name} phase {c} never completes: {self.missing(m)}{done} — "
-                         f"{threads_text(ts)} wait at {_line(w.span)} (`wait {m.buf.name} phase {w.parity}`)")
-            if first is None:
-                first = (w.span, m.arrive_span or m.copy_span or (m.init[2] if m.init else None), m.buf.name,
-                         (int(ts[0]), int(ts[0])))
+        parts, first = self.hang_parts(waits)
         for ts, at in syncs:
             parts.append(f"{threads_text(ts)} wait at the cta_sync at {_line(at)} for the others")
             if first is None:
@@ -619,13 +773,32 @@ class AsyncModel:
         assert first is not None
         return "would hang: " + "; ".join(parts), *first
 
+    def hang_parts(self, waits: list[tuple[np.ndarray, ir.MbarWait]]) -> tuple[list[str], tuple | None]:
+        """:meth:`hang_message`'s text of each blocked wait of this CTA, and the first one's span, other span,
+        barrier and threads (cluster-linear)."""
+        parts: list[str] = []
+        first = None
+        for ts, w in waits:
+            m = self.bars[w.bar.name]
+            while m.copies and (m.phase & 1) == w.parity:  # (what the copies in flight would do to the count)
+                self._land_g2s(m, m.copies.popleft(), final=True)
+            c = m.phase
+            done = f"; it completed {c} phase{'s' if c != 1 else ''}" if c else ""
+            parts.append(f"mbarrier {self.bar_label(m)} phase {c} never completes: {self.missing(m)}{done} — "
+                         f"{self.who(ts)} wait at {_line(w.span)} (`wait {m.buf.name} phase {w.parity}`)")
+            if first is None:
+                first = (w.span, m.arrive_span or m.copy_span or (m.init[2] if m.init else None), m.buf.name,
+                         (int(ts[0]) + self.off, int(ts[0]) + self.off))
+        return parts, first
+
     def finish(self) -> None:
         """The kernel's end: S2G copies still in flight write global memory (a kernel's global writes complete
         with it), TMA loads still in flight complete on their barriers (the bytes a barrier got past its
         expectation are reported), and copies never waited for are hazards."""
         for k, c in enumerate(self.copies):
-            if c.kind == "g2s" and not c.landed.all() and c.bar is not None:
-                self.hb.async_hazard("async-end", f"hazard: the TMA copy at {_line(c.span)} is never observed "
+            if c.kind in ("g2s", "dsmem") and not c.landed.all() and c.bar is not None:
+                what = "TMA copy" if c.kind == "g2s" else "dsmem copy"
+                self.hb.async_hazard("async-end", f"hazard: the {what} at {_line(c.span)} is never observed "
                                      f"complete (no `wait {c.bar} phase P` needed the phase it completes): nothing "
                                      f"may read its bytes", c.span, None, c.dst.name)
         for m in self.bars.values():
@@ -643,10 +816,38 @@ class AsyncModel:
                 self._land_s2g(k, False, None)
             elif c.kind == "cp.async" and not c.landed.all():
                 left = c.threads[~c.landed]
-                self.hb.async_hazard("async-end", f"hazard: the cp.async at {_line(c.span)} of {threads_text(left)} "
+                self.hb.async_hazard("async-end", f"hazard: the cp.async at {_line(c.span)} of {self.who(left)} "
                                      f"is never covered by a `wait_group` (PTX ISA 9.0 §9.7.9.25.3): its bytes may "
                                      f"land at any time, or after the kernel ends", c.span, None, c.dst.name)
 
 
 def _line(span: Span | None) -> str:
     return f"L{span.line}" if span else "the kernel's prologue"
+
+
+def exit_check(models: list[AsyncModel], end: Span | None) -> None:
+    """The cluster's exit rule (PTX ISA 9.0 §9.7.13.3; CUDA C++ Programming Guide, "Distributed Shared Memory"): a
+    CTA must not exit while another CTA may still access its shared memory.  For every copy one CTA issued into
+    another's shared memory (a TMA multicast, a dsmem copy): the receiving CTA must have observed its completion (a
+    wait for the phase it completes), and the issuing CTA must be ordered after that observation — a
+    ``cluster_sync`` after it — else a hazard at the copy's line and the kernel's end (``end``)."""
+    base = models[0].hb.base
+    for mod in models:
+        for c in mod.remote:
+            s, d = c.issuer, c.dest
+            buf = c.dst.name
+            line = f"line {c.span.line}" if c.span is not None else "the kernel's prologue"
+            if c.observed is None:
+                msg = (f"hazard: CTA {d} may exit while CTA {s}'s {c.what} ({line}) still writes its shared "
+                       f"memory {buf}: end the kernel with cluster_sync (after a wait that observes the copy; a CTA "
+                       f"must not exit while another may access its shared memory, PTX ISA 9.0 §9.7.13.3)")
+            elif not any(g > c.observed for g in base.cluster_syncs):
+                msg = (f"hazard: CTA {s} may exit while its {c.what} ({line}) into CTA {d}'s shared "
+                       f"memory {buf} is not known to be complete to it (only CTA {d}'s wait observed it): end the "
+                       f"kernel with cluster_sync (a CTA must not exit while its copies into another CTA's shared "
+                       f"memory may be in flight, PTX ISA 9.0 §9.7.13.3)")
+            else:
+                continue
+            base.async_hazard("cluster-exit", msg, c.span, end, cta_name(buf, s if c.observed is not None else d,
+                                                                           base.cluster),
+                              (s * base.cta + int(c.threads[0]), d * base.cta))

@@ -64,6 +64,12 @@ only thread that touched the space since then, or outside that range, skips the 
 such earlier accesses are ordered before it).  A full ``cta_sync`` raises a floor under the vector
 clocks in O(1) instead of writing the ``threads x threads`` matrix.
 
+Clusters.  With ``Kernel.cluster`` = C > 1 the tracker follows all C CTAs: its threads are cluster-linear (``rank
+* threads + tx``), each CTA's shared buffers and mbarrier clock columns are its own (``S@cta1``, ``full@cta1``), global
+memory is common (two CTAs' unordered accesses race like two threads'), ``cta_sync`` joins one CTA, ``cluster_sync``
+every thread.  Each CTA's simulator calls it through a :class:`ClusterView`; reports name ``CTA r thread t``
+(:meth:`Tracker.tname`), and :attr:`HBReport.cluster_receipts` says which CTA wrote which shared bytes of which CTA.
+
 Where the analysis cannot decide — an index or a condition computed from loaded data, whose
 value this run fixes but another input would not — the report is *incomplete*, never clean.
 """
@@ -71,7 +77,7 @@ value this run fixes but another input would not — the report is *incomplete*,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -115,14 +121,17 @@ class Hazard:
     Attributes
     ----------
     kind : str
-        ``"raw"``, ``"war"``, ``"waw"`` (races between threads), ``"ld-read"``, ``"ld-overwrite"``
+        ``"raw"``, ``"war"``, ``"waw"`` (races between threads, of one CTA or of two in a cluster), ``"ld-read"``,
+        ``"ld-overwrite"``
         (registers of an in-flight ``tcgen05.ld``), ``"st-overwrite"`` (source registers of an
         in-flight ``tcgen05.st``), ``"st-read"`` (TMEM an in-flight ``tcgen05.st`` writes),
         ``"st-dealloc"``, ``"uninit"``; asynchronous copies (:mod:`tilemagic.sim.asyncmodel`): ``"async-read"``,
         ``"async-write"`` (bytes a copy has in flight), ``"proxy"`` (an async-proxy read of generic writes with no
         ``fence.proxy.async``), ``"async-end"`` (a copy never waited for), the mbarrier misuses
         ``"mbarrier-uninit"``, ``"mbarrier-init"`` (initialised again, or not ordered after the init),
-        ``"mbarrier-arrivals"``, ``"mbarrier-parity"``, ``"mbarrier-tx"``; ``"hang"`` (:attr:`HBReport.hang`).
+        ``"mbarrier-arrivals"``, ``"mbarrier-parity"``, ``"mbarrier-tx"``; ``"cluster-exit"`` (a CTA may exit while a
+        copy into its shared memory, or one it issued into another's, may be in flight); ``"hang"``
+        (:attr:`HBReport.hang`).
     message : str
         The ``hazard: ...`` text (names both lines).
     span, other_span : Span or None
@@ -150,16 +159,39 @@ class SyncEvent:
     ``tcgen05.st``, ``wait_ld``, ``wait_st``, ``alloc``, ``dealloc``, and the asynchronous copies' events of
     :mod:`tilemagic.sim.asyncmodel`: ``cp.async``, ``commit_group``, ``wait_group``, ``cp.async.complete``,
     ``mbarrier.init``, ``arrive``, ``phase``, ``wait``, ``wait.blocked``, ``tma.issue``, ``tma.complete``,
-    ``tma.read``, ``bulk_commit_group``, ``bulk_wait_group``, ``fence.proxy.async``, ``fence.mbarrier.init``), where,
-    and the threads (CTA-linear ids, ``int32``) that took part.  ``info`` says what the event is about
-    (``barrier`` and ``phase``; ``group`` and ``pending`` of a commit, ``n``, ``read`` and ``through`` of a wait;
-    ``bytes``; ``direction``; ``copy``: the line of the copy an event completes)."""
+    ``tma.read``, ``bulk_commit_group``, ``bulk_wait_group``, ``fence.proxy.async``, ``fence.mbarrier.init``; in a
+    cluster ``cluster_sync``, ``dsmem`` (a dsmem copy's issue), ``dsmem.complete``), where, and the threads
+    (CTA-linear ids, ``int32``; in a cluster cluster-linear, ``rank * threads + tx``) that took part.  ``info`` says
+    what the event is about (``barrier`` and ``phase``; ``group`` and ``pending`` of a commit, ``n``, ``read`` and
+    ``through`` of a wait; ``bytes``; ``direction``; ``copy``: the line of the copy an event completes; in a
+    cluster, on an issue, ``cta_mask``: a multicast's mask, ``dst_cta``: the CTA a dsmem copy writes)."""
 
     kind: str
     index: int
     span: Span | None
     threads: np.ndarray = field(repr=False, compare=False)
     info: dict = field(default_factory=dict, compare=False)
+    #: in a cluster, the CTA where the event takes effect: the CTA of its threads, the receiving CTA of a landing
+    #: (``tma.complete``, ``dsmem.complete``: its threads are the issuer's); 0 for ``cluster_sync`` (every thread
+    #: of every CTA) and without a cluster
+    cta: int = field(default=0, compare=False)
+
+
+@dataclass(frozen=True)
+class ClusterReceipt:
+    """Bytes ``[byte_lo, byte_hi)`` of shared buffer ``buffer`` of the CTA of rank ``dst_rank`` that the statement at
+    line ``line`` of the CTA of rank ``src_rank`` wrote last (a run of such bytes, merged): ``kind`` ``"tma"`` (a
+    unicast TMA load), ``"multicast"`` (a TMA multicast, PTX ISA 9.0 §9.7.9.25.5.2), ``"dsmem"`` (a
+    ``cp.async.bulk.shared::cluster`` copy, §9.7.9.25.4.1) or ``"store"`` (the CTA's own threads: stores, vector
+    moves, ``cp.async``, ``stmatrix``).  The data of the cluster picture (:attr:`HBReport.cluster_receipts`)."""
+
+    dst_rank: int
+    buffer: str
+    byte_lo: int
+    byte_hi: int
+    src_rank: int
+    line: int
+    kind: str
 
 
 @dataclass
@@ -199,6 +231,9 @@ class HBReport:
     #: (:mod:`tilemagic.sim.asyncmodel`): the ``would hang: ...`` message (also the first of :attr:`hazards`,
     #: kind ``"hang"``, so ``--strict`` raises it); None when the kernel ran to its end
     hang: Hazard | None = None
+    #: in a cluster kernel (C > 1): per CTA, which bytes of its shared buffers which CTA's statement wrote last
+    #: (:class:`ClusterReceipt`, by CTA, buffer and byte); empty for C = 1
+    cluster_receipts: list[ClusterReceipt] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -470,16 +505,30 @@ class Tracker:
     """
 
     def __init__(self, kernel: ir.Kernel, nthreads: int, strict: bool = False):
+        #: CTAs of the cluster and threads per CTA: with a cluster the tracker's threads are cluster-linear
+        #: (``rank * cta + tx``) and each CTA's shared buffers are spaces of their own (``S@cta1``)
+        self.cluster, self.cta = max(1, kernel.cluster), nthreads
+        nthreads *= self.cluster
         self.kernel, self.n, self.strict = kernel, nthreads, strict
         self._tdt = np.int16 if nthreads < 2 ** 15 - 8 - 256 else np.int32
         #: the kernel's buffers, access units and data-dependent indices (one walk; the simulator uses it too)
         self.accesses = kernel_accesses(kernel)
         # one clock column per mbarrier after the threads' (its asynchronous copies' writes: only the waiters of a
-        # phase learn it, not a thread that synchronised with the issuer after the issue)
-        self.agents: dict[str, int] = {b.name: nthreads + i for i, b in
-                                       enumerate(b for b in kernel.shared if b.is_mbarrier)} \
+        # phase learn it, not a thread that synchronised with the issuer after the issue); per CTA in a cluster
+        self.agents: dict[str, int] = {name: nthreads + i for i, name in
+                                       enumerate(cta_name(b.name, r, self.cluster) for r in range(self.cluster)
+                                                 for b in kernel.shared if b.is_mbarrier)} \
             if self.accesses.asynchronous else {}
-        self._agent_name = {a: name for name, a in self.agents.items()}
+        #: per (CTA, shared buffer): the code of the statement that last wrote each byte (-1: none), and the codes'
+        #: (source CTA, line, kind) — the cluster picture's data (:attr:`HBReport.cluster_receipts`; C > 1 only)
+        self._receipts: dict[tuple[int, str], np.ndarray] = {}
+        self._receipt_codes: dict[tuple[int, int, str], int] = {}
+        #: the tracker's event counter at each ``cluster_sync`` (the exit check of :mod:`tilemagic.sim.asyncmodel`)
+        self.cluster_syncs: list[int] = []
+        # (a clock column -> its mbarrier as reports name it: ``full``, in a cluster ``full of CTA 1``; and the name
+        # a `wait` spells)
+        self._agent_name = {a: name.replace("@cta", " of CTA ") for name, a in self.agents.items()}
+        self._agent_bar = {a: name.split("@cta")[0] for name, a in self.agents.items()}
         self.known = np.zeros((nthreads, nthreads + len(self.agents)), np.int32)  # known[t, w] (at least _floor)
         self._fence = np.zeros(nthreads, np.int32)  # the event of each thread's last fence.proxy.async
         self._fence_known: dict[int, np.ndarray] = {}  # thread -> what it knew at its last fence.proxy.async
@@ -518,11 +567,16 @@ class Tracker:
             budget -= cost
             self.spaces[b.name] = _Space(b.name, "global-memory", b.nbytes, b.elem_bytes, self._units[b.name],
                                          self._tdt, reads=b.name in read, writes=True, init=True)
-        for b in kernel.shared:
-            if b is not kernel.tmem_addr:  # written by the allocation (modelled by the alloc event)
-                self.spaces[b.name] = _Space(b.name, "shared-memory", b.nbytes, b.elem_bytes, self._units[b.name],
-                                             self._tdt, reads=True, writes=True, init=False)
-        for b in (*kernel.params, *kernel.shared):
+        #: a cluster's shared buffers per CTA (``S@cta1``: the buffer as CTA 1 has it; :func:`cta_buffer`)
+        self.cta_shared = [tuple(cta_buffer(b, r, self.cluster) for b in kernel.shared) for r in range(self.cluster)]
+        for bufs in self.cta_shared:
+            for b, orig in zip(bufs, kernel.shared):
+                self._units[b.name] = self._units[orig.name]
+                if orig is not kernel.tmem_addr:  # written by the allocation (modelled by the alloc event)
+                    self.spaces[b.name] = _Space(b.name, "shared-memory", b.nbytes, b.elem_bytes,
+                                                 self._units[b.name], self._tdt, reads=True, writes=True, init=False)
+                    self.spaces[b.name].buf = b
+        for b in kernel.params:
             if b.name in self.spaces:
                 self.spaces[b.name].buf = b
         self.tmem = _Space("TMEM", "TMEM", TMEM_BYTES, 4, 4, self._tdt, reads=True, writes=True, init=False)
@@ -539,6 +593,16 @@ class Tracker:
             self.incomplete(reason, span)
 
     # ------------------------------------------------------------------ bookkeeping
+    def tname(self, t: int, other: int | None = None) -> str:
+        """``thread 5`` (``threads 5 and 7`` with ``other``); in a cluster ``CTA 1 thread 5`` (cluster-linear ids)."""
+        if other is not None:
+            if self.cluster == 1:
+                return f"threads {t} and {other}"
+            return f"{self.tname(t)} and {self.tname(other)}"
+        if self.cluster == 1 or t < 0:
+            return f"thread {t}"
+        return f"CTA {t // self.cta} thread {t % self.cta}"
+
     def unit(self, buf: ir.Buffer | None) -> int:
         """Bytes per shadow entry of ``buf`` (None: TMEM, 4): the gcd of every granule the kernel accesses it in
         (:func:`_units`: elements, vectors, 32-bit words, ``ldmatrix.trans`` 16-bit halves)."""
@@ -871,37 +935,41 @@ class Tracker:
             op = int(ops[i])
             what, at, until = self._async_ops[op]
             ti = int(np.broadcast_to(_arr(t), ops.shape)[i])
-            msg = (f"hazard: {sp.label} race on {sp.name}: thread {ti} {verb} {sp.where(_at(ix, int(i)))} at "
+            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(ti)} {verb} {sp.where(_at(ix, int(i)))} "
+                   f"at "
                    f"{_line(span)} that {what} at {_line(at)}, before {until}")
             kind = "async-read" if verb == "reads" else "async-write"
-            self._hazard(kind, (kind, at, span), msg, span, at, sp.name, sp.element(_at(ix, int(i))), (ti, ti))
+            self._hazard(kind, (kind, at, span, sp.name), msg, span, at, sp.name, sp.element(_at(ix, int(i))),
+                         (ti, ti))
         return hit
 
     def _who(self, t: int) -> str:
         """``thread 5``, or the asynchronous copies of an mbarrier (its clock column)."""
         name = self._agent_name.get(t)
-        return f"thread {t}" if name is None else f"the TMA copies completing on mbarrier {name}"
+        return self.tname(t) if name is None else f"the TMA copies completing on mbarrier {name}"
 
     def _race(self, kind, sp: _Space, u, t, span, other, other_span, same_call=False) -> None:
         a, b = _line(span), _line(other_span)
         where = sp.where(u)
         if kind == "raw" and other in self._agent_name:
-            msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} reads {where} at {a} that the TMA copy at {b} "
-                   f"wrote, without a `wait {self._agent_name[other]} phase P` that observed its completion "
+            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} reads {where} at {a} that the TMA copy at "
+                   f"{b} "
+                   f"wrote, without a `wait {self._agent_bar[other]} phase P` that observed its completion "
                    f"(read after write; a `cta_sync` with the issuing thread does not order it, only the waiters "
                    f"of the phase see the bytes, PTX ISA 9.0 §9.7.13.15.16)")
         elif kind == "raw":
-            msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} reads {where} at {a} that thread {other} "
+            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} reads {where} at {a} that "
+                   f"{self.tname(other)} "
                    f"wrote at {b} with no synchronisation in between (read after write)")
         elif kind == "war":
-            who = f"thread {other}" if other >= 0 else "other threads"
-            msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} writes {where} at {a} that {who} "
+            who = self.tname(other) if other >= 0 else "other threads"
+            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} writes {where} at {a} that {who} "
                    f"read at {b} with no synchronisation in between (write after read)")
         elif same_call:
-            msg = (f"hazard: {sp.label} race on {sp.name}: threads {other} and {t} write different values to "
+            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(other, t)} write different values to "
                    f"{where} at {a} (write after write)")
         else:
-            msg = (f"hazard: {sp.label} race on {sp.name}: thread {t} writes {where} at {a} that "
+            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} writes {where} at {a} that "
                    f"{self._who(other)} also wrote at {b} with no synchronisation in between (write after write)")
         if sp.name == "TMEM":
             msg += " — on a GPU the two tcgen05 operations may run in either order"
@@ -914,7 +982,8 @@ class Tracker:
 
     def _uninit(self, name, label, where, t, span) -> None:
         verb = "start" if label == "registers" else "starts"
-        msg = (f"hazard: uninitialised read: thread {t} reads {where} at {_line(span)}, which nothing initialised "
+        msg = (f"hazard: uninitialised read: {self.tname(t)} reads {where} at {_line(span)}, which nothing "
+               f"initialised "
                f"(never written, or written from uninitialised data; {label} {verb} as garbage, "
                f"{GARBAGE.view(np.uint32)[0]:#x} here)")
         self._hazard("uninit", ("uninit", name, span), msg, span, None, name, where, (t, t))
@@ -970,7 +1039,8 @@ class Tracker:
             other = self._aid_span[int(paid[t, u])]
             word = u * self.unit(buf) // 4
             msg = (f"hazard: registers of {buf.name} are {verb} at {_line(span)} before `wait {wait}`; the "
-                   f"tcgen05.{wait} at {_line(other)} {what} (PTX ISA 9.0 §9.7.16.8.5) (thread {t}, register {word})")
+                   f"tcgen05.{wait} at {_line(other)} {what} (PTX ISA 9.0 §9.7.16.8.5) ({self.tname(t)}, "
+                   f"register {word})")
             self._hazard(kind, (kind, buf.name, other, span), msg, span, other, buf.name, word, (t, t))
 
     def _reg_read(self, buf: ir.Buffer, at, locate, span) -> np.ndarray:
@@ -1190,14 +1260,18 @@ class Tracker:
             t32.flags.writeable = False
             if isinstance(given, np.ndarray) and len(self._event_tids) < 256:
                 self._event_tids[id(given)] = (given, tids, t32)  # (kept: its id stays its own)
+        cta = info.pop("cta", None) if info else None  # (in a cluster: the CTA where the event takes effect)
         ev = SyncEvent(kind, self.G, span, t32, {k: v for k, v in info.items() if isinstance(v, (int, str))}
-                       if info else {})
+                       if info else {}, *((cta,) if cta is not None else ()))
         if len(self.report.timeline) < TIMELINE_CAP:
             self.report.timeline.append(ev)
         else:
             self.report.timeline_dropped += 1
         if kind == "cta_sync":
             self._join(tids)
+        elif kind == "cluster_sync":  # (every thread of every CTA: PTX ISA 9.0 §9.7.13.3)
+            self._join(tids)
+            self.cluster_syncs.append(self.G)
         elif kind in ("tcgen05.ld", "tcgen05.st"):
             self._tcgen(kind, span, info["local"], np.asarray(info["regs"], np.int64),
                         np.asarray(info["cells"], np.int64), np.asarray(info.get("threads", tids), np.int64),
@@ -1435,8 +1509,9 @@ class Tracker:
             writer = wi if wi >= 0 else int(np.nonzero(self._sets[-2 - wi])[0][0])
             other = self._aid_span[int(a[i])]
             msg = (f"hazard: async-proxy read of generic writes on {sp.name}: {what} at {_line(span)} reads "
-                   f"{sp.where(int(u[i]))} that thread {writer} wrote at {_line(other)} with no `fence.proxy.async` "
-                   f"by thread {writer} after that write (PTX ISA 9.0 §9.7.13.4: the TMA unit may read the old "
+                   f"{sp.where(int(u[i]))} that {self.tname(writer)} wrote at {_line(other)} with no "
+                   f"`fence.proxy.async` by {self.tname(writer)} after that write (PTX ISA 9.0 §9.7.13.4: the TMA "
+                   f"unit may read the old "
                    f"bytes) — add `fence.proxy.async` after L{other.line if other else 0} and a `cta_sync` before "
                    f"L{span.line if span else 0}")
             self._hazard("proxy", ("proxy", sp.name, other, span), msg, span, other, sp.name,
@@ -1455,6 +1530,34 @@ class Tracker:
         self.report.hang = h
         self.report.hazards.append(h)
 
+    # ------------------------------------------------------------------ clusters
+    def receipt(self, dst_rank: int, name: str, nbytes: int, byte_off: np.ndarray | slice, src_rank: int,
+                span: Span | None, kind: str) -> None:
+        """Bytes ``byte_off`` (indices, or a slice) of shared buffer ``name`` (of ``nbytes`` bytes) of CTA
+        ``dst_rank`` are written by CTA ``src_rank``'s statement at ``span`` (:class:`ClusterReceipt`)."""
+        key = (src_rank, span.line if span is not None else 0, kind)
+        code = self._receipt_codes.setdefault(key, len(self._receipt_codes))
+        row = self._receipts.get((dst_rank, name))
+        if row is None:
+            row = self._receipts[(dst_rank, name)] = np.full(nbytes, -1, np.int32)
+        row[byte_off] = code
+
+    def _receipt_runs(self) -> list[ClusterReceipt]:
+        """The receipts as runs of bytes with one writer, by CTA, buffer (declaration order) and byte."""
+        codes = {v: k for k, v in self._receipt_codes.items()}
+        order = {b.name: i for i, b in enumerate(self.kernel.shared)}
+        out = []
+        for (rank, name), row in sorted(self._receipts.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 0))):
+            cuts = np.flatnonzero(np.diff(row) != 0) + 1
+            starts = np.concatenate([[0], cuts])
+            ends = np.concatenate([cuts, [row.size]])
+            for a, b in zip(starts.tolist(), ends.tolist()):
+                c = int(row[a])
+                if c >= 0:
+                    src, line, kind = codes[c]
+                    out.append(ClusterReceipt(rank, name, a, b, src, line, kind))
+        return out
+
     def incomplete(self, reason: str, span: Span | None) -> None:
         """The analysis cannot decide something at ``span``: the report says "incomplete", never "clean"."""
         text = f"{reason} at {_line(span)}" if span else reason
@@ -1470,6 +1573,7 @@ class Tracker:
         for h in self.report.hazards:
             first.setdefault(h.span, len(first))
         self.report.hazards.sort(key=lambda h: (h.kind != "hang", first[h.span], _pos(h.other_span), h.kind))
+        self.report.cluster_receipts = self._receipt_runs()
         for sp in self.spaces.values():
             if sp.label != "global-memory":
                 continue
@@ -1619,6 +1723,8 @@ def kernel_accesses(kernel: ir.Kernel) -> KernelAccesses:
             elif isinstance(s, ir.TmaCopy):
                 gname, sname = s.tmap.buf.name, s.smem.name
                 moves.add((gname, sname) if s.direction == "g2s" else (sname, gname))
+            elif isinstance(s, ir.BulkCopy):
+                moves.add((s.src.name, s.dst.name))
         if isinstance(s, ir.VecMove):
             moves.add((s.src.name, s.dst.name))
         elif isinstance(s, ir.LdStMatrix):
@@ -1652,7 +1758,8 @@ def kernel_accesses(kernel: ir.Kernel) -> KernelAccesses:
 
 
 #: the statements of asynchronous copies and their synchronisation (:mod:`tilemagic.sim.asyncmodel` runs them)
-ASYNC_STMTS = (ir.MbarInit, ir.MbarArrive, ir.MbarWait, ir.Fence, ir.CpAsync, ir.AsyncGroup, ir.TmaCopy)
+ASYNC_STMTS = (ir.MbarInit, ir.MbarArrive, ir.MbarWait, ir.Fence, ir.CpAsync, ir.AsyncGroup, ir.TmaCopy, ir.BulkCopy,
+               ir.ClusterSync)
 
 
 def _index(off: np.ndarray) -> np.ndarray | slice:
@@ -1711,3 +1818,180 @@ def logical_index(buf: ir.Buffer, elem: int) -> str | None:
     if coords is None:
         return None
     return "[" + ", ".join(str(int(c)) for c in coords) + "]"
+
+
+def cta_name(name: str, rank: int, cluster: int) -> str:
+    """The name of CTA ``rank``'s copy of a shared buffer or mbarrier in reports: ``S@cta1`` (``S`` without a
+    cluster)."""
+    return name if cluster == 1 else f"{name}@cta{rank}"
+
+
+def cta_buffer(b: ir.Buffer, rank: int, cluster: int) -> ir.Buffer:
+    """CTA ``rank``'s copy of the shared buffer ``b`` (:func:`cta_name`; ``b`` itself without a cluster)."""
+    return b if cluster == 1 else replace(b, name=cta_name(b.name, rank, cluster))
+
+
+def bytes_of(off, nbytes: int, unit: int) -> np.ndarray | slice:
+    """The byte indices an access covers: ``off`` a :class:`Run`, item byte offsets (``nbytes`` each) or a
+    :class:`Prepared` (its units of ``unit`` bytes)."""
+    if isinstance(off, Run):
+        return slice(off.start, off.start + off.count * off.nbytes)
+    if isinstance(off, Prepared):
+        ix = off.norm[0]
+        if isinstance(ix, slice):
+            return slice(ix.start * unit, ix.stop * unit)
+        u = np.asarray(ix, np.int64).reshape(-1)
+        return (u[:, None] * unit + np.arange(unit)).reshape(-1)
+    return (np.asarray(off, np.int64).reshape(-1, 1) + np.arange(nbytes)).reshape(-1)
+
+
+def _ids(tids) -> np.ndarray:
+    """``tids`` as an array (the same object when it is one)."""
+    return tids if isinstance(tids, np.ndarray) else np.asarray(tids, np.int64)
+
+
+class ClusterView:
+    """The cluster's one :class:`Tracker` as the simulator of one CTA calls it (its interface, a CTA's names).
+
+    A CTA's simulator passes its CTA-local thread ids (``0 .. threads-1``) and the kernel's shared buffers; the view
+    hands the tracker cluster-linear ids (``rank * threads + tx``) and the CTA's own copy of each shared buffer
+    (:func:`cta_buffer`: ``S@cta1``), and names the CTA in the timeline (``info["cta"]``).  ``issuer`` (default
+    ``rank``): the CTA whose threads make the accesses — a TMA multicast or a dsmem copy writes CTA ``rank``'s
+    shared memory on behalf of a thread of CTA ``issuer`` (:meth:`issued_by`).  The shared bytes written are the
+    cluster receipts (:meth:`Tracker.receipt`), of ``kind`` (``"store"`` unless the caller says otherwise).
+    """
+
+    def __init__(self, base: Tracker, rank: int, issuer: int | None = None):
+        self.base, self.rank = base, rank
+        self.src = rank if issuer is None else issuer
+        self.off = self.src * base.cta
+        self.accesses = base.accesses
+        self.kind = "store"
+        self._bufs = {orig.name: mine for orig, mine in zip(base.kernel.shared, base.cta_shared[rank])}
+        self.agents = {b.name: base.agents[cta_name(b.name, rank, base.cluster)]
+                       for b in base.kernel.shared if cta_name(b.name, rank, base.cluster) in base.agents}
+        self._tids: dict[int, tuple] = {}
+        self._views: dict[int, ClusterView] = {}
+
+    def issued_by(self, issuer: int) -> ClusterView:
+        """This CTA's shared memory accessed by the threads of CTA ``issuer`` (multicast, dsmem)."""
+        if issuer == self.src:
+            return self
+        v = self._views.get(issuer)
+        if v is None:
+            v = self._views[issuer] = ClusterView(self.base, self.rank, issuer)
+        return v
+
+    @property
+    def G(self) -> int:
+        return self.base.G
+
+    @property
+    def known(self) -> np.ndarray:
+        return self.base.known
+
+    @property
+    def report(self) -> HBReport:
+        return self.base.report
+
+    def buf(self, b: ir.Buffer | None) -> ir.Buffer | None:
+        """The CTA's copy of ``b`` (a shared buffer), else ``b`` (None: TMEM)."""
+        return self._bufs.get(b.name, b) if b is not None and b.scope == "shared" else b
+
+    def _mine(self, b: ir.Buffer) -> ir.Buffer:
+        return self._bufs.get(b.name, b) if b.scope == "shared" else b
+
+    def lin(self, tids):
+        """Cluster-linear ids of the CTA-local ``tids`` (an int, an array — the same array object for the same
+        input, so the tracker's per-array memos stay warm — or None)."""
+        if tids is None or self.off == 0:
+            return tids
+        if isinstance(tids, (int, np.integer)):
+            return int(tids) + self.off
+        hit = self._tids.get(id(tids))
+        if hit is not None and hit[0] is tids:
+            return hit[1]
+        out = np.asarray(tids) + np.asarray(self.off, np.asarray(tids).dtype)
+        if isinstance(tids, np.ndarray) and len(self._tids) < 1024:
+            self._tids[id(tids)] = (tids, out)  # (kept: its id stays its own)
+        return out
+
+    def _who(self, who):
+        if who is None:
+            return None
+        if isinstance(who, (int, np.integer)) and int(who) >= self.base.n:  # an mbarrier's clock column
+            return int(who)
+        return self.lin(who)
+
+    def tracks(self, buf: ir.Buffer | None) -> bool:
+        return self.base.tracks(self.buf(buf))
+
+    def unit(self, buf: ir.Buffer | None) -> int:
+        return self.base.unit(self.buf(buf))
+
+    def prepare(self, buf, off, tids, nbytes=None) -> Prepared:
+        return self.base.prepare(self.buf(buf), off, self.lin(tids), nbytes)
+
+    def read(self, buf, off, tids, span, nbytes=None):
+        return self.base.read(self.buf(buf), off, self.lin(tids), span, nbytes)
+
+    def write(self, buf, off, tids, span, init=True, *, value=None, nbytes=None, init_bytes=None) -> None:
+        mine = self.buf(buf)
+        self.base.write(mine, off, self.lin(tids), span, init, value=value, nbytes=nbytes, init_bytes=init_bytes)
+        if buf is not None and buf.scope == "shared" and mine is not None:
+            nb = nbytes or self.base.unit(mine)
+            self.base.receipt(self.rank, buf.name, buf.nbytes, bytes_of(off, nb, self.base.unit(mine)), self.src,
+                              span, self.kind)
+
+    def init_bytes(self, buf, off, tids, nbytes=None) -> np.ndarray:
+        return self.base.init_bytes(self.buf(buf), off, self.lin(tids), nbytes)
+
+    def event(self, kind: str, tids, span, **info) -> None:
+        if "threads" in info:
+            info["threads"] = self.lin(np.asarray(info["threads"]))
+        self.base.event(kind, self.lin(tids if isinstance(tids, np.ndarray) else np.asarray(tids, np.int64)), span,
+                        cta=self.rank, **info)
+
+    def tcgen_access(self, local, regs, cells, tids):
+        return self.base.tcgen_access(local, regs, cells, self.lin(_ids(tids)))
+
+    def async_op(self, what: str, span, until: str) -> int:
+        return self.base.async_op(what, span, until)
+
+    def in_flight(self, buf, off, nbytes, op, role) -> None:
+        self.base.in_flight(self._mine(buf), off, nbytes, op, role)
+
+    def land(self, buf, off, nbytes, role, op, who=None, span=None) -> None:
+        self.base.land(self._mine(buf), off, nbytes, role, op, who=self._who(who), span=span)
+
+    def release(self, tids) -> np.ndarray:
+        return self.base.release(self.lin(_ids(tids)))
+
+    def agent_clock(self, clock, bar: str) -> np.ndarray:
+        return self.base.agent_clock(clock, cta_name(bar, self.rank, self.base.cluster))
+
+    def acquire(self, tids, clock) -> None:
+        self.base.acquire(self.lin(_ids(tids)), clock)
+
+    def ordered(self, tids, w: int, stamp: int) -> np.ndarray:
+        return self.base.ordered(self.lin(_ids(tids)), self.lin(int(w)), stamp)
+
+    def fence_proxy(self, tids) -> None:
+        self.base.fence_proxy(self.lin(_ids(tids)))
+
+    def proxy_read(self, buf, off, nbytes, span, what, issuer=None) -> None:
+        self.base.proxy_read(self._mine(buf), off, nbytes, span, what, issuer=self.lin(issuer))
+
+    def async_hazard(self, kind, message, span, other_span, buffer, threads=(-1, -1)) -> None:
+        mine = self._bufs.get(buffer)  # (the CTA's copy of a shared buffer or mbarrier: one report per CTA)
+        self.base.async_hazard(kind, message, span, other_span, mine.name if mine is not None else buffer,
+                               tuple(self.lin(int(t)) if t >= 0 else t for t in threads))
+
+    def hang(self, message, span, other_span, buffer, threads) -> None:
+        self.base.hang(message, span, other_span, buffer, threads)
+
+    def incomplete(self, reason: str, span) -> None:
+        self.base.incomplete(reason, span)
+
+    def finish(self) -> HBReport:
+        return self.base.finish()

@@ -22,6 +22,12 @@ barrier, every memory access and synchronising event is reported to a :class:`~t
 uninitialised data), whose hazards the run keeps in :attr:`Simulator.hazards` (the pipeline shows them as
 ``hazard:`` warnings). Shared memory, registers and TMEM start as :data:`~tilemagic.sim.hb.GARBAGE`, never zeros. A
 ``deadline`` bounds the run (``--timeout``), and a run longer than two seconds shows a progress bar (``tqdm.auto``).
+
+A cluster kernel (``Kernel.cluster`` = C > 1) runs C CTAs: one :class:`Simulator` per CTA (:attr:`Simulator.ctas`)
+sharing the global buffers, each with its own shared memory, registers and asynchronous state and ``cta_rank`` in
+its environment, all reporting to one tracker through a :class:`~tilemagic.sim.hb.ClusterView` (cluster-linear
+threads, per-CTA shared spaces), under one scheduler over every CTA's threads (:meth:`Simulator._run_cluster`:
+``cluster_sync``, multicast and dsmem copies between CTAs, cluster hangs, the exit check).
 """
 
 from __future__ import annotations
@@ -35,14 +41,15 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..arch.cluster import CTA_RANK
 from ..arch.ldmatrix import ROW_ELEMS, fragment_elements
 from ..arch import tcgen05 as tc
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
 from ..layout.tile import distinct
-from .asyncmodel import AsyncModel
-from .hb import ASYNC_STMTS, Prepared, Run, Tracker, garbage
+from .asyncmodel import AsyncModel, exit_check, threads_text
+from .hb import ASYNC_STMTS, ClusterView, Prepared, Run, Tracker, garbage
 from .tmem import TmemModel, emu_error
 
 _BITS = ir.BITS_DTYPE
@@ -138,6 +145,7 @@ def _stmt_work(s: ir.Stmt) -> int:
 
 
 _TX = ir.ThreadVar("tx")  # (hash-consed: the one ``tx`` node of every kernel)
+_CTA = ir.ThreadVar(CTA_RANK)  # the CTA's rank in its cluster (``%cluster_ctarank``)
 
 #: What makes consecutive ldmatrix/stmatrix statements parts of one op (buffers compare by identity), and their
 #: per-statement operands (the plan's key).
@@ -261,7 +269,7 @@ class Simulator:
 
     def __init__(self, kernel: ir.Kernel, inputs: dict[str, np.ndarray], strict: bool = False,
                  tracker: Tracker | None = None, timeout: float | None = None, progress: bool = False,
-                 trace: Callable | None = None):
+                 trace: Callable | None = None, *, _rank: int = 0, _cluster: Simulator | None = None):
         self.k = kernel
         self.trace = trace
         self._batched = BATCHED and trace is None  # (a trace sees every statement: the batched paths are off)
@@ -269,9 +277,27 @@ class Simulator:
         self.n = n
         self.tid = np.arange(n, dtype=np.int64)
         self.mem: dict[str, np.ndarray] = {}
-        self.hb = tracker if tracker is not None else Tracker(kernel, n, strict)
+        #: the CTA's rank in its cluster; the cluster's CTAs (each a Simulator sharing the global buffers and the
+        #: one tracker, through a :class:`~tilemagic.sim.hb.ClusterView`; ``[self]`` without a cluster)
+        self.rank = _rank
+        C = max(1, kernel.cluster)
+        if C > 1 and _cluster is None:
+            if kernel.tmem_cols > 0 or any(isinstance(x, (ir.TcgenLdSt, ir.TcgenAlloc)) for x in ir.walk(kernel.body)):
+                raise LaunchError("tcgen05 and TMEM in a cluster kernel are not simulated (the simulator models "
+                                  "TMEM for a single CTA)", kernel.body.span)
+        #: ``{cta_rank: rank}`` in a cluster (in a kernel of one CTA, ``cta_rank`` is 0: set when an expression
+        #: first needs it, so the others pay nothing)
+        self._rank_env: dict | None = {_CTA: _rank} if C > 1 else None
+        base = tracker if tracker is not None else (_cluster.tracker if _cluster is not None else
+                                                    Tracker(kernel, n, strict))
+        #: the cluster's one tracker; the simulator reports to it through a CTA's view in a cluster
+        self.tracker: Tracker = base
+        self.hb: Tracker | ClusterView = base if C == 1 else ClusterView(base, _rank)
         written = self.hb.accesses.written  # (the tracker's one walk of the kernel)
         for b in kernel.params:
+            if _cluster is not None:  # (global memory is the cluster's: one array per buffer)
+                self.mem[b.name] = _cluster.mem[b.name]
+                continue
             a = np.ascontiguousarray(inputs[b.name])
             if a.nbytes != b.nbytes:
                 raise LaunchError(f"input for {b.name} has {a.nbytes} bytes, expected {b.nbytes}")
@@ -319,9 +345,21 @@ class Simulator:
         self.hazards: list = []
         #: the asynchronous copies' state (cp.async groups, mbarriers, TMA copies in flight), for a kernel that has
         #: them (:mod:`tilemagic.sim.asyncmodel`); such a kernel runs under :meth:`_run_scheduled`
-        self.asm: AsyncModel | None = AsyncModel(self) if self.hb.accesses.asynchronous else None
+        self.asm: AsyncModel | None = AsyncModel(self) if self.hb.accesses.asynchronous or C > 1 else None
         #: whether the run stopped because it would hang (:attr:`tilemagic.sim.hb.HBReport.hang`)
         self.hung = False
+        self.ctas: list[Simulator] = [self]
+        if C > 1 and _cluster is None:
+            self.ctas += [Simulator(kernel, inputs, strict, base, timeout, False, trace, _rank=r, _cluster=self)
+                          for r in range(1, C)]
+            models = [c.asm for c in self.ctas]
+            for c in self.ctas:
+                assert c.asm is not None
+                c.asm.cluster = models  # type: ignore[assignment]
+
+    def _thread(self, t: int) -> str:
+        """``thread 5``; ``CTA 1 thread 5`` in a cluster."""
+        return f"thread {t}" if self.k.cluster <= 1 else f"CTA {self.rank} thread {t}"
 
     # ------------------------------------------------------------------ time and progress
     def _tick(self, span: Span | None, work: int = 1) -> None:
@@ -347,9 +385,14 @@ class Simulator:
             Located at ``span``: a division by zero, a free loop variable, an out-of-bounds load.
         """
         tids = self.tid if tids is None else tids
+        if self._rank_env is not None and _CTA not in env:  # (the CTA's rank: not a function of the thread id)
+            env = {**env, **self._rank_env}
         try:
             return eval_static(e, tids, env, self._loader(tids, span))
         except Undetermined as err:
+            if self._rank_env is None and _CTA not in env:  # (a kernel of one CTA names ``cta_rank``: 0)
+                self._rank_env = {_CTA: 0}
+                return self.eval_expr(e, env, span, tids)
             raise LaunchError(f"cannot evaluate an index or value: {err}", span) from None
 
     def _loader(self, tids: np.ndarray, span: Span | None) -> Callable:
@@ -502,8 +545,10 @@ class Simulator:
         collect = gc.isenabled()
         gc.disable()
         try:
-            if self.asm is None:
-                self.run_stmt(self.k.body, self.tid, {})
+            if len(self.ctas) > 1:
+                self._run_cluster()
+            elif self.asm is None:
+                self.run_stmt(self.k.body, self.tid, self._rank_env or {})
             else:
                 self._run_scheduled()
         finally:
@@ -600,7 +645,7 @@ class Simulator:
         assert asm is not None
         body = self._top_level(self.k.body)
         n, L = self.n, len(body)
-        whole = [any(isinstance(x, ir.Barrier) for x in ir.walk(st)) for st in body]
+        whole = [any(isinstance(x, (ir.Barrier, ir.ClusterSync)) for x in ir.walk(st)) for st in body]
         # (a statement where a wait may block: one wait under guards — run again whole when its threads resume)
         waits = [all(isinstance(x, (ir.If, ir.Seq, ir.Comment, ir.MbarWait)) for x in ir.walk(st)) and
                  sum(isinstance(x, ir.MbarWait) for x in ir.walk(st)) == 1 for st in body]
@@ -629,24 +674,34 @@ class Simulator:
                 self._hang(body, pos, blocked, on, live)
                 return
             p, at = chosen
-            if at.size == n:  # (the simulator's one array of every thread: its per-thread-set plans stay warm)
-                at = self.tid
-            else:
-                at = groups.setdefault(at.tobytes(), at)
-            asm.suspendable = waits[p]
-            try:
-                self.run_stmt(body[p], at, {})
-            finally:
-                asm.suspendable = False
-            stuck = np.zeros(n, bool)
-            for ts, w in asm.take_blocked():
-                stuck[ts] = True
-                for t in ts.tolist():
-                    on[t] = w
-                ver[ts] = asm.version(w.bar)
-            blocked |= stuck
-            pos[at[~stuck[at]]] += 1
+            self._step(body[p], waits[p], at, groups, pos, blocked, on, ver)
         asm.finish()
+
+    def _step(self, st: ir.Stmt, suspendable: bool, at: np.ndarray, groups: dict, pos: np.ndarray,
+              blocked: np.ndarray, on: list, ver: np.ndarray) -> None:
+        """Run the top-level statement ``st`` for the threads ``at`` (one array per set of threads: ``groups``) under
+        the scheduler; the threads its wait blocked are marked in ``blocked`` (with the wait in ``on`` and the
+        barrier's version in ``ver``), the others move on (``pos``)."""
+        asm = self.asm
+        assert asm is not None
+        n = self.n
+        if at.size == n:  # (the simulator's one array of every thread: its per-thread-set plans stay warm)
+            at = self.tid
+        else:
+            at = groups.setdefault(at.tobytes(), at)
+        asm.suspendable = suspendable
+        try:
+            self.run_stmt(st, at, self._rank_env or {})
+        finally:
+            asm.suspendable = False
+        stuck = np.zeros(n, bool)
+        for ts, w in asm.take_blocked():
+            stuck[ts] = True
+            for t in ts.tolist():
+                on[t] = w
+            ver[ts] = asm.version(w.bar)
+        blocked |= stuck
+        pos[at[~stuck[at]]] += 1
 
     def _hang(self, body, pos, blocked, on, live) -> None:
         """No thread can run: report **would hang** with each blocked wait and the threads held at a cta_sync."""
@@ -660,12 +715,119 @@ class Simulator:
         syncs = []
         for p in np.unique(pos[live]).tolist():
             at = np.flatnonzero(live & (pos == p))
-            sync = next((x for x in ir.walk(body[p]) if isinstance(x, ir.Barrier)), None)
+            sync = next((x for x in ir.walk(body[p]) if isinstance(x, (ir.Barrier, ir.ClusterSync))), None)
             syncs.append((at, sync.span if sync is not None else body[p].span))
         msg, span, other, buf, threads = asm.hang_message(
             [(np.asarray(ts), w) for ts, w in waits.values()], syncs)
         self.hb.hang(msg, span, other, buf, threads)
         self.hung = True
+
+    def _run_cluster(self) -> None:
+        """Run a cluster kernel: every CTA of the cluster (:attr:`ctas`), under one scheduler over the body's top-level
+        statements (as :meth:`_run_scheduled`, with a position per thread of every CTA).
+
+        The smallest position some runnable threads of some CTA are at runs next, for those threads of that CTA
+        (the lowest rank first): a CTA blocked in a wait does not stop another, whose copy may complete it.  A
+        ``cta_sync`` runs when every thread of its CTA is at it; a top-level ``cluster_sync`` when every thread of
+        every CTA is (one event of the whole cluster: PTX ISA 9.0 §9.7.13.3).  When nothing can run and some threads
+        wait: **would hang**, naming the CTAs.  At the end each CTA's asynchronous copies are finished, then the
+        exit check (:func:`~tilemagic.sim.asyncmodel.exit_check`)."""
+        ctas = self.ctas
+        C, n = len(ctas), self.n
+        body = self._top_level(self.k.body)
+        L = len(body)
+        csync = [isinstance(st, ir.ClusterSync) for st in body]
+        for st, top in zip(body, csync):
+            if not top and any(isinstance(x, ir.ClusterSync) for x in ir.walk(st)):
+                inner = next(x for x in ir.walk(st) if isinstance(x, ir.ClusterSync))
+                raise LaunchError("the simulator runs `cluster_sync` only as a top-level statement (not in a loop, a "
+                                  "sequence or under a guard): every thread of every CTA must reach it", inner.span)
+        whole = [any(isinstance(x, ir.Barrier) for x in ir.walk(st)) for st in body]
+        waits = [all(isinstance(x, (ir.If, ir.Seq, ir.Comment, ir.MbarWait)) for x in ir.walk(st)) and
+                 sum(isinstance(x, ir.MbarWait) for x in ir.walk(st)) == 1 for st in body]
+        pos = [np.zeros(n, np.int64) for _ in ctas]
+        blocked = [np.zeros(n, bool) for _ in ctas]
+        on: list[list[ir.MbarWait | None]] = [[None] * n for _ in ctas]
+        ver = [np.zeros(n, np.int64) for _ in ctas]
+        groups: list[dict[bytes, np.ndarray]] = [{} for _ in ctas]
+        everyone = np.arange(C * n, dtype=np.int64)
+        while True:
+            for r, cta in enumerate(ctas):
+                asm = cta.asm
+                assert asm is not None
+                if blocked[r].any():  # retry the waits whose barrier changed
+                    for t in np.flatnonzero(blocked[r]).tolist():
+                        w = on[r][t]
+                        if w is not None and asm.version(w.bar) != ver[r][t]:
+                            blocked[r][t] = False
+            chosen = None
+            for r in range(C):
+                live = (pos[r] < L) & ~blocked[r]
+                for p in np.unique(pos[r][live]).tolist():
+                    if chosen is not None and p >= chosen[0]:
+                        break
+                    at = np.flatnonzero(live & (pos[r] == p))
+                    if whole[p] and at.size < n:
+                        continue  # a cta_sync: every thread of the CTA must be here
+                    if csync[p] and not all(bool(np.all(pos[q] == p) and not blocked[q].any()) for q in range(C)):
+                        continue  # a cluster_sync: every thread of every CTA must be here
+                    chosen = p, r, at
+                    break
+            if chosen is None:
+                if not any(b.any() for b in blocked) and not any((q < L).any() for q in pos):
+                    break
+                self._cluster_hang(body, pos, blocked, on, csync)
+                return
+            p, r, at = chosen
+            if csync[p]:
+                self._tick(body[p].span)
+                self.tracker.event("cluster_sync", everyone, body[p].span)
+                for q in pos:
+                    q += 1
+                continue
+            ctas[r]._step(body[p], waits[p], at, groups[r], pos[r], blocked[r], on[r], ver[r])
+        for cta in ctas:
+            assert cta.asm is not None
+            cta.asm.finish()
+        exit_check([c.asm for c in ctas], body[-1].span if body else None)  # type: ignore[misc]
+        self.lanes += sum(c.lanes for c in ctas[1:])
+
+    def _cluster_hang(self, body, pos, blocked, on, csync) -> None:
+        """No thread of any CTA can run: **would hang**, with each CTA's blocked waits (``mbarrier full of CTA 1 phase
+        0 never completes: ...``) and the threads held at a ``cta_sync`` or a ``cluster_sync``."""
+        parts: list[str] = []
+        first = None
+        L = len(body)
+        for r, cta in enumerate(self.ctas):
+            asm = cta.asm
+            assert asm is not None
+            ws: dict[int, tuple[list, ir.MbarWait]] = {}
+            for t in np.flatnonzero(blocked[r]).tolist():
+                w = on[r][t]
+                assert w is not None
+                ws.setdefault(id(w), ([], w))[0].append(t)
+            p_, f_ = asm.hang_parts([(np.asarray(ts), w) for ts, w in ws.values()])
+            parts += p_
+            first = first or f_
+        for r in range(len(self.ctas)):
+            live = (pos[r] < L) & ~blocked[r]
+            for p in np.unique(pos[r][live]).tolist():
+                at = np.flatnonzero(live & (pos[r] == p))
+                if csync[p]:
+                    what, span = "cluster_sync", body[p].span
+                else:
+                    sync = next((x for x in ir.walk(body[p]) if isinstance(x, ir.Barrier)), None)
+                    what, span = "cta_sync", sync.span if sync is not None else body[p].span
+                parts.append(f"CTA {r} {threads_text(at)} wait at the {what} at "
+                             f"{f'L{span.line}' if span else 'the kernel end'} for the others")
+                first = first or (span, None, "", (r * self.n + int(at[0]),) * 2)
+        done = [r for r in range(len(self.ctas)) if not (pos[r] < L).any()]
+        if done:
+            parts.append(f"CTA{'s' if len(done) > 1 else ''} {', '.join(map(str, done))} ended")
+        assert first is not None
+        self.tracker.hang("would hang: " + "; ".join(parts), *first)
+        for cta in self.ctas:
+            cta.hung = True
 
     @staticmethod
     def _top_level(s: ir.Stmt) -> list[ir.Stmt]:
@@ -734,7 +896,7 @@ class Simulator:
         if bad.any():
             i = np.unravel_index(int(np.argmax(self._lanes(bad, tids.size))), shape)
             raise LaunchError(f"misaligned {nb}-byte access to {buf.name} at byte "
-                              f"{int(self._lanes(off, tids.size)[i])} by thread {int(tids[i[-1]])}", span)
+                              f"{int(self._lanes(off, tids.size)[i])} by {self._thread(int(tids[i[-1]]))}", span)
         vec = self._lanes(off // nb, tids.size)
         return vec, self._bounds(buf, vec, nb, span, unit=nb)
 
@@ -1541,7 +1703,7 @@ class Simulator:
         rows = addr[:, : 8 * s.num]  # only threads 0 .. 8*num-1 supply addresses
         if np.any(rows % ROW_ELEMS):
             w, t = (int(x[0]) for x in np.nonzero(rows % ROW_ELEMS))
-            raise LaunchError(f"{s.chain}: thread {int(tids[w, t])} supplies row address element "
+            raise LaunchError(f"{s.chain}: {self._thread(int(tids[w, t]))} supplies row address element "
                               f"{int(rows[w, t])} of {s.smem.name}, not 16-byte aligned", s.span)
         lim = s.smem.nbytes // 2
         if rows.min() < 0 or rows.max() + ROW_ELEMS > lim:

@@ -12,26 +12,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tilemagic.errors import HazardError, LaunchError, Span
+from tilemagic.errors import HazardError, LaunchError
 from tilemagic.ir import nodes as ir
 from tilemagic.sim import Tracker, interpreter, simulate
 from tilemagic.sim.asyncmodel import tma_box
+
+from helpers import at, eq, mbar, messages, unflat, when
+from helpers import tensor_map as _tmap
 
 TX = ir.ThreadVar("tx")
 WARP = ir.ThreadVar("warpid")
 
 
-def at(line: int) -> Span:
-    return Span(line, 1, line, 20)
 
 
-def when(cond: ir.Expr, *stmts: ir.Stmt, line: int) -> ir.If:
-    """``if COND: STATEMENT`` at ``line`` (the guard's IR)."""
-    return ir.If(cond, ir.Seq(tuple(stmts)), span=at(line))
 
 
-def eq(v, k: int) -> ir.Expr:
-    return ir.Bin("==", v, ir.Const(k))
 
 
 def prologue(*bars: ir.Buffer, line: int = 2) -> list[ir.Stmt]:
@@ -40,8 +36,6 @@ def prologue(*bars: ir.Buffer, line: int = 2) -> list[ir.Stmt]:
             ir.Fence("mbarrier_init", span=at(line)), ir.Barrier(span=at(line))]
 
 
-def mbar(name: str = "full", count: int = 1) -> ir.Buffer:
-    return ir.Buffer(name, "shared", "uint64", (1,), mbar_count=count)
 
 
 def kernel(threads: int, params, shared, body, tensormaps=()) -> ir.Kernel:
@@ -56,8 +50,6 @@ def sim(k: ir.Kernel, inputs: dict, strict: bool = False):
     return out, tr.finish()
 
 
-def messages(rep) -> list[str]:
-    return [h.message for h in rep.hazards]
 
 
 def copy_out(B: ir.Buffer, S: ir.Buffer, threads: int, line: int) -> ir.Grid:
@@ -65,16 +57,8 @@ def copy_out(B: ir.Buffer, S: ir.Buffer, threads: int, line: int) -> ir.Grid:
     j = ir.LoopVar(f"j{line}")
     n = B.numel
     e = ir.add(TX, ir.mul(j, threads))
-    return ir.Grid((j,), (n // threads,), ir.Store(B, tuple(_unflat(e, B.shape)), ir.Load(S, tuple(_unflat(e, S.shape))),
+    return ir.Grid((j,), (n // threads,), ir.Store(B, tuple(unflat(e, B.shape)), ir.Load(S, tuple(unflat(e, S.shape))),
                                                   span=at(line)), span=at(line))
-
-
-def _unflat(e: ir.Expr, shape) -> list[ir.Expr]:
-    out, inner = [], 1
-    for d in reversed(shape):
-        out.append(ir.mod(ir.floordiv(e, inner), d) if inner > 1 else ir.mod(e, d))
-        inner *= d
-    return list(reversed(out))
 
 
 # ----------------------------------------------------------------------------- cp.async and commit groups
@@ -178,19 +162,6 @@ def test_cp_async_size_and_alignment_are_checked():
 
 
 # ----------------------------------------------------------------------------- TMA: an independent model
-def _tmap(buf: ir.Buffer, box, swizzle=0, oob=0, elem_bytes=None, dtype=None, dims=None, base_elem=0) -> ir.TensorMap:
-    """A row-major tensor map over ``buf`` (CUDA order: dim 0 innermost); ``elem_bytes`` > the buffer's: promoted."""
-    eb = elem_bytes or buf.elem_bytes
-    shape = list(reversed(buf.shape))
-    shape[0] = shape[0] * buf.elem_bytes // eb
-    dims = tuple(dims or shape)
-    strides, acc = [], eb * shape[0]
-    for d in shape[1:]:
-        strides.append(acc)
-        acc *= d
-    code = dtype or {"float16": "FLOAT16", "float32": "FLOAT32", "uint8": "UINT8", "bfloat16": "BFLOAT16"}[buf.dtype]
-    return ir.TensorMap(f"tm_{buf.name}", buf, code, eb, dims, tuple(strides), tuple(box), (1,) * len(box),
-                        swizzle=swizzle, oob_fill=oob, base_elem=base_elem)
 
 
 def _tma_model(gbytes: np.ndarray, tm: ir.TensorMap, coords, smem_offset: int, smem_nbytes: int):
