@@ -97,6 +97,16 @@ DEFAULT_L2_PROMOTION = 2
 #: ``CUtensorMapFloatOOBfill`` by the language's ``oob=`` value: zero (``NONE``) or NaN
 #: (``NAN_REQUEST_ZERO_FMA``), PTX ISA 9.0 §5.5.3.3.
 OOB_FILL = {"zero": 0, "nan": 1}
+#: The bits of the NaN the simulator writes for a G2S out-of-bound element of a float map under ``oob=nan``
+#: (``CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA``, PTX ISA 9.0 §5.5.3.3, which says only "NaN"), by
+#: ``CUtensorMapDataType`` member: PTX's canonical NaN of the type (all exponent and mantissa bits set, sign clear;
+#: ``0x7fff`` for 16-bit, ``0x7fffffff`` for 32-bit types).  NOT ESTABLISHED: the pattern the TMA unit writes is not
+#: documented; the lead checks it on the H200 (``docs/gpu-runs.md``), and a comparison with a GPU run compares NaN
+#: as NaN.  One constant per type, read by the simulator's :func:`tilemagic.sim.asyncmodel.tma_g2s_data`.
+OOB_NAN_BITS: dict[str, int] = {
+    "FLOAT16": 0x7FFF, "BFLOAT16": 0x7FFF, "FLOAT32": 0x7FFFFFFF, "FLOAT32_FTZ": 0x7FFFFFFF,
+    "TFLOAT32": 0x7FFFFFFF, "TFLOAT32_FTZ": 0x7FFFFFFF, "FLOAT64": 0x7FFFFFFFFFFFFFFF,
+}
 #: ``CUtensorMapInterleave``: tilemagic plans only ``NONE``.
 INTERLEAVE_NONE = 0
 
@@ -120,6 +130,22 @@ TMA_REDUCE_OPS: dict[str, tuple[str, ...]] = {
     "or": ("int32", "uint32", "int64", "uint64"),
     "xor": ("int32", "uint32", "int64", "uint64"),
 }
+
+
+
+def reduce_refusal(op: str, dtype: str) -> str | None:
+    """Why ``cp.reduce.async.bulk.tensor`` with operation ``op`` cannot reduce ``dtype`` elements (None: it can).
+
+    The operations and their element types are PTX ISA 9.0 §9.7.9.25.5.3's (:data:`TMA_REDUCE_OPS`); the element
+    type is the tensor map's, so a reduction never promotes the descriptor unit (TVM 0.27's rule too).
+    """
+    if op not in TMA_REDUCE_OPS:
+        return f"unsupported use_tma_reduce={op!r}; expected one of {', '.join(TMA_REDUCE_OPS)}"
+    if dtype not in TMA_REDUCE_OPS[op]:
+        return (f"use_tma_reduce={op} is not defined on {dtype} (cp.reduce.async.bulk.tensor .{op} takes "
+                f"{', '.join(TMA_REDUCE_OPS[op])}; PTX ISA 9.0 §9.7.9.25.5.3)")
+    return None
+
 
 #: Every shared buffer a TMA copy touches is aligned at least this much, and so is the shared address of every
 #: ``cp.async.bulk.tensor`` issue: the CUDA C++ Programming Guide's alignment table for multi-dimensional TMA

@@ -70,6 +70,8 @@ class DispatchContext:
     builder: Builder
     warnings: list[tuple[str, Span | None]] = field(default_factory=list)
     guard: ir.Expr | None = None
+    #: CTAs per cluster (``Kernel.cluster``; 1: no cluster) — what TMA multicast's ``cta_mask=`` may name
+    cluster: int = 1
 
     @property
     def scope_threads(self) -> int:

@@ -98,6 +98,7 @@ class TypedProgram:
     items: list[ProgramItem] = field(default_factory=list)
     source: str = ""
     kernel_span: Span | None = None
+    cluster: int = 1  # CTAs per cluster (ir.Kernel.cluster)
 
     def by_scope(self, scope):
         return tuple(b for b in self.buffers.values() if b.scope == scope)
@@ -306,7 +307,9 @@ def _classify(layout, shape):
 
 
 # ----------------------------------------------------------------------------- regions
-def _region(r: ast.Region, bufs: dict[str, ir.Buffer]) -> RegionRef:
+def _region(r: ast.Region, bufs: dict[str, ir.Buffer], edge: bool = False) -> RegionRef:
+    """The region ``r`` names; ``edge``: a global region may reach past its buffer's end (a ``copy_async`` global
+    <-> shared, whose variants decide: TMA fills or drops the out-of-bound elements, the others decline)."""
     buf = bufs.get(r.name)
     if buf is None:
         known = ", ".join(b.name for b in bufs.values() if not b.is_mbarrier) or "none declared yet"
@@ -333,7 +336,7 @@ def _region(r: ast.Region, bufs: dict[str, ir.Buffer]) -> RegionRef:
             b = 0 if s.start is None else s.start
             stop = dim if s.stop is None else s.stop
             e = stop - b
-        if b < 0 or b >= dim or e <= 0 or b + e > dim:
+        if b < 0 or b >= dim or e <= 0 or (b + e > dim and not (edge and buf.scope == "global")):
             raise TileTypeError(f"index out of range for dimension of extent {dim}", s.span,
                                 hint=f"valid: 0 <= start < stop <= {dim}")
         begins.append(b)
@@ -492,7 +495,9 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
             items.append(item)
             guarded.append(item.guard)
         elif isinstance(item, ast.CopyStmt):
-            dst, src = _region(item.dst, bufs), _region(item.src, bufs)
+            edge = item.op_name == "copy_async" and {getattr(bufs.get(x.name), "scope", None)
+                                                     for x in (item.dst, item.src)} == {"global", "shared"}
+            dst, src = _region(item.dst, bufs, edge), _region(item.src, bufs, edge)
             if dst.buf is src.buf and all(max(a, b) < min(a + e, b + f) for a, e, b, f in
                                           zip(dst.begins, dst.extents, src.begins, src.extents)):
                 raise TileTypeError(
@@ -652,7 +657,7 @@ def lower(tp: TypedProgram,
         start = len(body)
         if isinstance(item, CopyItem):
             op = item.op
-            ctx = DispatchContext(target, tp.threads, op.exec_scope, b)
+            ctx = DispatchContext(target, tp.threads, op.exec_scope, b, cluster=tp.cluster)
             stmts, rec = run_dispatch(op, ctx)
             records.append(rec)
             warns += ctx.warnings
@@ -686,6 +691,7 @@ def lower(tp: TypedProgram,
         tmem_addr=b.tmem_addr,
         body=ir.Seq(tuple(body)),
         tensormaps=tuple(b.tensormaps.values()),
+        cluster=tp.cluster,
     )
     return kernel, records, warns
 

@@ -200,7 +200,8 @@ def _tma_model(gbytes: np.ndarray, tm: ir.TensorMap, coords, smem_offset: int, s
     is written) and the bytes complete-tx counts."""
     E = tm.elem_bytes
     out = [None] * smem_nbytes
-    nan = {"FLOAT16": [0x00, 0x7E], "FLOAT32": [0, 0, 0xC0, 0x7F], "BFLOAT16": [0xC0, 0x7F]}
+    # PTX's canonical NaN, little endian (0x7fff, 0x7fffffff): the simulator's choice, the H200's bits unprobed
+    nan = {"FLOAT16": [0xFF, 0x7F], "FLOAT32": [0xFF, 0xFF, 0xFF, 0x7F], "BFLOAT16": [0xFF, 0x7F]}
     box = list(tm.box)
     lin = 0
     for k in np.ndindex(*reversed(box)):

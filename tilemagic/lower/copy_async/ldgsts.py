@@ -36,6 +36,7 @@ from ..common import (
     sm_number,
     swizzle_chunk,
     validate_copy_op,
+    within_edges,
 )
 from ..dispatch import DispatchContext, EmitSummary, Emitted, Verdict, fail, predicate, register_dispatch
 from ..ops import CopyOp
@@ -94,6 +95,7 @@ def no_tma_option(op: CopyOp, ctx: DispatchContext, key: str) -> Verdict:
     predicate("validate_copy_op", validate_copy_op),
     predicate("storage_scope", scope_allowed, allowed_pairs=_LDGSTS_PAIRS),
     predicate("divides_thread_cnt", divides_thread_cnt),
+    predicate("within_edges", within_edges),
     *(predicate(f"no_{key}", no_tma_option, key=key) for key in _TMA_OPTIONS),
 ])
 def copy_schedule_ldgsts(op: CopyOp, ctx: DispatchContext) -> Emitted:
