@@ -590,7 +590,11 @@ class AsyncModel:
         if inb.any():
             if hb.tracks(tm.buf):
                 ini[inb] = np.asarray(hb.read(tm.buf, gbyte[inb], t, s.span, eb)).reshape(-1)
-        hb.write(s.smem, sbyte, t, s.span, ini if not ini.all() else True, nbytes=eb)
+        hb.issuing = f"the TMA copy (mbarrier {m.buf.name})"  # (a race of this write is the copy's)
+        try:
+            hb.write(s.smem, sbyte, t, s.span, ini if not ini.all() else True, nbytes=eb)
+        finally:
+            hb.issuing = None
         k = m.phase  # (the phase it completes if it lands before the next one)
         op = hb.async_op(f"the TMA copy (mbarrier {m.buf.name}) writes", s.span,
                          f"its mbarrier {m.buf.name} phase {k} completed (`wait {m.buf.name} phase {k & 1}` observes "
