@@ -165,15 +165,16 @@ def _tma_copy(L: Lines, s: ir.TmaCopy, src: int | None) -> None:
         args = [smem, tmap, coords, f"T.address_of({s.mbar.name}[0])"]
     else:
         args = [tmap, coords, smem]
-    args += _tma_multicast_args(s)
     if s.cache_hint:
         args.append(f'T.cache_policy("{s.cache_hint}")')
+    args += _tma_multicast_args(s)
     L.add(f'T.ptx["{chain}"]({", ".join(args)})', src)
 
 
 def _tma_multicast_args(s: ir.TmaCopy) -> list[str]:
     """The ``cta_mask`` operand of a multicast G2S copy (``.multicast::cluster``, PTX ISA 9.0 §9.7.9.25.5.2), in
-    binary: bit i = cluster rank i.  (A reduction is spelled in the chain: ``cp.reduce...{op}.tile``.)"""
+    binary (bit i = cluster rank i), as the last, keyword argument.  (A reduction is spelled in the chain:
+    ``cp.reduce...{op}.tile``.)"""
     return [] if s.cta_mask is None else [f"cta_mask=0b{s.cta_mask:b}"]
 
 

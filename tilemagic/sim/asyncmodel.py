@@ -169,7 +169,7 @@ def tma_reduce(op: str, dtype: str, dst: np.ndarray, src: np.ndarray) -> np.ndar
     dt = _reduce_dtype(dtype, op)
     a = np.ascontiguousarray(dst).view(dt).reshape(-1)
     b = np.ascontiguousarray(src).view(dt).reshape(-1)
-    with np.errstate(over="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):
         if op == "add":
             r = (a + b).astype(dt)
         elif op == "min":
