@@ -140,7 +140,7 @@ def reduce_refusal(op: str, dtype: str) -> str | None:
     type is the tensor map's, so a reduction never promotes the descriptor unit (TVM 0.27's rule too).
     """
     if op not in TMA_REDUCE_OPS:
-        return f"unsupported use_tma_reduce={op!r}; expected one of {', '.join(TMA_REDUCE_OPS)}"
+        return f"unsupported TMA reduce operation {op!r} (one of {', '.join(TMA_REDUCE_OPS)})"
     if dtype not in TMA_REDUCE_OPS[op]:
         return (f"use_tma_reduce={op} is not defined on {dtype} (cp.reduce.async.bulk.tensor .{op} takes "
                 f"{', '.join(TMA_REDUCE_OPS[op])}; PTX ISA 9.0 §9.7.9.25.5.3)")

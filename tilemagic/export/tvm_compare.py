@@ -18,7 +18,7 @@ For a description this module
    chains, TMEM row/column immediates, register order and vector widths (``cp.async``'s bytes per issue
    included), and for a global <-> shared ``copy_async`` the TMA plan (:mod:`.tvm_tma`).
 
-Two differences are documented bugs of ``apache-tvm 0.27.0.post1`` and read ``known TVM bug``, not ``differs``:
+These differences are documented bugs of ``apache-tvm 0.27.0.post1`` and read ``known TVM bug``, not ``differs``:
 
 * :data:`LDGSTS_MBAR_BUG`: a global -> shared ``copy_async`` with ``mbar=`` and no ``dispatch=`` goes to TVM's
   ``ldgsts`` (priority 20), which validates no config key and drops the barrier, although a copy completed on an
@@ -26,7 +26,9 @@ Two differences are documented bugs of ``apache-tvm 0.27.0.post1`` and read ``kn
   §9.7.9.25.5.2; a ``cp.async`` completes through its commit groups, §9.7.9.25.3.2-3).  tilemagic's
   ``ldgsts`` declines such a copy; the comparison then lowers the op once more in TVM with ``dispatch=`` set to
   tilemagic's variant (what TVM's own TMA code always passes) and requires those instructions to be tilemagic's;
-* :data:`~.tvm_tma.SWIZZLE_BUG`: TVM plans a shared swizzle that is not the hardware's permutation.
+* :data:`~.tvm_tma.SWIZZLE_BUG`: TVM plans a shared swizzle that is not the hardware's permutation;
+* :data:`~.tvm_tma.MULTICAST_BUG`: TVM emits a one-bit static ``cta_mask`` as the unicast form into the issuing
+  CTA; tilemagic emits ``.multicast::cluster`` with the mask (the plans agree otherwise).
 
 ``apache-tvm`` is an optional, test-time dependency: it is imported only inside
 :func:`run_tvm`, and :func:`compare_with_tvm` returns a comparison carrying a message
@@ -50,7 +52,7 @@ from .instructions import (
     summary_lines,
     tvm_instructions,
 )
-from .tvm_tma import SWIZZLE_BUG, TMA_VARIANTS, TmaPlanComparison, compare_tma_plan, is_tma_candidate
+from .tvm_tma import MULTICAST_BUG, SWIZZLE_BUG, TMA_VARIANTS, TmaPlanComparison, compare_tma_plan, is_tma_candidate
 from .tvmscript import TVM_VARIANT_NAMES, TvmScriptExport, export_tvmscript
 
 __all__ = [
@@ -320,7 +322,7 @@ class OpComparison:
         """``same``, ``differs``, ``both reject``, ``tilemagic rejects``, ``TVM rejects``, ``known TVM bug`` or
         ``not compared``."""
         if self.tma is not None:
-            if self.tma.note == SWIZZLE_BUG:
+            if self.tma.note in (SWIZZLE_BUG, MULTICAST_BUG):
                 return "known TVM bug"
             if not self.tma.agrees:
                 return "differs"

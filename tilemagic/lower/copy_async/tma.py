@@ -236,12 +236,13 @@ def _cta_mask(op: CopyOp, direction: str, cluster: int) -> int | None:
     mask = op.option("cta_mask")
     if mask is None:
         return None
-    if isinstance(mask, bool) or not isinstance(mask, int) or not 0 <= mask <= _CTA_MASK_MAX:
-        fail(f"cta_mask={mask!r} must be an integer in [0, {_CTA_MASK_MAX:#x}]")
+    if isinstance(mask, bool) or not isinstance(mask, int):
+        fail("cta_mask must be an integer or TIR expression")
+    if not 0 <= mask <= _CTA_MASK_MAX:
+        fail(f"cta_mask must fit uint16, got {mask}")
     if direction != "g2s":
         if mask != 0:
-            fail(f"shared-to-global TMA requires cta_mask=0, got {_mask_text(mask)} (multicast is global-to-shared "
-                 f"only)")
+            fail("cta_mask is only valid for global-to-shared TMA")
         return None
     if cluster <= 1:
         fail(f"cta_mask={_mask_text(mask)} multicasts to the CTAs of a cluster, and the kernel has none "
