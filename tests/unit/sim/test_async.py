@@ -237,6 +237,8 @@ TMA_CASES = [
     ("bfloat16", (64, 64), (16, 32), 1, (-4, -3), None, 0),  # before the start in both dimensions
     ("float16", (128, 64), (16, 16), 3, (16, 16), 4, 0),  # float16 as uint32 units (TVM's promotion)
     ("float16", (8, 16, 32), (32, 4, 2), 2, (0, 12, 6), None, 0),  # rank 3, dim 1 past the end
+    ("float32", (4, 8, 16), (16, 4, 2), 0, (8, 6, 3), None, 1),  # rank 3, past all three dims: NaN-filled
+    ("bfloat16", (4, 8, 64), (32, 8, 1), 3, (48, 4, 0), None, 0),  # rank 3, past dims 0 and 1: zero-filled
 ]
 
 
