@@ -212,7 +212,7 @@ def multicast_rows(quick: bool, half_rows: int = 128):
     gbs, ref = 2 * nbytes / t_mc / 1e9, 2 * nbytes / t_cp / 1e9
     raw = {"bytes": nbytes, "clusters": clusters, "half_rows": half_rows, "kernel_s": t_mc, "memcpy_s": t_cp,
            "passed": ok, "shared_delivered_gb_per_s": 2 * nbytes / t_mc / 1e9}
-    row = dict(section="bench", case=(f"tma multicast 2-CTA clusters, 2 x {half_rows}x64 f16 halves, cta_mask 0b11 "
+    row = dict(section="cluster", case=(f"tma multicast 2-CTA clusters, 2 x {half_rows}x64 f16 halves, cta_mask 0b11 "
                                       f"(hand-written CUDA; {2 * clusters} CTAs, {nbytes / 2**20:.0f} MiB): GB/s; "
                                       f"{raw['shared_delivered_gb_per_s']:.0f} GB/s into shared memory"
                                       + ("" if ok else " CHECK FAILED")),
@@ -367,11 +367,9 @@ def main(argv=None) -> int:
     try:
         mrows, mraw = multicast_rows(args.quick)
     except Exception as e:  # noqa: BLE001 - a row saying why (no cluster support, no cuda-bindings), the rest stands
-        mrows, mraw = [dict(section="bench", case="tma multicast: FAILED", tilemagic=str(e)[:80], met=False)], \
-            {"multicast": {"error": str(e)}}
-    brows += mrows
-    braw.update(mraw)
-    rows = brows + crows
+        mrows, mraw = [dict(section="cluster", case="tma multicast: FAILED", tilemagic=str(e)[:80], met=False)], \
+            {"multicast": {"error": f"{type(e).__name__}: {e}"}}
+    rows = brows + mrows + crows
     for r in rows:
         if isinstance(r.get("met"), bool):
             r["met"] = "yes" if r["met"] else "NO"
@@ -380,7 +378,7 @@ def main(argv=None) -> int:
     print(table(rows, COLUMNS))
     out = args.json or (os.path.join(os.environ["OUT"], "gpu_bench.json") if os.environ.get("OUT") else None)
     if out:
-        write_json(out, dict(head, rows=rows, bench=braw, cache=craw))
+        write_json(out, dict(head, rows=rows, bench=braw, cache=craw, **mraw))
         print(f"JSON: {out}")
     return 0
 
