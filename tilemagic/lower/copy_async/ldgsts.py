@@ -35,8 +35,8 @@ from ..common import (
     scope_allowed,
     sm_number,
     swizzle_chunk,
+    decline_past_edge,
     validate_copy_op,
-    within_edges,
 )
 from ..dispatch import DispatchContext, EmitSummary, Emitted, Verdict, fail, predicate, register_dispatch
 from ..ops import CopyOp
@@ -95,7 +95,6 @@ def no_tma_option(op: CopyOp, ctx: DispatchContext, key: str) -> Verdict:
     predicate("validate_copy_op", validate_copy_op),
     predicate("storage_scope", scope_allowed, allowed_pairs=_LDGSTS_PAIRS),
     predicate("divides_thread_cnt", divides_thread_cnt),
-    predicate("within_edges", within_edges),
     *(predicate(f"no_{key}", no_tma_option, key=key) for key in _TMA_OPTIONS),
 ])
 def copy_schedule_ldgsts(op: CopyOp, ctx: DispatchContext) -> Emitted:
@@ -113,6 +112,7 @@ def copy_schedule_ldgsts(op: CopyOp, ctx: DispatchContext) -> Emitted:
         ``ldgsts: cannot find a cp.async-compatible vec_len for elem_bits=N`` (TVM's text) when no run of
         16, 8 or 4 bytes is contiguous and aligned in both buffers for the split.
     """
+    decline_past_edge(op)
     dst, src = op.dst, op.src
     eb = dst.buf.elem_bytes
     sp = gs_split(op, ctx, CP_ASYNC_BYTES)

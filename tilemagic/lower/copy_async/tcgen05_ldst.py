@@ -48,8 +48,8 @@ from ...ir import nodes as ir
 from ...arch import tcgen05 as tc
 from ...layout import TileLayout, tcgen05_atom_layout, tmem_datapath_layout
 from ...layout.tile import Iter
-from ..common import copy_predicates, linear_tid, validate_copy_op, within_edges
-from ..dispatch import DispatchContext, EmitSummary, Emitted, Verdict, fail, predicate, register_dispatch
+from ..common import copy_predicates, decline_past_edge, linear_tid, validate_copy_op
+from ..dispatch import DispatchContext, EmitSummary, Emitted, Verdict, fail, register_dispatch
 from ..ops import CopyOp, RegionRef
 
 # PTX ISA 9.0 Table 49: legal .num per shape (1..128 in powers of two, at most 128 registers)
@@ -307,9 +307,9 @@ def _validate_tmem_copy(op: CopyOp, ctx: DispatchContext) -> Verdict:
 #        otherwise one tcgen05.{ld,st}.sync.aligned.32x32b.x<num>.b32 per warp.
 #        TMEM address tmem_addr[0] + (row, 32-bit column), registers = the tile's 32-bit words.
 @register_dispatch("copy_async", "cuda", variant="tmem<->local", priority=10, when=copy_predicates(
-    ["warpgroup"], [("tmem", "local"), ("local", "tmem")], predicate("within_edges", within_edges),
-    validate=_validate_tmem_copy))
+    ["warpgroup"], [("tmem", "local"), ("local", "tmem")], validate=_validate_tmem_copy))
 def copy_async_schedule_tmem_local(op: CopyOp, ctx: DispatchContext) -> Emitted:
+    decline_past_edge(op)
     tmem, local = (op.src, op.dst) if op.src.buf.scope == "tmem" else (op.dst, op.src)
     if tmem.buf.datapath == "B":
         return _emit_datapath_b(op, ctx, tmem, local)

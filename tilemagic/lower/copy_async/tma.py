@@ -13,7 +13,16 @@ has TMA: sm_90 or newer; TVM checks it among the descriptor rules).  One elected
 
 The options are checked as TVM's ``_runtime_config`` for the keys of this language: ``mbar`` (required for G2S,
 forbidden for S2G), ``oob`` (``zero``/``nan``; ``tma_auto`` accepts only the default; never on S2G),
-``cache_hint`` (``evict_normal``, ``evict_first``, ``evict_last``: ``.L2::cache_hint`` with TVM's policy words).
+``cache_hint`` (``evict_normal``, ``evict_first``, ``evict_last``: ``.L2::cache_hint`` with TVM's policy words),
+``cta_mask`` (G2S multicast, ``.multicast::cluster``: TVM's 16-bit range and S2G-requires-0, plus tilemagic's
+cluster rules against :attr:`~tilemagic.lower.dispatch.DispatchContext.cluster`; a one-bit mask stays a multicast,
+unlike TVM 0.27) and ``use_tma_reduce`` (S2G only, ``cp.reduce.async.bulk.tensor``; the operation must be defined
+on the tensor's type, PTX ISA 9.0 §9.7.9.25.5.3, and the descriptor unit is never promoted).
+
+A global region may reach past its tensor's edge (PTX ISA 9.0 §5.5.3.3: G2S out-of-bound elements are filled, S2G
+ones dropped): both plans keep the tensor's own ``globalDim`` and let the box and coordinates reach past it, and
+each edge plan is checked element by element against the region's elements inside the tensor
+(:func:`_edge_refusal`, ``stage=edge``).
 
 **tma_explicit** (TVM ``_build_explicit_plan``): one map straight from the global buffer — ``globalDim`` the
 reversed shape, ``globalStrides`` its reversed byte strides, box the reversed region extents, coordinates the
