@@ -91,12 +91,12 @@ def dispatch_op(op, *buffers, cluster=2, guard=None, threads=128, arch="sm_90a")
     return stmts, rec
 
 
-def lower_ops(ops, *buffers, name="k", threads=128, arch="sm_90a"):
+def lower_ops(ops, *buffers, name="k", threads=128, arch="sm_90a", cluster=1):
     """``lower()`` of a typed program holding ``ops`` (CopyOps) over ``buffers``: ``(kernel, records)``."""
     from tilemagic.lower.dispatch import TargetSpec
     from tilemagic.lower.program import CopyItem, TypedProgram, lower
 
-    tp = TypedProgram(name, threads, {b.name: b for b in buffers}, 0, [CopyItem(op) for op in ops])
+    tp = TypedProgram(name, threads, {b.name: b for b in buffers}, 0, [CopyItem(op) for op in ops], cluster=cluster)
     kernel, records, _ = lower(tp, TargetSpec("cuda", arch))
     return kernel, records
 

@@ -116,6 +116,9 @@ def test_gpu_bench_runs_every_row(gpu_bench, tmp_path, capsys):
         assert c["restarted"]["ms"] < 0.5 * c["cold"]["ms"]
     assert payload["device"] == "Fake H200 (CC 9.0)" and payload["cache_dir"].startswith("/")
     assert printed.count("| bench ") == 24 and printed.count("| cache ") == 6
+    # the multicast row (hand-written CUDA, a cluster launch through cuda-bindings): the fake CuPy cannot run it, so
+    # it is the one row that says why, and the JSON keeps the error
+    assert printed.count("| cluster ") == 1 and "error" in payload["multicast"]
     assert {b for _, b, _ in fake.launches} == {True, False}
     assert all(n for _, b, n in fake.launches if b)  # every bench launch names its size
 

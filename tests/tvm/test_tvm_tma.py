@@ -10,7 +10,7 @@ import pytest
 from helpers import copy_async_op, lower_ops, region, tma_buffers
 
 from tilemagic.errors import DispatchError
-from tilemagic.export.tvm_tma import ALIGN_BUG, SWIZZLE_BUG, compare_tma_plan
+from tilemagic.export.tvm_tma import ALIGN_BUG, MULTICAST_BUG, SWIZZLE_BUG, compare_tma_plan
 from tilemagic.ir import nodes as ir
 from tilemagic.layout import TileLayout, row_major
 from tilemagic.layout.swizzle import ComposeLayout
@@ -96,3 +96,58 @@ def test_known_difference_16_byte_issue_steps(tvm, name):
     c = _compare(next(x for x in CASES if x[0] == name))
     assert c.ours is None and c.tvm is not None and c.tvm.issues == 264
     assert c.note == ALIGN_BUG and c.agrees
+
+
+# ----------------------------------------------------------------------------- multicast, reductions, edges
+def _compare_op(op, *bufs, cluster=1):
+    err, copies, chosen = None, [], None
+    try:
+        k, recs = lower_ops([op], *bufs, cluster=cluster)
+        chosen = recs[0].chosen
+        copies = [s for s in ir.walk(k.body) if isinstance(s, ir.TmaCopy)]
+    except DispatchError as e:
+        err = e.message + "\n" + (e.details or "")
+    return compare_tma_plan(op, chosen, copies, err, "sm_90a")
+
+
+@pytest.mark.parametrize("dispatch", ["tma_auto", "tma_explicit"])
+def test_a_multicast_plan_matches_tvm(tvm, dispatch):
+    A, S = gbuf("A", "float16", (128, 64)), sbuf("S", "float16", (64, 64), sw(3, 3, 3, (64, 64)))
+    c = _compare_op(copy_async_op(region(S), region(A, (64, 0), (64, 64)), mbar=mbar(), cta_mask=0b11,
+                                  dispatch=dispatch), A, S, cluster=2)
+    assert c.agrees and c.note is None, "\n".join(c.text())
+    assert c.ours.multicast == c.tvm.multicast == 0b11
+    assert "  = multicast cta_mask=0b11" in c.text()
+
+
+@pytest.mark.parametrize("mask", [0b01, 0b10])
+def test_known_difference_one_bit_mask_is_unicast_in_tvm(tvm, mask):
+    """TVM 0.27 drops a one-bit static mask and emits the unicast form into the issuing CTA; the descriptors
+    agree, the emitted form is the documented bug."""
+    A, S = gbuf("A", "float16", (128, 64)), sbuf("S", "float16", (64, 64))
+    c = _compare_op(copy_async_op(region(S), region(A, (0, 0), (64, 64)), mbar=mbar(), cta_mask=mask), A, S,
+                    cluster=2)
+    assert c.ours.multicast == mask and c.tvm.multicast is None
+    assert c.note == MULTICAST_BUG and c.agrees
+    assert f"  ≠ tilemagic: multicast cta_mask=0b{mask:b}    TVM: multicast none" in c.text()
+
+
+@pytest.mark.parametrize("op,dtype", [("add", "float32"), ("add", "bfloat16"), ("max", "int32"), ("xor", "uint32")])
+def test_a_reduction_plan_matches_tvm(tvm, op, dtype):
+    A, S = gbuf("A", dtype, (64, 64)), sbuf("S", dtype, (32, 64))
+    c = _compare_op(copy_async_op(region(A, (32, 0), (32, 64)), region(S), use_tma_reduce=op), A, S)
+    assert c.agrees and c.note is None, "\n".join(c.text())
+    assert c.ours.reduce == c.tvm.reduce == op
+
+
+@pytest.mark.parametrize("direction,dispatch,opts", [("g2s", None, {}), ("g2s", "tma_explicit", {"oob": "nan"}),
+                                                     ("s2g", None, {})])
+def test_an_edge_box_plan_matches_tvm(tvm, direction, dispatch, opts):
+    """Rows 240..271 of a 256-row tensor: both planners keep the tensor's dims and let the box reach past them."""
+    A, S = gbuf("A", "float16", (256, 64)), sbuf("S", "float16", (32, 64), sw(3, 3, 3, (32, 64)))
+    g = region(A, (240, 0), (32, 64))
+    op = (copy_async_op(region(S), g, mbar=mbar(), dispatch=dispatch, **opts) if direction == "g2s"
+          else copy_async_op(g, region(S), dispatch=dispatch))
+    c = _compare_op(op, A, S)
+    assert c.agrees and c.note is None, "\n".join(c.text())
+    assert c.ours.dims == (64, 256) and c.ours.box == (64, 32) and c.ours.coords == (0, 240)

@@ -97,6 +97,16 @@ DEFAULT_L2_PROMOTION = 2
 #: ``CUtensorMapFloatOOBfill`` by the language's ``oob=`` value: zero (``NONE``) or NaN
 #: (``NAN_REQUEST_ZERO_FMA``), PTX ISA 9.0 §5.5.3.3.
 OOB_FILL = {"zero": 0, "nan": 1}
+#: The bits the TMA unit writes for a G2S out-of-bound element of a float map under ``oob=nan``
+#: (``CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA``, PTX ISA 9.0 §5.5.3.3, which says only "NaN"), by
+#: ``CUtensorMapDataType`` member.  Measured on the H200 (``docs/gpu-runs.md``, 2026-12-01): ``0x7ff7`` in every
+#: 16-bit unit — float16 and bfloat16 ``0x7ff7``, float32 ``0x7ff77ff7`` — not the canonical quiet NaN.  The 32-bit
+#: TF32 forms and float64 were not measured; they follow the same 16-bit pattern.  Read by the simulator's
+#: :func:`tilemagic.sim.asyncmodel.tma_g2s_data`.
+OOB_NAN_BITS: dict[str, int] = {
+    "FLOAT16": 0x7FF7, "BFLOAT16": 0x7FF7, "FLOAT32": 0x7FF77FF7, "FLOAT32_FTZ": 0x7FF77FF7,
+    "TFLOAT32": 0x7FF77FF7, "TFLOAT32_FTZ": 0x7FF77FF7, "FLOAT64": 0x7FF77FF77FF77FF7,
+}
 #: ``CUtensorMapInterleave``: tilemagic plans only ``NONE``.
 INTERLEAVE_NONE = 0
 
@@ -120,6 +130,22 @@ TMA_REDUCE_OPS: dict[str, tuple[str, ...]] = {
     "or": ("int32", "uint32", "int64", "uint64"),
     "xor": ("int32", "uint32", "int64", "uint64"),
 }
+
+
+
+def reduce_refusal(op: str, dtype: str) -> str | None:
+    """Why ``cp.reduce.async.bulk.tensor`` with operation ``op`` cannot reduce ``dtype`` elements (None: it can).
+
+    The operations and their element types are PTX ISA 9.0 §9.7.9.25.5.3's (:data:`TMA_REDUCE_OPS`); the element
+    type is the tensor map's, so a reduction never promotes the descriptor unit (TVM 0.27's rule too).
+    """
+    if op not in TMA_REDUCE_OPS:
+        return f"unsupported TMA reduce operation {op!r} (one of {', '.join(TMA_REDUCE_OPS)})"
+    if dtype not in TMA_REDUCE_OPS[op]:
+        return (f"use_tma_reduce={op} is not defined on {dtype} (cp.reduce.async.bulk.tensor .{op} takes "
+                f"{', '.join(TMA_REDUCE_OPS[op])}; PTX ISA 9.0 §9.7.9.25.5.3)")
+    return None
+
 
 #: Every shared buffer a TMA copy touches is aligned at least this much, and so is the shared address of every
 #: ``cp.async.bulk.tensor`` issue: the CUDA C++ Programming Guide's alignment table for multi-dimensional TMA

@@ -432,9 +432,10 @@ def _tma_copy(L: Lines, s: ir.TmaCopy, src) -> None:
     policy = [f'"l"((uint64_t){tma_hw.CACHE_HINTS[s.cache_hint]:#x}ull)'] if s.cache_hint else []
     if s.direction == "g2s":
         assert s.mbar is not None
-        tail = f", %{r + 3}" if s.cache_hint else ""
+        mask = _tma_cta_mask(s)
+        tail = "".join(f", %{r + 3 + k}" for k in range(len(mask) + len(policy)))
         _asm(L, f"{chain}{hint} [%0], [%1, {{{coords}}}], [%{r + 2}]{tail};", [],
-             [_shared_addr(s.smem, s.smem_offset), tmap, *cins, _shared_addr(s.mbar), *policy], src)
+             [_shared_addr(s.smem, s.smem_offset), tmap, *cins, _shared_addr(s.mbar), *mask, *policy], src)
     else:
         tail = f", %{r + 2}" if s.cache_hint else ""
         _asm(L, f"{chain}{hint} [%0, {{{coords}}}], [%{r + 1}]{tail};", [],
@@ -453,6 +454,11 @@ def _bulk_copy(L: Lines, s: ir.BulkCopy, src) -> None:
             f"{s.chain} [tm_dst], [%3], %4, [tm_bar];\\n\\t}}", [],
          [_shared_addr(s.dst, s.dst_offset), _shared_addr(s.mbar), f'"r"((uint32_t)({cexpr(s.remote)}))',
           _shared_addr(s.src, s.src_offset), f'"r"({s.nbytes})'], src)
+def _tma_cta_mask(s: ir.TmaCopy) -> list[str]:
+    """The 16-bit ``ctaMask`` operand of a ``.multicast::cluster`` G2S copy (PTX ISA 9.0 §9.7.9.25.5.2: after the
+    mbarrier, before the cache policy; bit i = cluster rank i), or none for the unicast form.  A one-bit mask is
+    a multicast too (TVM 0.27 emits the unicast form into the issuing CTA instead)."""
+    return [] if s.cta_mask is None else [f'"h"((uint16_t){s.cta_mask:#x})']
 
 
 #: NVRTC has no <cuda.h>: the driver's 128-byte, 64-byte aligned opaque map (CCCL forward-declares the struct)

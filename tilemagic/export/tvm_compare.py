@@ -18,7 +18,7 @@ For a description this module
    chains, TMEM row/column immediates, register order and vector widths (``cp.async``'s bytes per issue
    included), and for a global <-> shared ``copy_async`` the TMA plan (:mod:`.tvm_tma`).
 
-Two differences are documented bugs of ``apache-tvm 0.27.0.post1`` and read ``known TVM bug``, not ``differs``:
+These differences are documented bugs of ``apache-tvm 0.27.0.post1`` and read ``known TVM bug``, not ``differs``:
 
 * :data:`LDGSTS_MBAR_BUG`: a global -> shared ``copy_async`` with ``mbar=`` and no ``dispatch=`` goes to TVM's
   ``ldgsts`` (priority 20), which validates no config key and drops the barrier, although a copy completed on an
@@ -30,6 +30,8 @@ Two differences are documented bugs of ``apache-tvm 0.27.0.post1`` and read ``kn
 * :data:`DSMEM_MAPA_BUG`: TVM's ``dsmem`` maps the destination and the mbarrier with the generic ``mapa.u64`` and
   passes the 64-bit result truncated to 32 bits as the ``shared::cluster`` operands; tilemagic uses
   ``mapa.shared::cluster.u32``.  The bulk copies themselves (chain, bytes, count) must agree.
+* :data:`~.tvm_tma.MULTICAST_BUG`: TVM emits a one-bit static ``cta_mask`` as the unicast form into the issuing
+  CTA; tilemagic emits ``.multicast::cluster`` with the mask (the plans agree otherwise).
 
 ``apache-tvm`` is an optional, test-time dependency: it is imported only inside
 :func:`run_tvm`, and :func:`compare_with_tvm` returns a comparison carrying a message
@@ -55,7 +57,7 @@ from .instructions import (
     summary_lines,
     tvm_instructions,
 )
-from .tvm_tma import SWIZZLE_BUG, TMA_VARIANTS, TmaPlanComparison, compare_tma_plan, is_tma_candidate
+from .tvm_tma import MULTICAST_BUG, SWIZZLE_BUG, TMA_VARIANTS, TmaPlanComparison, compare_tma_plan, is_tma_candidate
 from .tvmscript import TVM_VARIANT_NAMES, TvmScriptExport, export_tvmscript
 
 __all__ = [
@@ -349,7 +351,7 @@ class OpComparison:
         """``same``, ``differs``, ``both reject``, ``tilemagic rejects``, ``TVM rejects``, ``known TVM bug`` or
         ``not compared``."""
         if self.tma is not None:
-            if self.tma.note == SWIZZLE_BUG:
+            if self.tma.note in (SWIZZLE_BUG, MULTICAST_BUG):
                 return "known TVM bug"
             if not self.tma.agrees:
                 return "differs"

@@ -9,22 +9,26 @@ the number of instructions.
 
 Where tilemagic differs on purpose the comparison says so: TVM 0.27 takes a shared swizzle's mode from
 ``swizzle_len`` alone and plans e.g. ``swizzle(2, 3, 3)`` on float16 as SWIZZLE_128B, whose hardware permutation
-is ``swizzle(3, 3, 3)``; tilemagic declines such a layout (``stage=shared-swizzle``).
+is ``swizzle(3, 3, 3)``; tilemagic declines such a layout (``stage=shared-swizzle``).  TVM 0.27 emits a static
+``cta_mask`` with one bit set as the unicast form into the *issuing* CTA (``_is_static_unicast_cta_mask``: the mask
+is dropped); tilemagic emits ``.multicast::cluster`` with the mask, so the box lands in the CTA the bit names
+(:data:`MULTICAST_BUG`).  A multicast mask and a reduction are facts of both sides' plans (``multicast``,
+``reduce``).
 
 ``apache-tvm`` is imported only inside :func:`tvm_tma_plan`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..ir import nodes as ir
 from ..layout.swizzle import ComposeLayout
 from ..layout.tile import TileLayout
 from ..lower.ops import CopyOp
 
-__all__ = ["SWIZZLE_BUG", "TMA_VARIANTS", "TmaFacts", "TmaPlanComparison", "compare_tma_plan", "is_tma_candidate",
-           "ours_tma_facts", "tvm_tma_plan"]
+__all__ = ["MULTICAST_BUG", "SWIZZLE_BUG", "TMA_VARIANTS", "TmaFacts", "TmaPlanComparison", "compare_tma_plan",
+           "is_tma_candidate", "ours_tma_facts", "tvm_tma_plan"]
 
 #: TVM's descriptor dtype names -> ``CUtensorMapDataType`` members (TVM ``_dtype_contract``)
 _TVM_DTYPE = {"int8": "UINT8", "uint8": "UINT8", "float8_e4m3fn": "UINT8", "float8_e5m2": "UINT8",
@@ -39,8 +43,11 @@ SWIZZLE_BUG = ("differs on purpose: TVM 0.27 takes the TMA swizzle mode from swi
 ALIGN_BUG = ("differs on purpose: TVM 0.27 plans TMA boxes at shared addresses aligned only to the swizzle atom "
              "(16 B unswizzled); the hardware needs 128 B (the H200 faults with a misaligned address), so "
              "tilemagic declines the plan")
+MULTICAST_BUG = ("known TVM 0.27 bug: a static cta_mask with one bit set is emitted as the unicast form into the "
+                 "issuing CTA (the mask dropped, the box lands in the wrong CTA when the bit names another); "
+                 "tilemagic emits .multicast::cluster with the mask")
 #: the documented TVM 0.27 differences a comparison may name
-KNOWN_TVM_BUGS = (SWIZZLE_BUG, ALIGN_BUG)
+KNOWN_TVM_BUGS = (SWIZZLE_BUG, ALIGN_BUG, MULTICAST_BUG)
 
 
 @dataclass(frozen=True)
@@ -54,15 +61,29 @@ class TmaFacts:
     coords: tuple[int, ...]
     swizzle: int
     issues: int
+    #: the ``ctaMask`` operand the copy is emitted with (``.multicast::cluster``); None: the unicast form
+    multicast: int | None = None
+    #: ``cp.reduce.async.bulk.tensor``'s operation; None: a plain copy
+    reduce: str | None = None
 
     @property
     def rank(self) -> int:
         return len(self.dims)
 
-    def lines(self) -> list[str]:
-        return [f"rank {self.rank}", f"dtype {self.dtype}", f"dims {list(self.dims)}", f"strides {list(self.strides)}",
-                f"box {list(self.box)}", f"coords {list(self.coords)}", f"swizzle {self.swizzle}",
-                f"instructions {self.issues}"]
+    @property
+    def extras(self) -> bool:
+        return self.multicast is not None or self.reduce is not None
+
+    def lines(self, full: bool = False) -> list[str]:
+        """The facts, one line each; the multicast and reduce lines only when set or ``full`` (so a plain copy's
+        lines stay as they were)."""
+        out = [f"rank {self.rank}", f"dtype {self.dtype}", f"dims {list(self.dims)}", f"strides {list(self.strides)}",
+               f"box {list(self.box)}", f"coords {list(self.coords)}", f"swizzle {self.swizzle}",
+               f"instructions {self.issues}"]
+        if full or self.extras:
+            out += [f"multicast {'none' if self.multicast is None else f'cta_mask=0b{self.multicast:b}'}",
+                    f"reduce {self.reduce or 'none'}"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -80,6 +101,8 @@ class TmaPlanComparison:
     def agrees(self) -> bool:
         """Same facts, or both decline, or a documented difference (:data:`KNOWN_TVM_BUGS`)."""
         if self.ours is not None and self.tvm is not None:
+            if self.note == MULTICAST_BUG:
+                return replace(self.ours, multicast=None) == self.tvm
             return self.ours == self.tvm
         return (self.ours is None and self.tvm is None) or self.note in KNOWN_TVM_BUGS
 
@@ -87,7 +110,8 @@ class TmaPlanComparison:
         """``= fact`` / ``≠ tilemagic: a  TVM: b`` lines, the errors, the note."""
         out = [f"TMA plan ({self.variant}): {'agrees' if self.agrees else 'differs'}"]
         if self.ours is not None and self.tvm is not None:
-            for a, b in zip(self.ours.lines(), self.tvm.lines()):
+            full = self.ours.extras or self.tvm.extras
+            for a, b in zip(self.ours.lines(full), self.tvm.lines(full)):
                 out.append(f"  = {a}" if a == b else f"  ≠ tilemagic: {a}    TVM: {b}")
         for who, facts, err in (("tilemagic", self.ours, self.ours_error), ("TVM", self.tvm, self.tvm_error)):
             if facts is None and err:
@@ -114,9 +138,10 @@ def is_tma_candidate(op: CopyOp) -> bool:
 
 def ours_tma_facts(copies: list[ir.TmaCopy]) -> TmaFacts:
     """The facts of the TmaCopy statements one op lowered to."""
-    m = copies[0].tmap
+    m, c0 = copies[0].tmap, copies[0]
     return TmaFacts(m.dtype, tuple(m.dims), tuple(m.strides), tuple(m.box),
-                    tuple(int(getattr(c, "value", -1)) for c in copies[0].coords), m.swizzle, len(copies))
+                    tuple(int(getattr(c, "value", -1)) for c in c0.coords), m.swizzle, len(copies), c0.cta_mask,
+                    c0.reduce)
 
 
 def _tvm_layout(tvm_layout, lay):
@@ -138,6 +163,7 @@ def tvm_tma_plan(op: CopyOp, variant: str, arch: str) -> TmaFacts | str:
         apache-tvm is not installed.
     """
     import tvm
+    from tvm.backend.cuda.op import _is_static_unicast_cta_mask
     from tvm.backend.cuda.tile_primitive.copy_async import tma as tvm_tma
     from tvm.ir import Range
     from tvm.tirx import Var
@@ -170,10 +196,14 @@ def tvm_tma_plan(op: CopyOp, variant: str, arch: str) -> TmaFacts | str:
     except Exception as e:  # noqa: BLE001 - TVM's fail() raises its own error types; the text is the answer
         return str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
     spec = plan.spec
+    mask = getattr(spec, "cta_mask", 0)
+    # TVM's _emit_plan: the multicast form only for a mask that is not a static 0 or one bit (its unicast bug)
+    multicast = None if spec.direction != "g2s" or _is_static_unicast_cta_mask(mask) else int(mask)
+    red = getattr(spec, "use_tma_reduce", None)
     return TmaFacts(_TVM_DTYPE.get(str(spec.descriptor_dtype), str(spec.descriptor_dtype)),
                     tuple(int(d) for d in spec.global_dims), tuple(int(s) for s in spec.global_strides),
                     tuple(int(b) for b in spec.box_dims), tuple(int(c) for c in spec.coordinates), int(spec.swizzle),
-                    int(plan.issue_extent()))
+                    int(plan.issue_extent()), multicast, None if red is None else str(red))
 
 
 def compare_tma_plan(op: CopyOp, chosen: str | None, copies: list[ir.TmaCopy], ours_error: str | None,
@@ -188,7 +218,10 @@ def compare_tma_plan(op: CopyOp, chosen: str | None, copies: list[ir.TmaCopy], o
     theirs = tvm_tma_plan(op, variant, arch)
     tvm_facts, tvm_error = (theirs, None) if isinstance(theirs, TmaFacts) else (None, theirs)
     note = None
-    if ours is None and tvm_facts is not None and ours_error and "stage=shared-swizzle" in ours_error:
+    if (ours is not None and tvm_facts is not None and ours.multicast is not None and tvm_facts.multicast is None
+            and ours.multicast & (ours.multicast - 1) == 0 and replace(ours, multicast=None) == tvm_facts):
+        note = MULTICAST_BUG
+    elif ours is None and tvm_facts is not None and ours_error and "stage=shared-swizzle" in ours_error:
         note = SWIZZLE_BUG
     elif ours is None and tvm_facts is not None and ours_error and "B aligned (misaligned address on sm_90a)" \
             in ours_error:

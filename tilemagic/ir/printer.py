@@ -186,6 +186,7 @@ def _tma_copy(L: Lines, s: ir.TmaCopy, src: int | None) -> None:
         args = [tmap, coords, smem]
     if s.cache_hint:
         args.append(f'T.cache_policy("{s.cache_hint}")')
+    args += _tma_multicast_args(s)
     L.add(f'T.ptx["{chain}"]({", ".join(args)})', src)
 
 
@@ -199,6 +200,11 @@ def _bulk_copy(L: Lines, s: ir.BulkCopy, src: int | None) -> None:
     rd = f'{s.src.name}.access_ptr("r", offset={s.src_offset // s.src.elem_bytes})'
     bar = f"T.ptx.mapa.shared_cluster(T.address_of({s.mbar.name}[0]), {remote})"
     L.add(f'T.ptx["{s.chain}"]({dst}, {rd}, {s.nbytes}, {bar})', src)
+def _tma_multicast_args(s: ir.TmaCopy) -> list[str]:
+    """The ``cta_mask`` operand of a multicast G2S copy (``.multicast::cluster``, PTX ISA 9.0 §9.7.9.25.5.2), in
+    binary (bit i = cluster rank i), as the last, keyword argument.  (A reduction is spelled in the chain:
+    ``cp.reduce...{op}.tile``.)"""
+    return [] if s.cta_mask is None else [f"cta_mask=0b{s.cta_mask:b}"]
 
 
 def _register_views(kernel):

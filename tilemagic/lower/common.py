@@ -46,6 +46,34 @@ def validate_copy_op(op: CopyOp, ctx: DispatchContext) -> Verdict:
     return True, None
 
 
+def past_edge(r: RegionRef) -> str | None:
+    """Where region ``r`` reaches past its buffer's edge, in words (``"rows 240..271 of 256"``), or None when it
+    lies inside the buffer.  Only a ``copy_async`` global <-> shared region may (the checker,
+    :func:`tilemagic.lower.program.check`); TMA fills a load's out-of-bound elements and drops a store's
+    (PTX ISA 9.0 §5.5.3.3), every other variant declines (:func:`decline_past_edge`)."""
+    rank = len(r.buf.shape)
+    names = {rank - 1: "columns", rank - 2: "rows"} if rank > 1 else {0: "elements"}
+    out = [f"{names.get(d, f'dimension {d} indices')} {b}..{b + e - 1} of {n}"
+           for d, (b, e, n) in enumerate(zip(r.begins, r.extents, r.buf.shape)) if b + e > n]
+    return ", ".join(out) or None
+
+
+def decline_past_edge(op: CopyOp) -> None:
+    """Decline ``op`` when a region reaches past its buffer: the first step of every ``copy_async`` emitter but
+    TMA's, whose hardware fills out-of-bound elements (PTX ISA 9.0 §5.5.3.3).  (An emitter's decline, not a
+    predicate: the why-table of an in-bounds op is unchanged.)
+
+    Raises
+    ------
+    DispatchFail
+        ``region reaches past A's edge (rows 240..271 of 256): only TMA fills out-of-bounds elements``.
+    """
+    for r in (op.src, op.dst):
+        where = past_edge(r)
+        if where is not None:
+            fail(f"region reaches past {r.buf.name}'s edge ({where}): only TMA fills out-of-bounds elements")
+
+
 def exec_scope_ok(op: CopyOp, ctx: DispatchContext, expected_scopes: Sequence[str]) -> Verdict:
     if ctx.scope_kind in expected_scopes:
         return True, None

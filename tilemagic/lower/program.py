@@ -322,8 +322,10 @@ def _classify(layout, shape):
 
 
 # ----------------------------------------------------------------------------- regions
-def _region(r: ast.Region, bufs: dict[str, ir.Buffer], rank: int = 0) -> RegionRef:
-    """The constant region ``r`` names, its bounds in ``cta_rank`` evaluated for the CTA of rank ``rank``.
+def _region(r: ast.Region, bufs: dict[str, ir.Buffer], rank: int = 0, edge: bool = False) -> RegionRef:
+    """The constant region ``r`` names, its bounds in ``cta_rank`` evaluated for the CTA of rank ``rank``;
+    ``edge``: a global region may reach past its buffer's end (a ``copy_async`` global <-> shared, whose variants
+    decide: TMA fills or drops the out-of-bound elements, the others decline).
 
     Raises
     ------
@@ -362,7 +364,7 @@ def _region(r: ast.Region, bufs: dict[str, ir.Buffer], rank: int = 0) -> RegionR
             b = 0 if start is None else start
             stop = dim if stop_at is None else stop_at
             e = stop - b
-        if b < 0 or b >= dim or e <= 0 or b + e > dim:
+        if b < 0 or b >= dim or e <= 0 or (b + e > dim and not (edge and buf.scope == "global")):
             if s.uses_rank:
                 shown = f"{b}" if s.point else f"{b}:{b + e}"
                 raise TileTypeError(f"index out of range for dimension of extent {dim} for {CTA_RANK} = {rank} "
@@ -669,11 +671,13 @@ def _copy_ops(item: ast.CopyStmt, bufs: dict[str, ir.Buffer], source: str, clust
         raise TileTypeError("`remote_cta_id=` names another CTA of the cluster, and this kernel has no cluster",
                             remote.span, hint="declare the cluster on the kernel line: `kernel NAME threads=N "
                                               "cluster=2`; a copy inside one CTA needs no remote_cta_id")
+    edge = item.op_name == "copy_async" and {getattr(bufs.get(x.name), "scope", None)
+                                             for x in (item.dst, item.src)} == {"global", "shared"}
     ops = []
     for r in (range(cluster) if ranked else (None,)):
         rank = r or 0
         at = f" for {CTA_RANK} = {rank}" if ranked and cluster > 1 else ""
-        dst, src = _region(item.dst, bufs, rank), _region(item.src, bufs, rank)
+        dst, src = _region(item.dst, bufs, rank, edge), _region(item.src, bufs, rank, edge)
         if dst.buf is src.buf and all(max(a, b) < min(a + e, b + f) for a, e, b, f in
                                       zip(dst.begins, dst.extents, src.begins, src.extents)):
             if remote is None:

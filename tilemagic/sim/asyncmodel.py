@@ -20,10 +20,13 @@ not when it is issued:
   that synchronise with a waiter later — are ordered after the copies' writes.
 * **TMA tile copies** (§9.7.9.25.5.2, §5.5): :func:`tma_box` computes a box from the ``TensorMap`` fields alone
   (independently of the planner: it is the reference the planner is checked against). G2S out-of-bounds elements are
-  zero, or NaN for ``oob_fill=1`` (the canonical quiet NaN of the descriptor's float type: the bit pattern the
-  hardware writes is not documented), and count toward complete-tx (the whole box); S2G out-of-bounds elements are
-  not written (exactly, as the ISA says; an H100 was reported to write on to the next 16-byte boundary of a row,
-  which a GPU comparison of such a store would show). An S2G copy reads its shared source at the issue (an
+  zero, or NaN for ``oob_fill=1`` (:func:`tma_g2s_data`: PTX's canonical NaN of the descriptor's float type,
+  :data:`tilemagic.arch.tma.OOB_NAN_BITS` — the bit pattern the hardware writes is not documented), and count toward
+  complete-tx (the whole box); S2G out-of-bounds elements are not written, element by element as the ISA says
+  (triton-lang/triton#11583 reports an H100 writing on to the next 16-byte boundary of a row; a GPU comparison of
+  such a store would show it). An S2G reduction (``reduce``, §9.7.9.25.5.3) reads its global destination at the
+  issue (the uninitialised-read report applies) and writes ``OP(dst, src)`` (:func:`tma_reduce`) when it lands.
+  An S2G copy reads its shared source at the issue (an
   async-proxy read: every generic write it reads needs a ``fence.proxy.async`` of its writer, §9.7.13.4) and is in
   flight on it until the covering ``bulk_wait_group ... read``; it writes global memory at the covering plain
   ``bulk_wait_group`` (or at the kernel's end).
@@ -50,18 +53,11 @@ from typing import Any
 
 import numpy as np
 
-from ..arch.tma import box_traversal
+from ..arch.tma import OOB_NAN_BITS, TMA_REDUCE_OPS, box_traversal
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..layout.swizzle import xor_swizzle
 from .hb import cta_name
-
-#: The canonical quiet NaN of each float ``CUtensorMapDataType`` (little endian), written for out-of-bounds
-#: elements of a G2S copy whose map asks for ``..._NAN_REQUEST_ZERO_FMA``.  The exact pattern the TMA unit writes
-#: is not documented (PTX ISA 9.0 §5.5.3.3 says "NaN"); a comparison against a GPU compares NaN as NaN.
-OOB_NAN = {"FLOAT16": b"\x00\x7e", "BFLOAT16": b"\xc0\x7f", "FLOAT32": b"\x00\x00\xc0\x7f",
-           "FLOAT64": b"\x00\x00\x00\x00\x00\x00\xf8\x7f", "TFLOAT32": b"\x00\x00\xc0\x7f",
-           "FLOAT32_FTZ": b"\x00\x00\xc0\x7f", "TFLOAT32_FTZ": b"\x00\x00\xc0\x7f"}
 
 #: Bytes one ``cp.async`` may copy (``cp-size``, PTX ISA 9.0 §9.7.9.25.3.1).
 CP_ASYNC_SIZES = (4, 8, 16)
@@ -111,6 +107,125 @@ def tma_box(tmap: ir.TensorMap, coords, smem_offset: int) -> tuple[np.ndarray, n
     return gbyte, inb, sbyte
 
 
+def tma_s2g_written(tmap: ir.TensorMap, coords, inb: np.ndarray) -> np.ndarray:
+    """Which of a store (S2G) box's elements the TMA unit writes: the in-bounds ones (``inb``, :func:`tma_box`)
+    and, in dimension 0, also those past ``dims[0]`` up to the next 16-byte boundary of the row, when the other
+    coordinates are in bounds.
+
+    PTX ISA 9.0 §5.5.3.3 says out-of-bound elements of a store are not written; the H200 writes on to the next
+    16-byte boundary past ``globalDim[0]`` (measured, ``docs/gpu-runs.md`` 2026-12-01, as triton-lang/triton#11583
+    reports for the H100), and the simulator does what the hardware does.  For a map whose ``dims[0]`` spans a
+    multiple of 16 bytes (every map over a dense buffer of rank 2 or more: its row stride is) the two agree.
+
+    Returns
+    -------
+    numpy.ndarray of bool, ``(E,)``, box-linear like ``inb``.
+    """
+    eb, rank = tmap.elem_bytes, tmap.rank
+    limit0 = -(-int(tmap.dims[0]) * eb // 16) * 16 // eb  # elements of dimension 0 up to the 16-byte boundary
+    if limit0 == int(tmap.dims[0]):
+        return inb
+    n, es = box_traversal(tmap.box[:rank], tmap.elem_strides)
+    total = math.prod(n)
+    ks = np.unravel_index(np.arange(total, dtype=np.int64), tuple(reversed(n)))[::-1]
+    ok = np.ones(total, bool)
+    for i in range(rank):
+        c = int(coords[i]) + ks[i] * es[i]
+        ok &= (c >= 0) & (c < (limit0 if i == 0 else int(tmap.dims[i])))
+    return ok
+
+
+def tma_g2s_data(tmap: ir.TensorMap, inb: np.ndarray, loaded: np.ndarray) -> np.ndarray:
+    """The bytes one G2S box writes into shared memory (PTX ISA 9.0 §5.5.3.3).
+
+    Parameters
+    ----------
+    tmap : TensorMap
+        The descriptor (``dtype``, ``elem_bytes``, ``oob_fill``).
+    inb : numpy.ndarray of bool, ``(E,)``
+        :func:`tma_box`'s in-bounds flags of the box's elements (box-linear).
+    loaded : numpy.ndarray of uint8, ``(inb.sum(), elem_bytes)``
+        The global bytes of the in-bounds elements, in box order.
+
+    Returns
+    -------
+    numpy.ndarray of uint8, ``(E, elem_bytes)``
+        In-bounds elements as loaded; out-of-bound ones zero (``oob_fill`` 0), or for ``oob_fill`` 1 on a float map
+        the NaN of :data:`tilemagic.arch.tma.OOB_NAN_BITS` (little endian; its exact bits are not established).
+        The whole box counts toward complete-tx either way.
+    """
+    eb = tmap.elem_bytes
+    data = np.zeros((inb.size, eb), np.uint8)
+    nan = OOB_NAN_BITS.get(tmap.dtype)
+    if tmap.oob_fill == 1 and nan is not None and nan < 256 ** eb:
+        data[:] = np.frombuffer(int(nan).to_bytes(eb, "little"), np.uint8)
+    if inb.any():
+        data[inb] = loaded
+    return data
+
+
+def _reduce_dtype(dtype: str, op: str) -> np.dtype:
+    """The NumPy type a reduction computes in: the element type, or its unsigned twin for bit operations."""
+    dt = ir.numpy_dtype(dtype)
+    return np.dtype(f"u{dt.itemsize}") if op in ("and", "or", "xor") else dt
+
+
+def tma_reduce(op: str, dtype: str, dst: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """``OP(dst, src)`` per element of a TMA S2G reduction (``cp.reduce.async.bulk.tensor``, PTX ISA 9.0
+    §9.7.9.25.5.3): the new bytes of the in-bounds global elements.
+
+    Parameters
+    ----------
+    op : str
+        One of :data:`tilemagic.arch.tma.TMA_REDUCE_OPS` (``add``, ``min``, ``max``, ``inc``, ``dec``, ``and``,
+        ``or``, ``xor``).
+    dtype : str
+        The tensor's element type (tilemagic name; a reduction never promotes the descriptor unit).
+    dst, src : numpy.ndarray of uint8, ``(E, elem_bytes)``
+        The global destination's current bytes and the shared source's bytes.
+
+    Returns
+    -------
+    numpy.ndarray of uint8, ``(E, elem_bytes)``
+
+    Notes
+    -----
+    Integers wrap (two's complement); ``inc``/``dec`` are ``atom``'s: ``dst >= src ? 0 : dst + 1`` and
+    ``(dst == 0 || dst > src) ? src : dst - 1`` (PTX ISA 9.0 §9.7.13.5, unsigned).  Floats are computed in the type
+    with round-to-nearest-even (NumPy on ``float16``/``float32``, ``bfloat16`` through ml_dtypes; the sum of two
+    values of the type is exact in float32 before its one rounding), subnormals kept (PTX's ``.noftz`` behaviour,
+    which the tensor form does not spell); ``min``/``max`` of a NaN and a number give the number (PTX ``min``).
+
+    Raises
+    ------
+    ValueError
+        ``op`` does not reduce ``dtype`` (the variants decline that before the simulator runs).
+    """
+    if dtype not in TMA_REDUCE_OPS.get(op, ()):
+        raise ValueError(f"cp.reduce.async.bulk.tensor .{op} is not defined on {dtype}")
+    dt = _reduce_dtype(dtype, op)
+    a = np.ascontiguousarray(dst).view(dt).reshape(-1)
+    b = np.ascontiguousarray(src).view(dt).reshape(-1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if op == "add":
+            r = (a + b).astype(dt)
+        elif op == "min":
+            r = np.fmin(a, b)
+        elif op == "max":
+            r = np.fmax(a, b)
+        elif op == "inc":
+            r = np.where(a >= b, np.zeros_like(a), a + np.ones_like(a))
+        elif op == "dec":
+            r = np.where((a == 0) | (a > b), b, a - np.ones_like(a))
+        elif op == "and":
+            r = a & b
+        elif op == "or":
+            r = a | b
+        else:
+            r = a ^ b
+    return np.ascontiguousarray(np.asarray(r, dt)).view(np.uint8).reshape(dst.shape)
+
+
 def _bytes_at(off: np.ndarray, nb: int) -> np.ndarray:
     """The byte indices ``(items, nb)`` of ``nb``-byte items at byte offsets ``off``."""
     return np.asarray(off, np.int64).reshape(-1, 1) + np.arange(nb, dtype=np.int64)
@@ -157,6 +272,8 @@ class _Copy:
     src_hb: Any = None  # (a dsmem copy: the issuing CTA's tracker view, which frees the source when it lands)
     phase: int = -1
     observed: int | None = None
+    reduce: str | None = None  # s2g: cp.reduce.async.bulk.tensor's operation, applied when the copy lands
+    dtype: str = ""  # s2g reduction: the element type
 
 
 @dataclass
@@ -521,8 +638,6 @@ class AsyncModel:
     # ------------------------------------------------------------------ TMA
     def _tma(self, s: ir.TmaCopy, tids: np.ndarray, env: dict) -> None:
         sim, tm = self.sim, s.tmap
-        if s.reduce:
-            raise LaunchError(f"cp.reduce.async.bulk.tensor (.{s.reduce}) is not simulated", s.span)
         if tm.buf.scope != "global" or s.smem.scope != "shared":
             raise LaunchError(f"a TMA copy moves a box between global and shared memory, not between {tm.buf.name} "
                               f"and {s.smem.name}", s.span)
@@ -533,7 +648,16 @@ class AsyncModel:
         cs = [np.broadcast_to(np.asarray(sim.eval_expr(c, env, s.span, ts), np.int64), ts.shape) for c in s.coords]
         eb, gbuf = tm.elem_bytes, tm.buf
         for j, t in enumerate(ts.tolist()):
-            gbyte, inb, sbyte = tma_box(tm, [int(c[j]) for c in cs], s.smem_offset)
+            coords = [int(c[j]) for c in cs]
+            gbyte, inb, sbyte = tma_box(tm, coords, s.smem_offset)
+            if s.direction == "s2g":  # (a store writes on to the row's next 16-byte boundary: tma_s2g_written)
+                wr = tma_s2g_written(tm, coords, inb)
+                if wr is not inb and wr.any() and int(gbyte[wr].max()) + eb > gbuf.nbytes:
+                    raise LaunchError(f"the TMA store writes past the end of {gbuf.name} (bytes up to "
+                                      f"{int(gbyte[wr].max()) + eb} of {gbuf.nbytes}): the TMA unit writes a row on "
+                                      f"to the next 16-byte boundary past the tensor's {tm.dims[0]} elements "
+                                      f"(measured on the H200)", s.span)
+                inb = wr
             if inb.any() and (int(gbyte[inb].min()) < 0 or int(gbyte[inb].max()) + eb > gbuf.nbytes):
                 raise LaunchError(f"the TMA copy's in-bounds elements leave {gbuf.name} (bytes "
                                   f"{int(gbyte[inb].min())}..{int(gbyte[inb].max()) + eb} of {gbuf.nbytes}): the "
@@ -551,12 +675,9 @@ class AsyncModel:
         hb, tm, eb = self.hb, s.tmap, s.tmap.elem_bytes
         if s.mbar is None:
             raise LaunchError("a TMA load needs an mbarrier (`mbar=`) to complete on", s.span)
-        data = np.zeros((sbyte.size, eb), np.uint8)
-        if tm.oob_fill == 1 and tm.dtype in OOB_NAN and len(OOB_NAN[tm.dtype]) == eb:
-            data[:] = np.frombuffer(OOB_NAN[tm.dtype], np.uint8)
+        data = tma_g2s_data(tm, inb, self.sim.mem[tm.buf.name][_bytes_at(gbyte[inb], eb)])
         ini = np.ones(sbyte.size, bool)
         if inb.any():
-            data[inb] = self.sim.mem[tm.buf.name][_bytes_at(gbyte[inb], eb)]
             if hb.tracks(tm.buf):
                 ini[inb] = np.asarray(hb.read(tm.buf, gbyte[inb], t, s.span, eb)).reshape(-1)
         if s.cta_mask is None:
@@ -589,9 +710,12 @@ class AsyncModel:
         view = dst.hb if dst is self or self.C == 1 else dst.hb.issued_by(self.rank)
         if self.C > 1:
             view.kind = kind
+        base = dst.hb if self.C == 1 else dst.hb.base
+        base.issuing = f"the {what} (mbarrier {dst.bar_label(m)})"  # (a race of this write is the copy's)
         try:
             view.write(buf, off, t, s.span, ini if not np.all(ini) else True, nbytes=nb)
         finally:
+            base.issuing = None
             if self.C > 1:
                 view.kind = "store"
         k = m.phase  # (the phase it completes if it lands before the next one)
@@ -721,6 +845,8 @@ class AsyncModel:
         if src_off.size:
             hb.proxy_read(s.smem, src_off, eb, s.span, "the TMA store", issuer=t)
             ini = np.asarray(hb.read(s.smem, src_off, t, s.span, eb)).reshape(-1)
+            if s.reduce:  # (a reduction reads its global destination: the uninitialised-read report applies)
+                ini = ini & np.asarray(hb.read(tm.buf, dst_off, t, s.span, eb)).reshape(-1)
             hb.write(tm.buf, dst_off, t, s.span, ini if not np.all(ini) else True, nbytes=eb)
         op_r = hb.async_op("the TMA store reads", s.span, "its thread's covering `bulk_wait_group ... read` "
                                                           "returned (PTX ISA 9.0 §9.7.9.25.6)")
@@ -729,7 +855,8 @@ class AsyncModel:
         hb.in_flight(s.smem, src_off, eb, op_r, "src")
         hb.in_flight(tm.buf, dst_off, eb, op_w, "dst")
         c = _Copy("s2g", s.span, op_w, np.full(dst_off.size, t, np.int64), tm.buf, dst_off, eb, data,
-                  src=s.smem, src_off=src_off, src_nbytes=eb, src_op=op_r, landed=np.zeros(1, bool))
+                  src=s.smem, src_off=src_off, src_nbytes=eb, src_op=op_r, landed=np.zeros(1, bool),
+                  reduce=s.reduce, dtype=tm.buf.dtype)
         k = len(self.copies)
         self.copies.append(c)
         self.bunc[t].append(k)
@@ -747,7 +874,9 @@ class AsyncModel:
         if read_only or c.landed.all():
             return
         c.landed[:] = True
-        self.sim.mem[c.dst.name][_bytes_at(c.dst_off, c.nbytes)] = c.data
+        at = _bytes_at(c.dst_off, c.nbytes)
+        mem = self.sim.mem[c.dst.name]
+        mem[at] = c.data if c.reduce is None else tma_reduce(c.reduce, c.dtype, mem[at], c.data)
         c.data = c.data[:0]
         self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", c.op, who=c.threads, span=span)
         self.hb.event("tma.complete", c.threads[:1], c.span, direction="s2g")

@@ -479,6 +479,22 @@ class _Space:
         return f"{self.name}{at}" if at else f"{self.name} element {e}"
 
 
+
+def async_race_text(label: str, name: str, thread: str, verb: str, where: str, line: str, what: str, at: str,
+                    until: str, issuing: str | None = None) -> str:
+    """The message of an access that meets an asynchronous copy still in flight: ``thread`` (``"thread 5"``,
+    ``"CTA 1 thread 5"``) ``verb`` (``reads``/``writes``) ``where`` at ``line``, which the copy ``what`` (``"the TMA
+    copy (mbarrier full) writes"``) at ``at`` has not finished (``until``: what ends it).
+
+    ``issuing``: the access is itself an asynchronous copy's issue (``"the TMA copy (mbarrier full)"``), e.g. the
+    same box issued by two threads: the message names that copy and its thread, not a generic store — each
+    issue is a copy of its own, and two copies in flight on one destination race (PTX ISA 9.0 §9.7.9.25.5.2),
+    identical bytes or not."""
+    who = thread if issuing is None else f"{issuing} issued by {thread}"
+    tail = "" if issuing is None else " (each issue is a copy of its own: two copies in flight write one destination)"
+    return (f"hazard: {label} race on {name}: {who} {verb} {where} at {line} that {what} at {at}, before "
+            f"{until}{tail}")
+
 class Tracker:
     """Happens-before state of one simulated CTA; the simulator calls it at every access point.
 
@@ -503,6 +519,10 @@ class Tracker:
     for a local buffer an array of threads that each access the run's items of their registers).
     Races between threads are found whatever order the executor ran them in.
     """
+
+    #: set by the asynchronous-copy model while an issue writes its destination: what the issuing copy is
+    #: (``"the TMA copy (mbarrier full)"``), so a race of the issue reads as the copy's (:func:`async_race_text`)
+    issuing: str | None = None
 
     def __init__(self, kernel: ir.Kernel, nthreads: int, strict: bool = False):
         #: CTAs of the cluster and threads per CTA: with a cluster the tracker's threads are cluster-linear
@@ -935,9 +955,8 @@ class Tracker:
             op = int(ops[i])
             what, at, until = self._async_ops[op]
             ti = int(np.broadcast_to(_arr(t), ops.shape)[i])
-            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(ti)} {verb} {sp.where(_at(ix, int(i)))} "
-                   f"at "
-                   f"{_line(span)} that {what} at {_line(at)}, before {until}")
+            msg = async_race_text(sp.label, sp.name, self.tname(ti), verb, sp.where(_at(ix, int(i))), _line(span), what,
+                                  _line(at), until, self.issuing)
             kind = "async-read" if verb == "reads" else "async-write"
             self._hazard(kind, (kind, at, span, sp.name), msg, span, at, sp.name, sp.element(_at(ix, int(i))),
                          (ti, ti))

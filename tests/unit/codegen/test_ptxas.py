@@ -146,9 +146,8 @@ def test_every_ldgsts_cell_assembles(arch):
 def _tma_kernel_source():
     """A G2S (128B swizzle, L2 hint) and an S2G through the real TMA variants; the mbarrier object is declared
     here, below the language (tests/unit/lower/test_async_sync.py assembles the language's statements)."""
-    from helpers import copy_async_op, lower_ops, region, tma_buffers
+    from helpers import copy_async_op, region, tma_buffers
 
-    from tilemagic.codegen.cuda import generate
     from tilemagic.layout import row_major
     from tilemagic.layout.swizzle import ComposeLayout
 
@@ -157,8 +156,21 @@ def _tma_kernel_source():
     S = sbuf("S", "float16", (64, 64), ComposeLayout(3, 3, 3, row_major((64, 64)), bare=True))
     ops = [copy_async_op(region(S), region(A, (64, 0), (64, 64)), mbar=mbar(), cache_hint="evict_first"),
            copy_async_op(region(B, (0, 64), (64, 64)), region(S), line=2)]
-    kernel, _ = lower_ops(ops, A, B, S)
+    return _lowered_tma_source(ops, A, B, S)
+
+
+def _lowered_tma_source(ops, *bufs, cluster: int = 1) -> str:
+    """The CUDA of ``ops`` lowered through the real variants, with the mbarrier object ``full`` declared in it and,
+    for a cluster, ``__cluster_dims__`` given to the kernel here (the kernel line's ``cluster=`` is the language's)."""
+    from helpers import lower_ops
+
+    from tilemagic.codegen.cuda import generate
+
+    kernel, _ = lower_ops(ops, *bufs, cluster=cluster)
     text = generate(kernel, arch="sm_90a").text
+    if cluster > 1 and "__cluster_dims__" not in text:
+        text = text.replace("__global__ ", f"__global__ __cluster_dims__({cluster}, 1, 1) ", 1)
+        assert f"__cluster_dims__({cluster}, 1, 1)" in text
     head = text.index("\n", text.index('extern "C"')) + 1
     return text[:head] + "__shared__ __align__(8) uint64_t full[1];\n" + text[head:]
 
@@ -171,3 +183,37 @@ def test_tma_copies_assemble(arch):
 
 def test_tma_copies_need_sm_90():
     assert not nvcc_compile(_tma_kernel_source(), "sm_80").ok
+
+
+def _tma_multicast_reduce_source():
+    """A multicast G2S (cta_mask 0b11, and 0b10 with an L2 hint) and a reduction S2G (.add on float16, .max on
+    int32) through the real TMA variants, in a kernel given ``__cluster_dims__(2, 1, 1)`` here (the kernel line's
+    ``cluster=`` is the language's part; ``.multicast::cluster`` needs the kernel to be a cluster kernel)."""
+    from helpers import copy_async_op, region, tma_buffers
+
+    gbuf, sbuf, mbar = tma_buffers()
+    A, B = gbuf("A", "float16", (256, 64)), gbuf("B", "float16", (256, 64))
+    C, D = gbuf("C", "int32", (64, 32)), sbuf("D", "int32", (32, 32))
+    S = sbuf("S", "float16", (64, 64))
+    ops = [copy_async_op(region(S), region(A, (0, 0), (64, 64)), mbar=mbar(), cta_mask=0b11),
+           copy_async_op(region(S), region(A, (224, 0), (64, 64)), mbar=mbar(), cta_mask=0b10,
+                         cache_hint="evict_last", line=2),
+           copy_async_op(region(B, (0, 0), (64, 64)), region(S), use_tma_reduce="add", line=3),
+           copy_async_op(region(C, (48, 0), (32, 32)), region(D), use_tma_reduce="max", line=4)]
+    text = _lowered_tma_source(ops, A, B, C, D, S, cluster=2)
+    assert text.count(".multicast::cluster") == 2 and "cp.reduce.async.bulk.tensor.2d" in text
+    return text
+
+
+@pytest.mark.parametrize("arch", ["sm_90a", "sm_100a"])
+def test_tma_multicast_and_reductions_assemble(arch):
+    r = nvcc_compile(_tma_multicast_reduce_source(), arch)
+    assert r.ok, r.log
+
+
+def test_the_reduce_form_takes_no_noftz():
+    """``.add.noftz`` belongs to the non-tensor ``cp.reduce.async.bulk`` (f16/bf16); the tensor form takes the
+    element type from the map and ptxas rejects the modifier there — which is why the generated chain has none."""
+    bad = _tma_multicast_reduce_source().replace(".add.tile.bulk_group", ".add.noftz.tile.bulk_group")
+    r = nvcc_compile(bad, "sm_90a")
+    assert not r.ok and "noftz" in r.log

@@ -171,7 +171,8 @@ def _tma_model(gbytes: np.ndarray, tm: ir.TensorMap, coords, smem_offset: int, s
     is written) and the bytes complete-tx counts."""
     E = tm.elem_bytes
     out = [None] * smem_nbytes
-    nan = {"FLOAT16": [0x00, 0x7E], "FLOAT32": [0, 0, 0xC0, 0x7F], "BFLOAT16": [0xC0, 0x7F]}
+    # the OOB NaN the H200 writes, little endian: 0x7ff7 in every 16-bit unit (docs/gpu-runs.md, 2026-12-01)
+    nan = {"FLOAT16": [0xF7, 0x7F], "FLOAT32": [0xF7, 0x7F, 0xF7, 0x7F], "BFLOAT16": [0xF7, 0x7F]}
     box = list(tm.box)
     lin = 0
     for k in np.ndindex(*reversed(box)):
@@ -207,6 +208,8 @@ TMA_CASES = [
     ("bfloat16", (64, 64), (16, 32), 1, (-4, -3), None, 0),  # before the start in both dimensions
     ("float16", (128, 64), (16, 16), 3, (16, 16), 4, 0),  # float16 as uint32 units (TVM's promotion)
     ("float16", (8, 16, 32), (32, 4, 2), 2, (0, 12, 6), None, 0),  # rank 3, dim 1 past the end
+    ("float32", (4, 8, 16), (16, 4, 2), 0, (8, 6, 3), None, 1),  # rank 3, past all three dims: NaN-filled
+    ("bfloat16", (4, 8, 64), (32, 8, 1), 3, (48, 4, 0), None, 0),  # rank 3, past dims 0 and 1: zero-filled
 ]
 
 

@@ -35,6 +35,7 @@ from ..common import (
     scope_allowed,
     sm_number,
     swizzle_chunk,
+    decline_past_edge,
     validate_copy_op,
 )
 from ..dispatch import DispatchContext, EmitSummary, Emitted, Verdict, fail, predicate, register_dispatch
@@ -111,6 +112,7 @@ def copy_schedule_ldgsts(op: CopyOp, ctx: DispatchContext) -> Emitted:
         ``ldgsts: cannot find a cp.async-compatible vec_len for elem_bits=N`` (TVM's text) when no run of
         16, 8 or 4 bytes is contiguous and aligned in both buffers for the split.
     """
+    decline_past_edge(op)
     dst, src = op.dst, op.src
     eb = dst.buf.elem_bytes
     sp = gs_split(op, ctx, CP_ASYNC_BYTES)

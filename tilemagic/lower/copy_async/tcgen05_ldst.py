@@ -48,7 +48,7 @@ from ...ir import nodes as ir
 from ...arch import tcgen05 as tc
 from ...layout import TileLayout, tcgen05_atom_layout, tmem_datapath_layout
 from ...layout.tile import Iter
-from ..common import copy_predicates, linear_tid, validate_copy_op
+from ..common import copy_predicates, decline_past_edge, linear_tid, validate_copy_op
 from ..dispatch import DispatchContext, EmitSummary, Emitted, Verdict, fail, register_dispatch
 from ..ops import CopyOp, RegionRef
 
@@ -309,6 +309,7 @@ def _validate_tmem_copy(op: CopyOp, ctx: DispatchContext) -> Verdict:
 @register_dispatch("copy_async", "cuda", variant="tmem<->local", priority=10, when=copy_predicates(
     ["warpgroup"], [("tmem", "local"), ("local", "tmem")], validate=_validate_tmem_copy))
 def copy_async_schedule_tmem_local(op: CopyOp, ctx: DispatchContext) -> Emitted:
+    decline_past_edge(op)
     tmem, local = (op.src, op.dst) if op.src.buf.scope == "tmem" else (op.dst, op.src)
     if tmem.buf.datapath == "B":
         return _emit_datapath_b(op, ctx, tmem, local)

@@ -13,7 +13,16 @@ has TMA: sm_90 or newer; TVM checks it among the descriptor rules).  One elected
 
 The options are checked as TVM's ``_runtime_config`` for the keys of this language: ``mbar`` (required for G2S,
 forbidden for S2G), ``oob`` (``zero``/``nan``; ``tma_auto`` accepts only the default; never on S2G),
-``cache_hint`` (``evict_normal``, ``evict_first``, ``evict_last``: ``.L2::cache_hint`` with TVM's policy words).
+``cache_hint`` (``evict_normal``, ``evict_first``, ``evict_last``: ``.L2::cache_hint`` with TVM's policy words),
+``cta_mask`` (G2S multicast, ``.multicast::cluster``: TVM's 16-bit range and S2G-requires-0, plus tilemagic's
+cluster rules against :attr:`~tilemagic.lower.dispatch.DispatchContext.cluster`; a one-bit mask stays a multicast,
+unlike TVM 0.27) and ``use_tma_reduce`` (S2G only, ``cp.reduce.async.bulk.tensor``; the operation must be defined
+on the tensor's type, PTX ISA 9.0 §9.7.9.25.5.3, and the descriptor unit is never promoted).
+
+A global region may reach past its tensor's edge (PTX ISA 9.0 §5.5.3.3: G2S out-of-bound elements are filled, S2G
+ones dropped): both plans keep the tensor's own ``globalDim`` and let the box and coordinates reach past it, and
+each edge plan is checked element by element against the region's elements inside the tensor
+(:func:`_edge_refusal`, ``stage=edge``).
 
 **tma_explicit** (TVM ``_build_explicit_plan``): one map straight from the global buffer — ``globalDim`` the
 reversed shape, ``globalStrides`` its reversed byte strides, box the reversed region extents, coordinates the
@@ -43,16 +52,21 @@ import math
 from dataclasses import dataclass, replace
 from typing import NoReturn
 
+import numpy as np
+
 from ...arch import tma as hw
 from ...ir import nodes as ir
 from ...layout.swizzle import ComposeLayout
 from ...layout.tile import Iter, TileLayout
-from ..common import sm_number
+from ...arch.cluster import CTA_MASK_BITS
+from ..common import past_edge, sm_number
 from ..dispatch import DispatchContext, EmitSummary, Emitted, Verdict, fail, predicate, register_dispatch
 from ..ops import CopyOp, RegionRef
 
-#: the ``copy_async`` options the TMA variants understand (this milestone's subset of TVM's ``_COMMON_CONFIG``)
-_CONFIG_KEYS = frozenset({"mbar", "oob", "cache_hint"})
+#: the ``copy_async`` options the TMA variants understand (a subset of TVM's ``_COMMON_CONFIG``)
+_CONFIG_KEYS = frozenset({"mbar", "oob", "cache_hint", "cta_mask", "use_tma_reduce"})
+#: TVM 0.27's range of a static ``cta_mask`` (a 16-bit ``ctaMask`` operand, PTX ISA 9.0 §9.7.9.25.5.2)
+_CTA_MASK_MAX = (1 << CTA_MASK_BITS) - 1
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -106,6 +120,8 @@ class TmaPlan:
     swizzle: int
     oob_fill: int = 0
     l2_promotion: int = hw.DEFAULT_L2_PROMOTION
+    #: ``use_tma_reduce``'s operation: a reduction never promotes the descriptor unit (TVM 0.27's rule)
+    reduce: str | None = None
 
     @property
     def rank(self) -> int:
@@ -213,10 +229,57 @@ class _Config:
     mbar: ir.Buffer | None
     oob_fill: int
     cache_hint: str | None
+    cta_mask: int | None = None
+    reduce: str | None = None
 
 
-def _runtime_config(op: CopyOp, direction: str, *, explicit: bool) -> _Config:
-    """The op's options, checked as TVM's ``_runtime_config`` (the keys of this milestone)."""
+def _mask_text(mask: int) -> str:
+    return f"0b{mask:b}"
+
+
+def _cta_mask(op: CopyOp, direction: str, cluster: int) -> int | None:
+    """``cta_mask=``: TVM 0.27's rules (an integer in [0, 0xFFFF]; S2G requires 0), then tilemagic's: G2S
+    multicast needs a cluster, a non-zero mask, and every set bit naming a CTA of the cluster (PTX ISA 9.0
+    §9.7.9.25.5.2: bit i is cluster rank i).  A one-bit mask stays a multicast (TVM 0.27 emits the unicast form
+    into the issuing CTA instead)."""
+    mask = op.option("cta_mask")
+    if mask is None:
+        return None
+    if isinstance(mask, bool) or not isinstance(mask, int):
+        fail("cta_mask must be an integer or TIR expression")
+    if not 0 <= mask <= _CTA_MASK_MAX:
+        fail(f"cta_mask must fit uint16, got {mask}")
+    if direction != "g2s":
+        if mask != 0:
+            fail("cta_mask is only valid for global-to-shared TMA")
+        return None
+    if cluster <= 1:
+        fail(f"cta_mask={_mask_text(mask)} multicasts to the CTAs of a cluster, and the kernel has none "
+             f"(write cluster=C on the kernel line)")
+    if mask == 0:
+        fail("cta_mask=0 names no CTA: the box would land nowhere (bit i is cluster rank i)")
+    if mask >> cluster:
+        rank = mask.bit_length() - 1
+        fail(f"cta_mask {_mask_text(mask)} names rank {rank}, cluster has {cluster} CTAs")
+    return mask
+
+
+def _reduce(op: CopyOp, direction: str, g: RegionRef) -> str | None:
+    """``use_tma_reduce=OP``: S2G only (TVM 0.27's rule), an operation of ``cp.reduce.async.bulk.tensor`` defined
+    on the tensor's element type (PTX ISA 9.0 §9.7.9.25.5.3)."""
+    red = op.option("use_tma_reduce")
+    if red is None:
+        return None
+    if direction != "s2g":
+        fail("use_tma_reduce is only valid for shared-to-global TMA")
+    why = hw.reduce_refusal(str(red), g.buf.dtype)
+    if why:
+        fail(why)
+    return str(red)
+
+
+def _runtime_config(op: CopyOp, direction: str, *, explicit: bool, cluster: int = 1) -> _Config:
+    """The op's options, checked as TVM's ``_runtime_config`` (the keys tilemagic's language has)."""
     variant = "tma_explicit" if explicit else "tma_auto"
     keys = {k for k, _, _ in op.options} - {"dispatch"}  # (dispatch= picks the variant: not a config key)
     unknown = sorted(keys - _CONFIG_KEYS)
@@ -240,8 +303,10 @@ def _runtime_config(op: CopyOp, direction: str, *, explicit: bool) -> _Config:
     hint = op.option("cache_hint")
     if hint is not None and hint not in hw.CACHE_HINTS:
         fail(f"unsupported cache_hint {hint!r}; expected one of {', '.join(hw.CACHE_HINTS)}")
+    g = op.src if direction == "g2s" else op.dst
     return _Config(mbar if isinstance(mbar, ir.Buffer) else None, hw.OOB_FILL.get(str(oob), 0) if oob else 0,
-                   str(hint) if hint is not None else None)
+                   str(hint) if hint is not None else None, _cta_mask(op, direction, cluster),
+                   _reduce(op, direction, g))
 
 
 # ----------------------------------------------------------------------------- shared side
@@ -530,8 +595,9 @@ def _canonicalize(plan: TmaPlan) -> TmaPlan:
 
 def _promote(plan: TmaPlan) -> TmaPlan | None:
     """TVM ``_promote_auto_once``: the next wider descriptor unit (halving dimension 0's extent, box and
-    coordinate), when every byte address stays; None when not allowed (NaN fill, an issue axis on dimension 0)."""
-    if plan.elem_bytes not in hw.PROMOTE or plan.oob_fill != 0 or 0 in _issue_dims(plan):
+    coordinate), when every byte address stays; None when not allowed (NaN fill, a reduction, an issue axis on
+    dimension 0)."""
+    if plan.elem_bytes not in hw.PROMOTE or plan.oob_fill != 0 or plan.reduce or 0 in _issue_dims(plan):
         return None
     if plan.full_strides[0] != plan.elem_bytes:
         return None
@@ -589,7 +655,7 @@ def plan_auto(op: CopyOp, ctx: DispatchContext) -> tuple[TmaPlan, _Config, str]:
     direction, s, g = dirn
     if s.buf.dtype != g.buf.dtype:
         _auto_fail("dtype", f"shared dtype={s.buf.dtype} and global dtype={g.buf.dtype} differ")
-    cfg = _runtime_config(op, direction, explicit=False)
+    cfg = _runtime_config(op, direction, explicit=False, cluster=ctx.cluster)
     mode, refusal = swizzle_mode(s.buf)
     if refusal:
         fail(f"tma_auto stage=shared-swizzle: {refusal}")
@@ -611,8 +677,8 @@ def plan_auto(op: CopyOp, ctx: DispatchContext) -> tuple[TmaPlan, _Config, str]:
     last: list[hw.Finding] = []
     misaligned: str | None = None
     for p in range(1, len(order) + 1):
-        raw = _spec_for_prefix(p, order, iters, gts, dtype=dtype, eb=g.buf.elem_bytes, smem_offset=offset,
-                               swizzle=mode, numel=s.numel)
+        raw = replace(_spec_for_prefix(p, order, iters, gts, dtype=dtype, eb=g.buf.elem_bytes, smem_offset=offset,
+                                       swizzle=mode, numel=s.numel), reduce=cfg.reduce)
         _validate_shared_mapping(raw, s.buf.elem_bytes, s.numel)
         fixed, bad = _repair(raw, sm)
         why = _misaligned_issue(fixed, s.buf.elem_bytes) if fixed is not None else None
@@ -628,7 +694,50 @@ def plan_auto(op: CopyOp, ctx: DispatchContext) -> tuple[TmaPlan, _Config, str]:
         if misaligned is not None:
             _auto_fail("shared-pointer", misaligned + (f"; no larger box is legal ({_details(last)})" if last else ""))
         _auto_fail("prefix-search", _details(last) if last else "no legal shared-memory prefix")
+    why = _edge_refusal(best, g)
+    if why:
+        _auto_fail("edge", why)
     return replace(best, oob_fill=cfg.oob_fill), cfg, direction
+
+
+def _edge_elements(plan: TmaPlan, eb: int) -> np.ndarray:
+    """Byte offsets (from the map's origin, in ``eb``-byte elements of the tensor) of every in-bounds element of
+    every issue of ``plan``: what the descriptor reads (G2S) or writes (S2G) of the tensor (PTX ISA 9.0 §5.5.3.3)."""
+    got = []
+    for _, coords in plan.issue_list():
+        off, ok = np.zeros(1, np.int64), np.ones(1, bool)
+        for d in range(plan.rank):
+            c = coords[d] + np.arange(plan.box[d], dtype=np.int64)
+            off = (off[:, None] + c[None, :] * plan.full_strides[d]).reshape(-1)
+            ok = (ok[:, None] & ((c >= 0) & (c < plan.dims[d]))[None, :]).reshape(-1)
+        got.append(off[ok])
+    sub = np.arange(0, plan.elem_bytes, eb, dtype=np.int64)  # (a promoted unit holds several elements)
+    return (np.concatenate(got)[:, None] + sub[None, :]).reshape(-1)
+
+
+def _edge_refusal(plan: TmaPlan, g: RegionRef) -> str | None:
+    """For a global region reaching past its tensor's edge: why ``plan``'s in-bounds elements are not exactly the
+    region's elements inside the tensor (None when they are, or when the region lies inside it).
+
+    The hardware decides out-of-bounds per descriptor dimension (PTX ISA 9.0 §5.5.3.3), so a descriptor whose
+    dimensions do not bound the tensor's own (a 1-D map over 2-D rows, a dimension wider than the tensor's) would
+    fill or drop the wrong elements; TVM 0.27's divisibility rules (``stage=coordinate``, ``stage=global-shape``:
+    the tensor extent divided by the inner product) keep its plans bounded, and this check holds every plan to it
+    element by element."""
+    where = past_edge(g)
+    if where is None:
+        return None
+    strides, _ = g.buf.dim_strides()
+    eb = g.buf.elem_bytes
+    want = np.zeros(1, np.int64)
+    for b, e, n, st in zip(g.begins, g.extents, g.buf.shape, strides):
+        want = (want[:, None] + np.arange(b, min(b + e, n), dtype=np.int64)[None, :] * (st * eb)).reshape(-1)
+    got = _edge_elements(plan, eb)
+    if got.size == want.size and np.array_equal(np.sort(got), np.sort(want)):
+        return None
+    return (f"the region reaches past {g.buf.name}'s edge ({where}), and the descriptor (dims {list(plan.dims)}, "
+            f"box {list(plan.box)}) bounds {got.size} of its elements where the tensor has {want.size}: the "
+            f"hardware would fill or drop other elements than the tensor's edge")
 
 
 # ----------------------------------------------------------------------------- tma_explicit
@@ -645,7 +754,7 @@ def plan_explicit(op: CopyOp, ctx: DispatchContext) -> tuple[TmaPlan, _Config, s
     dirn = _direction(op)
     assert dirn is not None
     direction, s, g = dirn
-    cfg = _runtime_config(op, direction, explicit=True)
+    cfg = _runtime_config(op, direction, explicit=True, cluster=ctx.cluster)
     if s.buf.dtype != g.buf.dtype:
         _explicit_fail("dtype", f"shared dtype={s.buf.dtype} and global dtype={g.buf.dtype} differ")
     mode, refusal = swizzle_mode(s.buf)
@@ -665,10 +774,14 @@ def plan_explicit(op: CopyOp, ctx: DispatchContext) -> tuple[TmaPlan, _Config, s
     strides, _ = g.buf.dim_strides()
     eb = g.buf.elem_bytes
     plan = TmaPlan(dtype, eb, tuple(reversed(g.buf.shape)), tuple(st * eb for st in reversed(strides)),
-                   tuple(reversed(g.extents)), tuple(reversed(g.begins)), (), offset, mode, cfg.oob_fill)
+                   tuple(reversed(g.extents)), tuple(reversed(g.begins)), (), offset, mode, cfg.oob_fill,
+                   reduce=cfg.reduce)
     bad = plan.findings(sm_number(ctx.target.arch))
     if bad:
         _explicit_fail("main-descriptor", _details(bad))
+    why = _edge_refusal(plan, g)
+    if why:
+        _explicit_fail("edge", why)
     return plan, cfg, direction
 
 
@@ -685,7 +798,7 @@ def _emit(op: CopyOp, ctx: DispatchContext, plan: TmaPlan, cfg: _Config, directi
     eb = shared.buf.elem_bytes
     stmts: list[ir.Stmt] = [
         ir.TmaCopy(direction, tmap, shared.buf, off * eb, tuple(ir.Const(c) for c in coords), cfg.mbar,
-                   cfg.cache_hint)
+                   cfg.cache_hint, cfg.reduce, cfg.cta_mask)
         for off, coords in plan.issue_list()]
     chain = stmts[0].chain + (".L2::cache_hint" if cfg.cache_hint else "")  # type: ignore[attr-defined]
     box = "×".join(map(str, plan.box))
@@ -694,6 +807,18 @@ def _emit(op: CopyOp, ctx: DispatchContext, plan: TmaPlan, cfg: _Config, directi
         notes.append(f"descriptor unit promoted to {plan.dtype}")
     if cfg.mbar is not None:
         notes.append(f"complete_tx on {cfg.mbar.name}")
+    if cfg.cta_mask is not None:
+        ranks = [r for r in range(cfg.cta_mask.bit_length()) if cfg.cta_mask >> r & 1]
+        notes.append(f"multicast to CTA{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))} "
+                     f"(cta_mask {_mask_text(cfg.cta_mask)})")
+    if cfg.reduce is not None:
+        notes.append(f"reduce .{cfg.reduce} into {glob.buf.name}")
+    where = past_edge(glob)
+    if where is not None:
+        inside = math.prod(min(b + e, n) - b for b, e, n in zip(glob.begins, glob.extents, glob.buf.shape))
+        fill = "not written" if direction == "s2g" else ("NaN" if cfg.oob_fill else "zero") + "-filled"
+        notes.append(f"past {glob.buf.name}'s edge ({where}): {glob.numel - inside} of {glob.numel} elements "
+                     f"{fill}")
     return stmts, EmitSummary(chain, len(stmts), moves=f"box {box} {plan.dtype} = {plan.box_bytes} B",
                               notes=tuple(notes))
 
