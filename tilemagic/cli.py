@@ -18,12 +18,13 @@ from importlib import resources
 from .errors import CheckFailed, TileMagicError
 from .options import FIELDS, add_arguments
 
-DEMOS = ("tmem_roundtrip", "fallback_demo", "ldgsts_roundtrip", "tma_roundtrip")
+DEMOS = ("tmem_roundtrip", "fallback_demo", "ldgsts_roundtrip", "tma_roundtrip", "tma_multicast", "dsmem_exchange")
 
 
 def demo_source(name: str) -> str:
     """Text of a bundled demo (one of :data:`DEMOS`: the seed demos ``tmem_roundtrip`` and ``fallback_demo``, the
-    asynchronous copies ``ldgsts_roundtrip`` and ``tma_roundtrip``)."""
+    asynchronous copies ``ldgsts_roundtrip`` and ``tma_roundtrip``, and the cluster demos ``tma_multicast`` (TMA
+    multicast to a 2-CTA cluster) and ``dsmem_exchange`` (a tile swap through distributed shared memory))."""
     return resources.files("tilemagic.demos").joinpath(f"{name}.tile").read_text()
 
 

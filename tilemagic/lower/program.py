@@ -917,7 +917,8 @@ def _lower_ranked(item: CopyItem, target: TargetSpec, tp: TypedProgram,
     if len(set(keys)) == 1:
         return _guarded(item.guard, plans[0], op0.span), rec0, warns
     n = len(plans)
-    rec0 = dataclasses.replace(rec0, notes=rec0.notes + ((f"ranks 1..{n - 1}", "same variant", "plan per rank"),))
+    rec0 = dataclasses.replace(rec0, notes=rec0.notes + ((f"ranks 1..{n - 1}" if n > 2 else "rank 1", "same variant",
+                                                              "plan per rank"),))
     out: list[ir.Stmt] = []
     lo = 0
     for hi in range(1, n + 1):

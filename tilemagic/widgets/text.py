@@ -218,7 +218,8 @@ def render_text(result) -> str:
     lines: list[str] = []
     head = f"tilecopy {result.name}"
     if threads is not None:
-        head += f" · {threads} threads"
+        cluster = getattr(k, "cluster", 1)
+        head += f" · cluster of {cluster} CTAs × {threads} threads" if cluster > 1 else f" · {threads} threads"
     head += f" · {launch_headline(result)}"
     lines.append(head)
     lines.append("  " + execution_note(result))

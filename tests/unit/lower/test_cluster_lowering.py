@@ -68,8 +68,8 @@ def test_a_statement_in_cta_rank_is_lowered_per_rank_with_concrete_regions():
     kernel, records, _ = lower(tp, TARGET)
     branches = _rank_ifs(_by_line(kernel, 5))
     assert [str(b.cond.b.value) for b in branches] == ["0", "1"] and [b.cond.op for b in branches] == ["=="] * 2
-    assert records[0].notes == (("ranks 1..1", "same variant", "plan per rank"),)
-    assert "ranks 1..1" in records[0].table() and "plan per rank" in records[0].table()
+    assert records[0].notes == (("rank 1", "same variant", "plan per rank"),)
+    assert "rank 1 " in records[0].table() and "plan per rank" in records[0].table()
     assert records[1].notes == () and not _rank_ifs(_by_line(kernel, 6))
 
 
