@@ -36,6 +36,7 @@ import numpy as np
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
 from ..arch.tcgen05 import TMEM_LANES, tmem_cell
+from ..arch.cluster import CTA_RANK
 from ..arch.tma import box_traversal
 
 __all__ = [
@@ -689,10 +690,11 @@ def _marked(kernel: ir.Kernel):
         yield stmt, scope, marker
 
 
-def _issuers(kernel: ir.Kernel, scope) -> np.ndarray:
-    """CTA thread ids the thread-only ``If`` guards of ``scope`` let through (an unknown guard counts as true)."""
+def _issuers(kernel: ir.Kernel, scope, env: dict | None = None) -> np.ndarray:
+    """CTA thread ids the thread-only ``If`` guards of ``scope`` let through (an unknown guard counts as true);
+    ``env``: the CTA's rank in a cluster (``{ir.ThreadVar("cta_rank"): r}``), for guards on ``cta_rank``."""
     tid = np.arange(max(1, int(kernel.threads)), dtype=np.int64)
-    return tid[np.broadcast_to(_guard_mask(scope, tid, None, lenient=True), tid.shape)]
+    return tid[np.broadcast_to(_guard_mask(scope, tid, env, lenient=True), tid.shape)]
 
 
 def tma_issue_box(tmap: ir.TensorMap, coords) -> dict[str, Any]:
@@ -735,7 +737,8 @@ def tma_boxes(kernel: ir.Kernel) -> list[dict[str, Any]]:
     The ``TmaCopy`` statements are read from the lowered IR and grouped by their op marker (one
     ``copy_async`` op may issue several boxes: an issue axis); each issue's ``coords`` are evaluated with
     :func:`~tilemagic.ir.evaluate.eval_static` for every iteration of its enclosing loops and every thread
-    its guards let through (TMA is issued by one thread: normally one issue per statement and iteration).
+    its guards let through (TMA is issued by one thread: normally one issue per statement and iteration), in
+    every CTA of a cluster (guards and coordinates in ``cta_rank`` evaluated per rank).
 
     Returns
     -------
@@ -743,9 +746,9 @@ def tma_boxes(kernel: ir.Kernel) -> list[dict[str, Any]]:
         One per op, in program order: ``line`` (description line), ``variant`` (``tma_auto``/``tma_explicit``),
         ``direction`` (``g2s``/``s2g``), ``tmap`` (the :class:`~tilemagic.ir.nodes.TensorMap`), ``smem`` (shared
         buffer name), ``mbar`` (barrier name or None), ``issues`` (list of dict: ``index``, ``thread``,
-        ``smem_offset`` (bytes) and the fields of :func:`tma_issue_box`), ``oob`` (out-of-bounds elements over
-        all issues), ``determined`` (False when some coordinate could not be evaluated statically; those
-        issues are left out).
+        ``cta`` (the issuing CTA's rank, 0 without a cluster), ``smem_offset`` (bytes) and the fields of
+        :func:`tma_issue_box`), ``oob`` (out-of-bounds elements over all issues), ``determined`` (False when
+        some coordinate could not be evaluated statically; those issues are left out).
     """
     ops: list[dict[str, Any]] = []
     by_key: dict[tuple, dict[str, Any]] = {}
@@ -763,20 +766,23 @@ def tma_boxes(kernel: ir.Kernel) -> list[dict[str, Any]]:
             ops.append(op)
         grids = [v for s in scope if isinstance(s, ir.Grid) for v in zip(s.vars, s.extents)]
         points = [dict(zip([v for v, _ in grids], p)) for p in np.ndindex(*[int(e) for _, e in grids])] or [{}]
-        issuers = _issuers(kernel, scope)
-        for env in points:
-            envs = {v: np.int64(x) for v, x in env.items()}
-            try:
-                cs = [np.broadcast_to(np.asarray(eval_static(c, issuers, envs), np.int64), issuers.shape)
-                      for c in stmt.coords]
-            except Undetermined:
-                op["determined"] = False
-                continue
-            for j, t in enumerate(issuers.tolist()):
-                box = tma_issue_box(stmt.tmap, [int(c[j]) for c in cs])
-                box.update(index=len(op["issues"]), thread=int(t), smem_offset=int(stmt.smem_offset))
-                op["issues"].append(box)
-                op["oob"] += box["oob"]
+        cluster = max(1, int(getattr(kernel, "cluster", 1)))
+        for rank in range(cluster):
+            renv = {ir.ThreadVar(CTA_RANK): np.int64(rank)} if cluster > 1 else {}
+            issuers = _issuers(kernel, scope, renv or None)
+            for env in points:
+                envs = {**renv, **{v: np.int64(x) for v, x in env.items()}}
+                try:
+                    cs = [np.broadcast_to(np.asarray(eval_static(c, issuers, envs), np.int64), issuers.shape)
+                          for c in stmt.coords]
+                except Undetermined:
+                    op["determined"] = False
+                    continue
+                for j, t in enumerate(issuers.tolist()):
+                    box = tma_issue_box(stmt.tmap, [int(c[j]) for c in cs])
+                    box.update(index=len(op["issues"]), thread=int(t), cta=rank, smem_offset=int(stmt.smem_offset))
+                    op["issues"].append(box)
+                    op["oob"] += box["oob"]
     return ops
 
 
