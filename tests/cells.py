@@ -720,3 +720,174 @@ def cluster_halves_cell(name: str = "halves", tail: str = "") -> str:
             "wait full phase 0\n"
             "wg.copy B[128*cta_rank : 128*cta_rank+128, 0:64] <- S\n"
             + tail + "cluster_sync\n")
+
+
+#: The second milestone of issue 13 (clusters, multicast, dsmem, boxes past the edge, reductions): name -> cell.
+#: tests/unit/test_async_cells.py runs them in the simulator (PASS, clean); tests/gpu natively, bit for bit —
+#: the OOB-NaN and the S2G clipping included.
+CLUSTER_CELLS = {
+    "edge_zero": """\
+kernel edge_zero threads=128
+global A: float16[256, 64] = arange
+global B: float16[32, 64] = zeros
+global Z: float16[16, 64] = zeros
+shared S: float16[32, 64]
+mbarrier full count=1
+if tx == 0: arrive full expect_tx=auto
+if tx == 0: thread.copy_async S <- A[240:272, 0:64] mbar=full
+wait full phase 0
+wg.copy B <- S
+check B[0:16, :] == A[240:256, :]
+check B[16:32, :] == Z
+""",
+    # oob=nan (tma_explicit: the whole buffer is the map): the NaN bits the TMA unit writes land in B
+    "edge_nan_explicit": """\
+kernel edge_nan_explicit threads=128
+global A: float32[48, 32] = arange
+global B: float32[64, 32] = zeros
+shared S: float32[16, 32]
+mbarrier full count=1
+if tx == 0: arrive full expect_tx=auto
+if tx == 0: thread.copy_async S <- A[40:56, 0:32] mbar=full oob=nan dispatch=tma_explicit
+wait full phase 0
+wg.copy B[0:16, :] <- S
+check B[0:8, :] == A[40:48, :]
+""",
+    # a store past the edge: rows 56..63 of the box are dropped (B keeps its zeros there)
+    "edge_store": """\
+kernel edge_store threads=128
+global A: float16[32, 64] = arange
+global B: float16[48, 64] = zeros
+shared S: float16[32, 64]
+wg.copy S <- A
+fence.proxy.async
+cta_sync
+if tx == 0: thread.copy_async B[32:64, :] <- S
+if tx == 0: bulk_commit_group
+if tx == 0: bulk_wait_group 0
+check B[32:48, :] == A[0:16, :]
+""",
+    "reduce_add_f32": """\
+kernel reduce_add_f32 threads=128
+global A: float32[64, 32] = arange
+global B: float32[64, 32] = arange
+global C: float32[64, 32] = zeros
+shared S: float32[64, 32]
+wg.copy S <- A
+fence.proxy.async
+cta_sync
+if tx == 0: thread.copy_async B <- S use_tma_reduce=add
+if tx == 0: bulk_commit_group
+if tx == 0: bulk_wait_group 0
+cta_sync
+wg.copy C <- B
+""",
+    "reduce_add_f16": """\
+kernel reduce_add_f16 threads=128
+global A: float16[64, 32] = arange
+global B: float16[64, 32] = arange
+global C: float16[64, 32] = zeros
+shared S: float16[64, 32]
+wg.copy S <- A
+fence.proxy.async
+cta_sync
+if tx == 0: thread.copy_async B <- S use_tma_reduce=add
+if tx == 0: bulk_commit_group
+if tx == 0: bulk_wait_group 0
+cta_sync
+wg.copy C <- B
+""",
+    "reduce_max_i32": """\
+kernel reduce_max_i32 threads=128
+global A: int32[64, 32] = arange
+global B: int32[64, 32] = random
+global C: int32[64, 32] = zeros
+shared S: int32[64, 32]
+wg.copy S <- A
+fence.proxy.async
+cta_sync
+if tx == 0: thread.copy_async B <- S use_tma_reduce=max
+if tx == 0: bulk_commit_group
+if tx == 0: bulk_wait_group 0
+cta_sync
+wg.copy C <- B
+""",
+    "multicast_pair": """\
+kernel multicast_pair threads=128 cluster=2
+global A: float16[128, 64] = arange
+global B: float16[256, 64] = zeros
+shared S: float16[128, 64] @ swizzle(3, 3, 3)
+mbarrier full count=1
+# every CTA expects both halves: its own and its peer's (16384 bytes)
+if tx == 0: arrive full expect_tx=auto
+if tx == 0: thread.copy_async S[64*cta_rank : 64*cta_rank+64, 0:64] <- A[64*cta_rank : 64*cta_rank+64, 0:64] mbar=full cta_mask=0b11
+wait full phase 0
+wg.copy B[128*cta_rank : 128*cta_rank+128, 0:64] <- S
+# no CTA exits while its peer's multicast may still write into it
+cluster_sync
+check B[0:128, 0:64] == A
+check B[128:256, 0:64] == A
+""",
+    "multicast_one_bit": """\
+kernel multicast_one_bit threads=128 cluster=2
+global A: float16[64, 64] = arange
+global B: float16[64, 64] = zeros
+shared S: float16[64, 64] @ swizzle(3, 3, 3)
+mbarrier full count=1
+if cta_rank == 1 and tx == 0: arrive full expect_tx=auto
+if cta_rank == 0 and tx == 0: thread.copy_async S <- A mbar=full cta_mask=0b10
+if cta_rank == 1: wait full phase 0
+if cta_rank == 1: wg.copy B <- S
+cluster_sync
+check B == A
+""",
+    "multicast_four": """\
+kernel multicast_four threads=128 cluster=4
+global A: float32[128, 32] = arange
+global B: float32[512, 32] = zeros
+shared S: float32[128, 32]
+mbarrier full count=1
+if tx == 0: arrive full expect_tx=auto
+if tx == 0: thread.copy_async S[32*cta_rank : 32*cta_rank+32, :] <- A[32*cta_rank : 32*cta_rank+32, :] mbar=full cta_mask=0b1111
+wait full phase 0
+wg.copy B[128*cta_rank : 128*cta_rank+128, :] <- S
+cluster_sync
+check B[0:128, :] == A
+check B[384:512, :] == A
+""",
+    "dsmem_ring": """\
+kernel dsmem_ring threads=128 cluster=4
+global A: float32[4, 32, 32] = arange
+global B: float32[4, 32, 32] = zeros
+shared S: float32[32, 32]
+shared R: float32[32, 32]
+mbarrier got count=1
+wg.copy S <- A[cta_rank, :, :]
+fence.proxy.async
+cluster_sync
+if tx == 0: arrive got expect_tx=auto
+if tx == 0: thread.copy_async R <- S remote_cta_id=(cta_rank+1)%4 mbar=got
+wait got phase 0
+wg.copy B[(cta_rank+3)%4, :, :] <- R
+cluster_sync
+check B == A
+""",
+    "dsmem_rows": """\
+kernel dsmem_rows threads=128 cluster=2
+global A: float16[2, 8, 256] = arange
+global B: float16[2, 8, 128] = zeros
+global Z: float16[2, 8, 128] = zeros
+shared S: float16[8, 256]
+shared R: float16[8, 128]
+mbarrier got count=1
+wg.copy S <- A[cta_rank, :, :]
+fence.proxy.async
+cluster_sync
+if tx == 0: arrive got expect_tx=auto
+if tx == 0: thread.copy_async R <- S[:, 0:128] remote_cta_id=cta_rank^1 mbar=got
+wait got phase 0
+wg.copy B[cta_rank^1, :, :] <- R
+cluster_sync
+check B == A[:, :, 0:128]
+""",
+}

@@ -35,6 +35,7 @@ from cells import (  # noqa: E402
     REG_CASES,
     REG_SHARED_CASES,
     TCGEN05_SLICE_CASES,
+    CLUSTER_CELLS,
     TMA_CELLS,
     fallback_cell,
     gmem_smem_cell,
@@ -45,7 +46,7 @@ from cells import (  # noqa: E402
     tcgen05_matrix,
     tcgen05_slices_cell,
 )
-from tilemagic.cli import demo_source  # noqa: E402
+from tilemagic.cli import DEMOS, demo_source  # noqa: E402
 from tilemagic.errors import LaunchError  # noqa: E402
 from tilemagic.ir import nodes as ir  # noqa: E402
 
@@ -68,7 +69,7 @@ def both(src, case, **kw):
     return gpu
 
 
-@pytest.mark.parametrize("name", ["tmem_roundtrip", "fallback_demo", "ldgsts_roundtrip", "tma_roundtrip"])
+@pytest.mark.parametrize("name", DEMOS)
 def test_seed_demos(name):
     res = both(demo_source(name), f"demo {name}")
     if name == "tmem_roundtrip":
@@ -94,6 +95,14 @@ def test_tma_native(name):
     cuTensorMapEncodeTiled: outputs (the shared tile's logical order included) bit for bit the simulator's."""
     res = both(TMA_CELLS[name], name)
     assert any(r.chosen in ("tma_auto", "tma_explicit") for r in res.dispatch) and res.launch.backend == "cupy"
+
+
+@pytest.mark.parametrize("name", sorted(CLUSTER_CELLS))
+def test_cluster_and_edge_native(name):
+    """Clusters (TMA multicast, dsmem: one cluster launched, __cluster_dims__), boxes past the tensor's edge (OOB
+    zero and NaN fill, a clipped store) and TMA reductions natively: outputs bit for bit the simulator's."""
+    res = both(CLUSTER_CELLS[name], name)
+    assert res.launch.backend == "cupy"
 
 
 def test_a_kernel_that_would_hang_is_refused_then_timed_out_and_the_next_cell_runs():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from cells import TMA_CELLS
+from cells import CLUSTER_CELLS, TMA_CELLS
 
 import tilemagic
 from tilemagic.cli import demo_source
@@ -170,6 +170,15 @@ def test_auto_launch_refuses_a_kernel_the_simulator_finds_would_hang(monkeypatch
 def test_tma_cells_round_trip_clean(name):
     res = _run(TMA_CELLS[name])
     assert [r.chosen for r in res.dispatch if r.chosen.startswith("tma")], res.dispatch
+    assert res.launch.passed and res.launch.hb.clean, (_hb(res), [str(c) for c in res.launch.checks])
+
+
+@pytest.mark.parametrize("name", sorted(CLUSTER_CELLS))
+def test_cluster_and_edge_cells_round_trip_clean(name):
+    """Clusters (multicast, dsmem), boxes past the tensor's edge and reductions: PASS and a clean report in the
+    simulator (the GPU suite runs the same cells natively, bit for bit)."""
+    res = _run(CLUSTER_CELLS[name])
+    assert {r.chosen for r in res.dispatch} & {"tma_auto", "tma_explicit", "dsmem"}, res.dispatch
     assert res.launch.passed and res.launch.hb.clean, (_hb(res), [str(c) for c in res.launch.checks])
 
 
