@@ -104,9 +104,9 @@ def test_gpu_bench_runs_every_row(gpu_bench, tmp_path, capsys):
     printed = capsys.readouterr().out
     payload = json.loads(out.read_text())
     names = [name for name, *_ in script.cells(False)]
-    assert list(payload["bench"]) == names and len(names) == 24
+    assert list(payload["bench"]) == names and len(names) == 26
     for name, t in payload["bench"].items():
-        if name.startswith("dsmem"):  # cluster kernels: test_the_dsmem_rows_run
+        if name.startswith(("dsmem", "tma multicast")):  # cluster kernels: test_the_cluster_rows_run
             continue
         assert t["passed"] and t["vs_cupy_copy"] > 0 and t["ctas"] >= 1, name
         assert ("note" in t) == ("TMEM" in name or "tmem" in name), name
@@ -115,10 +115,7 @@ def test_gpu_bench_runs_every_row(gpu_bench, tmp_path, capsys):
         assert (c["cold"]["cache"], set(c["rerun_cache"]), c["restarted"]["cache"]) == ("compiled", {"memory"}, "compiled")
         assert c["restarted"]["ms"] < 0.5 * c["cold"]["ms"]
     assert payload["device"] == "Fake H200 (CC 9.0)" and payload["cache_dir"].startswith("/")
-    assert printed.count("| bench ") == 24 and printed.count("| cache ") == 6
-    # the multicast row (hand-written CUDA, a cluster launch through cuda-bindings): the fake CuPy cannot run it, so
-    # it is the one row that says why, and the JSON keeps the error
-    assert printed.count("| cluster ") == 1 and "error" in payload["multicast"]
+    assert printed.count("| bench ") == 26 and printed.count("| cache ") == 6
     assert {b for _, b, _ in fake.launches} == {True, False}
     assert all(n for _, b, n in fake.launches if b)  # every bench launch names its size
 
@@ -129,24 +126,22 @@ def test_a_failing_cell_is_a_row_and_the_rest_runs(gpu_bench, tmp_path, capsys):
     out = tmp_path / "gpu.json"
     assert script.main(["--json", str(out)]) == 0
     bench = json.loads(out.read_text())["bench"]
-    failed = [n for n, t in bench.items() if "error" in t and not n.startswith("dsmem")]
+    failed = [n for n, t in bench.items() if "error" in t and not n.startswith(("dsmem", "tma multicast"))]
     assert failed == ["fallback cta256 33x64 f32, one thread copies"]
     assert "NVRTC could not compile kernel 'fb'" in bench[failed[0]]["error"]
-    assert all(t["passed"] for n, t in bench.items() if n not in failed and not n.startswith("dsmem"))
-    assert len(bench) == 24
+    assert all(t["passed"] for n, t in bench.items() if n not in failed and not n.startswith(("dsmem", "tma multicast")))
+    assert len(bench) == 26
     assert "| bench   | fallback cta256 33x64 f32, one thread copies: FAILED" in capsys.readouterr().out
 
 
-@pytest.mark.xfail(strict=True, reason="the dsmem cells need the cluster language (cluster=, cta_rank, "
-                                       "remote_cta_id=, cluster_sync) of the lowering of clusters: remove this "
-                                       "marker when it is merged")
-def test_the_dsmem_rows_run(gpu_bench, tmp_path):
-    """The CTA-pair exchange rows: whole clusters of 2 CTAs, every tile checked, GB/s of the global bytes."""
+def test_the_cluster_rows_run(gpu_bench, tmp_path):
+    """The CTA-pair exchange (dsmem) and multicast rows: whole clusters of 2 CTAs, every tile checked, GB/s of the
+    global bytes."""
     script, _ = gpu_bench
     out = tmp_path / "gpu.json"
     assert script.main(["--json", str(out)]) == 0
-    rows = {n: t for n, t in json.loads(out.read_text())["bench"].items() if n.startswith("dsmem")}
-    assert len(rows) == 2
+    rows = {n: t for n, t in json.loads(out.read_text())["bench"].items() if n.startswith(("dsmem", "tma multicast"))}
+    assert len(rows) == 4
     for name, t in rows.items():
         assert "error" not in t, (name, t.get("error"))
         assert t["passed"] and t["cluster"] == 2 and t["ctas"] == 2 * t["clusters"], name
