@@ -60,6 +60,6 @@ def test_lowering_against_tvm(bench_run, tvm, tmp_path):
     payload = json.loads(out.read_text())
     _check(payload, ["lower"])
     cells = payload["results"]["lower"]["cells"]
-    assert len(cells) == 19 and payload["results"]["lower"]["tvm_version"] == tvm.__version__  # 4 demos + 15
+    assert len(cells) == 21 and payload["results"]["lower"]["tvm_version"] == tvm.__version__  # 6 demos + 15
     variants = set().union(*(c["variants"] for c in cells.values()))
-    assert {"reg", "gmem_smem", "ldstmatrix", "fallback", "tmem<->local", "ldgsts", "tma_auto"} <= variants
+    assert {"reg", "gmem_smem", "ldstmatrix", "fallback", "tmem<->local", "ldgsts", "tma_auto", "dsmem"} <= variants
