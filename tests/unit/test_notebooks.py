@@ -223,10 +223,15 @@ ASYNC_FLAGGED = [
     ("copy_async_tma", "too_few_bytes", "would hang: mbarrier full phase 0 never completes: 8192 of 16384 expected"),
     ("copy_async_tma", "too_many_bytes", "would hang: mbarrier full phase 0 never completes: 8192 bytes arrived, 4096"),
     ("copy_async_tma", "missing_fence", "HazardError: async-proxy read of generic writes on S"),
+    ("copy_async_dsmem", "transposed", "chunk_bytes=4 (need >= 16 and multiple of 16)"),
+    ("copy_async_dsmem", "own", "its own rank: a dsmem copy writes another CTA's shared memory"),
+    ("copy_async_dsmem", "no_final_sync", "HazardError: CTA 0 may exit while its dsmem copy"),
+    ("copy_async_dsmem", "no_fence", "HazardError: async-proxy read of generic writes on S@cta0"),
+    ("copy_async_dsmem", "no_wait", "HazardError: shared-memory race on R@cta0"),
 ]
 
 
-@pytest.mark.parametrize("name", ["copy_async_ldgsts", "copy_async_tma"])
+@pytest.mark.parametrize("name", ["copy_async_ldgsts", "copy_async_tma", "copy_async_dsmem"])
 def test_async_notebooks_flag_exactly_the_cells_that_fail_on_purpose(name):
     """Every cell tagged raises-exception is one of the flagged cells, with the error that names its mistake; every
     launched cell that is not flagged passes its checks with a clean happens-before report."""
