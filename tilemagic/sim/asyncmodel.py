@@ -35,8 +35,12 @@ not when it is issued:
   (``cta_mask``) lands its box in every masked CTA's shared memory at the same offset and completes the whole box
   on each one's mbarrier; a dsmem copy (:class:`~tilemagic.ir.nodes.BulkCopy`) reads this CTA's source and lands in
   the remote CTA's destination, completing on its mbarrier; both are the receiving CTA's copies in flight
-  (:meth:`AsyncModel._deliver`), and :func:`exit_check` reports a CTA that may exit while such a copy may still
-  write into it, or while one it issued is not known to it to be complete.
+  (:meth:`AsyncModel._deliver`; a multicast is one issue, with a landing per receiving CTA), and :func:`exit_check`
+  reports a CTA that may exit while such a copy may still write into it, or while one it issued is not known to it
+  to be complete.  A dsmem copy's source read completes with the copy, which only the receiving barrier's waiters
+  observe: a later write of the source must be ordered after them (a ``cluster_sync`` after that wait,
+  :meth:`tilemagic.sim.hb.Tracker.read_observed`).  Reductions of one operation into the same global bytes commute
+  (atomic per element, §9.7.9.25.5.3) and do not race with each other.
 
 Errors of the model are hazards (``arrive``/``wait`` on an uninitialised barrier or one whose initialisation the
 thread is not ordered after, more bytes completed than expected, a wait whose parity names a phase two or more

@@ -127,7 +127,8 @@ class Hazard:
         in-flight ``tcgen05.st``), ``"st-read"`` (TMEM an in-flight ``tcgen05.st`` writes),
         ``"st-dealloc"``, ``"uninit"``; asynchronous copies (:mod:`tilemagic.sim.asyncmodel`): ``"async-read"``,
         ``"async-write"`` (bytes a copy has in flight; or a dsmem copy's source, written without being ordered after
-        the destination's wait that observed the copy: :meth:`Tracker.read_observed`), ``"proxy"`` (an async-proxy read of generic writes with no
+        the destination's wait that observed the copy: :meth:`Tracker.read_observed`), ``"proxy"`` (an async-proxy
+        read of generic writes with no
         ``fence.proxy.async``), ``"async-end"`` (a copy never waited for), the mbarrier misuses
         ``"mbarrier-uninit"``, ``"mbarrier-init"`` (initialised again, or not ordered after the init),
         ``"mbarrier-arrivals"``, ``"mbarrier-parity"``, ``"mbarrier-tx"``; ``"cluster-exit"`` (a CTA may exit while a
