@@ -23,6 +23,26 @@ def run(src: str, **kw) -> tilemagic.TileCopyResult:
         return tilemagic.tilecopy(src, **kw)
 
 
+def run_sim(src: str, batched: bool = True) -> tilemagic.TileCopyResult:
+    """``tilemagic.tilecopy(src, launch="sim", allow_fail=True)`` with every warning silenced, batched or statement by
+    statement (``tilemagic.sim.interpreter.BATCHED``: the two must agree on memory and hazards)."""
+    from tilemagic.sim import interpreter
+
+    old = interpreter.BATCHED
+    interpreter.BATCHED = batched
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return tilemagic.tilecopy(src, launch="sim", allow_fail=True)
+    finally:
+        interpreter.BATCHED = old
+
+
+def hazard_messages(res) -> list[str]:
+    """The hazard messages of a simulated result, in report order."""
+    return [h.message for h in res.launch.hb.hazards]
+
+
 def run_demo(name: str, **kw) -> tilemagic.TileCopyResult:
     """:func:`run` on the demo ``name`` (``tilemagic/demos/<name>.tile``)."""
     return run(demo_source(name), **kw)

@@ -10,31 +10,18 @@ batched and serial (``tilemagic.sim.interpreter.BATCHED``), which must agree.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 
 import tilemagic
 from tilemagic.errors import TileSyntaxError
 from tilemagic.ir import nodes as ir
-from tilemagic.sim import interpreter
 from tilemagic.sim.interpreter import Simulator
 
-
-def _run(src: str, batched: bool = True):
-    old = interpreter.BATCHED
-    interpreter.BATCHED = batched
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return tilemagic.tilecopy(src, launch="sim", allow_fail=True)
-    finally:
-        interpreter.BATCHED = old
+from helpers import hazard_messages, run_sim
 
 
-def _msgs(res) -> list[str]:
-    return [h.message for h in res.launch.hb.hazards]
+_run, _msgs = run_sim, hazard_messages
 
 
 def _cell(*body: str, threads: int = 128, decls: str = "") -> str:

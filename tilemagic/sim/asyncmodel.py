@@ -35,8 +35,12 @@ not when it is issued:
   (``cta_mask``) lands its box in every masked CTA's shared memory at the same offset and completes the whole box
   on each one's mbarrier; a dsmem copy (:class:`~tilemagic.ir.nodes.BulkCopy`) reads this CTA's source and lands in
   the remote CTA's destination, completing on its mbarrier; both are the receiving CTA's copies in flight
-  (:meth:`AsyncModel._deliver`), and :func:`exit_check` reports a CTA that may exit while such a copy may still
-  write into it, or while one it issued is not known to it to be complete.
+  (:meth:`AsyncModel._deliver`; a multicast is one issue, with a landing per receiving CTA), and :func:`exit_check`
+  reports a CTA that may exit while such a copy may still write into it, or while one it issued is not known to it
+  to be complete.  A dsmem copy's source read completes with the copy, which only the receiving barrier's waiters
+  observe: a later write of the source must be ordered after them (a ``cluster_sync`` after that wait,
+  :meth:`tilemagic.sim.hb.Tracker.read_observed`).  Reductions of one operation into the same global bytes commute
+  (atomic per element, §9.7.9.25.5.3) and do not race with each other.
 
 Errors of the model are hazards (``arrive``/``wait`` on an uninitialised barrier or one whose initialisation the
 thread is not ordered after, more bytes completed than expected, a wait whose parity names a phase two or more
@@ -296,6 +300,7 @@ class _Mbar:
     version: int = 0  # bumped by every change a blocked waiter may be waiting for
     arrive_span: Span | None = None
     copy_span: Span | None = None
+    copy_what: str = "TMA copy"  # (what the last copy issued on it is: "TMA copy", "TMA multicast", "dsmem copy")
     over: set[int] = field(default_factory=set)  # phases reported for too many bytes
     issued: int = 0  # G2S copies issued on it, and their bytes
     issued_bytes: int = 0
@@ -586,7 +591,7 @@ class AsyncModel:
         # the wait needs the current phase: once its arrivals are in, land the barrier's copies until it completes
         # (before that, nothing makes them land: they stay in flight, as late as legal)
         while m.copies and m.pending == 0 and (m.phase & 1) == s.parity:
-            self._land_g2s(m, m.copies.popleft())
+            self._land_g2s(m, m.copies.popleft(), by=s.span)
         c = m.phase
         # the phase each thread's wait names: the first one of this parity it has not seen complete
         q = m.seen[ts] + ((m.seen[ts] & 1) != s.parity)
@@ -691,17 +696,24 @@ class AsyncModel:
             raise LaunchError(f"cta_mask {mask:#b} names rank {top}, cluster has {self.C} CTA"
                               f"{'s' if self.C != 1 else ''} (PTX ISA 9.0 §9.7.9.25.5.2)" if mask > 0 else
                               f"cta_mask {mask} names no CTA (PTX ISA 9.0 §9.7.9.25.5.2)", s.span)
+        first = None
         for r in range(self.C):
             if mask >> r & 1:
-                self._deliver(s, t, self.cluster[r], sbyte, eb, data, ini, tm.box_bytes, "TMA multicast",
-                              "multicast", mask)
+                info = self._deliver(s, t, self.cluster[r], sbyte, eb, data, ini, tm.box_bytes, "TMA multicast",
+                                     "multicast", mask, emit=False)
+                first = info if first is None else first
+        # one issue, one event (its barrier's phase: the lowest masked rank's); the landings are per receiving CTA
+        assert first is not None
+        self.hb.event("tma.issue", np.array([t]), s.span, **first)
 
     def _deliver(self, s: ir.TmaCopy | ir.BulkCopy, t: int, dst: AsyncModel, off: np.ndarray, nb: int,
-                 data: np.ndarray, ini: np.ndarray, tx: int, what: str, kind: str, mask: int | None = None) -> None:
+                 data: np.ndarray, ini: np.ndarray, tx: int, what: str, kind: str, mask: int | None = None,
+                 emit: bool = True) -> dict:
         """A copy issued by thread ``t`` of this CTA that lands in CTA ``dst`` (this one, or another of the cluster:
         a multicast or a dsmem copy): its ``nb``-byte items at byte offsets ``off`` of the destination buffer are
         written at the issue (checked against earlier accesses there) and in flight until they land, when a wait on
-        ``dst``'s mbarrier needs the phase they complete (``tx`` bytes of it)."""
+        ``dst``'s mbarrier needs the phase they complete (``tx`` bytes of it).  The issue's timeline event (its
+        ``info``, returned) is recorded here unless ``emit`` is False (a multicast: one event for all its CTAs)."""
         buf = s.smem if isinstance(s, ir.TmaCopy) else s.dst
         assert s.mbar is not None  # (a TMA load without one is refused by the caller)
         m = dst._bar(s.mbar, s.span)
@@ -733,7 +745,7 @@ class AsyncModel:
         m.copies.append(c)
         m.issued += 1
         m.issued_bytes += tx
-        m.copy_span = s.span
+        m.copy_span, m.copy_what = s.span, what
         m.version += 1
         info = {"barrier": m.buf.name, "phase": k, "bytes": tx}
         if isinstance(s, ir.TmaCopy):
@@ -742,7 +754,9 @@ class AsyncModel:
             info["cta_mask"] = mask
         if kind == "dsmem":
             info["dst_cta"] = dst.rank
-        self.hb.event("tma.issue" if kind != "dsmem" else "dsmem", np.array([t]), s.span, **info)
+        if emit:
+            self.hb.event("tma.issue" if kind != "dsmem" else "dsmem", np.array([t]), s.span, **info)
+        return info
 
     def _remote_usable(self, m: _Mbar, dst: AsyncModel, t: int, span: Span | None, what: str) -> None:
         """A copy of thread ``t`` completes on mbarrier ``m`` of CTA ``dst``: that barrier must be initialised and
@@ -797,18 +811,32 @@ class AsyncModel:
             c = self.remote[before]
             c.src, c.src_off, c.src_nbytes, c.src_hb = s.src, soff, us, hb
             c.src_op = hb.async_op(f"{self.who(t)}'s dsmem copy reads", s.span,
-                                   f"it completed on mbarrier {s.mbar.name} of CTA {d} (PTX ISA 9.0 §9.7.9.25.4.1)")
+                                   f"it completed on mbarrier {s.mbar.name} of CTA {d}, which only CTA {d}'s waiters "
+                                   f"observe: order the write after their wait with `cluster_sync` (PTX ISA 9.0 "
+                                   f"§9.7.9.25.4.1)")
             hb.in_flight(s.src, soff, us, c.src_op, "src")
             sim.lanes += nb // ud
 
-    def _land_g2s(self, m: _Mbar, c: _Copy, final: bool = False) -> None:
-        """A TMA load lands: its bytes, then complete-tx of the whole box on its barrier (PTX ISA 9.0
-        §9.7.9.25.5.2).  A tx-count below zero is reported once the phase's arrivals are all in, or at the kernel's
-        end (``final``: nothing can announce the bytes any more)."""
+    def _land_g2s(self, m: _Mbar, c: _Copy, final: bool = False, by: Span | None = None) -> None:
+        """A TMA load (or a dsmem copy) lands: its bytes, then complete-tx of the whole box on its barrier (PTX ISA
+        9.0 §9.7.9.25.5.2).  A tx-count below zero is reported once the phase's arrivals are all in, or at the
+        kernel's end (``final``: nothing can announce the bytes any more).  ``by``: the wait that needed the phase.
+
+        A dsmem copy's source is free in the simulator's schedule, but its read completes on this CTA's barrier
+        only (PTX ISA 9.0 §9.7.9.25.4.1): a write of it by the issuing CTA (or any thread) must be ordered after the
+        phase's waiters (:meth:`tilemagic.sim.hb.Tracker.read_observed`; a ``cluster_sync`` after the wait)."""
         self.sim.mem[c.dst.name][_bytes_at(c.dst_off, c.nbytes)] = c.data
-        self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", c.op, who=self.hb.agents[m.buf.name], span=c.span)
+        col = self.hb.agents[m.buf.name]
+        self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", c.op, who=col, span=c.span)
         if c.src_hb is not None and c.src is not None and c.src_off is not None:  # (a dsmem copy's source is free)
             c.src_hb.land(c.src, c.src_off, c.src_nbytes, "src", c.src_op)
+            seen = f"CTA {self.rank}'s wait at {_line(by)}" if by is not None else \
+                f"the waiters on mbarrier {self.bar_label(m)}"
+            c.src_hb.read_observed(c.src, c.src_off, c.src_nbytes, col, c.span,
+                                   f"{self.cluster[c.issuer].who(int(c.threads[0]))}'s {c.what} ({_line(c.span)}) "
+                                   f"may still be reading: its completion is observed only by {seen} (it completes "
+                                   f"on mbarrier {self.bar_label(m)} alone, PTX ISA 9.0 §9.7.9.25.4.1); order the "
+                                   f"write after it with `cluster_sync`")
         c.landed, c.data = np.ones(1, bool), c.data[:0]
         c.phase = m.phase
         # (the event takes effect in this, the receiving, CTA; its threads are the issuer's, cluster-linear)
@@ -823,15 +851,18 @@ class AsyncModel:
         m.got += c.tx
         m.version += 1
         if m.tx < 0 and m.pending == 0 and not final:
-            self._over(m, c.span)
+            self._over(m, c.span, c.what or "TMA copy")
         self._check_complete(m)
 
-    def _over(self, m: _Mbar, span: Span | None) -> None:
-        """Report the current phase's tx-count below zero (once)."""
+    def _over(self, m: _Mbar, span: Span | None, what: str = "TMA copy") -> None:
+        """Report the current phase's tx-count below zero (once); ``what`` the kind of copy at ``span`` (``"TMA
+        copy"``, ``"TMA multicast"``, ``"dsmem copy"``)."""
         if m.phase not in m.over:
             m.over.add(m.phase)
+            kinds = {"TMA copy": "TMA copies", "TMA multicast": "TMA multicasts", "dsmem copy": "dsmem copies"}
             self.hb.async_hazard("mbarrier-tx", f"hazard: mbarrier {self.bar_label(m)} phase {m.phase}: {m.got} bytes "
-                                 f"arrived, {m.expect} expected — the TMA copies at {_line(span)} complete more "
+                                 f"arrived, {m.expect} expected — the {kinds.get(what, what)} at {_line(span)} "
+                                 f"complete more "
                                  f"bytes than the arrivals' `expect_tx` announced (at {_line(m.arrive_span)}; "
                                  f"{m.issued} cop{'ies' if m.issued != 1 else 'y'} of {m.issued_bytes} bytes in all "
                                  f"were issued on it): the tx-count goes below zero and the phase cannot complete "
@@ -846,12 +877,13 @@ class AsyncModel:
             hb.proxy_read(s.smem, src_off, eb, s.span, "the TMA store", issuer=t)
             ini = np.asarray(hb.read(s.smem, src_off, t, s.span, eb)).reshape(-1)
             if s.reduce:  # (a reduction reads its global destination: the uninitialised-read report applies)
-                ini = ini & np.asarray(hb.read(tm.buf, dst_off, t, s.span, eb)).reshape(-1)
-            hb.write(tm.buf, dst_off, t, s.span, ini if not np.all(ini) else True, nbytes=eb)
+                ini = ini & np.asarray(hb.read(tm.buf, dst_off, t, s.span, eb, reduce=s.reduce)).reshape(-1)
+            # (a reduction is an atomic read-modify-write per element: two of the same operation do not race)
+            hb.write(tm.buf, dst_off, t, s.span, ini if not np.all(ini) else True, nbytes=eb, reduce=s.reduce)
         op_r = hb.async_op("the TMA store reads", s.span, "its thread's covering `bulk_wait_group ... read` "
                                                           "returned (PTX ISA 9.0 §9.7.9.25.6)")
         op_w = hb.async_op("the TMA store writes", s.span, "its thread's covering `bulk_wait_group` returned "
-                                                           "(PTX ISA 9.0 §9.7.9.25.6)")
+                                                           "(PTX ISA 9.0 §9.7.9.25.6)", reduce=s.reduce)
         hb.in_flight(s.smem, src_off, eb, op_r, "src")
         hb.in_flight(tm.buf, dst_off, eb, op_w, "dst")
         c = _Copy("s2g", s.span, op_w, np.full(dst_off.size, t, np.int64), tm.buf, dst_off, eb, data,
@@ -878,7 +910,7 @@ class AsyncModel:
         mem = self.sim.mem[c.dst.name]
         mem[at] = c.data if c.reduce is None else tma_reduce(c.reduce, c.dtype, mem[at], c.data)
         c.data = c.data[:0]
-        self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", c.op, who=c.threads, span=span)
+        self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", c.op, who=c.threads, span=span, reduce=c.reduce)
         self.hb.event("tma.complete", c.threads[:1], c.span, direction="s2g")
 
     # ------------------------------------------------------------------ the scheduler's questions
@@ -934,7 +966,7 @@ class AsyncModel:
             while m.copies:
                 self._land_g2s(m, m.copies.popleft(), final=True)
             if m.tx < 0:
-                self._over(m, m.copy_span)
+                self._over(m, m.copy_span, m.copy_what)
         for k, c in enumerate(self.copies):
             if c.kind == "s2g" and not c.landed.all():
                 if not c.read_done:

@@ -126,7 +126,9 @@ class Hazard:
         (registers of an in-flight ``tcgen05.ld``), ``"st-overwrite"`` (source registers of an
         in-flight ``tcgen05.st``), ``"st-read"`` (TMEM an in-flight ``tcgen05.st`` writes),
         ``"st-dealloc"``, ``"uninit"``; asynchronous copies (:mod:`tilemagic.sim.asyncmodel`): ``"async-read"``,
-        ``"async-write"`` (bytes a copy has in flight), ``"proxy"`` (an async-proxy read of generic writes with no
+        ``"async-write"`` (bytes a copy has in flight; or a dsmem copy's source, written without being ordered after
+        the destination's wait that observed the copy: :meth:`Tracker.read_observed`), ``"proxy"`` (an async-proxy
+        read of generic writes with no
         ``fence.proxy.async``), ``"async-end"`` (a copy never waited for), the mbarrier misuses
         ``"mbarrier-uninit"``, ``"mbarrier-init"`` (initialised again, or not ordered after the init),
         ``"mbarrier-arrivals"``, ``"mbarrier-parity"``, ``"mbarrier-tx"``; ``"cluster-exit"`` (a CTA may exit while a
@@ -448,6 +450,12 @@ class _Space:
         # copies never allocates them, and its accesses test one attribute)
         self.busy_w: np.ndarray | None = None
         self.busy_r: np.ndarray | None = None
+        # asynchronous reads that completed where only an mbarrier's waiters learn it (a dsmem copy's source:
+        # :meth:`Tracker.read_observed`): per unit an entry of ``Tracker._late``, -1 none; None until there is one
+        self.late_r: np.ndarray | None = None
+        # per unit the reduction (a code of ``Tracker._red_codes``, 0: a plain write) of its last write: writes of
+        # one reduction commute (:meth:`Tracker.write`'s ``reduce``); None until a reduction writes here
+        self.red: np.ndarray | None = None
 
     def flush_reads(self) -> None:
         """Enter the pending reads into the reader arrays, in program order."""
@@ -554,6 +562,11 @@ class Tracker:
         self._fence_known: dict[int, np.ndarray] = {}  # thread -> what it knew at its last fence.proxy.async
         #: descriptions of asynchronous copies: (what it does, its span, the completion it waits for)
         self._async_ops: list[tuple[str, Span | None, str]] = []
+        self._async_red: list[int] = []  # per asynchronous copy: its reduction's code (0: none)
+        self._red_codes: dict[str, int] = {}  # reduction operation -> its code (1, 2, ...)
+        #: completed asynchronous reads known only to an mbarrier's waiters: (its clock column, the event counter at
+        #: completion, the copy's span, the message's account of it) — :meth:`read_observed`
+        self._late: list[tuple[int, int, Span | None, str]] = []
         self._floor = 0  # the last cta_sync of every thread: every entry of known is at least this (O(1) to raise)
         self.G = 0  # index of the last synchronising event
         self._frontier: np.ndarray | None = None
@@ -679,9 +692,12 @@ class Tracker:
         self._seen.add(key)
         self.report.hazards.append(Hazard(kind, message, span, other_span, buffer, element, threads))
 
-    def _unordered(self, tids: np.ndarray, prev: np.ndarray, stamp: np.ndarray, members_ok: bool) -> np.ndarray:
+    def _unordered(self, tids: np.ndarray, prev: np.ndarray, stamp: np.ndarray,
+                   members_ok: bool | np.ndarray) -> np.ndarray:
         """Is each previous access (thread or writer-set code ``prev``, ``stamp``) NOT ordered before the
-        current point of ``tids``?  ``members_ok``: a thread of a writer set is ordered with the set."""
+        current point of ``tids``?  ``members_ok`` (one bool, or one per access): a thread of a writer set is
+        ordered with the set (a broadcast of identical values; not the set of a reduction's writers, whose
+        members each saw a partial result)."""
         bad = np.zeros(tids.shape, bool)
         single = prev >= 0
         if single.any():
@@ -697,8 +713,8 @@ class Tracker:
                 km = np.maximum(self.known[np.ix_(t, who)], self._floor)
                 km = np.where(t[:, None] == who[None, :], np.iinfo(np.int32).max, km)
                 b = km.min(axis=1) <= stamp[sel]
-                if members_ok:
-                    b &= ~mask[t]
+                ok = members_ok if isinstance(members_ok, bool) else members_ok[sel]
+                b &= ~(mask[t] & ok)
                 bad[sel] = b
         return bad
 
@@ -789,19 +805,28 @@ class Tracker:
         return np.repeat(ini, k) if k > 1 else ini
 
     # ------------------------------------------------------------------ accesses in one space
-    def _check_writer(self, sp: _Space, ix, t, span, kind: str) -> None:
+    def _check_writer(self, sp: _Space, ix, t, span, kind: str, red: int = 0) -> None:
         """Report, for every earlier write access some unit's last write comes from that is not ordered before
         this access, its first such unit (``raw``: a read, a member of a writer set is fine; ``waw``: a write, the
         set's other members must be ordered) — one report per pair of statements, however many statements one
-        call covers (a batched op)."""
+        call covers (a batched op).  ``red``: the access is a reduction of that code (:meth:`write`): units whose
+        last writes are the same reduction are not checked (the reductions commute); a plain read of a unit a
+        reduction wrote must be ordered after every writer of the set, itself included."""
         t = _arr(t)
         prev = _get(sp.wt, ix)
-        cand = np.nonzero((prev != _NONE) & (prev != t))[0]
+        live = (prev != _NONE) & (prev != t)
+        reds = _get(sp.red, ix) if sp.red is not None else None
+        if red and reds is not None:
+            live &= reds != red
+        cand = np.nonzero(live)[0]
         if not cand.size:
             return
         tc_ = np.broadcast_to(t, prev.shape)[cand]
         wa = _get(sp.wa, ix)[cand]
-        bad = self._unordered(tc_, prev[cand], self._aid_stamp[wa], kind == "raw")
+        members_ok: bool | np.ndarray = kind == "raw"
+        if members_ok and reds is not None:
+            members_ok = reds[cand] == 0
+        bad = self._unordered(tc_, prev[cand], self._aid_stamp[wa], members_ok)
         for j in _first_per(wa, bad):
             i = cand[j]
             w, a = int(prev[i]), int(wa[j])
@@ -825,10 +850,10 @@ class Tracker:
             bad |= single & (r0 != tt) & (np.maximum(self.known[tt, rr], self._floor) <= s0)
         return bad, r0, s0
 
-    def _space_read(self, sp: _Space, ix, t, n: int, span, aid, rng=None, unique: bool = False):
+    def _space_read(self, sp: _Space, ix, t, n: int, span, aid, rng=None, unique: bool = False, red: int = 0):
         wix, wt = ix, t  # (the units the race scan looks at: those no asynchronous copy has in flight)
         if sp.busy_w is not None and n:
-            busy = self._check_busy(sp, sp.busy_w, ix, t, span, "reads")
+            busy = self._check_busy(sp, sp.busy_w, ix, t, span, "reads", red)
             if busy is not None:
                 wix, wt = _subset(ix, t, ~busy)
         init = None  # (None: every unit initialised; else a copy, not a view, of the units' init bits)
@@ -837,7 +862,10 @@ class Tracker:
             init = None if bits.all() else np.array(bits)
         rng = rng if rng is not None else _span_of(ix) if n else _EMPTY
         if sp.has_w and n and not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
-            self._check_writer(sp, wix, wt, span, "raw")
+            self._check_writer(sp, wix, wt, span, "raw", red)
+        if red:  # (a reduction's read is the read half of an atomic read-modify-write: its write is what races)
+            self.report.accesses += n * sp.unit
+            return init
         if sp.has_r and n:
             if _quiet(sp.r_since, t) or not _meets(sp.r_rng, rng):  # no unordered reader here: nothing read-shared
                 if unique or isinstance(ix, slice) or isinstance(t, int):
@@ -865,19 +893,21 @@ class Tracker:
         return init
 
     def _space_write(self, sp: _Space, ix, t, n: int, span, aid, init, value, rng=None,
-                     unique: bool = False) -> None:
+                     unique: bool = False, red: int = 0) -> None:
         if not sp.has_w or not n:
             return
         wix, wt = ix, t  # (the units the race scans look at: those no asynchronous copy has in flight)
         if sp.busy_w is not None and sp.busy_r is not None:
-            b1 = self._check_busy(sp, sp.busy_w, ix, t, span, "writes")
+            b1 = self._check_busy(sp, sp.busy_w, ix, t, span, "writes", red)
             b2 = self._check_busy(sp, sp.busy_r, ix, t, span, "writes")
             hits = [b for b in (b1, b2) if b is not None]
             if hits:
                 wix, wt = _subset(ix, t, ~np.logical_or.reduce(hits))
+        if sp.late_r is not None:
+            self._check_late(sp, ix, t, span)
         rng = rng if rng is not None else _span_of(ix)
         if not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
-            self._check_writer(sp, wix, wt, span, "waw")
+            self._check_writer(sp, wix, wt, span, "waw", red)
         if sp.has_r and _meets(sp.r_rng, rng):
             if not _quiet(sp.r_since, t):
                 bad, r0, s0 = self._reads_unordered(sp, ix, t)
@@ -893,6 +923,8 @@ class Tracker:
             _set(sp.rt, ix, _NONE)  # reads before an ordered write are ordered before every later access after it
             # (where nothing was read since the last full barrier every reader entry is ordered before all: kept)
         new = t if isinstance(t, (int, _Cycle)) or t.dtype == sp.wt.dtype else t.astype(sp.wt.dtype)
+        if red or sp.red is not None:
+            new = self._reducers(sp, ix, t, red, new)
         _fill(sp.wt, ix, new)
         _set(sp.wa, ix, aid)
         if not unique and not isinstance(ix, slice):
@@ -942,13 +974,16 @@ class Tracker:
         codes = np.array([self._set_id(row[row >= 0]) for row in sets], np.int64)
         sp.wt[units] = codes[which.reshape(-1)].astype(sp.wt.dtype)
 
-    def _check_busy(self, sp: _Space, busy: np.ndarray, ix, t, span, verb: str) -> np.ndarray | None:
+    def _check_busy(self, sp: _Space, busy: np.ndarray, ix, t, span, verb: str, red: int = 0) -> np.ndarray | None:
         """Report, per asynchronous copy in flight on units of this access, the first such unit: read or written
         (``verb``) before the copy completed (its destination) or before it read them (its source).  The units in
         flight (a mask in the access's unit order), None when there are none (the race scans then skip them:
-        their hazard is this one)."""
+        their hazard is this one).  ``red``: the access is a reduction of that code, which a copy in flight that is
+        the same reduction does not conflict with (:meth:`write`)."""
         ops = _get(busy, ix)
         hit = ops >= 0
+        if red and hit.any():
+            hit &= np.asarray(self._async_red, np.int64)[np.where(hit, ops, 0)] != red
         if not hit.any():
             return None
         for i in _first_per(ops, hit):
@@ -961,6 +996,59 @@ class Tracker:
             self._hazard(kind, (kind, at, span, sp.name), msg, span, at, sp.name, sp.element(_at(ix, int(i))),
                          (ti, ti))
         return hit
+
+    def _reducers(self, sp: _Space, ix, t, red: int, new):
+        """The writer entries a write by ``t`` leaves (``new``: the plain ones), and every unit's reduction code
+        set to ``red`` (0: a plain write).  A reduction (``cp.reduce.async.bulk.tensor``, PTX ISA 9.0
+        §9.7.9.25.5.3: each element a ``.relaxed.gpu`` atomic read-modify-write) over units whose last writes are the
+        same reduction keeps, with ``t``, those of their writers not ordered before ``t`` — a writer set that a
+        later plain access must be ordered after, member or not (:meth:`_check_writer`)."""
+        if sp.red is None:
+            sp.red = np.zeros(sp.wt.size, np.int8)
+        if red:
+            tt = np.asarray(_arr(t), np.int64).reshape(-1)
+            if tt.size and bool((tt != tt[0]).any()):
+                raise ValueError("a reduction's write is one thread's access")  # (the caller's bug, not the user's)
+            t0 = int(tt[0]) if tt.size else 0
+            cur = _get(sp.wt, ix)
+            same = (_get(sp.red, ix) == red) & (cur != _NONE) & (cur != t0)
+            if same.any():
+                out = np.array(np.broadcast_to(np.asarray(_arr(new), sp.wt.dtype), cur.shape))
+                wa = _get(sp.wa, ix)
+                pairs = np.unique(np.stack([cur[same].astype(np.int64), wa[same].astype(np.int64)]), axis=1)
+                for w, a in pairs.T.tolist():
+                    members = [w] if w >= 0 else np.nonzero(self._sets[-2 - w])[0].tolist()
+                    stamp = int(self._aid_stamp[a])
+                    keep = [m for m in members if m != t0 and max(int(self.known[t0, m]), self._floor) <= stamp]
+                    if keep and len(self._sets) < np.iinfo(sp.wt.dtype).max - 8:
+                        out[same & (cur == w) & (wa == a)] = self._set_id(np.array(keep + [t0], np.int64))
+                new = out
+        _set(sp.red, ix, red)
+        return new
+
+    def _check_late(self, sp: _Space, ix, t, span) -> None:
+        """Report a write of units an asynchronous copy read, where the write is not ordered after the mbarrier
+        phase that alone observes the read's completion (:meth:`read_observed`): the first such unit per copy.  The
+        written units are then plain again (a later write is ordered after this one, or races with it)."""
+        late = sp.late_r
+        assert late is not None  # (the caller's test)
+        ents = _get(late, ix)
+        hit = ents >= 0
+        if not hit.any():
+            return
+        tt = np.broadcast_to(np.asarray(_arr(t), np.int64), ents.shape)
+        for e in np.unique(ents[hit]).tolist():
+            col, stamp, at, what = self._late[e]
+            sel = np.flatnonzero(ents == e)
+            bad = np.maximum(self.known[tt[sel], col], self._floor) <= stamp
+            if bad.any():
+                i = int(sel[int(np.argmax(bad))])
+                ti = int(tt[i])
+                msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(ti)} overwrites {sp.where(_at(ix, i))} at "
+                       f"{_line(span)} that {what} (write after read)")
+                self._hazard("async-write", ("async-write", at, span, sp.name), msg, span, at, sp.name,
+                             sp.element(_at(ix, i)), (ti, ti))
+        _set(late, ix, -1)
 
     def _who(self, t: int) -> str:
         """``thread 5``, or the asynchronous copies of an mbarrier (its clock column)."""
@@ -994,8 +1082,10 @@ class Tracker:
             msg += " — on a GPU the two tcgen05 operations may run in either order"
         elif other in self._agent_name:
             msg += f" — wait on mbarrier {self._agent_name[other]} for the phase the copy completes first"
-        else:
-            msg += f"; the simulator runs ops in program order, a GPU does not — add `cta_sync` after {b}"
+        else:  # (threads of two CTAs: only the cluster barrier orders them, PTX ISA 9.0 §9.7.13.3)
+            sync = "cluster_sync" if self.cluster > 1 and 0 <= other < self.n and \
+                t // self.cta != other // self.cta else "cta_sync"
+            msg += f"; the simulator runs ops in program order, a GPU does not — add `{sync}` after {b}"
         key = (kind, sp.name, other_span, span)
         self._hazard(kind, key, msg, span, other_span, sp.name, sp.element(u), (t, other))
 
@@ -1146,13 +1236,17 @@ class Tracker:
         return Prepared(sp.name, nb, norm, _span_of(ix), distinct(ix), space=sp)
 
     def read(self, buf: ir.Buffer | None, off: np.ndarray | Run | Prepared, tids, span: Span | None,
-             nbytes: int | None = None) -> np.ndarray:
+             nbytes: int | None = None, *, reduce: str | None = None) -> np.ndarray:
         """Items of ``nbytes`` bytes (default: the buffer's :meth:`unit`) of ``buf`` read by threads ``tids``.
 
         ``off`` is the byte offset of each item (``int64``, ``tids`` of the same shape) or a :class:`Run`
         (Tracker notes).  ``buf`` None is TMEM (``off = (lane * 512 + col) * 4``); for a local buffer
         ``off`` is the byte offset in thread ``tids[i]``'s part of it.  Reports read-after-write races,
         reads of registers an in-flight ``tcgen05.ld`` writes, and reads of uninitialised elements.
+
+        ``reduce``: the read half of a reduction's atomic read-modify-write of a shared or global buffer (the
+        operation's name, as :meth:`write`'s): it is checked against earlier writes other than the same reduction
+        and is not recorded as a read (the write half is what a later access conflicts with).
 
         Returns
         -------
@@ -1189,8 +1283,8 @@ class Tracker:
             sp = self.tmem if buf is None else self.spaces[buf.name]
             ix, t, shape, k = prep.norm if prep is not None else self._norm(sp.unit, off, tids, nb)
             n = (ix.stop - ix.start) if isinstance(ix, slice) else ix.size
-        init_u = self._space_read(sp, ix, t, n, span, self._access_id(span),
-                                  *((prep.rng, prep.unique) if prep is not None else ()))
+        init_u = self._space_read(sp, ix, t, n, span, self._access_id(span), prep.rng if prep is not None else None,
+                                  prep is not None and prep.unique, red=self._red(reduce))
         if init_u is None or _all_true(init_u):
             return _true(shape) if prep is None else prep.true
         return self._space_uninit(sp, ix, t, init_u, span, prep, shape, k)
@@ -1204,8 +1298,13 @@ class Tracker:
 
     def write(self, buf: ir.Buffer | None, off: np.ndarray | Run | Prepared, tids, span: Span | None,
               init: np.ndarray | bool = True, *, value: np.ndarray | None = None, nbytes: int | None = None,
-              init_bytes: np.ndarray | None = None) -> None:
+              init_bytes: np.ndarray | None = None, reduce: str | None = None) -> None:
         """Items of ``buf`` written by threads ``tids`` (as :meth:`read`).
+
+        ``reduce``: the write is a reduction (``cp.reduce.async.bulk.tensor`` ``.add``, ``.min``, ...: each element
+        a ``.relaxed.gpu`` atomic read-modify-write, PTX ISA 9.0 §9.7.9.25.5.3) of one thread: two writes of the
+        same reduction do not race (they commute); any other access of those units is ordered with each of them
+        as with a plain write — a later plain read after every one of them.
 
         ``init_bytes``, in place of ``init``: whether each byte of each item is initialised (the items' shape plus
         a last axis of ``nbytes``; :meth:`init_bytes` of the copy's source), for a copy that moves bytes as they are
@@ -1243,7 +1342,11 @@ class Tracker:
             val = _unit_values(value, math.prod(shape) * k, sp.unit)
         ini = self._unit_bits(init, init_bytes, math.prod(shape), k, sp.unit)
         self._space_write(sp, ix, t, n, span, self._access_id(span), ini if prep is None else prep.to_range(ini), val,
-                          *((prep.rng, unique) if prep is not None else ()))
+                          prep.rng if prep is not None else None, unique, red=self._red(reduce))
+
+    def _red(self, reduce: str | None) -> int:
+        """The code of reduction ``reduce`` (0: None, a plain access)."""
+        return 0 if reduce is None else self._red_codes.setdefault(reduce, len(self._red_codes) + 1)
 
     def event(self, kind: str, tids: np.ndarray, span: Span | None, **info) -> None:
         """A synchronising or asynchronous event of threads ``tids``, in program order.
@@ -1400,10 +1503,13 @@ class Tracker:
                 self._st_cells.append(cix)
 
     # ------------------------------------------------------------------ asynchronous copies and mbarriers
-    def async_op(self, what: str, span: Span | None, until: str) -> int:
+    def async_op(self, what: str, span: Span | None, until: str, reduce: str | None = None) -> int:
         """Register an asynchronous copy for the in-flight messages: ``what`` it does to the bytes (``"the cp.async
-        writes"``), its ``span``, and ``until`` when that is over (``"its `wait_group` returned"``); its id."""
+        writes"``), its ``span``, and ``until`` when that is over (``"its `wait_group` returned"``); its id.
+        ``reduce``: the copy writes as that reduction (a reduction of the same operation issued while it is in
+        flight on the bytes does not conflict with it, :meth:`write`)."""
         self._async_ops.append((what, span, until))
+        self._async_red.append(self._red(reduce))
         return len(self._async_ops) - 1
 
     def _async_units(self, buf: ir.Buffer, off: np.ndarray, nbytes: int) -> tuple[_Space | None, np.ndarray, int]:
@@ -1428,11 +1534,13 @@ class Tracker:
         busy[u] = op
 
     def land(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, role: str, op: int, who=None,
-             span: Span | None = None) -> None:
+             span: Span | None = None, reduce: str | None = None) -> None:
         """The items of :meth:`in_flight` of copy ``op`` are done: no longer in flight (units a later copy in flight
         marked stay marked); for ``role="dst"`` their last writer becomes
         ``who`` (a thread, one per item, or an mbarrier's clock column: :attr:`agents`) at the current event, with
-        the copy's ``span`` (the write was checked against earlier accesses at the issue: :meth:`write`)."""
+        the copy's ``span`` (the write was checked against earlier accesses at the issue: :meth:`write`);
+        ``reduce``: the copy is that reduction of one thread, whose writers the units keep with ``who``
+        (:meth:`write`)."""
         sp, u, k = self._async_units(buf, off, nbytes)
         if sp is None or not u.size:
             return
@@ -1444,12 +1552,32 @@ class Tracker:
             return
         t = who if isinstance(who, (int, np.integer)) else np.repeat(np.asarray(who).reshape(-1), k)
         sp.flush_reads()
+        red = self._red(reduce)
+        if red or sp.red is not None:
+            t = self._reducers(sp, u, t, red, t)
         sp.wt[u] = t
         sp.wa[u] = self._access_id(span)
         if sp.has_r:
             sp.rt[u] = _NONE
         sp.w_since = _since(sp.w_since, int(t) if isinstance(t, (int, np.integer)) else t)
         sp.w_rng = _union(sp.w_rng, (int(u.min()), int(u.max()) + 1))
+
+    def read_observed(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, col: int, span: Span | None,
+                      what: str) -> None:
+        """An asynchronous copy's read of the ``nbytes``-byte items at ``off`` of ``buf`` is complete, and only the
+        threads ordered after the mbarrier clock column ``col`` (:attr:`agents`: the waiters of the phase it
+        completes, and threads ordered after them) know it: a dsmem copy completes on the destination CTA's
+        mbarrier alone (PTX ISA 9.0 §9.7.9.25.4.1), so its issuing CTA learns nothing of when its source was read.
+        A later write of those units not ordered after ``col`` now is a hazard at its line and the copy's ``span``:
+        ``what`` says who may still be reading and who observes it ("CTA 0 thread 0's dsmem copy (L11) may still be
+        reading: ...")."""
+        sp, u, _ = self._async_units(buf, off, nbytes)
+        if sp is None or not u.size:
+            return
+        if sp.late_r is None:
+            sp.late_r = np.full(sp.wt.size, -1, np.int32)
+        self._late.append((int(col), self.G, span, what))
+        sp.late_r[u] = len(self._late) - 1
 
     def release(self, tids: np.ndarray) -> np.ndarray:
         """An ``mbarrier.arrive`` (release, PTX ISA 9.0 §9.7.13.15.11) of ``tids``: a new event; the clock a thread
@@ -1951,12 +2079,14 @@ class ClusterView:
     def prepare(self, buf, off, tids, nbytes=None) -> Prepared:
         return self.base.prepare(self.buf(buf), off, self.lin(tids), nbytes)
 
-    def read(self, buf, off, tids, span, nbytes=None):
-        return self.base.read(self.buf(buf), off, self.lin(tids), span, nbytes)
+    def read(self, buf, off, tids, span, nbytes=None, *, reduce=None):
+        return self.base.read(self.buf(buf), off, self.lin(tids), span, nbytes, reduce=reduce)
 
-    def write(self, buf, off, tids, span, init=True, *, value=None, nbytes=None, init_bytes=None) -> None:
+    def write(self, buf, off, tids, span, init=True, *, value=None, nbytes=None, init_bytes=None,
+              reduce=None) -> None:
         mine = self.buf(buf)
-        self.base.write(mine, off, self.lin(tids), span, init, value=value, nbytes=nbytes, init_bytes=init_bytes)
+        self.base.write(mine, off, self.lin(tids), span, init, value=value, nbytes=nbytes, init_bytes=init_bytes,
+                        reduce=reduce)
         if buf is not None and buf.scope == "shared" and mine is not None:
             nb = nbytes or self.base.unit(mine)
             self.base.receipt(self.rank, buf.name, buf.nbytes, bytes_of(off, nb, self.base.unit(mine)), self.src,
@@ -1974,14 +2104,17 @@ class ClusterView:
     def tcgen_access(self, local, regs, cells, tids):
         return self.base.tcgen_access(local, regs, cells, self.lin(_ids(tids)))
 
-    def async_op(self, what: str, span, until: str) -> int:
-        return self.base.async_op(what, span, until)
+    def async_op(self, what: str, span, until: str, reduce=None) -> int:
+        return self.base.async_op(what, span, until, reduce)
 
     def in_flight(self, buf, off, nbytes, op, role) -> None:
         self.base.in_flight(self._mine(buf), off, nbytes, op, role)
 
-    def land(self, buf, off, nbytes, role, op, who=None, span=None) -> None:
-        self.base.land(self._mine(buf), off, nbytes, role, op, who=self._who(who), span=span)
+    def land(self, buf, off, nbytes, role, op, who=None, span=None, reduce=None) -> None:
+        self.base.land(self._mine(buf), off, nbytes, role, op, who=self._who(who), span=span, reduce=reduce)
+
+    def read_observed(self, buf, off, nbytes, col: int, span, what: str) -> None:
+        self.base.read_observed(self._mine(buf), off, nbytes, col, span, what)
 
     def release(self, tids) -> np.ndarray:
         return self.base.release(self.lin(_ids(tids)))
