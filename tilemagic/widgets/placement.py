@@ -771,7 +771,7 @@ def tma_boxes(kernel: ir.Kernel) -> list[dict[str, Any]]:
             renv: dict[ir.Expr, Any] = {ir.ThreadVar(CTA_RANK): np.int64(rank)} if cluster > 1 else {}
             issuers = _issuers(kernel, scope, renv or None)
             for env in points:
-                envs = {**renv, **{v: np.int64(x) for v, x in env.items()}}
+                envs: dict[ir.Expr, Any] = {**renv, **{v: np.int64(x) for v, x in env.items()}}
                 try:
                     cs = [np.broadcast_to(np.asarray(eval_static(c, issuers, envs), np.int64), issuers.shape)
                           for c in stmt.coords]
