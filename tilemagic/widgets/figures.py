@@ -988,18 +988,20 @@ def timeline_figure(result):
     Raises
     ------
     ValueError
-        Not simulated (no timeline) or no asynchronous event.
+        Not simulated (no timeline: the message advises ``--launch sim``), or simulated with no asynchronous
+        event ("this kernel has no asynchronous events").
     """
     from .placement import async_timeline, cluster_size
 
     launch = result.launch
     hb = getattr(launch, "hb", None) if launch is not None else None
-    if hb is None or not hb.timeline:
+    if hb is None:
         raise ValueError(f"{result.name}: no simulator timeline to draw (run it with --launch sim)")
     tl = async_timeline(hb, int(result.kernel.threads), cluster=cluster_size(result.kernel))
     if not any(e["kind"] not in ("cta_sync", "cluster_sync", "fence.mbarrier.init", "mbarrier.init")
                for e in tl["events"]):
-        raise ValueError(f"{result.name}: no asynchronous copy in the simulator's timeline")
+        raise ValueError(f"{result.name}: this kernel has no asynchronous events (no copy_async, arrive or wait "
+                         "in the simulator's timeline)")
     fig = _new_figure()
     ax = fig.add_axes((0.09 if tl["ctas"] == 1 else 0.12, 0.12, 0.70 if tl["ctas"] == 1 else 0.67, 0.66))
     row, row_of_bar, labels = _timeline_rows(tl)
@@ -1220,7 +1222,8 @@ def cluster_figure(result):
     Raises
     ------
     ValueError
-        The kernel is not a cluster kernel, or the launch has no cluster receipts (not simulated), or the
+        The kernel is not a cluster kernel, or the launch has no cluster receipts (not simulated: the message
+        advises ``--launch sim``; simulated: "this kernel wrote no shared memory in any CTA"), or the
         receipts are inconsistent (as :func:`~tilemagic.widgets.placement.cluster_placement`).
     """
     from matplotlib.collections import PatchCollection
@@ -1235,7 +1238,10 @@ def cluster_figure(result):
         raise ValueError(f"{result.name}: not a cluster kernel (cluster=1), so no CTA receives another's bytes")
     receipts = cluster_receipts(result.launch)
     if not receipts:
-        raise ValueError(f"{result.name}: no cluster receipts to draw (run it with --launch sim)")
+        if getattr(result.launch, "hb", None) is None:
+            raise ValueError(f"{result.name}: no cluster receipts to draw (run it with --launch sim)")
+        raise ValueError(f"{result.name}: this kernel wrote no shared memory in any CTA, so the cluster picture "
+                         "has nothing to draw")
     pl = cluster_placement(k, receipts)
     rb = int(pl["row_bytes"])
     fig = _new_figure()

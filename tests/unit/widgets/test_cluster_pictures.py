@@ -182,8 +182,36 @@ def test_cluster_figure_renders(base):
 def test_cluster_figure_refuses(base):
     with pytest.raises(ValueError, match="not a cluster kernel"):
         figures.cluster_figure(base)
-    with pytest.raises(ValueError, match="no cluster receipts"):
+    with pytest.raises(ValueError, match="wrote no shared memory in any CTA"):  # simulated, nothing received
         figures.cluster_figure(_clustered(base, 2, []))
+    unrun = _clustered(base, 2, [])
+    unrun = dataclasses.replace(unrun, launch=dataclasses.replace(unrun.launch, hb=None))
+    with pytest.raises(ValueError, match=r"no cluster receipts to draw \(run it with --launch sim\)"):
+        figures.cluster_figure(unrun)
+
+
+# QA F6: a cluster kernel simulated without shared memory or asynchronous traffic is told what is missing;
+# the --launch sim advice is for a kernel that did not run in the simulator
+GLOBAL_ONLY = """kernel rows2 threads=64 cluster=2
+global X: int32[2, 64] = arange
+global Y: int32[2, 64] = zeros
+if warpid == 1: warp.copy Y[cta_rank, 32:64] <- X[cta_rank, 32:64]
+if warpid == 0: warp.copy Y[cta_rank, 0:32] <- X[cta_rank, 0:32]
+cluster_sync
+check Y == X
+"""
+
+
+@pytest.mark.parametrize("kind, missing", [("cluster", "this kernel wrote no shared memory in any CTA"),
+                                           ("timeline", "this kernel has no asynchronous events")])
+def test_pictures_of_a_simulated_kernel_without_the_traffic_say_what_is_missing(kind, missing):
+    ran = tilecopy(GLOBAL_ONLY, launch="sim")
+    assert ran.launch.passed and ran.launch.hb.clean
+    with pytest.raises(ValueError, match=missing) as exc:
+        ran.heatmap(kind=kind)
+    assert "--launch sim" not in str(exc.value)
+    with pytest.raises(ValueError, match="--launch sim"):
+        tilecopy(GLOBAL_ONLY, launch="off").heatmap(kind=kind)
 
 
 def _ev(kind, x, threads, cta, line=None, **info):
