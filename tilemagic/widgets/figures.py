@@ -1133,6 +1133,9 @@ def timeline_figure(result):
 _RECEIPT_HATCH = {"tma": "", "multicast": "////", "dsmem": "xxx", "store": "..."}
 #: Most issues of the cluster picture drawn as arrows from the writing CTA to the receiving panels.
 MAX_CLUSTER_ARROWS: int = 16
+#: an arrow of the cluster picture that ends in this top fraction of a panel's rows is curved: a straight one
+#: would come down along the panel's top frame and not be seen
+ARROW_BEND_ROWS: float = 0.1
 #: Most hatched rectangles of one panel of the cluster picture (a run of bytes of one kind is at most three).
 MAX_HATCH_RECTS: int = 96
 
@@ -1215,8 +1218,10 @@ def cluster_figure(result):
         multicast ``////``, dsmem ``xxx``, store ``...``; a panel whose bytes of one kind fall in more than
         :data:`MAX_HATCH_RECTS` pieces is not hatched and the caption says so).  A multicast (PTX ISA 9.0
         §9.7.9.25.5.2) or a dsmem copy (§9.7.9.25.4.1) is one issue: its line above its writing CTA's panel,
-        an arrow to each panel it lands in (at most :data:`MAX_CLUSTER_ARROWS` issues); the legend lists
-        every issue with its description line, and the per-CTA summary
+        an arrow to each panel it lands in (at most :data:`MAX_CLUSTER_ARROWS` issues), ending at the centre
+        of the landing run (its middle byte), edged in white (it lands on bytes of its own colour), curved
+        when that is in the panel's top rows so that it never runs along the frame; the legend lists every
+        issue with its description line, and the per-CTA summary
         (:func:`~tilemagic.widgets.placement.cluster_summary`, four CTAs) is the figure's caption.
 
     Raises
@@ -1228,6 +1233,7 @@ def cluster_figure(result):
     """
     from matplotlib.collections import PatchCollection
     from matplotlib.colors import ListedColormap
+    from matplotlib import patheffects
     from matplotlib.patches import ConnectionPatch, Rectangle
 
     from .placement import cluster_size
@@ -1252,7 +1258,7 @@ def cluster_figure(result):
     left, width_all, top, bottom = 0.05, 0.72, 0.80, 0.22
     w = width_all / per_row
     h = (top - bottom) / nrow
-    axes, starts_of, unhatched = [], [], []
+    axes, starts_of, unhatched, nrows_of = [], [], [], []
     for r in range(C):
         i, j = divmod(r, per_row)
         ax = fig.add_axes((left + j * w + 0.012, top - (i + 1) * h + 0.04, w - 0.03, h - 0.075))
@@ -1276,6 +1282,7 @@ def cluster_figure(result):
             ax.set_xlabel("byte in its 128-byte row", fontsize=7)
         axes.append(ax)
         starts_of.append(row0)
+        nrows_of.append(img.shape[0])
     # one tag per remote-landing issue over its writing CTA's panel, an arrow to every panel it lands in
     issues = [iss for iss in pl["issues"] if iss["kind"] in ("multicast", "dsmem")]
     drawn = issues[:MAX_CLUSTER_ARROWS]
@@ -1293,9 +1300,19 @@ def cluster_figure(result):
                         and run["buffer"] == iss["buffer"] and run["kind"] == iss["kind"]]
                 if not runs:
                     continue  # (overwritten later in that CTA)
-                y = starts_of[dst][iss["buffer"]] + runs[0]["lo"] // rb
-                fig.add_artist(ConnectionPatch(xyA=(tx, 1.0), coordsA=ax_s.transAxes, xyB=(rb / 2, y),
+                # the arrow ends at the centre of the landing run, never on a border row of the panel (where it
+                # would run along the frame, unseen): the middle byte's row, and its column for a short run
+                lo, hi = runs[0]["lo"], runs[0]["hi"]
+                mid = (lo + hi) // 2
+                y = starts_of[dst][iss["buffer"]] + mid // rb
+                x = mid % rb if hi - lo < rb else rb / 2
+                bend = "arc3,rad=0.35" if y < ARROW_BEND_ROWS * nrows_of[dst] else "arc3"
+                fig.add_artist(ConnectionPatch(xyA=(tx, 1.0), coordsA=ax_s.transAxes, xyB=(x, y),
                                                coordsB=axes[dst].transData, arrowstyle="-|>", color=cs[src],
+                                               connectionstyle=bend,
+                                               # white edge: the run it lands on has the arrow's colour
+                                               path_effects=[patheffects.Stroke(linewidth=2.4, foreground="white"),
+                                                             patheffects.Normal()],
                                                linewidth=0.9, alpha=0.85, zorder=6))
     entries = [(cs[r], f"written by CTA {r}") for r in range(C)] + [(_UNTOUCHED, "nothing landed")]
     y = _swatch_legend(fig, 0.80, 0.80, entries[:_MAX_SWATCHES + 1], step=0.04)

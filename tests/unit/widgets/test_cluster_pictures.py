@@ -396,3 +396,34 @@ cluster_sync
         kernel, _, _ = lower(check(parse(text)), TargetSpec("cuda", "sm_90a"))
         (op,) = tma_boxes(kernel)
         assert [(i["cta"], i["thread"], i["start"]) for i in op["issues"]] == want
+
+
+def _arrow_ends(fig):
+    """Per arrow of the cluster picture: (pixels from its landing panel's top frame, panel height, curvature)."""
+    from matplotlib.patches import ConnectionPatch
+
+    fig.canvas.draw()
+    out = []
+    for a in fig.artists:
+        if isinstance(a, ConnectionPatch):
+            ax = next(ax for ax in fig.axes if ax.transData is a.coords2)
+            bb = ax.get_window_extent()
+            out.append((bb.y1 - a.coords2.transform(a.xy2)[1], bb.height, a.get_connectionstyle().rad))
+    return out
+
+
+def test_every_cluster_arrow_is_visible():
+    # QA F7: the multicast demo's arrows into byte row 0 ran along the panel's top frame; each now ends at the
+    # centre of its landing run (CTA 0's half: row 32 of 128), well inside the panel
+    from helpers import run_demo
+
+    ends = _arrow_ends(figures.cluster_figure(run_demo("tma_multicast")))
+    assert len(ends) == 4
+    assert all(0.2 * h < d < 0.8 * h for d, h, _ in ends), ends
+
+
+def test_an_arrow_landing_in_the_top_rows_is_curved(base):
+    # a dsmem copy of one 128-byte row into row 0 of CTA 1's S: its centre is on the top row, so it bends in
+    ends = _arrow_ends(figures.cluster_figure(_clustered(base, 2, [ClusterReceipt(1, "S", 0, 128, 0, 11, "dsmem")])))
+    ((d, h, rad),) = ends
+    assert d < 0.1 * h and rad != 0
