@@ -917,7 +917,7 @@ def _lower_ranked(item: CopyItem, target: TargetSpec, tp: TypedProgram,
                 e.message = f"{CTA_RANK} = {op.rank}: {e.message}"
                 e.args = (e.message,)
             raise
-        warns += ctx.warnings
+        warns += [w for w in ctx.warnings if w not in warns]  # (one warning for the ranks that share it)
         plans.append(_with_span(list(stmts), op.span))
         recs.append(rec)
     op0 = item.ranked[0]

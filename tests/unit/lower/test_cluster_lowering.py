@@ -270,9 +270,10 @@ global B: float32[2, 64] = zeros
 if cta_rank <= 1: wg.copy B[cta_rank, :] <- A[cta_rank + 1, :]
 cluster_sync
 """
-    kernel, records, _ = _lower(src)
+    kernel, records, warns = _lower(src)
     conds = [b.cond for b in _rank_ifs(_by_line(kernel, 4))]
     assert [(c.op, c.b.value) for c in conds] == [("==", 0), ("==", 1)]  # no branch for rank 2
+    assert len(warns) == 1 and "fallback" in warns[0][0]  # the ranks' one warning, said once
     assert records[0].notes[-1] == ("rank 1", "same variant", "plan per rank")
     with pytest.raises(Exception, match="for cta_rank = 2"):  # without the guard rank 2 is out of range
         _lower(src.replace("if cta_rank <= 1: ", ""))
