@@ -768,7 +768,7 @@ def tma_boxes(kernel: ir.Kernel) -> list[dict[str, Any]]:
         points = [dict(zip([v for v, _ in grids], p)) for p in np.ndindex(*[int(e) for _, e in grids])] or [{}]
         cluster = max(1, int(getattr(kernel, "cluster", 1)))
         for rank in range(cluster):
-            renv = {ir.ThreadVar(CTA_RANK): np.int64(rank)} if cluster > 1 else {}
+            renv: dict = {ir.ThreadVar(CTA_RANK): np.int64(rank)} if cluster > 1 else {}
             issuers = _issuers(kernel, scope, renv or None)
             for env in points:
                 envs = {**renv, **{v: np.int64(x) for v, x in env.items()}}
