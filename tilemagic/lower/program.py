@@ -47,8 +47,9 @@ class CopyItem:
     """A copy op of the description (``wg.copy_async T <- a``), under its guard if any (``if tx == 0: ...``).
 
     ``ranked``: when the statement depends on the CTA's rank (``cta_rank`` in a region or an option, or a
-    ``remote_cta_id=``), its op for every rank of the cluster (``op.rank`` 0..C-1, concrete regions), lowered
-    one by one (:func:`lower`); ``op`` is rank 0's then.  Empty for a statement that does not depend on it.
+    ``remote_cta_id=``), its op for every rank of the cluster its guard lets run (``op.rank``, concrete
+    regions; :func:`guard_ranks`), lowered one by one (:func:`lower`); ``op`` is the first such rank's
+    then.  Empty for a statement that does not depend on it.
     """
     op: CopyOp
     guard: ast.Guard | None = None
@@ -455,6 +456,15 @@ def guard_threads(guard: ast.Guard | None, threads: int, rank: int = 0) -> int:
     return threads if guard is None else int(np.count_nonzero(_holds([guard_expr(guard)], threads, rank=rank)))
 
 
+def guard_ranks(guard: ast.Guard | None, threads: int, cluster: int) -> tuple[int, ...]:
+    """The ranks of a cluster of ``cluster`` CTAs (of ``threads`` threads) in which some thread executes a
+    statement under ``guard``: the guard evaluated per rank (``env={ir.ThreadVar("cta_rank"): r}``).  A guard on
+    thread axes only lets every rank run; a rank in which it lets no thread run is excluded.  When it excludes
+    every rank, every rank (the checker reports such a guard: it selects no thread)."""
+    ranks = tuple(r for r in range(cluster) if guard_threads(guard, threads, r))
+    return ranks or tuple(range(cluster))
+
+
 def _check_guard_scope(guard: ast.Guard, exec_scope: str, threads: int, what: str | None = None,
                        rank: int = 0) -> None:
     """A copy runs on whole instances of its exec scope (TVM TIRx ``_all_threads_active``,
@@ -577,7 +587,12 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
             items.append(item)
             guarded.append(item.guard)
         elif isinstance(item, ast.CopyStmt):
-            ops = _copy_ops(item, bufs, prog.source, cluster)
+            # the ranks the guard lets run (its thread terms are rank-independent, so the largest CTA serves
+            # while the kernel's size is not known yet)
+            cap = limits_for(arch).threads_per_cta
+            runs = guard_ranks(item.guard, min(cap, max(1, (prog.kernel.threads if prog.kernel else None) or cap)),
+                               cluster)
+            ops = _copy_ops(item, bufs, prog.source, cluster, runs)
             items.append(CopyItem(ops[0], item.guard, ops if ops[0].rank is not None else ()))
             guarded.append(item.guard)
             scopes_used.append((item.scope, item.op_span))
@@ -661,10 +676,13 @@ def _uses_rank(stmt: ast.CopyStmt) -> bool:
             or any(isinstance(o.expr, ast.RankExpr) and o.expr.uses_rank for o in stmt.options))
 
 
-def _copy_ops(item: ast.CopyStmt, bufs: dict[str, ir.Buffer], source: str, cluster: int) -> tuple[CopyOp, ...]:
-    """The op of a copy statement, or its op for every rank 0..C-1 (:func:`_uses_rank`; ``CopyOp.rank`` set),
-    with the options resolved: ``mbar`` the mbarrier buffer, ``cta_mask`` an int, ``remote_cta_id`` an
-    ``ir.Expr`` in ``cta_rank``, the others the written ``str``."""
+def _copy_ops(item: ast.CopyStmt, bufs: dict[str, ir.Buffer], source: str, cluster: int,
+              runs: tuple[int, ...] | None = None) -> tuple[CopyOp, ...]:
+    """The op of a copy statement, or its op for every rank its guard lets run (``runs``, default every rank
+    0..C-1; :func:`_uses_rank`; ``CopyOp.rank`` set), with the options resolved: ``mbar`` the mbarrier buffer,
+    ``cta_mask`` an int, ``remote_cta_id`` an ``ir.Expr`` in ``cta_rank``, the others the written ``str``.
+    Bounds and ``remote_cta_id`` are checked for those ranks only (a rank the guard excludes never executes
+    the statement)."""
     ranked = _uses_rank(item)
     remote = item.option("remote_cta_id")
     if remote is not None and cluster == 1:
@@ -674,7 +692,7 @@ def _copy_ops(item: ast.CopyStmt, bufs: dict[str, ir.Buffer], source: str, clust
     edge = item.op_name == "copy_async" and {getattr(bufs.get(x.name), "scope", None)
                                              for x in (item.dst, item.src)} == {"global", "shared"}
     ops = []
-    for r in (range(cluster) if ranked else (None,)):
+    for r in ((range(cluster) if runs is None else runs) if ranked else (None,)):
         rank = r or 0
         at = f" for {CTA_RANK} = {rank}" if ranked and cluster > 1 else ""
         dst, src = _region(item.dst, bufs, rank, edge), _region(item.src, bufs, rank, edge)
@@ -895,11 +913,11 @@ def _lower_ranked(item: CopyItem, target: TargetSpec, tp: TypedProgram,
         try:
             stmts, rec = run_dispatch(op, ctx)
         except DispatchError as e:
-            if len(item.ranked) > 1:  # the why-table is this rank's: say which
+            if tp.cluster > 1:  # the why-table is this rank's: say which
                 e.message = f"{CTA_RANK} = {op.rank}: {e.message}"
                 e.args = (e.message,)
             raise
-        warns += ctx.warnings
+        warns += [w for w in ctx.warnings if w not in warns]  # (one warning for the ranks that share it)
         plans.append(_with_span(list(stmts), op.span))
         recs.append(rec)
     op0 = item.ranked[0]
@@ -916,14 +934,17 @@ def _lower_ranked(item: CopyItem, target: TargetSpec, tp: TypedProgram,
     rec0 = recs[0]
     if len(set(keys)) == 1:
         return _guarded(item.guard, plans[0], op0.span), rec0, warns
-    n = len(plans)
-    rec0 = dataclasses.replace(rec0, notes=rec0.notes + ((f"ranks 1..{n - 1}" if n > 2 else "rank 1", "same variant",
-                                                              "plan per rank"),))
+    ranks = [op.rank or 0 for op in item.ranked]
+    rest = ranks[1:]
+    others = (f"rank {rest[0]}" if len(rest) == 1 else f"ranks {rest[0]}..{rest[-1]}"
+              if rest == list(range(rest[0], rest[-1] + 1)) else "ranks " + ", ".join(map(str, rest)))
+    rec0 = dataclasses.replace(rec0, notes=rec0.notes + ((others, "same variant", "plan per rank"),))
+    # a branch per run of consecutive ranks with one plan; a rank the guard excludes gets none
     out: list[ir.Stmt] = []
     lo = 0
-    for hi in range(1, n + 1):
-        if hi == n or keys[hi] != keys[lo]:
-            out.append(ir.GuardIf(rank_condition(lo, hi, n),
+    for hi in range(1, len(plans) + 1):
+        if hi == len(plans) or keys[hi] != keys[lo] or ranks[hi] != ranks[hi - 1] + 1:
+            out.append(ir.GuardIf(rank_condition(ranks[lo], ranks[hi - 1] + 1, tp.cluster),
                                   ir.Seq(tuple(_guarded(item.guard, plans[lo], op0.span))), span=op0.span))
             lo = hi
     return out, rec0, warns

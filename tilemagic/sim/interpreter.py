@@ -284,7 +284,9 @@ class Simulator:
         if C > 1 and _cluster is None:
             if kernel.tmem_cols > 0 or any(isinstance(x, (ir.TcgenLdSt, ir.TcgenAlloc)) for x in ir.walk(kernel.body)):
                 raise LaunchError("tcgen05 and TMEM in a cluster kernel are not simulated (the simulator models "
-                                  "TMEM for a single CTA)", kernel.body.span)
+                                  "TMEM for a single CTA)", kernel.body.span,
+                                  hint="drop `cluster=` from the kernel line to simulate the TMEM copies in one CTA, "
+                                       "or run with `--launch off` to see the lowering (IR and CUDA) without a run")
         #: ``{cta_rank: rank}`` in a cluster (in a kernel of one CTA, ``cta_rank`` is 0: set when an expression
         #: first needs it, so the others pay nothing)
         self._rank_env: dict | None = {_CTA: _rank} if C > 1 else None

@@ -988,18 +988,20 @@ def timeline_figure(result):
     Raises
     ------
     ValueError
-        Not simulated (no timeline) or no asynchronous event.
+        Not simulated (no timeline: the message advises ``--launch sim``), or simulated with no asynchronous
+        event ("this kernel has no asynchronous events").
     """
     from .placement import async_timeline, cluster_size
 
     launch = result.launch
     hb = getattr(launch, "hb", None) if launch is not None else None
-    if hb is None or not hb.timeline:
+    if hb is None:
         raise ValueError(f"{result.name}: no simulator timeline to draw (run it with --launch sim)")
     tl = async_timeline(hb, int(result.kernel.threads), cluster=cluster_size(result.kernel))
     if not any(e["kind"] not in ("cta_sync", "cluster_sync", "fence.mbarrier.init", "mbarrier.init")
                for e in tl["events"]):
-        raise ValueError(f"{result.name}: no asynchronous copy in the simulator's timeline")
+        raise ValueError(f"{result.name}: this kernel has no asynchronous events (no copy_async, arrive or wait "
+                         "in the simulator's timeline)")
     fig = _new_figure()
     ax = fig.add_axes((0.09 if tl["ctas"] == 1 else 0.12, 0.12, 0.70 if tl["ctas"] == 1 else 0.67, 0.66))
     row, row_of_bar, labels = _timeline_rows(tl)
@@ -1131,6 +1133,9 @@ def timeline_figure(result):
 _RECEIPT_HATCH = {"tma": "", "multicast": "////", "dsmem": "xxx", "store": "..."}
 #: Most issues of the cluster picture drawn as arrows from the writing CTA to the receiving panels.
 MAX_CLUSTER_ARROWS: int = 16
+#: an arrow of the cluster picture that ends in this top fraction of a panel's rows is curved: a straight one
+#: would come down along the panel's top frame and not be seen
+ARROW_BEND_ROWS: float = 0.1
 #: Most hatched rectangles of one panel of the cluster picture (a run of bytes of one kind is at most three).
 MAX_HATCH_RECTS: int = 96
 
@@ -1213,18 +1218,22 @@ def cluster_figure(result):
         multicast ``////``, dsmem ``xxx``, store ``...``; a panel whose bytes of one kind fall in more than
         :data:`MAX_HATCH_RECTS` pieces is not hatched and the caption says so).  A multicast (PTX ISA 9.0
         §9.7.9.25.5.2) or a dsmem copy (§9.7.9.25.4.1) is one issue: its line above its writing CTA's panel,
-        an arrow to each panel it lands in (at most :data:`MAX_CLUSTER_ARROWS` issues); the legend lists
-        every issue with its description line, and the per-CTA summary
+        an arrow to each panel it lands in (at most :data:`MAX_CLUSTER_ARROWS` issues), ending at the centre
+        of the landing run (its middle byte), edged in white (it lands on bytes of its own colour), curved
+        when that is in the panel's top rows so that it never runs along the frame; the legend lists every
+        issue with its description line, and the per-CTA summary
         (:func:`~tilemagic.widgets.placement.cluster_summary`, four CTAs) is the figure's caption.
 
     Raises
     ------
     ValueError
-        The kernel is not a cluster kernel, or the launch has no cluster receipts (not simulated), or the
+        The kernel is not a cluster kernel, or the launch has no cluster receipts (not simulated: the message
+        advises ``--launch sim``; simulated: "this kernel wrote no shared memory in any CTA"), or the
         receipts are inconsistent (as :func:`~tilemagic.widgets.placement.cluster_placement`).
     """
     from matplotlib.collections import PatchCollection
     from matplotlib.colors import ListedColormap
+    from matplotlib import patheffects
     from matplotlib.patches import ConnectionPatch, Rectangle
 
     from .placement import cluster_size
@@ -1235,7 +1244,10 @@ def cluster_figure(result):
         raise ValueError(f"{result.name}: not a cluster kernel (cluster=1), so no CTA receives another's bytes")
     receipts = cluster_receipts(result.launch)
     if not receipts:
-        raise ValueError(f"{result.name}: no cluster receipts to draw (run it with --launch sim)")
+        if getattr(result.launch, "hb", None) is None:
+            raise ValueError(f"{result.name}: no cluster receipts to draw (run it with --launch sim)")
+        raise ValueError(f"{result.name}: this kernel wrote no shared memory in any CTA, so the cluster picture "
+                         "has nothing to draw")
     pl = cluster_placement(k, receipts)
     rb = int(pl["row_bytes"])
     fig = _new_figure()
@@ -1246,7 +1258,7 @@ def cluster_figure(result):
     left, width_all, top, bottom = 0.05, 0.72, 0.80, 0.22
     w = width_all / per_row
     h = (top - bottom) / nrow
-    axes, starts_of, unhatched = [], [], []
+    axes, starts_of, unhatched, nrows_of = [], [], [], []
     for r in range(C):
         i, j = divmod(r, per_row)
         ax = fig.add_axes((left + j * w + 0.012, top - (i + 1) * h + 0.04, w - 0.03, h - 0.075))
@@ -1270,6 +1282,7 @@ def cluster_figure(result):
             ax.set_xlabel("byte in its 128-byte row", fontsize=7)
         axes.append(ax)
         starts_of.append(row0)
+        nrows_of.append(img.shape[0])
     # one tag per remote-landing issue over its writing CTA's panel, an arrow to every panel it lands in
     issues = [iss for iss in pl["issues"] if iss["kind"] in ("multicast", "dsmem")]
     drawn = issues[:MAX_CLUSTER_ARROWS]
@@ -1287,9 +1300,19 @@ def cluster_figure(result):
                         and run["buffer"] == iss["buffer"] and run["kind"] == iss["kind"]]
                 if not runs:
                     continue  # (overwritten later in that CTA)
-                y = starts_of[dst][iss["buffer"]] + runs[0]["lo"] // rb
-                fig.add_artist(ConnectionPatch(xyA=(tx, 1.0), coordsA=ax_s.transAxes, xyB=(rb / 2, y),
+                # the arrow ends at the centre of the landing run, never on a border row of the panel (where it
+                # would run along the frame, unseen): the middle byte's row, and its column for a short run
+                lo, hi = runs[0]["lo"], runs[0]["hi"]
+                mid = (lo + hi) // 2
+                y = starts_of[dst][iss["buffer"]] + mid // rb
+                x = mid % rb if hi - lo < rb else rb / 2
+                bend = "arc3,rad=0.35" if y < ARROW_BEND_ROWS * nrows_of[dst] else "arc3"
+                fig.add_artist(ConnectionPatch(xyA=(tx, 1.0), coordsA=ax_s.transAxes, xyB=(x, y),
                                                coordsB=axes[dst].transData, arrowstyle="-|>", color=cs[src],
+                                               connectionstyle=bend,
+                                               # white edge: the run it lands on has the arrow's colour
+                                               path_effects=[patheffects.Stroke(linewidth=2.4, foreground="white"),
+                                                             patheffects.Normal()],
                                                linewidth=0.9, alpha=0.85, zorder=6))
     entries = [(cs[r], f"written by CTA {r}") for r in range(C)] + [(_UNTOUCHED, "nothing landed")]
     y = _swatch_legend(fig, 0.80, 0.80, entries[:_MAX_SWATCHES + 1], step=0.04)

@@ -259,3 +259,94 @@ def test_later_rank_branches_are_the_plans_after_the_first_of_each_line():
     assert program.later_rank_branches(kernel.body) == {id(second)}
     assert id(first) not in program.later_rank_branches(kernel.body) and id(user) not in \
         program.later_rank_branches(kernel.body)
+
+
+# ----------------------------------------------------------------------------- the ranks a guard lets run (QA F2)
+def test_a_rank_the_guard_excludes_is_not_bounds_checked_nor_lowered():
+    # B has 2 rows, the cluster 3 CTAs: rank 2 would index row 2, but the guard lets ranks 0 and 1 run only
+    src = """kernel part threads=128 cluster=3
+global A: float32[3, 64] = arange
+global B: float32[2, 64] = zeros
+if cta_rank <= 1: wg.copy B[cta_rank, :] <- A[cta_rank + 1, :]
+cluster_sync
+"""
+    kernel, records, warns = _lower(src)
+    conds = [b.cond for b in _rank_ifs(_by_line(kernel, 4))]
+    assert [(c.op, c.b.value) for c in conds] == [("==", 0), ("==", 1)]  # no branch for rank 2
+    assert len(warns) == 1 and "fallback" in warns[0][0]  # the ranks' one warning, said once
+    assert records[0].notes[-1] == ("rank 1", "same variant", "plan per rank")
+    with pytest.raises(Exception, match="for cta_rank = 2"):  # without the guard rank 2 is out of range
+        _lower(src.replace("if cta_rank <= 1: ", ""))
+
+
+def test_one_running_rank_is_lowered_once_under_the_guard():
+    src = """kernel one threads=128 cluster=4
+global A: float32[4, 64] = arange
+global B: float32[4, 64] = zeros
+if cta_rank == 2: wg.copy B[cta_rank, :] <- A[3 - cta_rank, :]
+cluster_sync
+"""
+    kernel, records, _ = _lower(src)
+    g, sync = _by_line(kernel, 4)
+    assert isinstance(sync, ir.ClusterSync)
+    assert isinstance(g, ir.GuardIf) and not _rank_ifs(list(ir.walk(g.then))) and records[0].notes == ()
+    assert [issue_count((g,), 128, rank=r) for r in range(4)] == [0, 0, 128, 0]
+
+
+DSMEM_ONE_WAY = """kernel oneway threads=128 cluster=2
+global A: float32[2, 8, 16] = arange
+global B: float32[2, 8, 16] = zeros
+shared S: float32[8, 16]
+shared R: float32[2, 8, 16]
+mbarrier got
+wg.copy S <- A[cta_rank, :, :]
+fence.proxy.async
+cta_sync
+if tx == 0 and cta_rank == 0: arrive got expect_tx=auto
+if tx == 0 and cta_rank == 1: thread.copy_async R[{dst}, :, :] <- S remote_cta_id=0 mbar=got
+if cta_rank == 0: wait got phase 0
+if cta_rank == 0: wg.copy B[1, :, :] <- R[1, :, :]
+cluster_sync
+check B[1, :, :] == A[1, :, :]
+"""
+
+
+@pytest.mark.parametrize("dst", ["1", "cta_rank"])
+def test_a_dsmem_copy_only_one_rank_issues_is_checked_for_that_rank_and_runs(dst):
+    # remote_cta_id=0 is rank 0's own rank, but the guard lets only rank 1 issue the copy
+    from helpers import run
+
+    src = DSMEM_ONE_WAY.format(dst=dst)
+    kernel, records, _ = _lower(src)
+    assert records[-2].chosen == "dsmem"
+    (arrive,) = [s for s in ir.walk(kernel.body) if isinstance(s, ir.MbarArrive)]
+    assert arrive.expect_tx == 8 * 16 * 4  # rank 1's one copy, landing in rank 0
+    res = run(src)
+    assert res.launch.passed and res.launch.hb.clean, res.text()
+
+
+def test_expect_tx_auto_counts_only_the_ranks_that_issue():
+    # a 4-CTA ring issued by ranks 0 and 1 only: ranks 1 and 2 receive one copy each, ranks 0 and 3 none
+    from helpers import run
+
+    src = """kernel halfring threads=32 cluster=4
+global A: float32[4, 32] = arange
+global B: float32[4, 32] = zeros
+shared S: float32[32]
+shared R: float32[32]
+mbarrier got
+warp.copy S <- A[cta_rank, :]
+fence.proxy.async
+cluster_sync
+if tx == 0 and cta_rank >= 1 and cta_rank <= 2: arrive got expect_tx=auto
+if tx == 0 and cta_rank <= 1: thread.copy_async R <- S remote_cta_id=(cta_rank+1)%4 mbar=got
+if cta_rank >= 1 and cta_rank <= 2: wait got phase 0
+if cta_rank >= 1 and cta_rank <= 2: warp.copy B[cta_rank - 1, :] <- R
+cluster_sync
+check B[0:2, :] == A[0:2, :]
+"""
+    kernel, _, _ = _lower(src)
+    (arrive,) = [s for s in ir.walk(kernel.body) if isinstance(s, ir.MbarArrive)]
+    assert arrive.expect_tx == 32 * 4
+    res = run(src)
+    assert res.launch.passed and res.launch.hb.clean, res.text()

@@ -267,3 +267,17 @@ def test_edge_elements_of_a_promoted_plan_cover_every_byte():
     plan = T.TmaPlan("UINT32", 4, (16, 8), (4, 64), (16, 4), (0, 6), (), 0, 0)  # float16[8, 32] as uint32 pairs
     got = np.sort(T._edge_elements(plan, 2))
     assert got.size == 2 * 32 and got[0] == 6 * 64 and got[-1] == 8 * 64 - 2
+
+
+@pytest.mark.parametrize("op", ["inc", "dec"])
+def test_inc_and_dec_on_int32_say_the_language_has_no_uint32(op):
+    # QA F8: inc/dec take uint32 only, a dtype the language does not have: the reason says so
+    o, A, S = _s2g("int32", op, "tma_auto")
+    why = rejected(o, A, S)
+    assert f"use_tma_reduce={op} is not defined on int32" in why
+    assert f"{op} needs uint32, which the language does not have yet" in why
+
+
+def test_a_reduction_the_language_can_reach_names_no_missing_dtype():
+    o, A, S = _s2g("float32", "min", "tma_auto")
+    assert "does not have yet" not in rejected(o, A, S)

@@ -377,3 +377,16 @@ def test_unicast_tma_and_cp_async_touch_their_own_ctas_shared_memory():
     assert [m.split(" with no")[0] for m in raw] == [
         f"hazard: shared-memory race on S2@cta{r}: CTA {r} thread 1 reads S2@cta{r}[1] at L10 that CTA {r} thread 0 "
         f"wrote at L7" for r in range(2)], raw
+
+
+def test_tmem_in_a_cluster_kernel_is_refused_with_what_to_do():
+    # QA F9: the refusal is located at the kernel line and says how to go on
+    from cells import roundtrip_cell
+    from helpers import run
+
+    src = roundtrip_cell("float32", 32).replace("kernel k threads=128", "kernel k threads=128 cluster=2", 1)
+    with pytest.raises(LaunchError, match="tcgen05 and TMEM in a cluster kernel are not simulated") as exc:
+        run(src)
+    assert exc.value.span is not None and exc.value.span.line == 1
+    assert "drop `cluster=`" in (exc.value.hint or "") and "--launch off" in exc.value.hint
+    assert run(src, launch="off").kernel.cluster == 2  # the lowering is there to see

@@ -182,8 +182,36 @@ def test_cluster_figure_renders(base):
 def test_cluster_figure_refuses(base):
     with pytest.raises(ValueError, match="not a cluster kernel"):
         figures.cluster_figure(base)
-    with pytest.raises(ValueError, match="no cluster receipts"):
+    with pytest.raises(ValueError, match="wrote no shared memory in any CTA"):  # simulated, nothing received
         figures.cluster_figure(_clustered(base, 2, []))
+    unrun = _clustered(base, 2, [])
+    unrun = dataclasses.replace(unrun, launch=dataclasses.replace(unrun.launch, hb=None))
+    with pytest.raises(ValueError, match=r"no cluster receipts to draw \(run it with --launch sim\)"):
+        figures.cluster_figure(unrun)
+
+
+# QA F6: a cluster kernel simulated without shared memory or asynchronous traffic is told what is missing;
+# the --launch sim advice is for a kernel that did not run in the simulator
+GLOBAL_ONLY = """kernel rows2 threads=64 cluster=2
+global X: int32[2, 64] = arange
+global Y: int32[2, 64] = zeros
+if warpid == 1: warp.copy Y[cta_rank, 32:64] <- X[cta_rank, 32:64]
+if warpid == 0: warp.copy Y[cta_rank, 0:32] <- X[cta_rank, 0:32]
+cluster_sync
+check Y == X
+"""
+
+
+@pytest.mark.parametrize("kind, missing", [("cluster", "this kernel wrote no shared memory in any CTA"),
+                                           ("timeline", "this kernel has no asynchronous events")])
+def test_pictures_of_a_simulated_kernel_without_the_traffic_say_what_is_missing(kind, missing):
+    ran = tilecopy(GLOBAL_ONLY, launch="sim")
+    assert ran.launch.passed and ran.launch.hb.clean
+    with pytest.raises(ValueError, match=missing) as exc:
+        ran.heatmap(kind=kind)
+    assert "--launch sim" not in str(exc.value)
+    with pytest.raises(ValueError, match="--launch sim"):
+        tilecopy(GLOBAL_ONLY, launch="off").heatmap(kind=kind)
 
 
 def _ev(kind, x, threads, cta, line=None, **info):
@@ -368,3 +396,34 @@ cluster_sync
         kernel, _, _ = lower(check(parse(text)), TargetSpec("cuda", "sm_90a"))
         (op,) = tma_boxes(kernel)
         assert [(i["cta"], i["thread"], i["start"]) for i in op["issues"]] == want
+
+
+def _arrow_ends(fig):
+    """Per arrow of the cluster picture: (pixels from its landing panel's top frame, panel height, curvature)."""
+    from matplotlib.patches import ConnectionPatch
+
+    fig.canvas.draw()
+    out = []
+    for a in fig.artists:
+        if isinstance(a, ConnectionPatch):
+            ax = next(ax for ax in fig.axes if ax.transData is a.coords2)
+            bb = ax.get_window_extent()
+            out.append((bb.y1 - a.coords2.transform(a.xy2)[1], bb.height, a.get_connectionstyle().rad))
+    return out
+
+
+def test_every_cluster_arrow_is_visible():
+    # QA F7: the multicast demo's arrows into byte row 0 ran along the panel's top frame; each now ends at the
+    # centre of its landing run (CTA 0's half: row 32 of 128), well inside the panel
+    from helpers import run_demo
+
+    ends = _arrow_ends(figures.cluster_figure(run_demo("tma_multicast")))
+    assert len(ends) == 4
+    assert all(0.2 * h < d < 0.8 * h for d, h, _ in ends), ends
+
+
+def test_an_arrow_landing_in_the_top_rows_is_curved(base):
+    # a dsmem copy of one 128-byte row into row 0 of CTA 1's S: its centre is on the top row, so it bends in
+    ends = _arrow_ends(figures.cluster_figure(_clustered(base, 2, [ClusterReceipt(1, "S", 0, 128, 0, 11, "dsmem")])))
+    ((d, h, rad),) = ends
+    assert d < 0.1 * h and rad != 0

@@ -274,6 +274,12 @@ def _reduce(op: CopyOp, direction: str, g: RegionRef) -> str | None:
         fail("use_tma_reduce is only valid for shared-to-global TMA")
     why = hw.reduce_refusal(str(red), g.buf.dtype)
     if why:
+        from ...lang.ast import DTYPES  # (here: the launch worker imports this module, and never the parser)
+
+        takes = hw.TMA_REDUCE_OPS.get(str(red), ())
+        if takes and not set(takes) & set(DTYPES):  # inc, dec: uint32 only
+            why += (f"; {red} needs {' or '.join(takes)}, which the language does not have yet (its dtypes: "
+                    f"{', '.join(DTYPES)})")
         fail(why)
     return str(red)
 
