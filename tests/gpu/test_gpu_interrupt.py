@@ -66,11 +66,13 @@ def test_interrupted_bench_then_a_failing_kernel_reports_fail_then_a_good_one_pa
     assert PARTIAL != GOOD
     warm = run(GOOD, launch="gpu")  # starts the worker (and compiles the single-CTA kernel)
     assert warm.launch.passed and w.starts == 1
+    # 4 GiB of traffic: the timed launches of this one-thread copy take seconds (--bench counts the bytes the kernel
+    # moves, so a smaller budget made the whole bench end inside the 0.5 s)
     timers = interrupt_when_running(w, 0.5)
     t0 = time.monotonic()
     try:
         with pytest.raises(KeyboardInterrupt) as ei:
-            run(GOOD, launch="gpu", bench=True, bench_bytes=1 << 28, timeout=60)
+            run(GOOD, launch="gpu", bench=True, bench_bytes=1 << 32, timeout=60)
     finally:
         for t in timers:
             t.cancel()
