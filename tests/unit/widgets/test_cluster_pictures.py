@@ -2,15 +2,14 @@
 (the placement model against hand-computed receipts, its text, the figure), the async timeline per CTA and
 warp, and where they are shown (only for a cluster kernel).
 
-Until the simulator runs clusters, the simulator's record is built here by hand: ``ClusterReceipt`` below is
-structurally the simulator's (design: ``launch.hb.cluster_receipts``), and ``CtaEvent`` a timeline event with
-the ``cta`` field; the pictures read both by attribute only.
+The simulator's record is built here by hand from its own types (``sim.hb.ClusterReceipt``, the data of
+``launch.hb.cluster_receipts``, and ``sim.hb.SyncEvent`` with its ``cta`` field), so each picture is held to
+hand-computed receipts; the pictures read both by attribute only.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +17,7 @@ import pytest
 
 from tilemagic import tilecopy
 from tilemagic.errors import Span
-from tilemagic.sim.hb import HBReport, SyncEvent
+from tilemagic.sim.hb import ClusterReceipt, HBReport, SyncEvent
 from tilemagic.widgets import figures
 from tilemagic.widgets import placement as P
 from tilemagic.widgets.html import render_html
@@ -29,25 +28,10 @@ DEMOS = Path(__file__).resolve().parents[3] / "tilemagic" / "demos"
 PNG = b"\x89PNG\r\n\x1a\n"
 
 
-@dataclass(frozen=True)
-class ClusterReceipt:
-    dst_rank: int
-    buffer: str
-    byte_lo: int
-    byte_hi: int
-    src_rank: int
-    line: int
-    kind: str
+CtaEvent = SyncEvent  # (a timeline event with its CTA: the simulator's own type)
 
 
-@dataclass(frozen=True)
-class CtaEvent(SyncEvent):
-    cta: int = 0
-
-
-@dataclass
-class ClusterHB(HBReport):
-    cluster_receipts: list = dataclasses.field(default_factory=list)
+ClusterHB = HBReport  # (the simulator's report: it carries cluster_receipts)
 
 
 # two shared buffers of 16 KiB and 8 KiB, threads=128: built by the language today, run as a cluster by hand
