@@ -30,6 +30,15 @@ def test_demo_native_assembles_for_sm_100a(name):
     assert r.cubin and len(r.cubin) > 100
 
 
+@pytest.mark.parametrize("name", [d for d in DEMOS if d != "tmem_roundtrip"])
+def test_demo_assembles_for_sm_90a(name):
+    """The demos without tcgen05 — the asynchronous copies and the clusters among them — assemble natively for the
+    H200's target (``sm_90a``: TMA, multicast, ``mapa``, ``barrier.cluster``)."""
+    r = nvcc_compile(_res(demo_source(name)).cuda, "sm_90a")
+    assert r.ok, r.log
+    assert r.cubin and len(r.cubin) > 100
+
+
 def test_tcgen05_demo_does_not_assemble_for_sm_90_natively_but_emulated_does():
     res = _res(demo_source("tmem_roundtrip"))
     bad = nvcc_compile(res.cuda, "sm_90")
