@@ -11,6 +11,7 @@ Every line carries the description line it came from (``CudaSource.lines``).
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -25,7 +26,7 @@ from ..arch.mbarrier import MBAR_BYTES
 from ..arch.ptx import VEC_FORMS, word_bytes
 from ..arch.threads import axis_def
 from ..ir import nodes as ir
-from ..ir.evaluate import Undetermined, eval_static, warp_uniform
+from ..ir.evaluate import Undetermined, eval_static, issue_count, warp_uniform
 from ..ir.printer import Lines, src_line, scale_index, thread_vars_used, uses_cta_rank
 
 SHAPE_ID = {"32x32b": 0, "16x64b": 1, "16x128b": 2, "16x256b": 3, "16x32bx2": 4}
@@ -557,44 +558,6 @@ def global_traffic(kernel: ir.Kernel) -> tuple[tuple[str, ...], tuple[str, ...]]
     return tuple(n for n in names if n in reads), tuple(n for n in names if n in writes)
 
 
-#: ``global_bytes`` enumerates (loop iterations × threads) of a guarded statement at most this many at once; a
-#: larger space counts every thread and iteration (an upper bound)
-_COUNT_CAP = 1 << 24
-
-
-def _executions(scope: tuple[ir.Stmt, ...], threads: int, rank: int) -> int:
-    """How many (thread, loop iteration) pairs of the CTA of cluster rank ``rank`` execute a statement nested in
-    ``scope`` (its enclosing ``If``/``Grid`` nodes): the conditions evaluated with
-    :func:`~tilemagic.ir.evaluate.eval_static` over the threads and the loop variables they use."""
-    grids = [g for g in scope if isinstance(g, ir.Grid)]
-    conds = [c.cond for c in scope if isinstance(c, ir.If)]
-    loops = [(v, e) for g in grids for v, e in zip(g.vars, g.extents)]
-    trips = 1
-    for _, e in loops:
-        trips *= e
-    if not conds:
-        return trips * threads
-    used = {x for c in conds for x in ir.iter_exprs(c) if isinstance(x, ir.LoopVar)}
-    axes = [(v, e) for v, e in loops if v in used]
-    space = threads
-    for _, e in axes:
-        space *= e
-    if space > _COUNT_CAP:
-        return trips * threads
-    n = len(axes)
-    env: dict = {ir.ThreadVar(CTA_RANK): np.int64(rank)}
-    for k, (v, e) in enumerate(axes):
-        env[v] = np.arange(e, dtype=np.int64).reshape((1,) * k + (e,) + (1,) * (n - k))
-    tid = np.arange(threads, dtype=np.int64).reshape((1,) * n + (threads,))
-    shape = tuple(e for _, e in axes) + (threads,)
-    mask = np.ones(shape, bool)
-    try:
-        for c in conds:
-            mask &= np.broadcast_to(np.asarray(eval_static(c, tid, env)).astype(bool), shape)
-    except Undetermined:
-        return trips * threads
-    return int(np.count_nonzero(mask)) * (trips // max(1, space // threads))
-
 
 def _tma_in_bounds(s: ir.TmaCopy, rank: int) -> int:
     """Bytes of one TMA box that lie inside the tensor (the part that is read or written in global memory)."""
@@ -641,7 +604,11 @@ def global_bytes(kernel: ir.Kernel) -> tuple[int, int]:
             if rd or wr:
                 key = (tuple(id(x) for x in scope), rank)
                 if key not in memo:
-                    memo[key] = _executions(scope, kernel.threads, rank)
+                    try:
+                        memo[key] = issue_count(scope, kernel.threads, rank)
+                    except Undetermined:  # (a guard on loaded data, or too many trips to enumerate: all of them)
+                        memo[key] = math.prod(math.prod(g.extents) for g in scope if isinstance(g, ir.Grid)) \
+                            * kernel.threads
                 times = memo[key]
                 read += rd * times
                 written += wr * times

@@ -22,7 +22,6 @@ import dataclasses
 import itertools
 import math
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,7 +32,7 @@ from ..arch.mbarrier import MBAR_MAX_TX
 from ..arch.threads import THREAD_AXES, THREADS_PER
 from ..errors import DispatchError, LoweringError, Span, TileTypeError, split_lines
 from ..ir import nodes as ir
-from ..ir.evaluate import Undetermined, eval_static
+from ..ir.evaluate import Undetermined, holds, issue_count, issue_values
 from ..lang import ast
 from ..layout.tile import distinct
 from .dispatch import DispatchContext, DispatchRecord, TargetSpec, run_dispatch
@@ -398,13 +397,6 @@ def _mbarrier(name: str, span: Span, bufs: dict[str, ir.Buffer], what: str) -> i
 RANK_VAR = ir.ThreadVar(CTA_RANK)
 
 
-def rank_env(rank: int, env: dict | None = None) -> dict:
-    """``env`` (loop values) with ``cta_rank`` bound to ``rank`` for :func:`~tilemagic.ir.evaluate.eval_static`."""
-    out = dict(env or {})
-    out[RANK_VAR] = np.int64(rank)
-    return out
-
-
 def rank_ir(e: int | ast.RankExpr) -> ir.Expr:
     """The IR of an integer expression in ``cta_rank`` (``cta_rank`` as ``ir.ThreadVar("cta_rank")``)."""
     if isinstance(e, int):
@@ -439,21 +431,10 @@ def guard_expr(guard: ast.Guard) -> ir.Expr:
     return cond
 
 
-def _holds(conds, threads: int, env: dict | None = None, rank: int = 0) -> np.ndarray:
-    """Per thread of a CTA of ``threads`` threads (bool array): do all of ``conds`` hold (loop values ``env``, in
-    the CTA of rank ``rank``)?"""
-    tid = np.arange(threads, dtype=np.int64)
-    mask = np.ones(threads, dtype=bool)
-    full = rank_env(rank, env)
-    for c in conds:
-        mask &= np.broadcast_to(np.asarray(eval_static(c, tid, full), dtype=bool), tid.shape)
-    return mask
-
-
 def guard_threads(guard: ast.Guard | None, threads: int, rank: int = 0) -> int:
     """How many threads of a CTA of ``threads`` threads (of cluster rank ``rank``) execute a statement under
     ``guard``."""
-    return threads if guard is None else int(np.count_nonzero(_holds([guard_expr(guard)], threads, rank=rank)))
+    return threads if guard is None else int(np.count_nonzero(holds([guard_expr(guard)], threads, rank=rank)))
 
 
 def guard_ranks(guard: ast.Guard | None, threads: int, cluster: int) -> tuple[int, ...]:
@@ -473,7 +454,7 @@ def _check_guard_scope(guard: ast.Guard, exec_scope: str, threads: int, what: st
     size = threads if exec_scope == "cta" else THREADS_PER[exec_scope]
     if size == 1:
         return
-    mask = _holds([guard_expr(guard)], threads, rank=rank)
+    mask = holds([guard_expr(guard)], threads, rank=rank)
     split = [k for k in range(-(-threads // size)) if 0 < np.count_nonzero(mask[k * size:(k + 1) * size])
              < min(size, threads - k * size)]
     if split:
@@ -990,66 +971,6 @@ def _sync_node(item) -> ir.Stmt:
     if isinstance(item, FenceItem):
         return ir.Fence(item.kind, span=item.span)
     return ir.TcgenWait(item.kind, span=item.span)
-
-
-#: expect_tx=auto enumerates the loop trips around a TMA copy whose thread guard depends on its loop variables
-_MAX_TRIPS = 1 << 16
-
-
-def issue_values(scope: tuple[ir.Stmt, ...], threads: int, rank: int = 0,
-                 value: ir.Expr | None = None) -> Counter:
-    """How many times a statement inside the ``If``/``Grid`` nodes ``scope`` (outermost first, as
-    :func:`~tilemagic.ir.nodes.walk_scoped` gives them) is executed in the CTA of cluster rank ``rank`` of
-    ``threads`` threads, by the value of ``value`` for the executing thread and loop trip (a ``Counter`` value ->
-    count; the key None when ``value`` is None): the threads for which every enclosing condition holds, over
-    the trips of the enclosing loops.
-
-    Raises
-    ------
-    Undetermined
-        A condition or value that cannot be evaluated statically (a load), or more than 65536 loop trips to
-        enumerate.
-    """
-    grids = [s for s in scope if isinstance(s, ir.Grid)]
-    conds = [s.cond for s in scope if isinstance(s, ir.If)]
-    trips = math.prod(math.prod(g.extents) for g in grids)
-    loop_vars = {v for g in grids for v in g.vars}
-    exprs = [*conds, *([value] if value is not None else [])]
-    uses_loops = any(isinstance(e, ir.LoopVar) and e in loop_vars for c in exprs for e in ir.iter_exprs(c))
-    tid = np.arange(threads, dtype=np.int64)
-    out: Counter = Counter()
-
-    def count(env: dict | None, times: int) -> None:
-        mask = _holds(conds, threads, env, rank)
-        if value is None:
-            out[None] += int(np.count_nonzero(mask)) * times
-            return
-        vals = np.broadcast_to(np.asarray(eval_static(value, tid, rank_env(rank, env))), tid.shape)[mask]
-        for v, c in zip(*np.unique(vals, return_counts=True)):
-            out[int(v)] += int(c) * times
-
-    if not uses_loops:  # the common case: guards on thread axes only
-        count(None, trips)
-        return out
-    if trips > _MAX_TRIPS:
-        raise Undetermined(f"{trips} loop trips")
-    ranges = [range(e) for g in grids for e in g.extents]
-    vars_ = [v for g in grids for v in g.vars]
-    for values in itertools.product(*ranges):
-        count(dict(zip(vars_, values)), 1)
-    return out
-
-
-def issue_count(scope: tuple[ir.Stmt, ...], threads: int, rank: int = 0) -> int:
-    """How many times a statement inside the ``If``/``Grid`` nodes ``scope`` is executed in the CTA of cluster
-    rank ``rank`` (:func:`issue_values` summed).
-
-    Raises
-    ------
-    Undetermined
-        A condition that cannot be evaluated statically (a load), or more than 65536 loop trips to enumerate.
-    """
-    return sum(issue_values(scope, threads, rank).values())
 
 
 def _deliveries(s: ir.Stmt, scope: tuple[ir.Stmt, ...], threads: int, cluster: int) -> list[tuple[int, int]]:
