@@ -67,6 +67,14 @@ from .hb import cta_name
 CP_ASYNC_SIZES = (4, 8, 16)
 
 
+def _box_coords(tmap: ir.TensorMap, coords) -> list[np.ndarray]:
+    """Per dimension (CUDA order), the coordinate of each of one box's elements, box-linear (dimension 0
+    fastest): ``coords[i] + k[i] * elem_strides[i]`` over :func:`tilemagic.arch.tma.box_traversal`'s elements."""
+    n, es = box_traversal(tmap.box[:tmap.rank], tmap.elem_strides)
+    ks = np.unravel_index(np.arange(math.prod(n), dtype=np.int64), tuple(reversed(n)))[::-1]  # (k0 fastest)
+    return [int(coords[i]) + ks[i] * es[i] for i in range(tmap.rank)]
+
+
 def tma_box(tmap: ir.TensorMap, coords, smem_offset: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The elements of one tile-mode box of ``tmap`` at ``coords`` (PTX ISA 9.0 §9.7.9.25.5.2, §5.5).
 
@@ -94,15 +102,13 @@ def tma_box(tmap: ir.TensorMap, coords, smem_offset: int) -> tuple[np.ndarray, n
         Byte address in shared memory: ``smem_offset + linear * elem_bytes``, then the map's swizzle on the address
         (mode B = 1/2/3 for 32/64/128 B: ``a ^ (((a >> 7) & (2**B - 1)) << 4)``, §5.5.7).
     """
-    eb, rank = tmap.elem_bytes, tmap.rank
-    n, es = box_traversal(tmap.box[:rank], tmap.elem_strides)
-    total = math.prod(n)
-    ks = np.unravel_index(np.arange(total, dtype=np.int64), tuple(reversed(n)))[::-1]  # (k0 fastest)
+    eb = tmap.elem_bytes
+    cs = _box_coords(tmap, coords)
+    total = cs[0].size
     gs = (eb,) + tuple(int(s) for s in tmap.strides)
     gbyte = np.full(total, tmap.base_elem * tmap.buf.elem_bytes, np.int64)
     inb = np.ones(total, bool)
-    for i in range(rank):
-        c = int(coords[i]) + ks[i] * es[i]
+    for i, c in enumerate(cs):
         inb &= (c >= 0) & (c < int(tmap.dims[i]))
         gbyte += c * gs[i]
     sbyte = int(smem_offset) + np.arange(total, dtype=np.int64) * eb
@@ -125,16 +131,12 @@ def tma_s2g_written(tmap: ir.TensorMap, coords, inb: np.ndarray) -> np.ndarray:
     -------
     numpy.ndarray of bool, ``(E,)``, box-linear like ``inb``.
     """
-    eb, rank = tmap.elem_bytes, tmap.rank
+    eb = tmap.elem_bytes
     limit0 = -(-int(tmap.dims[0]) * eb // 16) * 16 // eb  # elements of dimension 0 up to the 16-byte boundary
     if limit0 == int(tmap.dims[0]):
         return inb
-    n, es = box_traversal(tmap.box[:rank], tmap.elem_strides)
-    total = math.prod(n)
-    ks = np.unravel_index(np.arange(total, dtype=np.int64), tuple(reversed(n)))[::-1]
-    ok = np.ones(total, bool)
-    for i in range(rank):
-        c = int(coords[i]) + ks[i] * es[i]
+    ok = np.ones(inb.shape, bool)
+    for i, c in enumerate(_box_coords(tmap, coords)):
         ok &= (c >= 0) & (c < (limit0 if i == 0 else int(tmap.dims[i])))
     return ok
 
