@@ -214,7 +214,7 @@ class RankExpr:
             return True
         return any(x is not None and x.uses_rank for x in (self.a, self.b))
 
-    def eval(self, rank: int) -> int:
+    def at(self, rank: int) -> int:
         """The value for the CTA of rank ``rank``.
 
         Raises
@@ -227,7 +227,7 @@ class RankExpr:
         if self.op == "const":
             return self.value
         assert self.a is not None and self.b is not None  # the parser builds binary nodes with both operands
-        x, y = self.a.eval(rank), self.b.eval(rank)
+        x, y = self.a.at(rank), self.b.at(rank)
         if self.op in ("//", "%") and y == 0:
             raise ZeroDivisionError(self.b.span)
         return {"+": x + y, "-": x - y, "*": x * y, "//": x // y if y else 0, "%": x % y if y else 0,
@@ -243,7 +243,7 @@ class RankExpr:
 
 def bound_at(v: int | RankExpr | None, rank: int) -> int | None:
     """A slice bound's value for the CTA of rank ``rank`` (an int or None as written stays as it is)."""
-    return v.eval(rank) if isinstance(v, RankExpr) else v
+    return v.at(rank) if isinstance(v, RankExpr) else v
 
 
 # ----------------------------------------------------------------------------- statements

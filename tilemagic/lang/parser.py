@@ -544,7 +544,7 @@ def _bound(ln: _Line, tree: Tree, what: str) -> int | A.RankExpr:
     v = _rank_expr(ln, tree)
     if isinstance(v, A.RankExpr) and not v.uses_rank:
         try:
-            v = v.eval(0)
+            v = v.at(0)
         except ZeroDivisionError as e:
             ln.error("division by zero in a region bound", e.args[0], hint=_RANK_HINT)
     if isinstance(v, int) and v < 0:

@@ -693,7 +693,7 @@ def _copy_ops(item: ast.CopyStmt, bufs: dict[str, ir.Buffer], source: str, clust
             elif o.key == "remote_cta_id":
                 assert o.expr is not None  # the parser parses the value of every expression option
                 try:
-                    v = o.expr.eval(rank) if isinstance(o.expr, ast.RankExpr) else o.expr
+                    v = o.expr.at(rank) if isinstance(o.expr, ast.RankExpr) else o.expr
                 except ZeroDivisionError as exc:
                     raise TileTypeError(f"division by zero in remote_cta_id for {CTA_RANK} = {rank}", exc.args[0],
                                         hint="every CTA of the cluster evaluates it with its own rank") from None

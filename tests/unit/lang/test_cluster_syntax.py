@@ -77,15 +77,15 @@ def test_region_bounds_are_rank_expressions_and_plain_ints_stay_ints():
     prog = parse(HEAD + "wg.copy B[128*cta_rank : 128*cta_rank+128, 0:64] <- S")
     sl0, sl1 = prog.stmts[-1].dst.slices
     assert isinstance(sl0.start, ast.RankExpr) and isinstance(sl0.stop, ast.RankExpr)
-    assert [(sl0.start.eval(r), sl0.stop.eval(r)) for r in (0, 1)] == [(0, 128), (128, 256)]
+    assert [(sl0.start.at(r), sl0.stop.at(r)) for r in (0, 1)] == [(0, 128), (128, 256)]
     assert type(sl1.start) is int and type(sl1.stop) is int and (sl1.start, sl1.stop) == (0, 64)
     src = parse(HEAD + "wg.copy S <- A[(cta_rank ^ 1) % 2 * 64 // 2 - 0 : 64 + 64 * 0, :]").stmts[-1].src
-    assert src.slices[0].start.eval(0) == 32 and src.slices[0].start.eval(1) == 0
+    assert src.slices[0].start.at(0) == 32 and src.slices[0].start.at(1) == 0
     # a constant expression folds to the int it is; a point index in cta_rank stops one later
     assert parse(HEAD + "wg.copy S <- A[2*32-64 : 0x80, :]").stmts[-1].src.slices[0].start == 0
     pt = parse("kernel k threads=128 cluster=2\nglobal C: float32[2, 64]\nshared T: float32[64]\n"
                "wg.copy T <- C[cta_rank, :]").stmts[-1].src.slices[0]
-    assert pt.point and (pt.start.eval(1), pt.stop.eval(1)) == (1, 2)
+    assert pt.point and (pt.start.at(1), pt.stop.at(1)) == (1, 2)
 
 
 def test_rank_expression_errors_are_located():
@@ -139,7 +139,7 @@ def test_async_options_are_copy_async_only():
 def test_remote_cta_id_is_an_expression_in_cta_rank():
     src = HEAD + "shared R: float16[128, 64]\nif tx == 0: thread.copy_async R <- S remote_cta_id=(cta_rank + 1) % 2 mbar=full"
     opt = parse(src).stmts[-1].option("remote_cta_id")
-    assert opt.value == "(cta_rank + 1) % 2" and [opt.expr.eval(r) for r in (0, 1)] == [1, 0]
+    assert opt.value == "(cta_rank + 1) % 2" and [opt.expr.at(r) for r in (0, 1)] == [1, 0]
     _at("kernel k threads=32\nshared S: float32[32]\nshared R: float32[32]\nmbarrier m\n"
         "if tx == 0: thread.copy_async R <- S remote_cta_id=1 mbar=m", 5, 38,
         "`remote_cta_id=` names another CTA of the cluster, and this kernel has no cluster", hint="cluster=2")
