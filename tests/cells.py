@@ -722,6 +722,18 @@ def cluster_halves_cell(name: str = "halves", tail: str = "") -> str:
             + tail + "cluster_sync\n")
 
 
+def _reduce_cell(name: str, dtype: str, op: str, init: str) -> str:
+    """A TMA reduction round trip: the tile ``A`` staged in shared memory (generic stores, ``fence.proxy.async``,
+    ``cta_sync``), reduced into ``B`` (initialised ``init``) with ``use_tma_reduce=OP``, completed through a bulk
+    group, and ``B`` copied to ``C``."""
+    return "\n".join([
+        f"kernel {name} threads=128", f"global A: {dtype}[64, 32] = arange", f"global B: {dtype}[64, 32] = {init}",
+        f"global C: {dtype}[64, 32] = zeros", f"shared S: {dtype}[64, 32]",
+        "wg.copy S <- A", "fence.proxy.async", "cta_sync",
+        f"if tx == 0: thread.copy_async B <- S use_tma_reduce={op}",
+        "if tx == 0: bulk_commit_group", "if tx == 0: bulk_wait_group 0", "cta_sync", "wg.copy C <- B"]) + "\n"
+
+
 #: The second milestone of issue 13 (clusters, multicast, dsmem, boxes past the edge, reductions): name -> cell.
 #: tests/unit/test_async_cells.py runs them in the simulator (PASS, clean); tests/gpu natively, bit for bit —
 #: the OOB-NaN and the S2G clipping included.
@@ -767,51 +779,9 @@ if tx == 0: bulk_commit_group
 if tx == 0: bulk_wait_group 0
 check B[32:48, :] == A[0:16, :]
 """,
-    "reduce_add_f32": """\
-kernel reduce_add_f32 threads=128
-global A: float32[64, 32] = arange
-global B: float32[64, 32] = arange
-global C: float32[64, 32] = zeros
-shared S: float32[64, 32]
-wg.copy S <- A
-fence.proxy.async
-cta_sync
-if tx == 0: thread.copy_async B <- S use_tma_reduce=add
-if tx == 0: bulk_commit_group
-if tx == 0: bulk_wait_group 0
-cta_sync
-wg.copy C <- B
-""",
-    "reduce_add_f16": """\
-kernel reduce_add_f16 threads=128
-global A: float16[64, 32] = arange
-global B: float16[64, 32] = arange
-global C: float16[64, 32] = zeros
-shared S: float16[64, 32]
-wg.copy S <- A
-fence.proxy.async
-cta_sync
-if tx == 0: thread.copy_async B <- S use_tma_reduce=add
-if tx == 0: bulk_commit_group
-if tx == 0: bulk_wait_group 0
-cta_sync
-wg.copy C <- B
-""",
-    "reduce_max_i32": """\
-kernel reduce_max_i32 threads=128
-global A: int32[64, 32] = arange
-global B: int32[64, 32] = random
-global C: int32[64, 32] = zeros
-shared S: int32[64, 32]
-wg.copy S <- A
-fence.proxy.async
-cta_sync
-if tx == 0: thread.copy_async B <- S use_tma_reduce=max
-if tx == 0: bulk_commit_group
-if tx == 0: bulk_wait_group 0
-cta_sync
-wg.copy C <- B
-""",
+    **{name: _reduce_cell(name, dtype, op, init) for name, dtype, op, init in (
+        ("reduce_add_f32", "float32", "add", "arange"), ("reduce_add_f16", "float16", "add", "arange"),
+        ("reduce_max_i32", "int32", "max", "random"))},
     "multicast_pair": """\
 kernel multicast_pair threads=128 cluster=2
 global A: float16[128, 64] = arange

@@ -361,21 +361,15 @@ def test_tma_boxes_evaluate_rank_guards_per_cta():
     """A TMA issue guarded on cta_rank is issued by that CTA only (the guard evaluated per rank, not taken as
     true): one box, issued by CTA 0, for a one-bit multicast issued by CTA 0 alone; the demo's two halves come
     from CTA 0 and CTA 1."""
+    from cells import CLUSTER_CELLS
+
     from tilemagic.cli import demo_source
     from tilemagic.lang import parse
     from tilemagic.lower.dispatch import TargetSpec
     from tilemagic.lower.program import check, lower
     from tilemagic.widgets.placement import tma_boxes
 
-    src = """kernel one_bit threads=128 cluster=2
-global A: float16[64, 64] = arange
-shared S: float16[64, 64] @ swizzle(3, 3, 3)
-mbarrier full count=1
-if cta_rank == 1 and tx == 0: arrive full expect_tx=auto
-if cta_rank == 0 and tx == 0: thread.copy_async S <- A mbar=full cta_mask=0b10
-if cta_rank == 1: wait full phase 0
-cluster_sync
-"""
+    src = CLUSTER_CELLS["multicast_one_bit"]
     for text, want in ((src, [(0, 0, (0, 0))]), (demo_source("tma_multicast"), [(0, 0, (0, 0)), (1, 0, (0, 64))])):
         kernel, _, _ = lower(check(parse(text)), TargetSpec("cuda", "sm_90a"))
         (op,) = tma_boxes(kernel)
