@@ -118,3 +118,12 @@ def decode(desc: int) -> SmemDescriptor:
                           layout=(d >> 61) & 7, base_offset=(d >> 49) & 7, lbo_mode=(d >> 52) & 1,
                           version=(d >> 46) & 7)
 
+
+
+#: the XOR swizzle's bit count B by layout type (16-byte chunk c of 128-byte line L goes to c ^ (L mod 2**B), PTX
+#: ISA 9.0 §5.5.7 / §9.7.16.4.1); ``128B_base32B`` (32-byte atoms) is not in this table: its walk is not
+#: established, and tilemagic never encodes it
+SWIZZLE_BITS: dict[int, int] = {0: 0, 6: 1, 4: 2, 2: 3}
+#: bytes after which a layout type's swizzle pattern repeats: a buffer read through a descriptor with base offset 0
+#: must start on a multiple of it (16 for no swizzle: the descriptor's 16-byte units)
+PATTERN_PERIOD: dict[int, int] = {0: 16, 6: 256, 4: 512, 2: 1024}

@@ -18,6 +18,7 @@ All functions are plain Python/numpy; the mapping functions are vectorised
 
 from __future__ import annotations
 
+from dataclasses import dataclass as _dataclass
 
 import numpy as np
 
@@ -41,6 +42,15 @@ __all__ = [
     "alloc_columns",
     "EMU_STATUS",
     "TCGEN05_ARCHS",
+    "CpShape",
+    "CP_SHAPES",
+    "CP_MULTICAST",
+    "CP_CTA_GROUPS",
+    "CP_DECOMPRESS",
+    "CP_COL_ALIGN",
+    "cp_chain",
+    "commit_chain",
+    "cp_cells",
 ]
 
 # PTX ISA 9.0 §9.7.16.2.3 ("Matrix fragments for tcgen05.ld/st"): the shape qualifiers.
@@ -418,3 +428,121 @@ EMU_STATUS = {
 #: Targets whose ptxas accepts tcgen05 (checked with ptxas 13.0: sm_101a, sm_120a, sm_100, sm_90 are
 #: rejected).
 TCGEN05_ARCHS: tuple[str, ...] = ("sm_100a", "sm_100f", "sm_103a", "sm_103f", "sm_110a", "sm_110f")
+
+
+# ----------------------------------------------------------------------------- tcgen05.cp (shared -> TMEM)
+
+@_dataclass(frozen=True)
+class CpShape:
+    """One ``.shape[.multicast]`` of ``tcgen05.cp`` (PTX ISA 9.0 §9.7.16.9.1, Table 51): which rows of the
+    shared-memory matrix it reads and which TMEM lanes they land in.
+
+    Attributes
+    ----------
+    shape : str
+        ``128x256b``, ``4x256b``, ``128x128b``, ``64x128b`` or ``32x128b`` (rows x bits per row).
+    multicast : str
+        ``""``, ``warpx2::02_13``, ``warpx2::01_23`` or ``warpx4``.
+    rows : int
+        Rows of the source matrix one instruction reads.
+    bits : int
+        Bits per row (128 or 256): ``bits // 128`` 16-byte chunks, ``bits // 32`` 32-bit TMEM columns.
+    lane_of_row : tuple of int
+        The TMEM lane of row ``r``, relative to the address's lane.
+    replicas : tuple of int
+        Lane offsets at which every row is written again (0 first): the multicast's copies.
+
+    Notes
+    -----
+    The row -> lane maps are TVM TIRx's ``_cp_lane_replica_pattern`` (``apache-tvm 0.27.0.post1``), which TVM's
+    B200 round-trip tests hold bit-exact, and CUTLASS's ``SM100_UTCCP_*`` ``ValID`` layouts; the ISA gives them
+    as figures (§9.7.16.9.1).
+    """
+
+    shape: str
+    multicast: str
+    rows: int
+    bits: int
+    lane_of_row: tuple[int, ...]
+    replicas: tuple[int, ...]
+
+    @property
+    def key(self) -> str:
+        """``shape`` or ``shape.multicast``: the key of :data:`CP_SHAPES`, as in the instruction."""
+        return f"{self.shape}.{self.multicast}" if self.multicast else self.shape
+
+    @property
+    def chunks(self) -> int:
+        """16-byte chunks per row."""
+        return self.bits // 128
+
+    @property
+    def cols(self) -> int:
+        """32-bit TMEM columns per row."""
+        return self.bits // 32
+
+    @property
+    def lanes(self) -> tuple[int, ...]:
+        """Every lane one instruction writes (relative), sorted."""
+        return tuple(sorted({lane + o for lane in self.lane_of_row for o in self.replicas}))
+
+    @property
+    def lane_footprint(self) -> int:
+        """1 + the highest relative lane written: the address's lane plus this must stay within 128 lanes."""
+        return max(self.lanes) + 1
+
+
+def _cp(shape: str, multicast: str, rows: int, bits: int, lane, replicas) -> CpShape:
+    return CpShape(shape, multicast, rows, bits, tuple(lane(r) for r in range(rows)), tuple(replicas))
+
+
+#: every ``tcgen05.cp`` shape/multicast pair, in the order TVM 0.27's planner tries them (widest first)
+CP_SHAPES: dict[str, CpShape] = {c.key: c for c in (
+    _cp("128x256b", "", 128, 256, lambda r: r, (0,)),
+    _cp("4x256b", "", 4, 256, lambda r: 32 * r, (0,)),
+    _cp("128x128b", "", 128, 128, lambda r: r, (0,)),
+    _cp("64x128b", "warpx2::02_13", 64, 128, lambda r: r, (0, 64)),
+    _cp("64x128b", "warpx2::01_23", 64, 128, lambda r: r if r < 32 else r + 32, (0, 32)),
+    _cp("32x128b", "warpx4", 32, 128, lambda r: r, (0, 32, 64, 96)),
+)}
+#: the multicast qualifiers each shape allows (PTX ISA 9.0 §9.7.16.9.1): none, one of two (required), implied
+CP_MULTICAST: dict[str, tuple[str, ...]] = {
+    "128x256b": ("",), "4x256b": ("",), "128x128b": ("",),
+    "64x128b": ("warpx2::02_13", "warpx2::01_23"), "32x128b": ("warpx4",),
+}
+#: ``.cta_group::N``; all tcgen05 ops of a kernel must use one N (PTX ISA 9.0 §9.7.16.6.2)
+CP_CTA_GROUPS: tuple[int, ...] = (1, 2)
+#: the decompression qualifiers (``.b8x16.b6x16_p32``, ``.b8x16.b4x16_p64``); their bit placement is given only as
+#: figures in the ISA, and TVM 0.27 rejects them: tilemagic declines them with that reason
+CP_DECOMPRESS: tuple[str, ...] = ("b8x16.b6x16_p32", "b8x16.b4x16_p64")
+#: TMEM columns must start on a multiple of 4 cells (128 bits) for ``tcgen05.cp`` (TVM 0.27's rule)
+CP_COL_ALIGN = 4
+
+
+def cp_chain(key: str, cta_group: int = 1) -> str:
+    """``tcgen05.cp.cta_group::N.<shape>[.<multicast>]`` for a :data:`CP_SHAPES` key."""
+    return f"tcgen05.cp.cta_group::{cta_group}.{CP_SHAPES[key].key}"
+
+
+def commit_chain(cta_group: int = 1, multicast: bool = False) -> str:
+    """``tcgen05.commit.cta_group::N.mbarrier::arrive::one.shared::cluster[.multicast::cluster].b64``
+    (PTX ISA 9.0 §9.7.16.12.1)."""
+    mc = ".multicast::cluster" if multicast else ""
+    return f"tcgen05.commit.cta_group::{cta_group}.mbarrier::arrive::one.shared::cluster{mc}.b64"
+
+
+def cp_cells(key: str, lane0: int = 0, col0: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Where one ``tcgen05.cp`` writes: ``(lanes, cols)``.
+
+    Returns
+    -------
+    lanes : numpy.ndarray of int64, shape (rows, replicas)
+        The TMEM lane of row ``r``, replica ``k``: ``lane0 + lane_of_row[r] + replicas[k]``.
+    cols : numpy.ndarray of int64, shape (chunks, 4)
+        The 32-bit TMEM column of word ``w`` of 16-byte chunk ``j``: ``col0 + 4 j + w`` (the chunk's four
+        little-endian 32-bit words in order).
+    """
+    c = CP_SHAPES[key]
+    lanes = lane0 + np.asarray(c.lane_of_row, np.int64)[:, None] + np.asarray(c.replicas, np.int64)[None, :]
+    cols = col0 + np.arange(c.chunks * 4, dtype=np.int64).reshape(c.chunks, 4)
+    return lanes, cols

@@ -471,15 +471,8 @@ typedef struct CUtensorMap_st CUtensorMap;
 """
 
 
-def shared_alignment(kernel: ir.Kernel) -> dict[str, int]:
-    """Byte alignment of every shared buffer a TMA copy touches: 128 B, or the swizzle pattern's period
-    (1024/512/256 B for 128B/64B/32B, :func:`tilemagic.arch.tma.shared_alignment`) — the hardware swizzles
-    absolute shared addresses, so the buffer must start on a pattern boundary."""
-    out: dict[str, int] = {}
-    for s in ir.walk(kernel.body):
-        if isinstance(s, ir.TmaCopy):
-            out[s.smem.name] = max(out.get(s.smem.name, 16), tma_hw.shared_alignment(s.tmap.swizzle))
-    return out
+#: byte alignment of the shared buffers TMA and tcgen05.cp read by absolute address (one rule, in the IR)
+shared_alignment = ir.shared_alignment
 
 
 #: the synchronisation of asynchronous copies: mbarriers, fences, commit groups (:func:`_mbar_sync`)

@@ -502,6 +502,71 @@ class TcgenLdSt(Stmt):
 
 
 @dataclass(eq=False)
+class TcgenCp(Stmt):
+    """One ``tcgen05.cp.cta_group::N.<shape>[.<multicast>] [taddr], desc`` by every executing thread (PTX ISA 9.0
+    §9.7.16.9.1; TVM 0.27 variant ``smem->tmem``, single-thread exec scope: the caller's guard elects one).
+
+    The copy is asynchronous: it reads the shared-memory matrix the descriptor describes (through the async
+    proxy) and writes TMEM; it completes, in issue order, before the issuing thread's next ``tcgen05.commit``
+    arrives on its mbarrier (§9.7.16.6.1).  Until that phase is observed the source must not be written and the
+    destination not read (and a reading thread needs ``tcgen05.fence::after_thread_sync`` after its wait).
+
+    The descriptor is ``arch.smem_desc.encode(base(smem) + smem_offset, lbo, sbo, layout)`` (version 1, base
+    offset 0, LBO mode 0, as TVM), built at run time from the buffer's shared address; :meth:`descriptor` gives
+    it for a base.  Rows and chunks read: :func:`tilemagic.layout.smem_matrix.cp_source_addresses`; lanes and
+    columns written: :func:`tilemagic.arch.tcgen05.cp_cells` at lane ``addr.lane + row`` and column
+    ``addr.col + col``.  ``smem``'s base must be aligned to ``arch.smem_desc.PATTERN_PERIOD[layout]``
+    (:func:`shared_alignment`).
+    """
+
+    key: str  # arch.tcgen05.CP_SHAPES key: "128x256b", "64x128b.warpx2::02_13", ...
+    smem: Buffer
+    smem_offset: int  # bytes from smem's base to the matrix start address
+    lbo: int  # bytes (multiple of 16)
+    sbo: int  # bytes (multiple of 16)
+    layout: int  # descriptor layout type code (arch.smem_desc.LAYOUT_TYPES)
+    addr: Buffer  # the shared slot holding the TMEM base address
+    row: int  # lanes added to the base address's lane
+    col: int  # 32-bit columns added
+    tmem: Buffer | None = None  # the TMEM buffer this instruction writes (pictures)
+    cta_group: int = 1
+
+    @property
+    def chain(self) -> str:
+        from ..arch.tcgen05 import cp_chain
+
+        return cp_chain(self.key, self.cta_group)
+
+    def descriptor(self, smem_base: int) -> int:
+        """The 64-bit descriptor when ``smem`` starts at shared byte address ``smem_base``."""
+        from ..arch.smem_desc import encode
+
+        return encode(smem_base + self.smem_offset, self.lbo, self.sbo, self.layout)
+
+
+@dataclass(eq=False)
+class TcgenCommit(Stmt):
+    """``tcgen05.commit.cta_group::N.mbarrier::arrive::one.shared::cluster[.multicast::cluster].b64 [bar][, mask]``
+    by every executing thread (PTX ISA 9.0 §9.7.16.12.1).
+
+    Asynchronous: once every asynchronous tcgen05 operation (``tcgen05.cp``) this thread issued before it has
+    completed, one arrive-on (count 1) on ``bar`` — with ``cta_mask`` (``.multicast::cluster``) on ``bar`` in every
+    CTA of the mask.  It is implicitly a ``tcgen05.fence::before_thread_sync``.  A waiter that observes the phase
+    sees the copies' TMEM writes after its own ``tcgen05.fence::after_thread_sync``.
+    """
+
+    bar: Buffer
+    cta_group: int = 1
+    cta_mask: int | None = None
+
+    @property
+    def chain(self) -> str:
+        from ..arch.tcgen05 import commit_chain
+
+        return commit_chain(self.cta_group, self.cta_mask is not None)
+
+
+@dataclass(eq=False)
 class TcgenWait(Stmt):
     """``tcgen05.wait::ld.sync.aligned`` / ``tcgen05.wait::st.sync.aligned``."""
 
@@ -750,6 +815,43 @@ class Kernel:
     cluster: int = 1
 
 
+def shared_alignment(kernel: Kernel) -> dict[str, int]:
+    """Byte alignment of every shared buffer an asynchronous-proxy reader swizzles by absolute address.
+
+    A TMA copy's buffer: 128 B, or the swizzle pattern's period (1024/512/256 B for 128B/64B/32B,
+    :func:`tilemagic.arch.tma.shared_alignment`); a ``tcgen05.cp`` source: the descriptor layout's pattern period
+    (:data:`tilemagic.arch.smem_desc.PATTERN_PERIOD`: the descriptor's base offset is 0).  The code generator
+    declares the buffers so, and the simulator places them so (:func:`shared_bases`).
+    """
+    from ..arch import smem_desc, tma
+
+    out: dict[str, int] = {}
+    for s in walk(kernel.body):
+        if isinstance(s, TmaCopy):
+            out[s.smem.name] = max(out.get(s.smem.name, 16), tma.shared_alignment(s.tmap.swizzle))
+        elif isinstance(s, TcgenCp):
+            out[s.smem.name] = max(out.get(s.smem.name, 16), smem_desc.PATTERN_PERIOD.get(s.layout, 16))
+    return out
+
+
+def shared_bases(kernel: Kernel) -> dict[str, int]:
+    """A shared byte address for every shared buffer of the kernel (the simulator's shared window): declaration
+    order, each at the next multiple of its alignment (:func:`shared_alignment`, else 16 B; an mbarrier 8 B).
+
+    The hardware places ``__shared__`` arrays as the compiler likes; what a descriptor-reading instruction
+    depends on is only ``address - base`` and ``base mod`` the pattern period, which both places agree on.
+    """
+    align = shared_alignment(kernel)
+    out: dict[str, int] = {}
+    at = 0
+    for b in kernel.shared:
+        a = 8 if b.is_mbarrier else align.get(b.name, 16)
+        at = -(-at // a) * a
+        out[b.name] = at
+        at += b.nbytes
+    return out
+
+
 def content_key(kernel: Kernel) -> str:
     """A key of the kernel's content: the sha256 (hex) of the pickled kernel.
 
@@ -838,6 +940,8 @@ def stmt_buffers(stmt: Stmt, lds: tuple[Load, ...] | None = None) -> tuple[list[
     elif isinstance(stmt, TcgenLdSt):
         read.append(stmt.addr)
         (written if stmt.op == "ld" else read).append(stmt.local)
+    elif isinstance(stmt, TcgenCp):
+        read += [stmt.smem, stmt.addr]
     elif isinstance(stmt, TcgenAlloc):
         written.append(stmt.addr)
     elif isinstance(stmt, TcgenDealloc):

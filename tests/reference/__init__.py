@@ -1,0 +1,1 @@
+"""Independent reference models written from the hardware documents, importing nothing from tilemagic."""
