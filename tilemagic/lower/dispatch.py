@@ -26,12 +26,46 @@ from .ops import CopyOp
 
 
 class DispatchFail(RuntimeError):
-    """Raised by a predicate or an emitter to decline with a reason."""
+    """Raised by a predicate or an emitter to decline with a reason; ``detail`` (optional) says where in a buffer
+    the rule broke, for the pictures (:class:`DeclineDetail`)."""
+
+    def __init__(self, reason: str, detail: DeclineDetail | None = None):
+        super().__init__(reason)
+        self.detail = detail
 
 
-def fail(reason: str) -> NoReturn:
-    """Decline the current variant with ``reason`` (TVM's ``fail``)."""
-    raise DispatchFail(reason)
+@dataclass(frozen=True)
+class DeclineDetail:
+    """Where a declined copy broke its rule, in the source buffer: the pictures mark it.
+
+    Attributes
+    ----------
+    rule : str
+        The rule's short name (``"sbo"``, ``"swizzle"``, ``"lbo"``, ``"alignment"``, ``"replica"``, ...).
+    buffer : str
+        The buffer the rule is about (a ``tcgen05.cp``'s shared source, or its TMEM destination).
+    byte : int or None
+        Byte offset in ``buffer`` of the unit that breaks the rule (a 16-byte chunk), None when it is not one place.
+    row, chunk : int or None
+        The matrix row and 16-byte chunk of one instruction that sit there (``tcgen05.cp``), when known.
+    expected : int or None
+        The byte offset the rule wanted for that unit, when there is one.
+    shape : str
+        The instruction shape the plan was for (``"128x256b"``); ``""`` when none.
+    """
+
+    rule: str
+    buffer: str
+    byte: int | None = None
+    row: int | None = None
+    chunk: int | None = None
+    expected: int | None = None
+    shape: str = ""
+
+
+def fail(reason: str, detail: DeclineDetail | None = None) -> NoReturn:
+    """Decline the current variant with ``reason`` (TVM's ``fail``), optionally saying where (``detail``)."""
+    raise DispatchFail(reason, detail)
 
 
 # ----------------------------------------------------------------------------- what a variant sees
@@ -164,6 +198,8 @@ class Candidate:
     chosen: bool = False
     tried: bool = True
     error: str | None = None
+    #: the emitter's :class:`DeclineDetail`, when its decline names a place
+    detail: DeclineDetail | None = None
 
     @property
     def verdict(self) -> str:
@@ -355,7 +391,7 @@ def run_dispatch(op: CopyOp, ctx: DispatchContext) -> tuple[list[ir.Stmt], Dispa
             stmts, summary = case.impl(op, ctx)
         except DispatchFail as e:
             del ctx.warnings[n_warn:]
-            rows[-1] = replace(row, declined=str(e))
+            rows[-1] = replace(row, declined=str(e), detail=e.detail)
             continue
         rows[-1] = replace(row, chosen=True)
         return stmts, record(case.variant, summary)
