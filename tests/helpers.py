@@ -166,3 +166,53 @@ def unflat(e: ir.Expr, shape) -> list[ir.Expr]:
         out.append(ir.mod(ir.floordiv(e, inner), d) if inner > 1 else ir.mod(e, d))
         inner *= d
     return list(reversed(out))
+
+
+# ----------------------------------------------------------------------------- tcgen05.cp kernels spliced by hand
+# (issue 14: until the language's `thread.copy_async TMEM <- SHARED` and `tcgen05.commit` are on main, the back ends'
+# tests lower a cell that has everything else and splice the tcgen05.cp + tcgen05.commit in by hand)
+CP_SPLICE_CELL = """
+kernel cp threads=128
+global A: {dtype}[{rows}, {cols}] = arange
+global B: {dtype}[128, {tcols}] = zeros
+shared S: {dtype}[{rows}, {cols}]{slayout}
+tmem   T: {dtype}[128, {tcols}]
+local  r: {dtype}[128, {tcols}] @ S[(128, {tcols}) : (1@tid_in_wg, 1)]
+mbarrier done count=1
+wg.copy S <- A
+fence.proxy.async
+cta_sync
+wait done phase 0
+wg.copy_async r <- T
+wait ld
+wg.copy B <- r
+"""
+
+
+def spliced_cp_kernel(cell: str, make_cps, *, arch: str = "sm_100a", line: int = 90):
+    """Lower ``cell`` (one without tcgen05.cp) and insert, right before its first ``wait done phase P``, the
+    statements ``make_cps(buffers, tmem_addr)`` returns, guarded by ``tx == 0``, then a ``tcgen05.commit done`` by
+    the same thread (all at source line ``line``).
+
+    ``buffers`` maps each name to its :class:`~tilemagic.ir.nodes.Buffer`; ``tmem_addr`` is the TMEM address slot.
+    A ``wait done`` followed by ``tcgen05.ld`` gets a ``tcgen05.fence::after_thread_sync`` after it.  Returns
+    ``(kernel, typed_program)``.  For :data:`CP_SPLICE_CELL`: ``CP_SPLICE_CELL.format(dtype=..., rows=..., cols=...,
+    tcols=..., slayout=" @ swizzle(...)" or "")``.
+    """
+    from tilemagic.lang.parser import parse
+    from tilemagic.lower.dispatch import TargetSpec
+    from tilemagic.lower.program import check, lower
+
+    tp = check(parse(cell))
+    kernel, _, _ = lower(tp, TargetSpec("cuda", arch))
+    bufs = {b.name: b for b in (*kernel.params, *kernel.shared, *kernel.locals, *kernel.tmem)}
+    cps = list(make_cps(bufs, kernel.tmem_addr))
+    tx0 = eq(ir.ThreadVar("tx"), 0)
+    body = list(kernel.body.body)
+    i = next(k for k, s in enumerate(body) if isinstance(s, ir.MbarWait) and s.bar.name == "done")
+    issue = when(tx0, *cps, ir.TcgenCommit(bufs["done"], span=at(line)), line=line)
+    for s in ir.walk(issue):
+        s.span = s.span or at(line)
+    body[i:i + 1] = [issue, body[i], ir.TcgenFence("after_thread_sync", span=body[i].span)]
+    kernel.body = ir.Seq(tuple(body))
+    return kernel, tp
