@@ -688,11 +688,12 @@ def _s_layout(ln: _Line, tree: Tree) -> A.SLayout:
 
 def _extents_strides(ln: _Line, body: Tree, what: str) -> tuple[tuple[int, ...], tuple[A.Stride, ...] | None]:
     """The extents and strides of an ``s_1d`` or ``s_full`` body (strides None when omitted)."""
+    hint = _REPLICA_HINT if what == "replica" else None
     if body.data == "s_1d":
         e_tok, st = body.children
-        return (ln.int(e_tok, "an extent", minimum=1),), (_stride(ln, st, "a stride"),)
+        return (ln.int(e_tok, "an extent", minimum=1, hint=hint),), (_stride(ln, st, "a stride"),)
     ext_tree, str_tree = body.children
-    extents = tuple(ln.int(t, "an extent", minimum=1) for t in ext_tree.children)
+    extents = tuple(ln.int(t, "an extent", minimum=1, hint=hint) for t in ext_tree.children)
     if str_tree is None:
         return extents, None
     strides = tuple(_stride(ln, s, "a stride") for s in str_tree.children)
