@@ -8,8 +8,8 @@ import pytest
 from pygments.token import Error
 
 from tests.cells import CP_CELLS, cp_case_cell
+from tests.helpers import located_parse_error
 from tilemagic.arch.tcgen05 import CP_MULTICAST
-from tilemagic.errors import TileMagicError
 from tilemagic.lang import ast as A
 from tilemagic.lang import parse
 from tilemagic.lang.highlight import TileCopyLexer
@@ -22,17 +22,7 @@ def one(line: str):
     return node
 
 
-def located(src: str, line: int, col: int, fragment: str, hint: str | None = None) -> TileMagicError:
-    with pytest.raises(TileMagicError) as ei:
-        parse(src)
-    err = ei.value
-    assert (err.line, err.col) == (line, col), err.render()
-    assert fragment in err.message, err.render()
-    assert err.hint, err.render()
-    if hint is not None:
-        assert hint in err.hint, err.render()
-    assert "^" in err.render()
-    return err
+located = located_parse_error
 
 
 # ----------------------------------------------------------------------------- tcgen05.commit
