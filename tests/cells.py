@@ -861,3 +861,127 @@ cluster_sync
 check B == A[:, :, 0:128]
 """,
 }
+
+
+# ----------------------------------------------------------------------------- tcgen05.cp (issue 14)
+#: bytes per element of the tcgen05.cp matrix's dtypes (16- and 32-bit: TVM 0.27's round-trip dtypes)
+CP_DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+class CpCase(NamedTuple):
+    """One ``tcgen05.cp`` round trip: shape key (``arch.tcgen05.CP_SHAPES``), swizzle mode 0..3, dtype, offsets."""
+
+    key: str
+    swizzle: int
+    dtype: str
+    offsets: bool = False
+
+
+def _cp_runs(lanes_rows):
+    """``(lane, row)`` pairs -> maximal runs ``(lane0, row0, n)`` where both step by 1."""
+    runs = []
+    for lane, row in sorted(lanes_rows):
+        if runs and runs[-1][0] + runs[-1][2] == lane and runs[-1][1] + runs[-1][2] == row:
+            runs[-1][2] += 1
+        else:
+            runs.append([lane, row, 1])
+    return [tuple(r) for r in runs]
+
+
+def cp_cell(key: str, swizzle: int, dtype: str, *, offsets: bool = False, fence: bool = True, force: bool = True,
+            name: str | None = None) -> str:
+    """A shared -> TMEM (tcgen05.cp) -> registers (tcgen05.ld) -> global round trip in the structure of
+    docs/language.md's ``tcgen05_cp_roundtrip`` cell, for the shape/multicast ``key``.
+
+    The shared tile has the shape's rows and rows of ``16·2**swizzle`` bytes (an unswizzled tile: the shape's row
+    bytes, 16 or 32) in the canonical layout of its swizzle mode: ``swizzle(per_element, B, 3)`` over row-major
+    rows for ``B = swizzle`` >= 1 (``per_element = log2(128 / dtype bits)``: 16-byte units), and for ``B = 0`` the
+    interleaved 8-row x 16-byte core matrices (rows 16 B apart, chunks ``LBO`` = 8 rows x 16 B apart, 8-row groups
+    after all their chunks).  The TMEM buffer has the shape's lane pattern with the replicas its multicast needs
+    (``+ R[...]``); an alias ``all`` reads all 128 lanes of the matrix's columns and a ``check`` line compares every lane
+    written (every replica) with its source row.  ``offsets``: the matrix starts 8 rows into a taller shared buffer and at a TMEM
+    column offset of 4 cells (``arch.tcgen05.CP_COL_ALIGN``).  ``fence=False`` drops the ``fence.proxy.async``
+    between the generic stores and the copy (a cell the happens-before model must flag).  ``force``: write
+    ``shape=`` (and ``multicast=``) so the case is the key's own, not the planner's first fit.
+    """
+    from math import log2
+
+    from tilemagic.arch.tcgen05 import CP_SHAPES
+
+    c = CP_SHAPES[key]
+    eb = CP_DTYPE_BYTES[dtype]
+    e16 = 16 // eb  # elements per 16-byte chunk
+    row_bytes = 16 << swizzle if swizzle else c.bits // 8
+    width = row_bytes // eb
+    rows = c.rows
+    lead = 8 if offsets else 0  # shared rows before the matrix (a whole 8-row atom keeps every alignment)
+    coff = 4 * (4 // eb) if offsets else 0  # the TMEM column offset in elements: 4 cells
+    srows = rows + lead
+    if swizzle:
+        slayout = f" @ swizzle({int(log2(128 // (8 * eb)))}, {swizzle}, 3)"
+    else:
+        g8 = min(8, srows)
+        n = width // e16
+        slayout = f" @ S[({srows // g8}, {g8}, {n}, {e16}) : ({g8 * n * e16}, {e16}, {g8 * e16}, 1)]"
+    # TMEM: the shape's lane of each row (TVM's required layout), the multicast's copies as replicas
+    lane = c.lane_of_row
+    if key == "4x256b":
+        shard = f"S[({rows}, {width + coff}) : (32@TLane, 1@TCol)]"
+    elif key == "64x128b.warpx2::01_23":
+        shard = f"S[(2, 32, {width + coff}) : (64@TLane, 1@TLane, 1@TCol)]"
+    else:
+        shard = f"S[({rows}, {width + coff}) : (1@TLane, 1@TCol)]"
+    reps = c.replicas[1:]
+    replica = f" + R[{len(c.replicas)} : {reps[0]}@TLane]" if reps else ""
+    tmem_layout = "" if rows == 128 else f" @ {shard}{replica}"
+    cols = width + coff
+    opts = ""
+    if force:
+        opts = f" shape={c.shape}" + (f" multicast={c.multicast}" if c.shape == "64x128b" else "")
+    dst = f"T[:, {coff}:{cols}]" if offsets else "T"
+    src = f"S[{lead}:{srows}, :]" if offsets else "S"
+    checks = [f"check B[{lane0}:{lane0 + k}, :] == A[{lead + row0}:{lead + row0 + k}, :]"
+              for lane0, row0, k in _cp_runs((lane[r] + o, r) for r in range(rows) for o in c.replicas)]
+    cname = name or ("cp_" + key.replace(".", "_").replace("::", "_") + f"_sw{swizzle}_{dtype}"
+                     + ("_off" if offsets else "") + ("" if fence else "_nofence"))
+    lines = [
+        f"kernel {cname} threads=128",
+        f"global A: {dtype}[{srows}, {width}] = arange",
+        f"global B: {dtype}[128, {width}] = zeros",
+        f"shared S: {dtype}[{srows}, {width}]{slayout}",
+        f"tmem   T: {dtype}[{rows}, {cols}]{tmem_layout}",
+        f"tmem   all: {dtype}[128, {width}] at T" + (f" + {coff * eb // 4}" if offsets else ""),
+        f"local  r: {dtype}[128, {width}] @ S[(128, {width}) : (1@tid_in_wg, 1)]",
+        "mbarrier done count=1",
+        "wg.copy S <- A",
+        *(["fence.proxy.async"] if fence else []),
+        "cta_sync",
+        f"if tx == 0: thread.copy_async {dst} <- {src}{opts}",
+        "if tx == 0: tcgen05.commit done",
+        "wait done phase 0",
+        "tcgen05.fence::after_thread_sync",
+        "wg.copy_async r <- all",
+        "wait ld",
+        "wg.copy B <- r",
+        *checks,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+#: The tcgen05.cp matrix: every shape/multicast x swizzle 0..3 x a 16- and a 32-bit dtype, and a few cases with a
+#: shared row offset and a TMEM column offset.  Until the smem->tmem variant lands these parse and type-check
+#: (tests/unit/lower/test_cp_program.py); the simulator, the emulation and --compare tvm run them after.
+CP_CELLS: list[CpCase] = [
+    *(CpCase(key, sw, dt) for key in ("128x256b", "4x256b", "128x128b", "64x128b.warpx2::02_13",
+                                      "64x128b.warpx2::01_23", "32x128b.warpx4")
+      for sw in range(4) for dt in ("bfloat16", "float32")),
+    CpCase("128x256b", 3, "bfloat16", True),
+    CpCase("128x128b", 0, "float32", True),
+    CpCase("32x128b.warpx4", 1, "bfloat16", True),
+    CpCase("64x128b.warpx2::01_23", 2, "float32", True),
+]
+
+
+def cp_case_cell(case: CpCase, **kw) -> str:
+    """:func:`cp_cell` of one :data:`CP_CELLS` case."""
+    return cp_cell(case.key, case.swizzle, case.dtype, offsets=case.offsets, **kw)

@@ -216,3 +216,23 @@ def spliced_cp_kernel(cell: str, make_cps, *, arch: str = "sm_100a", line: int =
     body[i:i + 1] = [issue, body[i], ir.TcgenFence("after_thread_sync", span=body[i].span)]
     kernel.body = ir.Seq(tuple(body))
     return kernel, tp
+
+
+def located_parse_error(src: str, line: int, col: int, fragment: str, hint: str | None = None):
+    """Parse ``src`` and return its ``TileMagicError``, asserting it is at ``line:col``, its message holds
+    ``fragment``, it has a hint (holding ``hint`` when given) and its rendering a caret."""
+    import pytest
+
+    from tilemagic.errors import TileMagicError
+    from tilemagic.lang import parse
+
+    with pytest.raises(TileMagicError) as ei:
+        parse(src)
+    err = ei.value
+    assert (err.line, err.col) == (line, col), err.render()
+    assert fragment in err.message, err.render()
+    assert err.hint, err.render()
+    if hint is not None:
+        assert hint in err.hint, err.render()
+    assert "^" in err.render()
+    return err

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..arch.cluster import CTA_RANK
+from ..arch.tcgen05 import CP_MULTICAST
 from ..arch.threads import MEMORY_AXES, THREAD_AXES
 from ..arch.tma import CACHE_HINTS, OOB_FILL, TMA_REDUCE_OPS
 from ..errors import Span
@@ -53,7 +54,21 @@ COPY_OPTIONS: dict[str, tuple[str, ...] | None] = {
     "cta_mask": None,
     "remote_cta_id": None,
     "use_tma_reduce": tuple(TMA_REDUCE_OPS),
+    # tcgen05.cp (variant smem->tmem, TVM 0.27 ``tcgen05_cp.py``): the parser checks each value's form, the
+    # variant judges the combinations (PTX ISA 9.0 §9.7.16.9.1)
+    "shape": tuple(CP_MULTICAST),
+    "multicast": tuple(m for ms in CP_MULTICAST.values() for m in ms if m),
+    "cta_group": None,
+    "decompress": None,
 }
+#: the options whose value is an integer literal (``cta_group=1``): ``CopyOption.expr`` holds the int
+INT_OPTIONS = ("cta_group",)
+#: the options whose value is any word (``decompress=``: declined by the variant with its reason)
+FREE_OPTIONS = ("decompress",)
+#: the two ``tcgen05.fence::KIND`` statements (PTX ISA 9.0 §9.7.16.11: ``tcgen05.fence::before_thread_sync``
+#: orders the thread's earlier tcgen05 operations before a later sync, ``::after_thread_sync`` its later ones after
+#: an earlier sync)
+TCGEN05_FENCES = ("after_thread_sync", "before_thread_sync")
 #: The options whose value is an integer expression (:class:`RankExpr` or int in ``CopyOption.expr``).
 EXPR_OPTIONS = ("cta_mask", "remote_cta_id")
 #: The options a synchronous ``copy`` takes (the others are ``copy_async``'s only).
@@ -71,17 +86,29 @@ class Stride:
 
 
 @dataclass(frozen=True)
+class Replica:
+    """``+ R[e : s@TLane]`` / ``+ R[(e0, e1) : (s0@TLane, s1@TLane)]``: every element is also at these lane
+    offsets (TVM TIRx ``TileLayout`` replica iters, ``apache-tvm 0.27.0.post1``; a ``tcgen05.cp`` multicast's
+    copies)."""
+
+    extents: tuple[int, ...]
+    strides: tuple[Stride, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
 class SLayout:
-    """``S[(e0, e1, ...) : (s0, s1, ...)] [+ n@AXIS ...]`` or ``S[d0, d1, ...]``.
+    """``S[(e0, e1, ...) : (s0, s1, ...)] [+ n@AXIS ...] [+ R[...] ...]`` or ``S[d0, d1, ...]``.
 
     ``strides`` is None for the extents-only (row-major on ``m``) form.
-    A 1-D ``S[e : s]`` has one extent and one stride.
+    A 1-D ``S[e : s]`` has one extent and one stride.  Offsets and replicas may follow in any order.
     """
 
     extents: tuple[int, ...]
     strides: tuple[Stride, ...] | None
     offsets: tuple[Stride, ...]
     span: Span
+    replicas: tuple[Replica, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -379,6 +406,28 @@ class FenceStmt:
 
 
 @dataclass(frozen=True)
+class TcgenCommitStmt:
+    """``tcgen05.commit BAR [cta_mask=M]``: each executing thread's earlier ``tcgen05.cp``s, once complete, arrive
+    once on ``BAR`` (with ``cta_mask``: on ``BAR`` in every CTA of the mask; PTX ISA 9.0 §9.7.16.12.1)."""
+
+    bar: str
+    span: Span
+    bar_span: Span
+    cta_mask: int | None = None
+    mask_span: Span | None = None
+    guard: Guard | None = None
+
+
+@dataclass(frozen=True)
+class TcgenFenceStmt:
+    """``tcgen05.fence::after_thread_sync`` / ``tcgen05.fence::before_thread_sync`` (PTX ISA 9.0 §9.7.16.11)."""
+
+    kind: str  # one of TCGEN05_FENCES
+    span: Span
+    guard: Guard | None = None
+
+
+@dataclass(frozen=True)
 class SyncStmt:
     """``cta_sync``."""
 
@@ -402,9 +451,9 @@ class CheckStmt:
 
 
 Stmt = (CopyStmt | WaitStmt | SyncStmt | CheckStmt | ArriveStmt | MbarWaitStmt | GroupStmt | FenceStmt
-        | ClusterSyncStmt)
+        | ClusterSyncStmt | TcgenCommitStmt | TcgenFenceStmt)
 #: statements that may carry a guard (``if COND: STATEMENT``)
-GUARDABLE = (CopyStmt, WaitStmt, ArriveStmt, MbarWaitStmt, GroupStmt, FenceStmt)
+GUARDABLE = (CopyStmt, WaitStmt, ArriveStmt, MbarWaitStmt, GroupStmt, FenceStmt, TcgenCommitStmt, TcgenFenceStmt)
 
 
 @dataclass

@@ -4,10 +4,12 @@
 ``--flags``, statement keywords (``kernel``, ``global``/``shared``/``local``/``tmem``, ``SCOPE.copy``,
 ``SCOPE.copy_async``, ``wait ld|st``, ``cta_sync``, ``check``, ``mbarrier``, ``arrive``, ``wait BAR phase P``,
 ``commit_group``, ``wait_group``, ``bulk_commit_group``, ``bulk_wait_group``, ``fence.proxy.async``,
-``cluster_sync``, the guard ``if COND:``), the keywords inside a statement (``threads``, ``cluster``, ``at``,
+``cluster_sync``, ``tcgen05.commit BAR [cta_mask=M]``, ``tcgen05.fence::after_thread_sync|before_thread_sync``,
+the guard ``if COND:``), the keywords inside a statement (``threads``, ``cluster``, ``at``,
 ``dispatch``, ``sub_slab``, ``count``, ``expect_tx``, ``auto``, ``phase``, ``read``, the copy options
-``mbar``/``oob``/``cache_hint``/``cta_mask``/``remote_cta_id``/``use_tma_reduce``), execution
-scopes, thread axes and ``cta_rank``, dtypes, layouts (``S[...]``,
+``mbar``/``oob``/``cache_hint``/``cta_mask``/``remote_cta_id``/``use_tma_reduce`` and tcgen05.cp's
+``shape``/``multicast``/``cta_group``/``decompress``), execution
+scopes, thread axes and ``cta_rank``, dtypes, layouts (``S[...]`` with replicas ``+ R[...]``,
 ``datapath(D|F|B)``, ``frag(SHAPE)``, ``swizzle(...)``), tcgen05 shapes, numbers, arrows and comments.  The
 static report's description pane uses it; the package registers it with Pygments (entry point
 ``pygments.lexers``: ``tilecopy``, files ``*.tile``), so nbconvert, Sphinx and ``pygmentize`` colour
@@ -39,7 +41,7 @@ from pygments.token import (
 from ..arch.cluster import CTA_RANK
 from ..arch.tcgen05 import SHAPES
 from ..arch.threads import AXIS_SCOPES, MEMORY_AXES, SCOPES
-from .ast import COPY_OPTIONS, DTYPES, EXPR_OPTIONS
+from .ast import COPY_OPTIONS, DTYPES, EXPR_OPTIONS, FREE_OPTIONS, INT_OPTIONS
 
 __all__ = ["TileCopyLexer"]
 
@@ -80,6 +82,9 @@ class TileCopyLexer(RegexLexer):
             (r"(mbarrier)" + _END, Keyword.Declaration, "sync"),
             (r"(fence)([ \t]*\.[ \t]*)(proxy)([ \t]*\.[ \t]*)(async)" + _END,
              bygroups(Keyword, Punctuation, Keyword, Punctuation, Keyword)),
+            (r"(tcgen05)([ \t]*\.[ \t]*)(fence)([ \t]*::[ \t]*)(after_thread_sync|before_thread_sync)" + _END,
+             bygroups(Name.Builtin, Punctuation, Keyword, Punctuation, Keyword)),
+            (r"(tcgen05)([ \t]*\.[ \t]*)(commit)" + _END, bygroups(Name.Builtin, Punctuation, Keyword), "statement"),
             (words(("arrive", "wait", "wait_group", "bulk_wait_group"), suffix=_END), Keyword, "sync"),
             (words(("cta_sync", "cluster_sync", "commit_group", "bulk_commit_group"), suffix=_END), Keyword),
             (r"(check)" + _END, Keyword, "statement"),
@@ -125,7 +130,7 @@ class TileCopyLexer(RegexLexer):
             (r"(?=at" + _END + r"|=)", Text, "#pop"),  # `at X + N`, `= NAME` after the layout
             (r"[ \t\f\r]+", Whitespace),
             (r"#[^\n]*", Comment.Single),
-            (words(("S", "datapath", "frag", "swizzle"), suffix=_END), Name.Function),
+            (words(("S", "R", "datapath", "frag", "swizzle"), suffix=_END), Name.Function),
             (words(SHAPES, suffix=_END), Name.Constant),
             (r"(?<=\()[DFB](?=[ \t]*[,)])", Name.Constant),  # datapath(D|F|B)
             (r"(@)([ \t]*)([A-Za-z_][A-Za-z0-9_]*)", bygroups(Operator, Whitespace, Name.Builtin)),
@@ -169,7 +174,8 @@ class TileCopyLexer(RegexLexer):
              bygroups(Keyword, Whitespace, Operator, Whitespace, String)),
             (r"(mbar)([ \t]*)(=)([ \t]*)([A-Za-z_][A-Za-z0-9_]*)",
              bygroups(Keyword, Whitespace, Operator, Whitespace, Name.Variable)),
-            (r"(" + "|".join(k for k, v in COPY_OPTIONS.items() if v) + r")([ \t]*)(=)([ \t]*)([A-Za-z_][A-Za-z0-9_]*)",
+            (r"(" + "|".join(k for k, v in COPY_OPTIONS.items() if v or k in (*INT_OPTIONS, *FREE_OPTIONS))
+             + r")([ \t]*)(=)([ \t]*)([A-Za-z0-9_]+(?:(?:::|\.)[A-Za-z0-9_]+)*)",
              bygroups(Keyword, Whitespace, Operator, Whitespace, Name.Constant)),
             (r"(" + "|".join(EXPR_OPTIONS) + r")([ \t]*)(=)", bygroups(Keyword, Whitespace, Operator)),
             (r"(" + CTA_RANK + r")" + _END, Name.Builtin),

@@ -44,7 +44,8 @@ _GRAMMAR_PATH = Path(__file__).with_name("grammar.lark")
 
 # First words of the statements (copy ops are `SCOPE.copy` / `SCOPE.copy_async`).
 STATEMENTS = ("kernel", "global", "shared", "local", "tmem", "wait", "cta_sync", "check", "mbarrier", "arrive",
-              "commit_group", "wait_group", "bulk_commit_group", "bulk_wait_group", "fence", "cluster_sync", "if")
+              "commit_group", "wait_group", "bulk_commit_group", "bulk_wait_group", "fence", "cluster_sync", "tcgen05",
+              "if")
 _OPS = ("copy", "copy_async")
 _SCOPE_WORDS = A.SCOPES + ("warpgroup",)
 
@@ -53,6 +54,7 @@ _STATEMENTS_HINT = (
     "`SCOPE.copy DST <- SRC`, `SCOPE.copy_async DST <- SRC`, `wait ld|st`, `cta_sync`, `check A == B`, "
     "`mbarrier NAME [count=N]`, `arrive BAR [expect_tx=N|auto]`, `wait BAR phase P`, `commit_group`, "
     "`wait_group N`, `bulk_commit_group`, `bulk_wait_group N [read]`, `fence.proxy.async`, `cluster_sync`, "
+    "`tcgen05.commit BAR [cta_mask=M]`, `tcgen05.fence::after_thread_sync|before_thread_sync`, "
     "`if COND: STATEMENT`"
 )
 _OPTIONS_LIST = ", ".join(f"`{k}=`" for k in A.COPY_OPTIONS)
@@ -61,7 +63,8 @@ _ARROW_HINT = "the destination comes first and the arrow is `<-`: `wg.copy DST <
 _DTYPE_LIST = "float32 (f32), float16 (f16), bfloat16 (bf16), uint8 (u8), int8 (i8), int32 (i32)"
 _LAYOUT_HINT = (
     "layouts: `S[(128, 8) : (1@tid_in_wg, 1)]`, `S[4, 6]`, `datapath(D)`, `datapath(F, sub_slab=0)`, "
-    "`datapath(B)`, `frag(32x32b)`, `swizzle(3, 3, 3)`"
+    "`datapath(B)`, `frag(32x32b)`, `swizzle(3, 3, 3)`; a tmem layout may add replicas: "
+    "`S[(32, 4) : (1@TLane, 1@TCol)] + R[4 : 32@TLane]`"
 )
 _MAX_INT_DIGITS = 1000
 #: The largest unsigned PTX integer constant (PTX ISA 9.0 §4.5.1: integer constants are 64 bits).
@@ -69,6 +72,8 @@ _PTX_INT_MAX = 2**64 - 1
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _FENCE = re.compile(r"[ \t]*fence[ \t]*\.[ \t]*proxy[ \t]*\.[ \t]*async(?![A-Za-z0-9_])")
+_TCGEN05 = re.compile(r"tcgen05[ \t]*\.[ \t]*(?P<op>[A-Za-z_][A-Za-z0-9_]*)?")
+_TCGEN05_KIND = re.compile(r"[ \t]*::[ \t]*(?P<kind>[A-Za-z_][A-Za-z0-9_]*)?")
 _GUARD_TOKEN = re.compile(r"[ \t]*(?:(?P<int>-?[0-9]+)|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|"
                           r"(?P<op>==|!=|<=|>=|<|>|=)|(?P<colon>:)|(?P<other>\S))")
 _HEADER = re.compile(r"[ \t]*%%tilecopy(?![^ \t])")
@@ -96,6 +101,10 @@ _USAGE = {
     "bulk_commit_group": "usage: `bulk_commit_group` (nothing else on the line)",
     "bulk_wait_group": "usage: `bulk_wait_group N [read]`, e.g. `bulk_wait_group 0 read`",
     "fence": "usage: `fence.proxy.async` (nothing else on the line)",
+    "tcgen05.commit": ("usage: `tcgen05.commit BAR [cta_mask=M]`, e.g. `if tx == 0: tcgen05.commit done` (the thread "
+                       "that issued the tcgen05.cp copies)"),
+    "tcgen05.fence": ("usage: `tcgen05.fence::after_thread_sync` or `tcgen05.fence::before_thread_sync` (nothing "
+                      "else on the line)"),
     "cta_sync": "usage: `cta_sync` (nothing else on the line)",
     "cluster_sync": "usage: `cluster_sync` (nothing else on the line)",
     "expr": ("an integer expression in `cta_rank`: integers (decimal, 0b..., 0x...), `cta_rank`, "
@@ -165,6 +174,9 @@ _TERMINAL_NAMES = {
     "BULK_COMMIT_GROUP": "'bulk_commit_group'",
     "BULK_WAIT_GROUP": "'bulk_wait_group'",
     "FENCE_PROXY_ASYNC": "'fence.proxy.async'",
+    "TCGEN05_COMMIT": "'tcgen05.commit'",
+    "TCGEN05_FENCE": "'tcgen05.fence::...'",
+    "R_KW": "`R[...]`",
     "$END": "end of line",
 }
 _TERMINAL_ORDER = {name: i for i, name in enumerate(_TERMINAL_NAMES)}
@@ -173,8 +185,8 @@ _HIDDEN_TERMINALS = {"WS", "COMMENT", "RARROW"}
 # Terminals that can occur in each statement (by first word).  LALR merges
 # parser states across statements (a region after `check` and after `wg.copy`
 # share states), so lark's "expected" sets are filtered through these.
-_LAYOUT_TERMS = {"_ATSIGN", "S_KW", "DATAPATH", "FRAG", "SWIZZLE", "_LSQB", "_RSQB", "_LPAR", "_RPAR", "INT", "_COMMA",
-                 "_COLON", "AXIS", "_PLUS", "DP_LETTER", "SUB_SLAB", "_EQ", "FRAG_ARG"}
+_LAYOUT_TERMS = {"_ATSIGN", "S_KW", "R_KW", "DATAPATH", "FRAG", "SWIZZLE", "_LSQB", "_RSQB", "_LPAR", "_RPAR", "INT",
+                 "_COMMA", "_COLON", "AXIS", "_PLUS", "DP_LETTER", "SUB_SLAB", "_EQ", "FRAG_ARG"}
 _DECL_TERMS = {"BUF_NAME", "_COLON", "DTYPE", "_LSQB", "INT", "_COMMA", "_RSQB", "$END"}
 _EXPR_TERMS = {"INT", "INT_LIT", "RANK_NAME", "_LPAR", "_RPAR", "_PLUS", "MINUS", "STAR", "FLOORDIV", "PERCENT",
                "CARET"}
@@ -195,6 +207,8 @@ _ALLOWED_TERMS = {
     "bulk_commit_group": {"$END"},
     "bulk_wait_group": {"INT", "READ", "$END"},
     "fence": {"$END"},
+    "tcgen05.commit": {"BAR_NAME", "OPT_KEY", "_EQ", "VARIANT", "STRING", "$END"},
+    "tcgen05.fence": {"$END"},
     "cta_sync": {"$END"},
     "cluster_sync": {"$END"},
     "check": _REGION_TERMS | {"_EQEQ", "$END"},
@@ -335,6 +349,9 @@ def _precheck(ln: _Line) -> None:
                           "mbarrier-init fence is part of the prologue tilemagic writes")
         ln.word = "fence"
         return
+    if word == "tcgen05":
+        _precheck_tcgen05(ln, pos)
+        return
     if rest < len(text) and text[rest] == ".":  # SCOPE.op
         if word not in _SCOPE_WORDS:
             if word.lower() in _SCOPE_WORDS:
@@ -374,6 +391,45 @@ def _precheck(ln: _Line) -> None:
     ln.error(f"unknown statement '{_show(word)}'", wspan, hint=_STATEMENTS_HINT)
 
 
+_TCGEN05_HINT = ("the tcgen05 statements are `tcgen05.commit BAR [cta_mask=M]`, "
+                 "`tcgen05.fence::after_thread_sync` and `tcgen05.fence::before_thread_sync`; tcgen05.ld/st/cp are "
+                 "written as copies (`SCOPE.copy_async DST <- SRC`)")
+
+
+def _precheck_tcgen05(ln: _Line, pos: int) -> None:
+    """``tcgen05.commit`` / ``tcgen05.fence::KIND``: name an unknown operation or fence kind (with the known ones)."""
+    text = ln.text
+    m = _TCGEN05.match(text, pos)
+    if m is None or m.group("op") is None:
+        ln.error("expected `commit` or `fence::...` after 'tcgen05.'" if m is not None else
+                 "expected '.' after 'tcgen05'", ln.span((m.end() if m else pos + 7) + 1), hint=_TCGEN05_HINT)
+    op = m.group("op")
+    ospan = ln.span(m.start("op") + 1, m.end("op") + 1)
+    if op == "commit":
+        ln.word = "tcgen05.commit"
+        return
+    if op != "fence":
+        close = _closest(op, ("commit", "fence"))
+        hint = (f"did you mean `tcgen05.{close}`? " if close else "") + _TCGEN05_HINT
+        if op in ("ld", "st", "cp", "wait"):
+            hint = ("tcgen05.ld/st are `wg.copy_async` between tmem and local buffers and tcgen05.cp a "
+                    "`thread.copy_async` shared -> tmem; `wait ld`/`wait st` are tcgen05.wait")
+        ln.error(f"unknown tcgen05 statement 'tcgen05.{_show(op)}'", ospan, hint=hint)
+    k = _TCGEN05_KIND.match(text, m.end())
+    if k is None or k.group("kind") is None:
+        ln.error("expected '::after_thread_sync' or '::before_thread_sync' after 'tcgen05.fence'",
+                 ln.span((k.end() if k else m.end()) + 1), hint=_USAGE["tcgen05.fence"])
+    kind = k.group("kind")
+    if kind not in A.TCGEN05_FENCES:
+        close = _closest(kind, A.TCGEN05_FENCES)
+        ln.error(f"unknown tcgen05 fence kind '{_show(kind)}'; expected after_thread_sync or before_thread_sync",
+                 ln.span(k.start("kind") + 1, k.end("kind") + 1),
+                 hint=(f"did you mean `tcgen05.fence::{close}`? " if close else "")
+                 + "`::after_thread_sync` after a wait or barrier, before the tcgen05.ld; `::before_thread_sync` "
+                   "after tcgen05 operations, before the barrier (PTX ISA 9.0 §9.7.16.11)")
+    ln.word = "tcgen05.fence"
+
+
 # ----------------------------------------------------------------------------- lark errors
 def _filter_expected(ln: _Line, expected: Iterable[str], col: int) -> set:
     """Lark's expected terminals, cleaned: end of input as ``$END``, and only what
@@ -394,6 +450,8 @@ def _filter_expected(ln: _Line, expected: Iterable[str], col: int) -> set:
         narrowed -= {"_COLON", "_RSQB", "_COMMA"}
         if before.count("(") <= before.count(")"):
             narrowed -= {"_RPAR"}
+    if ln.word == "tcgen05.commit" and re.search(r"commit[ \t]+[A-Za-z_]", before) is None:
+        narrowed &= {"BAR_NAME"}
     if ln.word in _OPS:
         if "<-" in before or "->" in before:
             narrowed -= {"LARROW"}
@@ -583,7 +641,7 @@ def _blank_expr_options(ln: _Line) -> str:
     kept in ``ln.exprs`` by column) and blanked to one name of the same width, so that the statement's grammar
     sees an ordinary ``KEY=VALUE`` and every column stays where the user wrote it."""
     text = ln.text
-    if ln.word not in _OPS:
+    if ln.word not in (*_OPS, "tcgen05.commit"):
         return text
     for m in list(_EXPR_OPTION.finditer(text)):
         start = m.end()
@@ -619,27 +677,56 @@ def _stride(ln: _Line, tree: Tree, what: str) -> A.Stride:
 def _s_layout(ln: _Line, tree: Tree) -> A.SLayout:
     span = ln.node(tree)
     body = tree.children[1]
-    offsets = tuple(_stride(ln, off.children[0], "an offset") for off in tree.children[2:])
+    offsets = tuple(_stride(ln, t.children[0], "an offset") for t in tree.children[2:] if t.data == "offset")
+    replicas = tuple(_replica(ln, t) for t in tree.children[2:] if t.data == "replica")
     if body.data == "s_extents":
         extents = tuple(ln.int(t, "an extent", minimum=1) for t in body.children)
-        return A.SLayout(extents, None, offsets, span)
+        return A.SLayout(extents, None, offsets, span, replicas)
+    extents, strides = _extents_strides(ln, body, "layout")
+    return A.SLayout(extents, strides, offsets, span, replicas)
+
+
+def _extents_strides(ln: _Line, body: Tree, what: str) -> tuple[tuple[int, ...], tuple[A.Stride, ...] | None]:
+    """The extents and strides of an ``s_1d`` or ``s_full`` body (strides None when omitted)."""
+    hint = _REPLICA_HINT if what == "replica" else None
     if body.data == "s_1d":
         e_tok, st = body.children
-        return A.SLayout((ln.int(e_tok, "an extent", minimum=1),), (_stride(ln, st, "a stride"),),
-                         offsets, span)
+        return (ln.int(e_tok, "an extent", minimum=1, hint=hint),), (_stride(ln, st, "a stride"),)
     ext_tree, str_tree = body.children
-    extents = tuple(ln.int(t, "an extent", minimum=1) for t in ext_tree.children)
+    extents = tuple(ln.int(t, "an extent", minimum=1, hint=hint) for t in ext_tree.children)
     if str_tree is None:
-        return A.SLayout(extents, None, offsets, span)
+        return extents, None
     strides = tuple(_stride(ln, s, "a stride") for s in str_tree.children)
     if len(strides) != len(extents):
         ln.error(
-            f"the layout has {len(extents)} extent{'s' * (len(extents) != 1)} but "
+            f"the {what} has {len(extents)} extent{'s' * (len(extents) != 1)} but "
             f"{len(strides)} stride{'s' * (len(strides) != 1)}",
             ln.node(str_tree),
-            hint="give one stride per extent: `S[(128, 8) : (1@tid_in_wg, 1)]`",
+            hint="give one stride per extent: `S[(128, 8) : (1@tid_in_wg, 1)]`" if what == "layout" else
+            "give one stride per extent: `R[(2, 2) : (32@TLane, 64@TLane)]`",
         )
-    return A.SLayout(extents, strides, offsets, span)
+    return extents, strides
+
+
+_REPLICA_HINT = ("a replica repeats every element at lane offsets: `+ R[4 : 32@TLane]` (lanes +0, +32, +64, +96) or "
+                 "`+ R[(2, 2) : (32@TLane, 64@TLane)]` (TVM TIRx `R[...]`)")
+
+
+def _replica(ln: _Line, tree: Tree) -> A.Replica:
+    """``+ R[...]``: extents with strides, every stride on ``TLane`` (the lane copies of a tcgen05.cp multicast)."""
+    _kw, body = tree.children
+    extents, strides = _extents_strides(ln, body, "replica")
+    if strides is None:
+        ln.error("a replica needs its strides: `R[(e0, e1) : (s0@TLane, s1@TLane)]`", ln.node(body),
+                 hint=_REPLICA_HINT)
+    for st in strides:
+        if st.axis != "TLane":
+            ln.error(f"a replica's strides are on TLane (lane copies), got {st.value}@{st.axis}"
+                     if st.axis != "m" else f"a replica's strides are on TLane (lane copies), got {st.value}",
+                     st.span, hint=_REPLICA_HINT)
+        if st.value == 0:
+            ln.error("a replica stride of 0 puts the copies on the same lanes", st.span, hint=_REPLICA_HINT)
+    return A.Replica(extents, strides, ln.node(tree))
 
 
 def _layout(ln: _Line, tree: Tree) -> A.LayoutExpr:
@@ -711,6 +798,12 @@ def _decl(ln: _Line, tree: Tree) -> A.BufferDecl:
                      ln.node(layout_clause),
                      hint="drop the `@ ...`; give the layout to the shared/local/tmem buffer it is copied to")
         layout = _layout(ln, layout_clause.children[0])
+        tile = layout.tile if isinstance(layout, A.SwizzleLayout) else layout
+        if isinstance(tile, A.SLayout) and tile.replicas and kind != "tmem":
+            ln.error(f"replicas (`+ R[...]`) are lane copies in tensor memory; a {kind} buffer cannot take them",
+                     tile.replicas[0].span,
+                     hint="a tmem destination of a tcgen05.cp multicast declares them: "
+                          "`tmem T: float32[32, 4] @ S[(32, 4) : (1@TLane, 1@TCol)] + R[4 : 32@TLane]`")
     elif kind == "local":
         ln.error(f"local buffer '{_show(name)}' needs a register layout, e.g. "
                  "`@ S[(128, 8) : (1@tid_in_wg, 1)]` or `@ frag(32x32b)`",
@@ -795,8 +888,13 @@ def _copy_option(ln: _Line, tree: Tree, is_async: bool, seen: dict[str, A.CopyOp
         elif isinstance(expr, int) and expr < 0:
             ln.error(f"remote_cta_id is a CTA rank (>= 0), got {expr}", vspan,
                      hint="e.g. `remote_cta_id=cta_rank^1` sends to the other CTA of a pair")
-    elif key == "dispatch":
-        pass  # any variant name: the dispatcher names an unknown one with the why-table
+    elif key == "dispatch" or key in A.FREE_OPTIONS:
+        pass  # any variant name: the dispatcher names an unknown one with the why-table; decompress: the variant
+    elif key in A.INT_OPTIONS:
+        if not re.fullmatch(r"[0-9]{1,6}", value):
+            ln.error(f"`{key}=` takes an integer, got '{_show(value)}'", vspan,
+                     hint="`cta_group=1` (one CTA's TMEM) or `cta_group=2` (a CTA pair)")
+        expr = int(value)
     elif allowed is not None:
         if value not in allowed:
             close = _closest(value, allowed)
@@ -826,6 +924,24 @@ def _copy(ln: _Line, tree: Tree) -> A.CopyStmt:
         dispatch=disp.value if disp else None, span=ln.node(tree), op_span=ln.tok(op_tok),
         dispatch_span=disp.value_span if disp else None, options=options,
     )
+
+
+def _tcgen05_commit(ln: _Line, tree: Tree) -> A.TcgenCommitStmt:
+    """``tcgen05.commit BAR [cta_mask=M]``: the one option is ``cta_mask`` (an integer literal, as a copy's)."""
+    _kw, bar_tok, *opt_trees = tree.children
+    mask, mask_span = None, None
+    seen: dict[str, A.CopyOption] = {}
+    for t in opt_trees:
+        key_tok = _token(t.children[0])
+        if str(key_tok) != "cta_mask":
+            close = _closest(str(key_tok), ("cta_mask",))
+            ln.error(f"unknown option '{_show(str(key_tok))}' of tcgen05.commit", ln.tok(key_tok),
+                     hint=(f"did you mean `{close}=`? " if close else "")
+                     + "tcgen05.commit takes `cta_mask=M` only (its multicast form, in a cluster kernel)")
+        opt = _copy_option(ln, t, True, seen)
+        assert isinstance(opt.expr, int)  # _copy_option checked cta_mask is an integer literal
+        mask, mask_span = opt.expr, opt.span
+    return A.TcgenCommitStmt(str(bar_tok), ln.node(tree), ln.tok(bar_tok), mask, mask_span)
 
 
 def _mbar_decl(ln: _Line, tree: Tree) -> A.MbarrierDecl:
@@ -951,6 +1067,12 @@ def _statement(ln: _Line, tree: Tree):
         return A.SyncStmt(ln.node(tree))
     if kind == "cluster_sync_stmt":
         return A.ClusterSyncStmt(ln.node(tree))
+    if kind == "tcgen05_commit_stmt":
+        return _tcgen05_commit(ln, tree)
+    if kind == "tcgen05_fence_stmt":
+        kind_m = re.search(r"::[ \t]*([A-Za-z_][A-Za-z0-9_]*)", str(tree.children[0]))
+        assert kind_m is not None and kind_m.group(1) in A.TCGEN05_FENCES  # _precheck_tcgen05 checked it
+        return A.TcgenFenceStmt(kind_m.group(1), ln.node(tree))
     if kind == "check_stmt":
         _kw, lhs, rhs = tree.children
         regions = (_region(ln, lhs), _region(ln, rhs))

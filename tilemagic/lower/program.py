@@ -34,7 +34,7 @@ from ..errors import DispatchError, LoweringError, Span, TileTypeError, split_li
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, holds, issue_count, issue_values
 from ..lang import ast
-from ..layout.tile import distinct
+from ..layout.tile import TileLayout, distinct
 from .dispatch import DispatchContext, DispatchRecord, TargetSpec, run_dispatch
 from .limits import check_buffers, check_threads, check_tmem_columns
 from .names import check_identifier
@@ -66,6 +66,9 @@ ClusterSyncItem = ast.ClusterSyncStmt
 #: ``fence.proxy.async``: checked by the parser, the parsed statements serve as items.
 GroupItem = ast.GroupStmt
 FenceItem = ast.FenceStmt
+#: ``tcgen05.fence::after_thread_sync`` / ``::before_thread_sync`` (PTX ISA 9.0 §9.7.16.11): checked by the parser,
+#: the parsed statement serves as the item (lowered to ``ir.TcgenFence`` with the statement's span).
+TcgenFenceItem = ast.TcgenFenceStmt
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,18 @@ class MbarWaitItem:
 
 
 @dataclass(frozen=True)
+class TcgenCommitItem:
+    """``tcgen05.commit BAR [cta_mask=M]`` with ``BAR`` resolved: ``ir.TcgenCommit`` (PTX ISA 9.0 §9.7.16.12.1).
+
+    ``cta_group`` is 1: the statement has no ``cta_group=`` (a CTA pair's TMEM is not simulated yet)."""
+    bar: ir.Buffer
+    cta_mask: int | None
+    span: Span
+    guard: ast.Guard | None = None
+    cta_group: int = 1
+
+
+@dataclass(frozen=True)
 class CheckItem:
     """``check LHS == RHS``: two global regions of one shape and dtype, compared after the launch."""
     lhs: RegionRef
@@ -98,7 +113,7 @@ class CheckItem:
 
 #: One statement of a checked description, in source order.
 ProgramItem = (CopyItem | WaitItem | SyncItem | CheckItem | ArriveItem | MbarWaitItem | GroupItem | FenceItem
-               | ClusterSyncItem)
+               | ClusterSyncItem | TcgenCommitItem | TcgenFenceItem)
 
 
 @dataclass
@@ -182,11 +197,24 @@ def _layout_from_ast(decl: ast.BufferDecl):
 
 
 def _s_layout(lay: ast.SLayout):
-    from ..layout import TileLayout
-
     strides = None if lay.strides is None else [(s.value, s.axis) for s in lay.strides]
     offsets = [(o.value, o.axis) for o in lay.offsets]
-    return TileLayout.from_spec(lay.extents, strides, offsets)
+    replica = [(e, st.value, st.axis) for r in lay.replicas for e, st in zip(r.extents, r.strides)]
+    return TileLayout.from_spec(lay.extents, strides, offsets, replica)
+
+
+def tmem_lanes(layout) -> tuple[int, int]:
+    """The lowest and highest TMEM lane a tmem buffer's layout reaches, its replicas (``+ R[...]``) included.
+
+    A replica iter ``(e, s@TLane)`` adds lanes ``0, s, ..., (e-1)·s`` to every element's (TVM TIRx replica
+    semantics, ``apache-tvm 0.27.0.post1``), so the buffer's lane footprint is its shard's lanes shifted by every
+    replica offset.
+    """
+    n = layout.size()
+    lanes = layout.apply(np.arange(n, dtype=np.int64), shape=None).get("TLane", np.zeros(1, np.int64)) if n else \
+        np.zeros(1, np.int64)
+    reach = sum((it.extent - 1) * it.stride for it in getattr(layout, "replica", ()) if it.axis == "TLane")
+    return int(lanes.min()), int(lanes.max()) + reach
 
 
 _ALLOWED_AXES = {
@@ -264,6 +292,14 @@ def _make_buffer(decl: ast.BufferDecl) -> ir.Buffer:
         lanes, cols = co.get("TLane", np.zeros(1, np.int64)), co.get("TCol", np.zeros(1, np.int64))
         if lanes.max() >= 128 or lanes.min() < 0:
             raise TileTypeError(f"layout {layout} reaches TMEM lane {int(lanes.max())}; TMEM has 128 lanes", lspan)
+        top = tmem_lanes(layout)[1]
+        if top >= 128:
+            reps = getattr(decl.layout, "replicas", ())
+            raise TileTypeError(f"layout {layout} reaches TMEM lane {top} with its replicas; TMEM has 128 lanes",
+                                reps[-1].span if reps else lspan,
+                                hint="the copies of a row land at its lane plus every replica offset: lanes "
+                                     f"{int(lanes.max())} + {top - int(lanes.max())} > 127; shrink the replica "
+                                     "or the buffer's lanes")
         epc = 4 // ir.DTYPE_BYTES[decl.dtype]
         buf.per_thread = numel
         buf.datapath, buf.sub_slab = (datapath, sub_slab) if datapath else _classify(layout, decl.shape)
@@ -301,8 +337,6 @@ def _check_injective(decl, co, numel, span):
 def _classify(layout, shape):
     """``(letter, sub_slab)`` of a TMEM layout written as ``S[...]`` (TVM ``_classify_tmem_datapath``), or (None, 0)."""
     from ..layout import tmem_datapath_layout
-
-    from ..layout import TileLayout
 
     rows, cols = shape
     # a TCol offset is a column window of the data path (TVM honours it through the layout slice)
@@ -541,6 +575,16 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
                             f"{item.alias.cols}..{item.alias.cols + buf.tmem_ncols - 1} of {tgt.name}, which has "
                             f"{tgt.tmem_ncols} columns", item.alias.span,
                             hint=f"an alias must lie inside the buffer it aliases; make {tgt.name} wider")
+                    if isinstance(tgt.layout, TileLayout) and tgt.layout.replica:
+                        # a replicated buffer's lanes are its rows' lanes and every copy's: an alias reading them
+                        # (`tmem all: float32[128, 4] at T`) must stay inside that footprint
+                        (lo, hi), (tlo, thi) = tmem_lanes(buf.layout), tmem_lanes(tgt.layout)
+                        if lo < tlo or hi > thi:
+                            raise TileTypeError(
+                                f"'{item.name}' at {tgt.name} reaches TMEM lanes {lo}..{hi}; {tgt.name} with its "
+                                f"replicas covers lanes {tlo}..{thi}", item.alias.span,
+                                hint=f"an alias must lie inside the buffer it aliases; {tgt.name}'s replicas "
+                                     "(`+ R[...]`) set its lanes")
                 else:
                     buf.tmem_col = tmem_next
                     tmem_next += buf.tmem_ncols
@@ -564,8 +608,11 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
             bar = _mbarrier(item.bar, item.bar_span, bufs, "`wait`")
             items.append(MbarWaitItem(bar, item.phase, item.span, item.guard))
             guarded.append(item.guard)
-        elif isinstance(item, (ast.GroupStmt, ast.FenceStmt)):
+        elif isinstance(item, (ast.GroupStmt, ast.FenceStmt, ast.TcgenFenceStmt)):
             items.append(item)
+            guarded.append(item.guard)
+        elif isinstance(item, ast.TcgenCommitStmt):
+            items.append(_commit_item(item, bufs, cluster))
             guarded.append(item.guard)
         elif isinstance(item, ast.CopyStmt):
             # the ranks the guard lets run (its thread terms are rank-independent, so the largest CTA serves
@@ -640,6 +687,13 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
 
     # ---- TMEM plan (PTX ISA 9.0 §9.7.16.7.1: power of two >= 32 columns, <= 512)
     tmem = [b for b in bufs.values() if b.scope == "tmem"]
+    commit = next((it for it in items if isinstance(it, TcgenCommitItem)), None)
+    if commit is not None and not tmem:
+        raise TileTypeError("`tcgen05.commit` in a kernel without tensor memory: it tracks the tcgen05.cp copies "
+                            "into TMEM, and this kernel declares no tmem buffer", commit.span,
+                            hint="declare the destination (`tmem T: ...`) and copy into it with "
+                                 "`if tx == 0: thread.copy_async T <- S`; an mbarrier for other copies takes "
+                                 "`arrive BAR`")
     tmem_cols = 0
     if tmem:
         if threads % 32:
@@ -648,6 +702,24 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
         tmem_cols = check_tmem_columns(max(b.tmem_col + b.tmem_ncols for b in tmem), tmem, lim)
     return TypedProgram(kname, threads, bufs, tmem_cols, items, prog.source,
                         prog.kernel.span if prog.kernel else None, cluster=cluster)
+
+
+def _commit_item(item: ast.TcgenCommitStmt, bufs: dict[str, ir.Buffer], cluster: int) -> TcgenCommitItem:
+    """``tcgen05.commit BAR [cta_mask=M]`` checked: ``BAR`` a declared mbarrier; ``cta_mask`` (the multicast
+    form, ``.multicast::cluster``, PTX ISA 9.0 §9.7.16.12.1) only in a cluster kernel and naming its ranks only."""
+    bar = _mbarrier(item.bar, item.bar_span, bufs, "`tcgen05.commit`")
+    if item.cta_mask is not None:
+        assert item.mask_span is not None  # the parser sets both
+        if cluster == 1:
+            raise TileTypeError(f"cta_mask={item.cta_mask:#b} multicasts the commit's arrive to the CTAs of a "
+                                "cluster, and the kernel has none", item.mask_span,
+                                hint="write `kernel NAME threads=N cluster=C` first, or drop `cta_mask=`")
+        if item.cta_mask >> cluster:
+            rank = item.cta_mask.bit_length() - 1
+            raise TileTypeError(f"cta_mask {item.cta_mask:#b} names rank {rank}, the cluster has {cluster} CTAs "
+                                f"(ranks 0..{cluster - 1})", item.mask_span,
+                                hint=f"bit i of the mask is the CTA of rank i: at most {2**cluster - 1:#b}")
+    return TcgenCommitItem(bar, item.cta_mask, item.span, item.guard)
 
 
 def _uses_rank(stmt: ast.CopyStmt) -> bool:
@@ -688,8 +760,8 @@ def _copy_ops(item: ast.CopyStmt, bufs: dict[str, ir.Buffer], source: str, clust
             value: object = o.value
             if o.key == "mbar":
                 value = _mbarrier(o.value, o.value_span, bufs, "`mbar=`")
-            elif o.key == "cta_mask":
-                value = o.expr
+            elif o.key in ("cta_mask", *ast.INT_OPTIONS):
+                value = o.expr  # an int (cta_group=: the smem->tmem variant declines 2 with its reason)
             elif o.key == "remote_cta_id":
                 assert o.expr is not None  # the parser parses the value of every expression option
                 try:
@@ -805,7 +877,8 @@ def lower(tp: TypedProgram,
         elif isinstance(item, ArriveItem) and item.auto and tp.cluster > 1:
             # in a Seq of its own: resolve_expect_tx may replace the arrive by one per rank
             body += [ir.Seq(tuple(_guarded(item.guard, [_sync_node(item)], item.span)), span=item.span)]
-        elif isinstance(item, (WaitItem, ArriveItem, MbarWaitItem, GroupItem, FenceItem)):
+        elif isinstance(item, (WaitItem, ArriveItem, MbarWaitItem, GroupItem, FenceItem, TcgenCommitItem,
+                               TcgenFenceItem)):
             body += _guarded(item.guard, [_sync_node(item)], item.span)
         elif isinstance(item, (SyncItem, ClusterSyncItem)):
             bar: ir.Stmt = ir.Barrier(span=item.span) if isinstance(item, SyncItem) else ir.ClusterSync(span=item.span)
@@ -970,6 +1043,10 @@ def _sync_node(item) -> ir.Stmt:
         return ir.AsyncGroup(item.kind, bulk=item.bulk, n=item.n, read=item.read, span=item.span)
     if isinstance(item, FenceItem):
         return ir.Fence(item.kind, span=item.span)
+    if isinstance(item, TcgenCommitItem):
+        return ir.TcgenCommit(item.bar, item.cta_group, item.cta_mask, span=item.span)
+    if isinstance(item, TcgenFenceItem):
+        return ir.TcgenFence(item.kind, span=item.span)
     return ir.TcgenWait(item.kind, span=item.span)
 
 

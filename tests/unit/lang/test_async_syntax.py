@@ -8,6 +8,7 @@ import pytest
 from tilemagic.errors import TileMagicError
 from tilemagic.lang import ast as A
 from tilemagic.lang import parse
+from tests.helpers import located_parse_error
 
 
 def one(line: str):
@@ -159,13 +160,7 @@ BAD = [
 
 @pytest.mark.parametrize("src,line,col,fragment", BAD, ids=[b[0] for b in BAD])
 def test_misuse_is_a_located_error_with_a_hint(src, line, col, fragment):
-    with pytest.raises(TileMagicError) as ei:
-        parse(src)
-    err = ei.value
-    assert (err.line, err.col) == (line, col), err.render()
-    assert fragment in err.message, err.render()
-    assert err.hint, err.render()
-    assert "^" in err.render()
+    located_parse_error(src, line, col, fragment)
 
 
 def test_unknown_option_suggests_the_closest_legal_one():
