@@ -92,3 +92,59 @@ def test_both_decline(tvm, case):
     assert isinstance(theirs, str), f"TVM plans {theirs} for {case}"
     cmp = compare_cp_plan(op, [], "declined")
     assert cmp.agrees and "TVM declines" in "\n".join(cmp.text())
+
+
+_SCRIPT = '''
+@T.prim_func
+def cp_case(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (1,), "float32")
+    T.device_entry()
+    T.cta_id([1])
+    T.warpgroup_id([1])
+    T.warp_id_in_wg([4])
+    T.thread_id_in_wg([128])
+    warp_id = T.warp_id([4])
+    T.lane_id([32])
+    tx = T.thread_id([128])
+    tmem_addr = T.alloc_shared([1], "uint32")
+    if warp_id == 0:
+        T.ptx.tcgen05.alloc.cta_group__1.sync.aligned.shared__cta.b32(T.address_of(tmem_addr), T.uint32(512))
+        T.ptx.tcgen05.relinquish_alloc_permit.cta_group__1.sync.aligned()
+    T.ptx.tcgen05.fence__before_thread_sync()
+    T.cuda.cta_sync()
+    T.ptx.tcgen05.fence__after_thread_sync()
+    S = T.alloc_shared({s_shape}, "{dtype}", layout={s_layout})
+    T_ = T.decl_buffer({t_shape}, "{dtype}", scope="tmem", allocated_addr=tmem_addr[0], layout={t_layout})
+    if tx == 0:
+        Tx.copy_async(T_[{t_region}], S[{s_region}]{opts})
+'''
+
+
+def _script(op, S, T):
+    from tilemagic.export.tvmscript import layout_text
+
+    def reg(r):
+        return ", ".join(f"{b}:{b + e}" for b, e in zip(r.begins, r.extents))
+
+    opts = "".join(f', {k}="{v}"' for k, v, _ in op.options)
+    return _SCRIPT.format(s_shape=tuple(S.shape), t_shape=tuple(T.shape), dtype=S.dtype, s_layout=layout_text(
+        S.layout), t_layout=layout_text(T.layout), t_region=reg(op.dst), s_region=reg(op.src), opts=opts)
+
+
+@pytest.mark.parametrize("key,swizzle", list(itertools.product(tc.CP_SHAPES, range(4))))
+def test_tvm_dispatched_tir_instructions(tvm, key, swizzle):
+    """TVM's dispatched TIR, read by `--compare tvm`'s instruction reader: the same tcgen05.cp chains at the same
+    TMEM lanes and columns, in the same order, as tilemagic's statements."""
+    from tilemagic.export.instructions import Instr, tvm_instructions
+    from tilemagic.export.tvm_compare import run_tvm
+    from tilemagic.export.tvmscript import TvmScriptExport
+
+    op, S, T, _ = cp_matrix_case(key, swizzle, "bfloat16")
+    op = _forced(op, key)
+    stmts, _ = cp_dispatch(op, S, T)
+    run = run_tvm(TvmScriptExport(_script(op, S, T), "cp_case"))
+    assert run.error is None, run.error
+    assert [o.variant for o in run.ops] == ["smem->tmem"]
+    theirs = [(i.chain, i.row, i.col) for i in tvm_instructions(run.ops[0].script, {})]
+    ours = [(i.chain, i.row, i.col) for i in (Instr(s.chain, s.row, s.col) for s in stmts)]
+    assert theirs == ours

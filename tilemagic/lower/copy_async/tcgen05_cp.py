@@ -416,12 +416,13 @@ def verify_plan(op: CopyOp, plan: CpPlan) -> None:
                     cell = {(int(L), int(cols[j, k // 4]) * 4 + k % 4) for L in lanes[r]}
                     got.setdefault(int(addrs[r, j]) + k, set()).update(cell)
     # what the layouts say: shared byte -> TMEM (lane, byte column) of every element, replicas included
-    s_lay = s.buf.layout if s.buf.layout is not None else row_major(s.buf.shape)
+    s_tile, swz = _shared_layout(s.buf)
+    s_lay: TileLayout | ComposeLayout = swz if swz is not None else s_tile
     sm = s_lay.apply(*_region_coords(s), shape=s.buf.shape)["m"]
     tl = _tmem_layout(t.buf)
     tco = t.buf.tmem_col * 4
     ta = tl.apply(*_region_coords(t), shape=t.buf.shape)
-    lane = ta.get("TLane", np.zeros_like(sm))
+    t_lane = ta.get("TLane", np.zeros_like(sm))
     tcol = ta.get("TCol", np.zeros_like(sm))
     reps = [0]
     for it in tl.replica:
@@ -429,7 +430,7 @@ def verify_plan(op: CopyOp, plan: CpPlan) -> None:
     want: dict[int, set[tuple[int, int]]] = {}
     for e in range(sm.size):
         for b in range(eb):
-            want[int(sm[e]) * eb + b] = {(int(lane[e]) + o, tco + int(tcol[e]) * eb + b) for o in reps}
+            want[int(sm[e]) * eb + b] = {(int(t_lane[e]) + o, tco + int(tcol[e]) * eb + b) for o in reps}
     if got != want:
         bad = sorted(set(got) ^ set(want)) or sorted(k for k in want if got.get(k) != want[k])
         k = bad[0]
@@ -527,8 +528,9 @@ def copy_async_schedule_smem_tmem(op: CopyOp, ctx: DispatchContext) -> Emitted:
     plan = _choose(op, ctx)
     verify_plan(op, plan)
     assert ctx.builder.tmem_addr is not None
-    nodes = [ir.TcgenCp(plan.key, op.src.buf, off, plan.lbo, plan.sbo, plan.layout, ctx.builder.tmem_addr, lane,
-                        col, tmem=op.dst.buf) for off, lane, col in plan.cps]
+    addr = ctx.builder.tmem_addr
+    nodes: list[ir.Stmt] = [ir.TcgenCp(plan.key, op.src.buf, off, plan.lbo, plan.sbo, plan.layout, addr, lane, col,
+                                       tmem=op.dst.buf) for off, lane, col in plan.cps]
     c = tc.CP_SHAPES[plan.key]
     lane0, col0 = plan.cps[0][1], plan.cps[0][2]
     moves = f"{c.rows} rows x {c.bits // 8} B each, to TMEM lane {lane0}, column {col0}"
@@ -537,5 +539,5 @@ def copy_async_schedule_smem_tmem(op: CopyOp, ctx: DispatchContext) -> Emitted:
         d = [b - a for a, b in zip(plan.cps[0], plan.cps[1])]
         step = f"; stepping {d[0]} B in shared memory, {d[2]} columns, {d[1]} lanes"
     notes = (_summary_text(plan) + step,)
-    return nodes, EmitSummary(nodes[0].chain, len(nodes), "thread", moves=moves, how="unrolled" if len(nodes) > 1
+    return nodes, EmitSummary(tc.cp_chain(plan.key), len(nodes), "thread", moves=moves, how="unrolled" if len(nodes) > 1
                               else "", notes=notes)
