@@ -115,8 +115,17 @@ def cp_case(A_ptr: T.handle):
     T.ptx.tcgen05.fence__after_thread_sync()
     S = T.alloc_shared({s_shape}, "{dtype}", layout={s_layout})
     T_ = T.decl_buffer({t_shape}, "{dtype}", scope="tmem", allocated_addr=tmem_addr[0], layout={t_layout})
+    done = T.alloc_shared((1,), "uint64")
+    if tx == 0:
+        T.ptx.mbarrier.init.shared.b64(T.address_of(done[0]), T.uint32(1))
+    T.ptx.fence.mbarrier_init.release.cluster()
+    T.cuda.cta_sync()
     if tx == 0:
         Tx.copy_async(T_[{t_region}], S[{s_region}]{opts})
+    if tx == 0:
+        {commit}
+    T.cuda.mbarrier_wait(T.address_of(done[0]), 0)
+    {fence}
 '''
 
 
@@ -126,8 +135,14 @@ def _script(op, S, T):
     def reg(r):
         return ", ".join(f"{b}:{b + e}" for b, e in zip(r.begins, r.extents))
 
+    from tilemagic.export.tvmscript import tcgen05_sync_lines
+    from tilemagic.ir import nodes as ir
+
     opts = "".join(f', {k}="{v}"' for k, v, _ in op.options)
-    return _SCRIPT.format(s_shape=tuple(S.shape), t_shape=tuple(T.shape), dtype=S.dtype, s_layout=layout_text(
+    done = ir.Buffer("done", "shared", "uint64", (1,), mbar_count=1)
+    commit, = tcgen05_sync_lines(ir.TcgenCommit(done), {"done": "done"})
+    fence, = tcgen05_sync_lines(ir.TcgenFence("after_thread_sync"), {})
+    return _SCRIPT.format(commit=commit, fence=fence, s_shape=tuple(S.shape), t_shape=tuple(T.shape), dtype=S.dtype, s_layout=layout_text(
         S.layout), t_layout=layout_text(T.layout), t_region=reg(op.dst), s_region=reg(op.src), opts=opts)
 
 
@@ -148,3 +163,7 @@ def test_tvm_dispatched_tir_instructions(tvm, key, swizzle):
     theirs = [(i.chain, i.row, i.col) for i in tvm_instructions(run.ops[0].script, {})]
     ours = [(i.chain, i.row, i.col) for i in (Instr(s.chain, s.row, s.col) for s in stmts)]
     assert theirs == ours
+    # the exported commit and fence (tcgen05_sync_lines) parse and lower in TVM as the instructions they name
+    lowered = run.lowered or ""
+    assert '"commit", "cta_group::1", "mbarrier::arrive::one", "shared::cluster", "b64"' in lowered
+    assert lowered.count('T.ptx.tcgen05("fence::after_thread_sync", "")') == 2  # the TMEM prologue's + the user's

@@ -295,3 +295,34 @@ def test_descriptor_of_emitted_cp_decodes_to_the_plan():
     d = smem_desc.decode(stmts[2].descriptor(2048))
     assert (d.start, d.lbo, d.sbo, d.layout_name, d.version, d.base_offset) == (2048 + 64, 16, 1024, "128B", 1, 0)
     assert np.array_equal(smem_desc.decode(stmts[0].descriptor(0)).start, 0)
+
+
+# ----------------------------------------------------------------------------- printing and the TVMScript spelling
+def test_printer_spells_cp_and_commit():
+    from tilemagic.ir.printer import print_ir
+
+    S, T = _bf16_sw128()
+    stmts, _ = cp_dispatch(copy_async_op(region(T), region(S)), S, T)
+    done = ir.Buffer("done", "shared", "uint64", (1,), mbar_count=1)
+    addr = stmts[0].addr
+    k = ir.Kernel("k", 128, (), (S, done), (), (T,), 32, addr,
+                  ir.Seq((*stmts, ir.TcgenCommit(done), ir.TcgenCommit(done, cta_mask=0b11))))
+    out = print_ir(k)
+    text = out if isinstance(out, str) else out[0]
+    assert ('T.ptx["tcgen05.cp.cta_group::1.128x256b"](T.cuda.get_tmem_addr(tmem_addr[0], 0, 24), '
+            'desc(S + 96 B; LBO 16 B, SBO 1024 B, 128B))') in text
+    assert 'T.ptx["tcgen05.cp.cta_group::1.128x256b"](T.uint32(tmem_addr[0]), desc(S; LBO 16 B' in text
+    assert ('T.ptx["tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64"]'
+            '(T.address_of(done[0]))') in text
+    assert ('T.ptx["tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64"]'
+            '(T.address_of(done[0]), T.uint16(0b11))') in text
+
+
+def test_tvmscript_commit_and_fence_lines():
+    from tilemagic.export.tvmscript import tcgen05_sync_lines
+
+    done = ir.Buffer("done", "shared", "uint64", (1,), mbar_count=1)
+    assert tcgen05_sync_lines(ir.TcgenCommit(done, cta_mask=5), {"done": "d"}) == [
+        'T.ptx["tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64"]'
+        '(T.address_of(d[0]), T.Cast("uint16", 5))']
+    assert tcgen05_sync_lines(ir.TcgenFence("before_thread_sync"), {}) == ["T.ptx.tcgen05.fence__before_thread_sync()"]
