@@ -405,39 +405,42 @@ def verify_plan(op: CopyOp, plan: CpPlan) -> None:
     eb = s.buf.elem_bytes
     cps = tc.CP_SHAPES[plan.key]
     base = smem_desc.PATTERN_PERIOD[plan.layout] * 4  # any pattern-aligned base: the walk depends on base mod period
-    got: dict[int, set[tuple[int, int]]] = {}
+    k16 = np.arange(16, dtype=np.int64)
+    got_parts = []
     for off, lane, col in plan.cps:
         d = smem_desc.decode(smem_desc.encode(base + off, plan.lbo, plan.sbo, plan.layout))
         addrs = cp_source_addresses(d, cps.rows, cps.chunks) - base  # (rows, chunks)
         lanes, cols = tc.cp_cells(plan.key, lane, col)  # (rows, replicas), (chunks, 4)
-        for r in range(cps.rows):
-            for j in range(cps.chunks):
-                for k in range(16):
-                    cell = {(int(L), int(cols[j, k // 4]) * 4 + k % 4) for L in lanes[r]}
-                    got.setdefault(int(addrs[r, j]) + k, set()).update(cell)
+        # (row, replica, chunk, byte): shared byte -> TMEM lane, byte column (4 per 32-bit column)
+        sb = np.broadcast_to(addrs[:, None, :, None] + k16, (cps.rows, lanes.shape[1], cps.chunks, 16))
+        ln = np.broadcast_to(lanes[:, :, None, None], sb.shape)
+        bc = np.broadcast_to((cols[:, k16 // 4] * 4 + k16 % 4)[None, None], sb.shape)
+        got_parts.append(np.stack([sb.ravel(), ln.ravel(), bc.ravel()], 1))
+    got = np.unique(np.concatenate(got_parts), axis=0)
     # what the layouts say: shared byte -> TMEM (lane, byte column) of every element, replicas included
     s_tile, swz = _shared_layout(s.buf)
     s_lay: TileLayout | ComposeLayout = swz if swz is not None else s_tile
     sm = s_lay.apply(*_region_coords(s), shape=s.buf.shape)["m"]
     tl = _tmem_layout(t.buf)
-    tco = t.buf.tmem_col * 4
     ta = tl.apply(*_region_coords(t), shape=t.buf.shape)
     t_lane = ta.get("TLane", np.zeros_like(sm))
     tcol = ta.get("TCol", np.zeros_like(sm))
-    reps = [0]
+    reps = np.zeros(1, np.int64)
     for it in tl.replica:
-        reps = [o + i * it.stride for o in reps for i in range(it.extent)]
-    want: dict[int, set[tuple[int, int]]] = {}
-    for e in range(sm.size):
-        for b in range(eb):
-            want[int(sm[e]) * eb + b] = {(int(t_lane[e]) + o, tco + int(tcol[e]) * eb + b) for o in reps}
-    if got != want:
-        bad = sorted(set(got) ^ set(want)) or sorted(k for k in want if got.get(k) != want[k])
-        k = bad[0]
+        reps = (reps[:, None] + np.arange(it.extent, dtype=np.int64)[None, :] * it.stride).ravel()
+    b = np.arange(eb, dtype=np.int64)
+    shape = (sm.size, reps.size, eb)
+    wb = np.broadcast_to(sm[:, None, None] * eb + b, shape)
+    wl = np.broadcast_to(t_lane[:, None, None] + reps[None, :, None], shape)
+    wc = np.broadcast_to(t.buf.tmem_col * 4 + tcol[:, None, None] * eb + b, shape)
+    want = np.unique(np.stack([wb.ravel(), wl.ravel(), wc.ravel()], 1), axis=0)
+    if got.shape != want.shape or not np.array_equal(got, want):
+        gs, ws = {tuple(r) for r in got.tolist()}, {tuple(r) for r in want.tolist()}
+        first = min(gs ^ ws)
+        who = "the plan writes" if first in gs else "the layouts want, and the plan misses,"
         raise InternalError(
-            f"tcgen05.cp planner bug: the {len(plan.cps)} x {plan.key} plan for {op.text!r} writes shared byte {k} "
-            f"of {s.buf.name} to TMEM (lane, byte column) {sorted(got.get(k, set()))[:4]}, the layouts say "
-            f"{sorted(want.get(k, set()))[:4]}", op.span)
+            f"tcgen05.cp planner bug: the {len(plan.cps)} x {plan.key} plan for {op.text!r}: {who} shared byte "
+            f"{first[0]} of {s.buf.name} at TMEM lane {first[1]}, byte column {first[2]}", op.span)
 
 
 def _choose(op: CopyOp, ctx: DispatchContext) -> CpPlan:
