@@ -3,7 +3,7 @@
 For a shared -> TMEM ``copy_async`` the comparison asks TVM's own planner (``_build_plan`` of
 ``tvm.backend.cuda.tile_primitive.copy_async.tcgen05_cp``, ``apache-tvm 0.27.0.post1``) for the op rebuilt from
 tilemagic's buffers — the shared layout as the same ``S[...]`` or ``ComposeLayout(per_element, swizzle_len,
-atom_len, S[...])``, the TMEM layout as the same ``S[...] + R[...]`` (:func:`~.tvmscript.layout_text`) — with the
+atom_len, S[...])``, the TMEM layout as the same ``S[...] + R[...]`` — with the
 same ``shape=`` / ``multicast=`` config, and compares the facts of the two plans: the shape and multicast, the
 number of instructions, the LBO and SBO of the descriptor template (bytes) and its swizzle mode (0..3).
 
@@ -21,7 +21,8 @@ from ..arch import smem_desc
 from ..arch import tcgen05 as tc
 from ..ir import nodes as ir
 from ..lower.ops import CopyOp
-from .tvmscript import layout_text
+from ..layout import TileLayout, row_major
+from ..layout.swizzle import ComposeLayout
 
 __all__ = ["CpFacts", "CpPlanComparison", "compare_cp_plan", "is_cp_candidate", "ours_cp_facts", "tvm_cp_plan"]
 
@@ -93,15 +94,33 @@ def tvm_cp_plan(op: CopyOp) -> CpFacts | str:
         apache-tvm is not installed.
     """
     import tvm
-    import tvm.script.tirx as T
     from tvm.backend.cuda.tile_primitive.copy_async import tcgen05_cp as tvm_cp
     from tvm.ir import Range
+    from tvm.tirx import layout as L
     from tvm.tirx.layout import Axis
     from tvm.tirx.operator.tile_primitive.ops import CopyAsync
     from tvm.tirx.stmt import BufferRegion
 
+    def stride(it):
+        return it.stride if it.axis == "m" else it.stride @ getattr(Axis, it.axis)
+
+    def spec(kind, iters):
+        return kind[tuple(it.extent for it in iters):tuple(stride(it) for it in iters)]
+
+    def tile(lay):
+        if isinstance(lay, ComposeLayout):
+            return L.ComposeLayout(lay.per_element, lay.swizzle_len, lay.atom_len, tile(lay.tile))
+        if not isinstance(lay, TileLayout):
+            raise ValueError(f"layout {lay} has no TVM counterpart in this comparison")
+        expr = spec(L.S, lay.shard)
+        if lay.replica:
+            expr = expr + spec(L.R, lay.replica)
+        for axis, v in lay.offset:
+            expr = expr + (v if axis == "m" else v @ getattr(Axis, axis))
+        return L.TileLayout(expr)
+
     def buf(b: ir.Buffer):
-        lay = eval(layout_text(b.layout), {"T": T, "Axis": Axis})  # noqa: S307 - our own layout text
+        lay = tile(b.layout if b.layout is not None else row_major(b.shape))
         scope = "tmem" if b.scope == "tmem" else "shared.dyn"
         return tvm.tirx.decl_buffer(tuple(b.shape), b.dtype, b.name, scope=scope, layout=lay)
 
