@@ -236,3 +236,87 @@ def located_parse_error(src: str, line: int, col: int, fragment: str, hint: str 
         assert hint in err.hint, err.render()
     assert "^" in err.render()
     return err
+
+# ----------------------------------------------------------------------------- smem->tmem copy ops built directly
+# (the planner's tests, tilemagic's and TVM's: until the language's `thread.copy_async TMEM <- SHARED` is on main)
+CP_MATRIX_DTYPES = ("bfloat16", "float32")
+
+
+def cp_buffers(dtype: str, s_shape, s_layout, t_shape, t_layout, *, tmem_col: int = 0):
+    """``(S, T)``: a shared buffer and a TMEM buffer (allocated at 32-bit column ``tmem_col``) as the checker makes
+    them; ``s_layout`` None is row-major."""
+    from tilemagic.layout import row_major
+
+    sp = Span(1, 1, 1, 2)
+    S = ir.Buffer("S", "shared", dtype, tuple(s_shape), s_layout or row_major(s_shape), span=sp)
+    eb = S.elem_bytes
+    T = ir.Buffer("T", "tmem", dtype, tuple(t_shape), t_layout, tmem_col=tmem_col,
+                  tmem_ncols=max(1, -(-t_shape[-1] * eb // 4)), span=sp)
+    return S, T
+
+
+def cp_dispatch(op, *buffers, threads: int = 128, arch: str = "sm_100a"):
+    """``run_dispatch`` of a smem->tmem CopyOp in a kernel with a TMEM allocation: ``(statements, record)``."""
+    from tilemagic.lower.dispatch import DispatchContext, TargetSpec, run_dispatch
+    from tilemagic.lower.program import KernelBuilder, TypedProgram
+
+    tp = TypedProgram("k", threads, {b.name: b for b in buffers}, 512, [])
+    ctx = DispatchContext(TargetSpec("cuda", arch), threads, op.exec_scope, KernelBuilder(tp))
+    return run_dispatch(op, ctx)
+
+
+def cp_tmem_layout(key: str, cols: int):
+    """The TMEM layout a ``tcgen05.cp`` of shape ``key`` writes, ``cols`` elements per row, replicas included (the
+    destination's rows as logical rows): TVM 0.27's ``_cp_lane_replica_pattern``."""
+    from tilemagic.layout import TileLayout
+    from tilemagic.layout.tile import Iter
+
+    col = Iter(cols, 1, "TCol")
+    shard = {"128x256b": (Iter(128, 1, "TLane"), col), "128x128b": (Iter(128, 1, "TLane"), col),
+             "4x256b": (Iter(4, 32, "TLane"), col),
+             "64x128b.warpx2::02_13": (Iter(64, 1, "TLane"), col),
+             "64x128b.warpx2::01_23": (Iter(2, 64, "TLane"), Iter(32, 1, "TLane"), col),
+             "32x128b.warpx4": (Iter(32, 1, "TLane"), col)}[key]
+    rep = {"64x128b.warpx2::02_13": (Iter(2, 64, "TLane"),), "64x128b.warpx2::01_23": (Iter(2, 32, "TLane"),),
+           "32x128b.warpx4": (Iter(4, 32, "TLane"),)}.get(key, ())
+    return TileLayout(shard, rep)
+
+
+def cp_matrix_case(key: str, swizzle: int, dtype: str):
+    """One case of the smem->tmem matrix: ``(op, S, T, expected)`` for a shape key, a swizzle mode 0..3 and a 16- or
+    32-bit dtype.
+
+    Swizzled: ``S`` is ``dtype[rows, atom_K / elem]`` row-major @ ``swizzle(log2(16 / elem), mode, 3)`` (one 8-row
+    core matrix per ``atom_K = 16 << mode`` bytes of row), read in ``atom_K / row_bytes`` instructions.
+    Unswizzled: the K-major canonical layout of two 16-byte chunks per row, chunk 1 of a core matrix 128 B after
+    chunk 0 (LBO 128 B; 64 B for 4 rows), 8-row groups 256 B apart (SBO): a 256-bit shape reads both chunks
+    (LBO), a 128-bit one steps 128 B per instruction.  ``expected``: ``(count, LBO, SBO, swizzle)``.
+    """
+    from tilemagic.arch import tcgen05 as tc
+    from tilemagic.layout import TileLayout
+    from tilemagic.layout.swizzle import ComposeLayout
+    from tilemagic.layout.tile import Iter
+    from tilemagic.layout import row_major
+
+    c = tc.CP_SHAPES[key]
+    eb = {"bfloat16": 2, "float16": 2, "float32": 4}[dtype]
+    e16 = 16 // eb
+    rows, row_bytes = c.rows, c.bits // 8
+    if swizzle:
+        atom_k = 16 << swizzle
+        cols = atom_k // eb
+        s_layout = ComposeLayout(e16.bit_length() - 1, swizzle, 3, row_major((rows, cols)), bare=True)
+        count = atom_k // row_bytes
+        expected = (count, 16 if c.bits == 256 else 0, 0 if rows < 8 else 8 * atom_k, swizzle)
+    else:
+        cols = 2 * e16
+        if rows < 8:
+            lbo, sbo = 64, 0
+            s_layout = TileLayout((Iter(rows, e16), Iter(2, lbo // eb), Iter(e16, 1)))
+        else:
+            lbo, sbo = 128, 256
+            s_layout = TileLayout((Iter(rows // 8, sbo // eb), Iter(8, e16), Iter(2, lbo // eb), Iter(e16, 1)))
+        count = 1 if c.bits == 256 else 2
+        expected = (count, lbo if c.bits == 256 else 0, sbo, 0)
+    S, T = cp_buffers(dtype, (rows, cols), s_layout, (rows, cols), cp_tmem_layout(key, cols))
+    return copy_async_op(region(T), region(S)), S, T, expected

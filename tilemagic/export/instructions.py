@@ -203,6 +203,8 @@ def ours_instructions(kernel: ir.Kernel) -> dict[int, list[Instr]]:
             instrs = [Instr("store", guarded=guarded)]
         elif isinstance(stmt, ir.TmaCopy):
             instrs = [_tma_instr(stmt)]
+        elif isinstance(stmt, ir.TcgenCp):  # TMEM lane and 32-bit column of the address, as tcgen05.ld/st
+            instrs = [Instr(stmt.chain, stmt.row, stmt.col, guarded=guarded)]
         elif isinstance(stmt, ir.BulkCopy):
             instrs = _bulk_instrs(stmt)
         elif isinstance(chain := getattr(stmt, "chain", None), str):  # any other instruction node
@@ -319,6 +321,8 @@ class _Interp:
         args = node.args
         if name in ("T.uint32", "T.int32", "T.uint64", "T.int64") and len(args) == 1:
             return self.value(args[0])
+        if name in ("T.Cast", "T.cast") and len(args) == 2:  # T.Cast("uint32", x): the value of x
+            return self.value(args[1] if isinstance(args[0], pyast.Constant) else args[0])
         if name == "T.cuda.get_tmem_addr" and len(args) == 3:
             base, row, col = (self.value(a) for a in args)
             base = _Addr(0, base) if isinstance(base, int) else (_Addr(0, 0) if isinstance(base, _Buf) else base)
@@ -430,6 +434,17 @@ class _Interp:
                 addr = _Addr(0, addr)
             row, col = (addr.row, addr.col) if isinstance(addr, _Addr) else (None, None)
             self.out.append(Instr(chain, row, col, regs, guarded))
+        elif chain.startswith("tcgen05.cp.") and vals:
+            # smem->tmem: T.ptx["tcgen05.cp..."](T.cast(taddr + off, "uint32"), desc): the address first
+            addr = vals[0]
+            if isinstance(addr, _Buf):
+                addr = _Addr(0, 0)
+            elif isinstance(addr, int):
+                addr = _Addr(0, addr)
+            if isinstance(addr, _Addr):  # a lane offset rides in the address's upper half-word (TVM's t_addr_off)
+                addr = _Addr(addr.row + (addr.col >> 16), addr.col & 0xFFFF)
+            row, col = (addr.row, addr.col) if isinstance(addr, _Addr) else (None, None)
+            self.out.append(Instr(chain, row, col, guarded=guarded))
         elif chain.startswith(("cp.async.cg.", "cp.async.ca.")) and len(vals) >= 3:
             # ldgsts: T.ptx.cp(dst, src, cp_size[, src_size], "async", "cg"|"ca", "shared", "global", ...); the bulk
             # forms (TMA: T.ptx.cp(tensormap, c0, c1, ..., "async", "bulk", "tensor", ...)) pass coordinates there

@@ -57,6 +57,7 @@ from .instructions import (
     summary_lines,
     tvm_instructions,
 )
+from .tvm_cp import CpPlanComparison, compare_cp_plan, is_cp_candidate
 from .tvm_tma import MULTICAST_BUG, SWIZZLE_BUG, TMA_VARIANTS, TmaPlanComparison, compare_tma_plan, is_tma_candidate
 from .tvmscript import TVM_VARIANT_NAMES, TvmScriptExport, export_tvmscript
 
@@ -301,6 +302,9 @@ class OpComparison:
         A global <-> shared ``copy_async`` that one side lowers to (or tilemagic declines for) a TMA variant:
         tilemagic's tensor-map plan beside TVM's planner on the same op (:mod:`.tvm_tma`); a documented TVM 0.27
         bug (the unchecked swizzle) reads ``known TVM bug``.
+    cp : CpPlanComparison or None
+        A shared -> TMEM ``copy_async``: tilemagic's ``smem->tmem`` plan beside TVM's planner on the same op
+        (:mod:`.tvm_cp`: shape, multicast, instruction count, LBO/SBO, swizzle); a difference reads ``differs``.
     tvm_forced : list of Instr or None
         When TVM chose another variant family: TVM's instructions with the op forced (``dispatch=``) to
         tilemagic's family, when TVM accepts that.
@@ -322,6 +326,7 @@ class OpComparison:
     tvm_error: str | None = None
     tvm_why_not: str | None = None
     tma: TmaPlanComparison | None = None
+    cp: CpPlanComparison | None = None
     tvm_forced: list[Instr] | None = None
     known_bug: str | None = None
 
@@ -355,6 +360,8 @@ class OpComparison:
                 return "known TVM bug"
             if not self.tma.agrees:
                 return "differs"
+        if self.cp is not None and not self.cp.agrees:
+            return "differs"
         if self.known_bug == DSMEM_MAPA_BUG:
             same = self.family_agrees and _without_mapa(self.ours) == _without_mapa(self.tvm)
             return "known TVM bug" if same else "differs"
@@ -440,6 +447,8 @@ class TvmComparison:
                 out.append(f"  {o.known_bug}")
             if o.tma is not None:
                 out += ["  " + ln for ln in o.tma.text()]
+            if o.cp is not None:
+                out += ["  " + ln for ln in o.cp.text()]
         if self.tvm is not None and self.tvm.cuda_note:
             out += ["", f"TVM CUDA: {self.tvm.cuda_note}"]
         if self.tvm is not None and (self.tvm.lowered or self.tvm.cuda):
@@ -623,6 +632,11 @@ def compare_with_tvm(result=None, *, program=None, typed=None, error: Exception 
                       and not any(id(c) in other_ranks for c in scope)] if kernel is not None else []
             err = oc.ours_error or (ours_error if ours_error_line in (None, op.span.line) else None)
             oc.tma = compare_tma_plan(op, oc.ours_variant, copies, err, arch)
+        if is_cp_candidate(op):
+            cps = [s for s in ir.walk(kernel.body) if isinstance(s, ir.TcgenCp) and s.span is not None
+                   and s.span.line == op.span.line] if kernel is not None else []
+            err = oc.ours_error or (ours_error if ours_error_line in (None, op.span.line) else None)
+            oc.cp = compare_cp_plan(op, cps, err)
         ops.append(oc)
     for k, (op, oc) in enumerate(zip(tp.copy_ops, ops)):  # ask TVM why it did not take tilemagic's variant family
         fam = variant_family(oc.ours_variant)

@@ -77,7 +77,7 @@ from ..lower.program import (
     WaitItem,
 )
 
-__all__ = ["TVM_VARIANT_NAMES", "TvmScriptExport", "export_tvmscript", "tvmscript_from_source"]
+__all__ = ["TVM_VARIANT_NAMES", "TvmScriptExport", "export_tvmscript", "tcgen05_sync_lines", "tvmscript_from_source"]
 
 # tilemagic variant name -> the TVM 0.27 variant that implements it (TVM folded gmem_smem and reg into vec_auto)
 TVM_VARIANT_NAMES = {"gmem_smem": "vec_auto", "reg": "vec_auto"}
@@ -381,6 +381,18 @@ def _sync_lines(item, names: dict[str, str], auto: dict[int, int | dict[int, int
         return [f"{chain}.wait_group{'.read' if item.read else ''}({item.n})"]
     assert isinstance(item, FenceItem)
     return ["T.ptx.fence.proxy.async_.shared__cta()"]
+
+
+def tcgen05_sync_lines(node: ir.TcgenCommit | ir.TcgenFence, names: dict[str, str]) -> list[str]:
+    """The TVMScript of a user's ``tcgen05.commit BAR [cta_mask=M]`` or ``tcgen05.fence::*`` (TVM 0.27's spelling,
+    ``apache-tvm 0.27.0.post1`` ``backend/cuda/lang/pipeline.py`` ``TCGen05Bar.arrive``): the unicast commit
+    ``T.ptx["tcgen05.commit.cta_group::N.mbarrier::arrive::one.shared::cluster.b64"](bar)``, the multicast form with
+    ``T.Cast("uint16", mask)`` as its second operand (PTX ISA 9.0 §9.7.16.12.1); a fence as
+    ``T.ptx.tcgen05.fence__after_thread_sync()``."""
+    if isinstance(node, ir.TcgenFence):
+        return [f"T.ptx.tcgen05.fence__{node.kind}()"]
+    mask = "" if node.cta_mask is None else f', T.Cast("uint16", {node.cta_mask})'
+    return [f'T.ptx["{node.chain}"]({_bar_ref(node.bar, names)}{mask})']
 
 
 def _option_text(key: str, value: object, names: dict[str, str], rank: str = CTA_RANK) -> str:

@@ -225,6 +225,17 @@ def tmem_addr_str(node, fmt_base="T.uint32(tmem_addr[0])"):
     return f"T.cuda.get_tmem_addr(tmem_addr[0], {node.row}, {node.col})"
 
 
+def cp_descriptor_text(s: ir.TcgenCp) -> str:
+    """A ``tcgen05.cp``'s shared-memory matrix descriptor in words: ``desc(S + 32 B; LBO 16 B, SBO 1024 B, 128B)``
+    (start address relative to the buffer, LBO, SBO, layout type; version 1, base offset 0 and LBO mode 0 are
+    implied: PTX ISA 9.0 §9.7.16.4.1, :mod:`tilemagic.arch.smem_desc`)."""
+    from ..arch.smem_desc import LAYOUT_NAMES
+
+    start = s.smem.name + (f" + {s.smem_offset} B" if s.smem_offset else "")
+    swz = LAYOUT_NAMES.get(s.layout, f"layout {s.layout}")
+    return f"desc({start}; LBO {s.lbo} B, SBO {s.sbo} B, {'no swizzle' if swz == 'none' else swz})"
+
+
 def src_line(s: ir.Stmt | ir.Buffer) -> int | None:
     return s.span.line if s.span else None
 
@@ -307,6 +318,11 @@ def _stmt(L: Lines, s: ir.Stmt):
         addr = tmem_addr_str(s)
         args = [*regs, addr] if s.op == "ld" else [addr, *regs]
         L.add(f'T.ptx["{s.chain}"]({", ".join(args)})', src)
+    elif isinstance(s, ir.TcgenCp):
+        L.add(f'T.ptx["{s.chain}"]({tmem_addr_str(s)}, {cp_descriptor_text(s)})', src)
+    elif isinstance(s, ir.TcgenCommit):
+        mask = "" if s.cta_mask is None else f", T.uint16(0b{s.cta_mask:b})"
+        L.add(f'T.ptx["{s.chain}"](T.address_of({s.bar.name}[0]){mask})', src)
     elif not _mbar_sync_stmt(L, s, src):
         raise TypeError(f"cannot print {type(s).__name__}")
 

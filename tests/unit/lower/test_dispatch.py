@@ -115,8 +115,8 @@ def test_reregistering_replaces(table):
 def test_real_registry_names_follow_tvm():
     # priority first, then the name: ldstmatrix is tried before reg (TVM's tie-break)
     assert D.registered_variants("copy") == [("gmem_smem", 10), ("ldstmatrix", 10), ("reg", 10), ("fallback", 0)]
-    assert D.registered_variants("copy_async") == [("ldgsts", 20), ("dsmem", 10), ("tma_auto", 10),
-                                                   ("tma_explicit", 10), ("tmem<->local", 10)]
+    assert D.registered_variants("copy_async") == [("ldgsts", 20), ("dsmem", 10), ("smem->tmem", 10),
+                                                   ("tma_auto", 10), ("tma_explicit", 10), ("tmem<->local", 10)]
 
 
 def test_a_raising_predicate_is_an_internal_error_not_a_rejection(table):
