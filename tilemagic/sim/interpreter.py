@@ -607,8 +607,11 @@ class Simulator:
             self.hb.event("cta_sync", tids, s.span)
         elif isinstance(s, ir.TcgenWait):
             self.hb.event(f"wait_{s.kind}", tids, s.span)
-        elif isinstance(s, (ir.Comment, ir.TcgenFence)):
+        elif isinstance(s, ir.Comment):
             return
+        elif isinstance(s, ir.TcgenFence):
+            if isinstance(self.hb, Tracker):  # (TMEM in a cluster kernel is refused before it runs)
+                self.hb.tcgen_fence(tids, s.kind)
         elif isinstance(s, ir.If):
             self._init = True
             cond = np.broadcast_to(np.asarray(self.eval_expr(s.cond, env, s.span, tids), bool), tids.shape)
