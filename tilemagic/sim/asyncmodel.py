@@ -658,7 +658,7 @@ class AsyncModel:
             self.hb.event("wait.blocked", ts, s.span, barrier=m.buf.name, phase=c)
             return
         if c > 0:
-            self.hb.acquire(ts, m.done[c - 1])
+            self.hb.acquire(ts, m.done[c - 1], s.span)
             m.waits.setdefault(c - 1, []).append((ts.copy(), self.hb.G, s.span))
             if m.remote_landed:  # (copies of other CTAs whose phase this wait observed)
                 left = []
@@ -1006,11 +1006,12 @@ class AsyncModel:
         for t in ts.tolist():
             hb.proxy_read(s.smem, off, us, s.span, "the tcgen05.cp", issuer=t)
             ini = np.asarray(hb.read(s.smem, off, t, s.span, us)).reshape(-1)
+            words: np.ndarray  # (rows, chunks, 4): the init bit of each 32-bit word read
             if ini.all():
                 words = np.ones(rel.shape + (4,), bool)
             else:
                 byte = np.repeat(ini, us).reshape(rel.shape + (16,))
-                words = byte.reshape(rel.shape + (4, 4)).all(-1)
+                words = np.asarray(byte.reshape(rel.shape + (4, 4)).all(-1))
             init = np.broadcast_to(words[:, None], cells.shape)
             hb.write(None, cells.reshape(-1) * 4, np.full(cells.size, t, np.int64), s.span,
                      True if init.all() else init.reshape(-1), nbytes=4)

@@ -1103,11 +1103,12 @@ class Tracker:
         a, b = _line(span), _line(other_span)
         where = sp.where(u)
         if kind == "raw" and other in self._agent_name:
-            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} reads {where} at {a} that the TMA copy at "
+            copy, cite = ("tcgen05.cp", "§9.7.16.6.1") if sp.name == "TMEM" else ("TMA copy", "§9.7.13.15.16")
+            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} reads {where} at {a} that the {copy} at "
                    f"{b} "
                    f"wrote, without a `wait {self._agent_bar[other]} phase P` that observed its completion "
                    f"(read after write; a `cta_sync` with the issuing thread does not order it, only the waiters "
-                   f"of the phase see the bytes, PTX ISA 9.0 §9.7.13.15.16)")
+                   f"of the phase see the bytes, PTX ISA 9.0 {cite})")
         elif kind == "raw":
             msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} reads {where} at {a} that "
                    f"{self.tname(other)} "
@@ -1120,8 +1121,10 @@ class Tracker:
             msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(other, t)} write different values to "
                    f"{where} at {a} (write after write)")
         else:
+            who = self._who(other) if sp.name != "TMEM" or other not in self._agent_name else \
+                f"the tcgen05.cp completing on mbarrier {self._agent_name[other]}"
             msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} writes {where} at {a} that "
-                   f"{self._who(other)} also wrote at {b} with no synchronisation in between (write after write)")
+                   f"{who} also wrote at {b} with no synchronisation in between (write after write)")
         if sp.name == "TMEM":
             msg += " — on a GPU the two tcgen05 operations may run in either order"
         elif other in self._agent_name:
@@ -2238,6 +2241,9 @@ class ClusterView:
 
     def fence_proxy(self, tids) -> None:
         self.base.fence_proxy(self.lin(_ids(tids)))
+
+    def tcgen_fence(self, tids, kind: str) -> None:
+        self.base.tcgen_fence(self.lin(_ids(tids)), kind)
 
     def proxy_read(self, buf, off, nbytes, span, what, issuer=None) -> None:
         self.base.proxy_read(self._mine(buf), off, nbytes, span, what, issuer=self.lin(issuer))

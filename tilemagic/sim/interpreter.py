@@ -610,8 +610,7 @@ class Simulator:
         elif isinstance(s, ir.Comment):
             return
         elif isinstance(s, ir.TcgenFence):
-            if isinstance(self.hb, Tracker):  # (TMEM in a cluster kernel is refused before it runs)
-                self.hb.tcgen_fence(tids, s.kind)
+            self.hb.tcgen_fence(tids, s.kind)
         elif isinstance(s, ir.If):
             self._init = True
             cond = np.broadcast_to(np.asarray(self.eval_expr(s.cond, env, s.span, tids), bool), tids.shape)
