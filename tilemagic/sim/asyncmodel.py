@@ -1148,7 +1148,13 @@ class AsyncModel:
                                      f"may read its bytes", c.span, None, c.dst.name)
         for m in self.bars.values():
             while m.commits:  # (a commit's copies complete at the kernel's end at the latest)
-                self._land_commit(m, m.commits.popleft())
+                cm = m.commits.popleft()
+                self.hb.async_hazard("async-end", f"hazard: the tcgen05.cp at {_line(cm.cps[0].s.span)} is never "
+                                     f"observed complete (no `wait {m.buf.name} phase P` needed the phase its "
+                                     f"tcgen05.commit at {_line(cm.s.span)} arrives on): nothing may read its TMEM "
+                                     f"cells, and it may still write them after they are freed (PTX ISA 9.0 "
+                                     f"§9.7.16.6.1)", cm.cps[0].s.span, cm.s.span, "TMEM", (cm.thread, cm.thread))
+                self._land_commit(m, cm)
         for t, cps in sorted(self.tc_pending.items()):
             for cp in cps:
                 self.hb.async_hazard("tcgen05-uncommitted", f"hazard: tcgen05.cp at {_line(cp.s.span)} was never "

@@ -304,6 +304,16 @@ def test_no_commit_would_hang():
                                                  "missing")
 
 
+def test_a_commit_nobody_waits_for():
+    kernel, _ = spliced_cp_kernel(_cell("float32"), _plain)
+    # (no wait, no ld: the kernel ends, its TMEM freed, with the copy in flight)
+    kernel.body = ir.Seq(tuple(s for s in kernel.body.body if s.span is None or s.span.line not in (12, 13, 14, 15)))
+    sim, _, hz = _hazards(kernel)
+    assert hz == ["hazard: the tcgen05.cp at L90 is never observed complete (no `wait done phase P` needed the phase "
+                  "its tcgen05.commit at L90 arrives on): nothing may read its TMEM cells, and it may still write them "
+                  "after they are freed (PTX ISA 9.0 §9.7.16.6.1)"]
+
+
 def test_uninitialised_source_poisons_tmem():
     cell = CP_SPLICE_CELL.replace("wg.copy S <- A\nfence.proxy.async\n", "")
     sim, out, hz = _hazards(spliced_cp_kernel(_cell("float32", cell), _plain)[0])
