@@ -41,6 +41,16 @@ not when it is issued:
   observe: a later write of the source must be ordered after them (a ``cluster_sync`` after that wait,
   :meth:`tilemagic.sim.hb.Tracker.read_observed`).  Reductions of one operation into the same global bytes commute
   (atomic per element, §9.7.9.25.5.3) and do not race with each other.
+* **tcgen05.cp** (PTX ISA 9.0 §9.7.16.9.1, §9.7.16.6.1, §9.7.16.12.1): the descriptor
+  (``TcgenCp.descriptor`` at the buffer's place in :func:`tilemagic.ir.nodes.shared_bases`) decoded by
+  :func:`tilemagic.arch.smem_desc.decode`, walked by :func:`tilemagic.layout.smem_matrix.cp_source_addresses`,
+  written to the cells of :func:`tilemagic.arch.tcgen05.cp_cells`.  A copy is pending in its issuing thread's queue;
+  that thread's ``tcgen05.commit`` makes its pending copies one arrive-on (count 1) on the commit's barrier, made as
+  late as legal (a wait that needs the phase, or the kernel's end) after the copies read their source and wrote
+  TMEM.  Source (async-proxy read) and TMEM cells are in flight from the issue; the cells' writer is then the
+  barrier's clock column, and the tracker also wants a ``tcgen05.fence::after_thread_sync`` between the wait and a
+  later tcgen05.ld/st of them (:meth:`tilemagic.sim.hb.Tracker.cp_landed`).  ``cta_group::2`` and a commit's
+  ``cta_mask`` are refused (TMEM in cluster kernels is not simulated).
 
 Errors of the model are hazards (``arrive``/``wait`` on an uninitialised barrier or one whose initialisation the
 thread is not ordered after, more bytes completed than expected, a wait whose parity names a phase two or more
@@ -295,6 +305,7 @@ class _TcCp:
     lanes: np.ndarray  # (rows, replicas) TMEM lanes of each row
     cols: np.ndarray  # (chunks, 4) TMEM columns of each chunk's words
     cells: np.ndarray  # (rows, replicas, chunks, 4) TMEM cell indices lane * 512 + col
+    init: np.ndarray  # (rows, replicas, chunks, 4) the init bit of each word written (the source's, at the issue)
     op: int  # the tracker's id of the TMEM side
     src_op: int  # ... and of the shared side
     record: CpWrite
@@ -1013,8 +1024,12 @@ class AsyncModel:
                 byte = np.repeat(ini, us).reshape(rel.shape + (16,))
                 words = np.asarray(byte.reshape(rel.shape + (4, 4)).all(-1))
             init = np.broadcast_to(words[:, None], cells.shape)
-            hb.write(None, cells.reshape(-1) * 4, np.full(cells.size, t, np.int64), s.span,
-                     True if init.all() else init.reshape(-1), nbytes=4)
+            hb.issuing = "the tcgen05.cp"  # (a race of this write is the copy's: two copies in flight on one cell)
+            try:
+                hb.write(None, cells.reshape(-1) * 4, np.full(cells.size, t, np.int64), s.span,
+                         True if init.all() else init.reshape(-1), nbytes=4)
+            finally:
+                hb.issuing = None
             op = hb.async_op("the tcgen05.cp writes", s.span, "the commit of its thread arrived and a wait observed "
                              "it (PTX ISA 9.0 §9.7.16.6.1)")
             src_op = hb.async_op("the tcgen05.cp reads", s.span, "the commit of its thread arrived and a wait "
@@ -1023,7 +1038,7 @@ class AsyncModel:
             hb.in_flight(s.smem, off, us, src_op, "src")
             rec = CpWrite(s.span.line if s.span else 0, s.key, t, np.unique(lanes), np.unique(cols), s.span)
             hb.report.cp_writes.append(rec)
-            self.tc_pending.setdefault(t, []).append(_TcCp(s, t, rel, lanes, cols, cells, op, src_op, rec))
+            self.tc_pending.setdefault(t, []).append(_TcCp(s, t, rel, lanes, cols, cells, init, op, src_op, rec))
             hb.event("tcgen05.cp", np.array([t]), s.span, key=s.key, lane0=int(lanes.min()),
                      lanes=int(np.unique(lanes).size), col0=int(cols.min()), cols=int(cols.size),
                      bytes=shape.rows * shape.bits // 8)
@@ -1073,7 +1088,7 @@ class AsyncModel:
             sim.tmem.cells[cp.lanes[:, :, None, None], cp.cols[None, None, :, :]] = words[:, None]  # (bits as read)
             sim.tmem.touched[cp.lanes[:, :, None, None], cp.cols[None, None, :, :]] = True
             flat = cp.cells.reshape(-1)
-            hb.land(None, flat * 4, 4, "dst", cp.op, who=col, span=s.span)
+            hb.land(None, flat * 4, 4, "dst", cp.op, who=col, span=s.span, init=cp.init)
             us = hb.unit(s.smem)
             off = (cp.src[:, :, None] + np.arange(0, 16, us, dtype=np.int64)).reshape(-1)
             hb.land(s.smem, off, us, "src", cp.src_op)

@@ -953,16 +953,16 @@ class Tracker:
         if not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
             self._check_writer(sp, wix, wt, span, "waw", red)
         if sp.has_r and _meets(sp.r_rng, rng):
-            if not _quiet(sp.r_since, t):
-                bad, r0, s0 = self._reads_unordered(sp, ix, t)
+            if not _quiet(sp.r_since, t):  # (units an asynchronous copy has in flight: that copy's report)
+                bad, r0, s0 = self._reads_unordered(sp, wix, wt)
                 if bad.any():  # (one report per earlier read access, as :meth:`_check_writer`)
-                    ra = _get(sp.ra, ix)
+                    ra = _get(sp.ra, wix)
                     for i in _first_per(ra, bad):
-                        ti = int(np.broadcast_to(_arr(t), r0.shape)[i])
+                        ti = int(np.broadcast_to(_arr(wt), r0.shape)[i])
                         r = int(r0[i])
                         if r == _SHARED:  # several threads read it (which ones is not kept): named as such
                             r = -1
-                        self._race("war", sp, _at(ix, int(i)), ti, span, r, self._aid_span[int(ra[i])])
+                        self._race("war", sp, _at(wix, int(i)), ti, span, r, self._aid_span[int(ra[i])])
             sp.flush_reads()
             _set(sp.rt, ix, _NONE)  # reads before an ordered write are ordered before every later access after it
             # (where nothing was read since the last full barrier every reader entry is ordered before all: kept)
@@ -1626,7 +1626,7 @@ class Tracker:
         u, _, _ = _item_units(off, 0, sp.unit, k)
         return sp, u, k
 
-    def in_flight(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, op: int, role: str) -> None:
+    def in_flight(self, buf: ir.Buffer | None, off: np.ndarray, nbytes: int, op: int, role: str) -> None:
         """The ``nbytes``-byte items at byte offsets ``off`` of ``buf`` are in flight for copy ``op``: its
         destination (``role="dst"``: any access before :meth:`land` is a hazard) or its source (``"src"``: a write
         before :meth:`land` is)."""
@@ -1639,17 +1639,20 @@ class Tracker:
         busy = sp.busy_w if role == "dst" else sp.busy_r
         busy[u] = op
 
-    def land(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, role: str, op: int, who=None,
-             span: Span | None = None, reduce: str | None = None) -> None:
+    def land(self, buf: ir.Buffer | None, off: np.ndarray, nbytes: int, role: str, op: int, who=None,
+             span: Span | None = None, reduce: str | None = None, init: np.ndarray | None = None) -> None:
         """The items of :meth:`in_flight` of copy ``op`` are done: no longer in flight (units a later copy in flight
         marked stay marked); for ``role="dst"`` their last writer becomes
         ``who`` (a thread, one per item, or an mbarrier's clock column: :attr:`agents`) at the current event, with
         the copy's ``span`` (the write was checked against earlier accesses at the issue: :meth:`write`);
         ``reduce``: the copy is that reduction of one thread, whose writers the units keep with ``who``
-        (:meth:`write`)."""
+        (:meth:`write`); ``init``: the items' init bits as the copy writes them (a copy whose destination another
+        access overwrote while it was in flight — reported then — leaves its own bits, as it leaves its bytes)."""
         sp, u, k = self._async_units(buf, off, nbytes)
         if sp is None or not u.size:
             return
+        if init is not None and sp.has_init:
+            sp.init[u] = np.repeat(np.asarray(init, bool).reshape(-1), k)
         busy = sp.busy_w if role == "dst" else sp.busy_r
         if busy is not None:
             mine = busy[u] == op

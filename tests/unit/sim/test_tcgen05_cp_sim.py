@@ -113,6 +113,29 @@ def test_four_cps_of_a_swizzled_tile_fill_the_tmem_tile():
         [("128x256b", CP, True, "done", 8 * i, 128) for i in range(4)]
 
 
+@pytest.mark.parametrize("row", [0, 5, 31])
+def test_a_lane_offset_moves_every_row_and_replica(row):
+    """4x256b at lane offset ``row``: source row r to lane 32 r + row (PTX ISA 9.0 §9.7.16.9.1)."""
+    kernel, _ = spliced_cp_kernel(_cell("float32"), lambda b, addr: [
+        ir.TcgenCp("4x256b", b["S"], 256, 128, 256, 0, addr, row, 8, tmem=b["T"])])
+    sim, _ = _run(kernel, "float32")
+    desc = next(s for s in ir.walk(kernel.body) if isinstance(s, ir.TcgenCp)).descriptor(ir.shared_bases(kernel)["S"])
+    img = ref.tmem_image(_window(sim), desc, "4x256b")
+    written = np.roll(img != None, (row, 8), (0, 1))  # noqa: E711
+    assert np.array_equal(sim.tmem.touched, written)
+    exp = np.roll(np.where(img != None, img, 0).astype(np.uint64).astype(np.uint32), (row, 8), (0, 1))  # noqa: E711
+    assert np.array_equal(np.where(written, sim.tmem.cells, 0), exp)
+    assert sorted(set(np.nonzero(written)[0].tolist())) == [row, 32 + row, 64 + row, 96 + row]
+
+
+def test_lanes_past_tmem_are_the_tmem_models_error():
+    kernel, _ = spliced_cp_kernel(_cell("float32"), lambda b, addr: [
+        ir.TcgenCp("32x128b.warpx4", b["S"], 0, 128, 128, 0, addr, 1, 0)])
+    with pytest.raises(LaunchError, match=r"tcgen05.cp by thread 0 touches TMEM lane 128, column 0: outside TMEM's "
+                                          r"128 lanes"):
+        _run(kernel, "float32")
+
+
 def test_the_descriptor_is_what_the_simulator_reads():
     """A descriptor field the node holds but the 14-bit field cannot: the simulator reads the encoded bits, so an
     LBO of 16 bytes in a swizzled layout (ignored by the hardware) changes nothing."""
@@ -203,8 +226,9 @@ def test_generic_writes_without_fence_proxy_async():
 def test_source_rewritten_before_the_wait():
     kernel = _move_issue_before(spliced_cp_kernel(_cell("float32", CELL_REWRITE), _plain)[0], 12)
     _, _, hz = _hazards(kernel)
-    assert any(h.startswith("hazard: shared-memory race on S: thread 0 writes S[0, 0] at L12 that the tcgen05.cp "
-                            "reads at L90, before the commit of its thread arrived") for h in hz), hz
+    # (one report: the other threads' writes of bytes the copy has in flight are the same race)
+    assert hz == ["hazard: shared-memory race on S: thread 0 writes S[0, 0] at L12 that the tcgen05.cp reads at L90, "
+                  "before the commit of its thread arrived and a wait observed it (PTX ISA 9.0 §9.7.16.6.1)"]
 
 
 def test_source_rewritten_after_the_wait_is_clean():
@@ -276,7 +300,8 @@ def test_a_cta_sync_after_one_threads_wait_orders_and_fences():
                for h in hz), hz
 
 
-def test_commit_by_another_thread():
+def _commit_elsewhere():
+    """The cps issued by thread 0, the commit by thread 1 (at line 91)."""
     kernel, _ = spliced_cp_kernel(_cell("float32"), _plain)
     body = list(kernel.body.body)
     i = _issue(kernel)
@@ -284,7 +309,11 @@ def test_commit_by_another_thread():
     body[i:i + 1] = [when(eq(ir.ThreadVar("tx"), 0), *stmts[:-1], line=CP),
                      when(eq(ir.ThreadVar("tx"), 1), stmts[-1], line=CP + 1)]
     kernel.body = ir.Seq(tuple(body))
-    sim, _, hz = _hazards(kernel)
+    return kernel
+
+
+def test_commit_by_another_thread():
+    sim, _, hz = _hazards(_commit_elsewhere())
     assert any(h.startswith("hazard: TMEM race on TMEM: thread 0 reads TMEM lane 0 column 0 at L13 that the "
                             "tcgen05.cp writes at L90") for h in hz), hz
     assert any(h.startswith("hazard: tcgen05.cp at L90 was never committed by its issuing thread (CTA thread 0): "
@@ -344,7 +373,10 @@ def test_st_after_the_copy_landed_by_a_thread_that_did_not_wait():
 def test_two_cps_on_the_same_cells():
     kernel, _ = spliced_cp_kernel(_cell("float32"), lambda b, addr: _plain(b, addr) * 2)
     _, _, hz = _hazards(kernel)
-    assert any("TMEM race on TMEM" in h and "the tcgen05.cp writes at L90" in h for h in hz), hz
+    assert hz == ["hazard: TMEM race on TMEM: the tcgen05.cp issued by thread 0 writes TMEM lane 0 column 0 at L90 "
+                  "that the tcgen05.cp writes at L90, before the commit of its thread arrived and a wait observed it "
+                  "(PTX ISA 9.0 §9.7.16.6.1) (each issue is a copy of its own: two copies in flight write one "
+                  "destination)"]
 
 
 def test_timeline_has_issue_completion_and_wait():
@@ -367,14 +399,7 @@ def test_batched_and_serial_agree(name, monkeypatch):
             return spliced_cp_kernel(_cell("float32", CP_SPLICE_CELL.replace("fence.proxy.async\n", "")), _plain)[0]
         if name == "rewrite":
             return _move_issue_before(spliced_cp_kernel(_cell("float32", CELL_REWRITE), _plain)[0], 12)
-        kernel = spliced_cp_kernel(_cell("float32"), _plain)[0]
-        body = list(kernel.body.body)
-        i = _issue(kernel)
-        stmts = [s for s in ir.walk(body[i]) if isinstance(s, (ir.TcgenCp, ir.TcgenCommit))]
-        body[i:i + 1] = [when(eq(ir.ThreadVar("tx"), 0), *stmts[:-1], line=CP),
-                         when(eq(ir.ThreadVar("tx"), 1), stmts[-1], line=CP + 1)]
-        kernel.body = ir.Seq(tuple(body))
-        return kernel
+        return _commit_elsewhere()
 
     res = []
     for batched in (True, False):
