@@ -17,11 +17,12 @@ tcgen05.ld/st complete at issue, as in the emulation. A kernel with asynchronous
 commit groups, tcgen05.cp and tcgen05.commit) runs under a scheduler over its top-level statements instead
 (:meth:`Simulator._run_scheduled`: a wait that cannot pass blocks only its threads; when no thread can run, the run
 stops: *would hang*), and its copies complete as late as the PTX ISA allows (:mod:`tilemagic.sim.asyncmodel`).
-Because that schedule hides a missing barrier, every memory access and synchronising event is reported to a :class:`~tilemagic.sim.hb.Tracker` (items or
-:class:`~tilemagic.sim.hb.Run` s of items, in each thread's program order: races, in-flight tcgen05 registers,
-uninitialised data), whose hazards the run keeps in :attr:`Simulator.hazards` (the pipeline shows them as
-``hazard:`` warnings). Shared memory, registers and TMEM start as :data:`~tilemagic.sim.hb.GARBAGE`, never zeros. A
-``deadline`` bounds the run (``--timeout``), and a run longer than two seconds shows a progress bar (``tqdm.auto``).
+Because that schedule hides a missing barrier, every memory access and synchronising event is reported to a
+:class:`~tilemagic.sim.hb.Tracker` (items or :class:`~tilemagic.sim.hb.Run` s of items, in each thread's program
+order: races, in-flight tcgen05 registers, uninitialised data), whose hazards the run keeps in
+:attr:`Simulator.hazards` (the pipeline shows them as ``hazard:`` warnings). Shared memory, registers and TMEM start
+as :data:`~tilemagic.sim.hb.GARBAGE`, never zeros. A ``deadline`` bounds the run (``--timeout``), and a run longer
+than two seconds shows a progress bar (``tqdm.auto``).
 
 A cluster kernel (``Kernel.cluster`` = C > 1) runs C CTAs: one :class:`Simulator` per CTA (:attr:`Simulator.ctas`)
 sharing the global buffers, each with its own shared memory, registers and asynchronous state and ``cta_rank`` in
