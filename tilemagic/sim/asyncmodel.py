@@ -41,6 +41,16 @@ not when it is issued:
   observe: a later write of the source must be ordered after them (a ``cluster_sync`` after that wait,
   :meth:`tilemagic.sim.hb.Tracker.read_observed`).  Reductions of one operation into the same global bytes commute
   (atomic per element, §9.7.9.25.5.3) and do not race with each other.
+* **tcgen05.cp** (PTX ISA 9.0 §9.7.16.9.1, §9.7.16.6.1, §9.7.16.12.1): the descriptor
+  (``TcgenCp.descriptor`` at the buffer's place in :func:`tilemagic.ir.nodes.shared_bases`) decoded by
+  :func:`tilemagic.arch.smem_desc.decode`, walked by :func:`tilemagic.layout.smem_matrix.cp_source_addresses`,
+  written to the cells of :func:`tilemagic.arch.tcgen05.cp_cells`.  A copy is pending in its issuing thread's queue;
+  that thread's ``tcgen05.commit`` makes its pending copies one arrive-on (count 1) on the commit's barrier, made as
+  late as legal (a wait that needs the phase, or the kernel's end) after the copies read their source and wrote
+  TMEM.  Source (async-proxy read) and TMEM cells are in flight from the issue; the cells' writer is then the
+  barrier's clock column, and the tracker also wants a ``tcgen05.fence::after_thread_sync`` between the wait and a
+  later tcgen05.ld/st of them (:meth:`tilemagic.sim.hb.Tracker.cp_landed`).  ``cta_group::2`` and a commit's
+  ``cta_mask`` are refused (TMEM in cluster kernels is not simulated).
 
 Errors of the model are hazards (``arrive``/``wait`` on an uninitialised barrier or one whose initialisation the
 thread is not ordered after, more bytes completed than expected, a wait whose parity names a phase two or more
@@ -57,11 +67,14 @@ from typing import Any
 
 import numpy as np
 
+from ..arch import smem_desc
+from ..arch import tcgen05 as tc
 from ..arch.tma import OOB_NAN_BITS, TMA_REDUCE_OPS, box_traversal
 from ..errors import LaunchError, Span
 from ..ir import nodes as ir
+from ..layout.smem_matrix import cp_source_addresses
 from ..layout.swizzle import xor_swizzle
-from .hb import cta_name
+from .hb import CpWrite, cta_name
 
 #: Bytes one ``cp.async`` may copy (``cp-size``, PTX ISA 9.0 §9.7.9.25.3.1).
 CP_ASYNC_SIZES = (4, 8, 16)
@@ -283,6 +296,32 @@ class _Copy:
 
 
 @dataclass
+class _TcCp:
+    """One ``tcgen05.cp`` by one thread, pending in its tcgen05 queue until a commit of that thread completes it."""
+
+    s: ir.TcgenCp
+    thread: int
+    src: np.ndarray  # (rows, chunks) byte offsets of the 16-byte chunks in s.smem
+    lanes: np.ndarray  # (rows, replicas) TMEM lanes of each row
+    cols: np.ndarray  # (chunks, 4) TMEM columns of each chunk's words
+    cells: np.ndarray  # (rows, replicas, chunks, 4) TMEM cell indices lane * 512 + col
+    init: np.ndarray  # (rows, replicas, chunks, 4) the init bit of each word written (the source's, at the issue)
+    op: int  # the tracker's id of the TMEM side
+    src_op: int  # ... and of the shared side
+    record: CpWrite
+
+
+@dataclass
+class _Commit:
+    """A ``tcgen05.commit`` of one thread: its arrive-on (count 1) once its copies completed."""
+
+    s: ir.TcgenCommit
+    thread: int
+    cps: list
+    clock: np.ndarray  # the commit's release (the issuing thread's clock at the commit)
+
+
+@dataclass
 class _Mbar:
     """An mbarrier's state (PTX ISA 9.0 §9.7.13.15.1) and what the simulator needs to explain it."""
 
@@ -309,6 +348,7 @@ class _Mbar:
     # completed phase -> the successful waits for it: (threads, the tracker's event counter then, the wait's line)
     waits: dict[int, list] = field(default_factory=dict)
     remote_landed: list = field(default_factory=list)  # copies of other CTAs landed here, not yet observed
+    commits: deque = field(default_factory=deque)  # tcgen05.commits whose copies have not completed, in order
 
 
 class AsyncModel:
@@ -341,6 +381,8 @@ class AsyncModel:
         self.commits = {False: np.zeros(n, np.int64), True: np.zeros(n, np.int64)}  # groups committed per thread
         self.blocked: list[tuple[np.ndarray, ir.MbarWait]] = []  # waits that could not pass (the scheduler's)
         self.suspendable = False  # whether a wait that cannot pass may block its threads (a top-level wait)
+        self.tc_pending: dict[int, list[_TcCp]] = {}  # tcgen05.cp per issuing thread not committed yet
+        self._bases: dict[str, int] | None = None  # the shared window (ir.shared_bases), when a cp needs it
 
     # ------------------------------------------------------------------ names
     def who(self, tids) -> str:
@@ -373,6 +415,10 @@ class AsyncModel:
             self._tma(s, tids, env)
         elif isinstance(s, ir.BulkCopy):
             self._bulk(s, tids, env)
+        elif isinstance(s, ir.TcgenCp):
+            self._tcgen_cp(s, tids)
+        elif isinstance(s, ir.TcgenCommit):
+            self._tcgen_commit(s, tids)
         elif isinstance(s, ir.ClusterSync):
             if self.C > 1:  # (the cluster's scheduler runs a top-level one for every CTA at once)
                 raise LaunchError("the simulator runs `cluster_sync` only as a top-level statement (not in a loop, "
@@ -592,8 +638,13 @@ class AsyncModel:
             return
         # the wait needs the current phase: once its arrivals are in, land the barrier's copies until it completes
         # (before that, nothing makes them land: they stay in flight, as late as legal)
-        while m.copies and m.pending == 0 and (m.phase & 1) == s.parity:
-            self._land_g2s(m, m.copies.popleft(), by=s.span)
+        while (m.phase & 1) == s.parity:
+            if m.commits and m.pending > 0:  # (tcgen05.commits complete their copies, then arrive)
+                self._land_commit(m, m.commits.popleft())
+            elif m.copies and m.pending == 0:
+                self._land_g2s(m, m.copies.popleft(), by=s.span)
+            else:
+                break
         c = m.phase
         # the phase each thread's wait names: the first one of this parity it has not seen complete
         q = m.seen[ts] + ((m.seen[ts] & 1) != s.parity)
@@ -618,7 +669,7 @@ class AsyncModel:
             self.hb.event("wait.blocked", ts, s.span, barrier=m.buf.name, phase=c)
             return
         if c > 0:
-            self.hb.acquire(ts, m.done[c - 1])
+            self.hb.acquire(ts, m.done[c - 1], s.span)
             m.waits.setdefault(c - 1, []).append((ts.copy(), self.hb.G, s.span))
             if m.remote_landed:  # (copies of other CTAs whose phase this wait observed)
                 left = []
@@ -915,6 +966,152 @@ class AsyncModel:
         self.hb.land(c.dst, c.dst_off, c.nbytes, "dst", c.op, who=c.threads, span=span, reduce=c.reduce)
         self.hb.event("tma.complete", c.threads[:1], c.span, direction="s2g")
 
+    # ------------------------------------------------------------------ tcgen05.cp and tcgen05.commit
+    def _tcgen_cp(self, s: ir.TcgenCp, tids: np.ndarray) -> None:
+        """``tcgen05.cp`` by every thread of ``tids`` (PTX ISA 9.0 §9.7.16.9.1): the descriptor built from the shared
+        window (:func:`tilemagic.ir.nodes.shared_bases`) is decoded as the hardware reads it
+        (:func:`tilemagic.arch.smem_desc.decode`), its chunks walked by
+        :func:`tilemagic.layout.smem_matrix.cp_source_addresses` and mapped back to ``s.smem``; the TMEM cells are
+        :func:`tilemagic.arch.tcgen05.cp_cells` at the address plus ``row``/``col``.  The source is read through the
+        async proxy (the writers' ``fence.proxy.async``, :meth:`~tilemagic.sim.hb.Tracker.proxy_read`) and checked
+        against earlier writes at the issue, the TMEM write against earlier accesses; both are in flight until a
+        commit of the issuing thread completes the copy (:meth:`_land_commit`)."""
+        sim, hb = self.sim, self.hb
+        if s.cta_group != 1:
+            raise LaunchError(f"tcgen05.cp.cta_group::{s.cta_group} is not simulated: a CTA pair's TMEM (cta_group::2) "
+                              f"needs TMEM in a cluster kernel, which the simulator does not model yet", s.span)
+        if s.smem.scope != "shared":
+            raise LaunchError(f"tcgen05.cp reads shared memory through its descriptor, not {s.smem.scope} "
+                              f"{s.smem.name} (PTX ISA 9.0 §9.7.16.9.1)", s.span)
+        shape = tc.CP_SHAPES.get(s.key)
+        if shape is None:
+            raise LaunchError(f"tcgen05.cp shape {s.key!r} is not one of {', '.join(tc.CP_SHAPES)} (PTX ISA 9.0 "
+                              f"§9.7.16.9.1)", s.span)
+        if self._bases is None:
+            self._bases = ir.shared_bases(sim.k)
+        bases = self._bases
+        desc = smem_desc.decode(s.descriptor(bases[s.smem.name]))
+        try:
+            addr = cp_source_addresses(desc, shape.rows, shape.chunks)
+        except ValueError as e:
+            raise LaunchError(f"tcgen05.cp at {_line(s.span)}: {e}", s.span) from None
+        base = bases[s.smem.name]
+        rel = addr - base
+        bad = (rel < 0) | (rel + 16 > s.smem.nbytes)
+        if bad.any():
+            a = int(addr.reshape(-1)[int(np.argmax(bad.reshape(-1)))])
+            where = "past the end" if a >= base else "before the start"
+            inside = [b.name for b in sim.k.shared if bases[b.name] <= a < bases[b.name] + b.nbytes]
+            other = f" (bytes of {inside[0]})" if inside else " (outside every shared buffer)"
+            raise LaunchError(f"tcgen05.cp at {_line(s.span)} reads shared bytes {a - base}..{a - base + 15}, {where} "
+                              f"of {s.smem.name} ({s.smem.nbytes} bytes){other}: the descriptor (start "
+                              f"{desc.start}, LBO {desc.lbo}, SBO {desc.sbo}, layout {desc.layout_name}) walks out "
+                              f"of the buffer (PTX ISA 9.0 §9.7.16.4.1)", s.span)
+        ts = np.asarray(tids, np.int64).reshape(-1)
+        taddr = sim._taddr(s.addr, ts, s.span)
+        lanes, cols = tc.cp_cells(s.key, ((taddr >> 16) & 0xFFFF) + s.row, (taddr & 0xFFFF) + s.col)
+        sim.tmem.check_cp(lanes, cols, int(ts[0]), s.span)
+        cells = (lanes[:, :, None, None] * tc.TMEM_COLS + cols[None, None, :, :])
+        us = hb.unit(s.smem)
+        off = (rel[:, :, None] + np.arange(0, 16, us, dtype=np.int64)).reshape(-1)  # (the units read)
+        for t in ts.tolist():
+            hb.proxy_read(s.smem, off, us, s.span, "the tcgen05.cp", issuer=t)
+            ini = np.asarray(hb.read(s.smem, off, t, s.span, us)).reshape(-1)
+            words: np.ndarray  # (rows, chunks, 4): the init bit of each 32-bit word read
+            if ini.all():
+                words = np.ones(rel.shape + (4,), bool)
+            else:
+                byte = np.repeat(ini, us).reshape(rel.shape + (16,))
+                words = np.asarray(byte.reshape(rel.shape + (4, 4)).all(-1))
+            init = np.broadcast_to(words[:, None], cells.shape)
+            hb.issuing = "the tcgen05.cp"  # (a race of this write is the copy's: two copies in flight on one cell)
+            try:
+                hb.write(None, cells.reshape(-1) * 4, np.full(cells.size, t, np.int64), s.span,
+                         True if init.all() else init.reshape(-1), nbytes=4)
+            finally:
+                hb.issuing = None
+            op = hb.async_op("the tcgen05.cp writes", s.span, "the commit of its thread arrived and a wait observed "
+                             "it (PTX ISA 9.0 §9.7.16.6.1)")
+            src_op = hb.async_op("the tcgen05.cp reads", s.span, "the commit of its thread arrived and a wait "
+                                 "observed it (PTX ISA 9.0 §9.7.16.6.1)")
+            hb.in_flight(None, cells.reshape(-1) * 4, 4, op, "dst")
+            hb.in_flight(s.smem, off, us, src_op, "src")
+            rec = CpWrite(s.span.line if s.span else 0, s.key, t, np.unique(lanes), np.unique(cols), s.span)
+            hb.report.cp_writes.append(rec)
+            self.tc_pending.setdefault(t, []).append(_TcCp(s, t, rel, lanes, cols, cells, init, op, src_op, rec))
+            hb.event("tcgen05.cp", np.array([t]), s.span, key=s.key, lane0=int(lanes.min()),
+                     lanes=int(np.unique(lanes).size), col0=int(cols.min()), cols=int(cols.size),
+                     bytes=shape.rows * shape.bits // 8)
+            sim.lanes += shape.rows * shape.chunks
+
+    def _tcgen_commit(self, s: ir.TcgenCommit, tids: np.ndarray) -> None:
+        """``tcgen05.commit...mbarrier::arrive::one`` by every thread of ``tids`` (PTX ISA 9.0 §9.7.16.12.1): the
+        thread's pending tcgen05.cp become one arrive-on (count 1) on ``s.bar``, made when they completed — as late
+        as legal: when a wait on the barrier needs it (:meth:`_wait`), or at the kernel's end.  A commit with
+        nothing pending arrives at once."""
+        if s.cta_mask is not None:
+            raise LaunchError("tcgen05.commit with cta_mask (.multicast::cluster) is not simulated: it arrives on the "
+                              "mbarriers of other CTAs, and the simulator does not model TMEM in cluster kernels",
+                              s.span)
+        if s.cta_group != 1:
+            raise LaunchError(f"tcgen05.commit.cta_group::{s.cta_group} is not simulated (TMEM of a CTA pair needs a "
+                              f"cluster kernel, which the simulator does not model with TMEM yet)", s.span)
+        m = self._bar(s.bar, s.span)
+        ts = np.asarray(tids, np.int64).reshape(-1)
+        if not ts.size or not self._usable(m, ts, s.span, "commits to"):
+            return
+        for t in ts.tolist():
+            cps = self.tc_pending.pop(t, [])
+            rel = self.hb.release(np.array([t]))
+            for cp in cps:
+                cp.record.barrier = m.buf.name
+            self.hb.event("tcgen05.commit", np.array([t]), s.span, barrier=m.buf.name, phase=m.phase,
+                          copies=len(cps))
+            cm = _Commit(s, t, cps, rel)
+            if cps:
+                m.commits.append(cm)
+                m.version += 1
+            else:
+                self._land_commit(m, cm)
+
+    def _land_commit(self, m: _Mbar, cm: _Commit) -> None:
+        """A commit's copies complete, in issue order — each reads its source and writes TMEM (replicas included)
+        — then its arrive-on (count 1) on ``m`` (PTX ISA 9.0 §9.7.16.12.1).  The TMEM cells' writer is the barrier's
+        clock column (only the phase's waiters, and threads ordered after them, see them), and so is the end of
+        the source read (:meth:`tilemagic.sim.hb.Tracker.read_observed`)."""
+        hb, sim = self.hb, self.sim
+        col = hb.agents[m.buf.name]
+        for cp in cm.cps:
+            s = cp.s
+            data = sim.mem[s.smem.name][_bytes_at(cp.src.reshape(-1), 16)].reshape(cp.src.shape + (16,))
+            words = np.ascontiguousarray(data).view(np.uint32).reshape(cp.src.shape + (4,))  # (little-endian)
+            sim.tmem.cells[cp.lanes[:, :, None, None], cp.cols[None, None, :, :]] = words[:, None]  # (bits as read)
+            sim.tmem.touched[cp.lanes[:, :, None, None], cp.cols[None, None, :, :]] = True
+            flat = cp.cells.reshape(-1)
+            hb.land(None, flat * 4, 4, "dst", cp.op, who=col, span=s.span, init=cp.init)
+            us = hb.unit(s.smem)
+            off = (cp.src[:, :, None] + np.arange(0, 16, us, dtype=np.int64)).reshape(-1)
+            hb.land(s.smem, off, us, "src", cp.src_op)
+            hb.read_observed(s.smem, off, us, col, s.span, f"the tcgen05.cp at {_line(s.span)} may still read (its "
+                             f"completion is observed by a wait on mbarrier {self.bar_label(m)} only, PTX ISA 9.0 "
+                             f"§9.7.16.6.1); wait for the commit's phase before writing its source")
+            hb.cp_landed(flat, col, s.span)
+            cp.record.landed, cp.record.phase = True, m.phase
+            hb.event("tcgen05.cp.complete", np.array([cp.thread]), s.span, barrier=m.buf.name, phase=m.phase,
+                     key=s.key)
+        if m.pending <= 0:
+            msg = (f"hazard: more arrivals on mbarrier {self.bar_label(m)} phase {m.phase} than its count {m.count}: "
+                   f"the tcgen05.commit at {_line(cm.s.span)} arrives once more (PTX ISA 9.0 §9.7.13.15.1)")
+            hb.async_hazard("mbarrier-arrivals", msg, cm.s.span, None, m.buf.name)
+            return
+        m.arrive_span = cm.s.span
+        m.pending -= 1
+        m.clock = cm.clock if m.clock is None else np.maximum(m.clock, cm.clock)
+        m.version += 1
+        hb.event("arrive", np.array([cm.thread]), cm.s.span, barrier=m.buf.name, phase=m.phase, bytes=0,
+                 by="tcgen05.commit")
+        self._check_complete(m)
+
     # ------------------------------------------------------------------ the scheduler's questions
     def take_blocked(self) -> list[tuple[np.ndarray, ir.MbarWait]]:
         out, self.blocked = self.blocked, []
@@ -964,6 +1161,23 @@ class AsyncModel:
                 self.hb.async_hazard("async-end", f"hazard: the {what} at {_line(c.span)} is never observed "
                                      f"complete (no `wait {c.bar} phase P` needed the phase it completes): nothing "
                                      f"may read its bytes", c.span, None, c.dst.name)
+        for m in self.bars.values():
+            while m.commits:  # (a commit's copies complete at the kernel's end at the latest)
+                cm = m.commits.popleft()
+                self.hb.async_hazard("async-end", f"hazard: the tcgen05.cp at {_line(cm.cps[0].s.span)} is never "
+                                     f"observed complete (no `wait {m.buf.name} phase P` needed the phase its "
+                                     f"tcgen05.commit at {_line(cm.s.span)} arrives on): nothing may read its TMEM "
+                                     f"cells, and it may still write them after they are freed (PTX ISA 9.0 "
+                                     f"§9.7.16.6.1)", cm.cps[0].s.span, cm.s.span, "TMEM", (cm.thread, cm.thread))
+                self._land_commit(m, cm)
+        for t, cps in sorted(self.tc_pending.items()):
+            for cp in cps:
+                self.hb.async_hazard("tcgen05-uncommitted", f"hazard: tcgen05.cp at {_line(cp.s.span)} was never "
+                                     f"committed by its issuing thread ({'CTA ' if self.C == 1 else ''}"
+                                     f"{self.who(t)}): no tcgen05.commit follows it, so nothing says when it "
+                                     f"completed (PTX ISA 9.0 §9.7.16.6.1, §9.7.16.12.1) — its TMEM cells are "
+                                     f"never known to be written", cp.s.span, None, "TMEM", (t, t))
+        self.tc_pending.clear()
         for m in self.bars.values():
             while m.copies:
                 self._land_g2s(m, m.copies.popleft(), final=True)

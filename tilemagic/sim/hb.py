@@ -197,6 +197,39 @@ class ClusterReceipt:
 
 
 @dataclass
+class CpWrite:
+    """One ``tcgen05.cp`` execution (PTX ISA 9.0 §9.7.16.9.1): what it writes in TMEM.
+
+    Attributes
+    ----------
+    line : int
+        The statement's source line (0 without a span); ``span`` the span itself.
+    key : str
+        Its :data:`tilemagic.arch.tcgen05.CP_SHAPES` key (``"128x256b"``, ``"32x128b.warpx4"``).
+    thread : int
+        The issuing thread (CTA-linear).
+    lanes, cols : numpy.ndarray of int64
+        The TMEM lanes (sorted, replicas included) and 32-bit columns (sorted) it writes: every pair
+        ``(lane, col)`` of the two.
+    landed : bool
+        Whether the copy completed (a commit by its thread arrived); False: it never wrote TMEM.
+    barrier : str
+        The mbarrier its commit arrives on ("" when never committed); ``phase`` the phase that arrive completed
+        into (-1 until it landed).
+    """
+
+    line: int
+    key: str
+    thread: int
+    lanes: np.ndarray
+    cols: np.ndarray
+    span: Span | None = None
+    landed: bool = False
+    barrier: str = ""
+    phase: int = -1
+
+
+@dataclass
 class HBReport:
     """What :meth:`Tracker.finish` found.
 
@@ -236,6 +269,9 @@ class HBReport:
     #: in a cluster kernel (C > 1): per CTA, which bytes of its shared buffers which CTA's statement wrote last
     #: (:class:`ClusterReceipt`, by CTA, buffer and byte); empty for C = 1
     cluster_receipts: list[ClusterReceipt] = field(default_factory=list)
+    #: every ``tcgen05.cp`` the run issued, in issue order (:class:`CpWrite`: line, key, the TMEM lanes and columns
+    #: it writes, whether it landed) — the TMEM heatmap's "who filled this cell" beside the tcgen05.st writes
+    cp_writes: list[CpWrite] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -619,6 +655,14 @@ class Tracker:
             n = b.nbytes // self._units[b.name]
             self.regs[b.name] = (np.zeros((nthreads, n), bool), np.zeros((nthreads, n), np.int8),
                                  np.zeros((nthreads, n), np.int32))
+        #: tcgen05.cp (PTX ISA 9.0 §9.7.16.6.4): per TMEM cell the landing (an index of ``_cp_landings``: the clock
+        #: column it completed on, the event counter then, the cp's span) whose data it holds, -1 none; per thread
+        #: what it knew at its last ``tcgen05.fence::after_thread_sync`` and the span of its last mbarrier wait
+        self.cp_cell = np.full(TMEM_BYTES // 4, -1, np.int32)
+        self._cp_landings: list[tuple[int, int, Span | None]] = []
+        self._tc_fenced: dict[int, np.ndarray] = {}
+        self._acq_span: list[Span | None] = [None] * nthreads
+        self._cta_sync_span: Span | None = None
         self.st_owner = np.full(TMEM_BYTES // 4, _NONE, self._tdt)  # TMEM cells an in-flight tcgen05.st writes
         self.st_aid = np.zeros(TMEM_BYTES // 4, np.int32)
         self._st_cells: list = []  # the cell sets (slice, block or index array) of the stores with cells in flight
@@ -909,16 +953,16 @@ class Tracker:
         if not _quiet(sp.w_since, t) and _meets(sp.w_rng, rng):
             self._check_writer(sp, wix, wt, span, "waw", red)
         if sp.has_r and _meets(sp.r_rng, rng):
-            if not _quiet(sp.r_since, t):
-                bad, r0, s0 = self._reads_unordered(sp, ix, t)
+            if not _quiet(sp.r_since, t):  # (units an asynchronous copy has in flight: that copy's report)
+                bad, r0, s0 = self._reads_unordered(sp, wix, wt)
                 if bad.any():  # (one report per earlier read access, as :meth:`_check_writer`)
-                    ra = _get(sp.ra, ix)
+                    ra = _get(sp.ra, wix)
                     for i in _first_per(ra, bad):
-                        ti = int(np.broadcast_to(_arr(t), r0.shape)[i])
+                        ti = int(np.broadcast_to(_arr(wt), r0.shape)[i])
                         r = int(r0[i])
                         if r == _SHARED:  # several threads read it (which ones is not kept): named as such
                             r = -1
-                        self._race("war", sp, _at(ix, int(i)), ti, span, r, self._aid_span[int(ra[i])])
+                        self._race("war", sp, _at(wix, int(i)), ti, span, r, self._aid_span[int(ra[i])])
             sp.flush_reads()
             _set(sp.rt, ix, _NONE)  # reads before an ordered write are ordered before every later access after it
             # (where nothing was read since the last full barrier every reader entry is ordered before all: kept)
@@ -1059,11 +1103,12 @@ class Tracker:
         a, b = _line(span), _line(other_span)
         where = sp.where(u)
         if kind == "raw" and other in self._agent_name:
-            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} reads {where} at {a} that the TMA copy at "
+            copy, cite = ("tcgen05.cp", "§9.7.16.6.1") if sp.name == "TMEM" else ("TMA copy", "§9.7.13.15.16")
+            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} reads {where} at {a} that the {copy} at "
                    f"{b} "
                    f"wrote, without a `wait {self._agent_bar[other]} phase P` that observed its completion "
                    f"(read after write; a `cta_sync` with the issuing thread does not order it, only the waiters "
-                   f"of the phase see the bytes, PTX ISA 9.0 §9.7.13.15.16)")
+                   f"of the phase see the bytes, PTX ISA 9.0 {cite})")
         elif kind == "raw":
             msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} reads {where} at {a} that "
                    f"{self.tname(other)} "
@@ -1076,8 +1121,10 @@ class Tracker:
             msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(other, t)} write different values to "
                    f"{where} at {a} (write after write)")
         else:
+            who = self._who(other) if sp.name != "TMEM" or other not in self._agent_name else \
+                f"the tcgen05.cp completing on mbarrier {self._agent_name[other]}"
             msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} writes {where} at {a} that "
-                   f"{self._who(other)} also wrote at {b} with no synchronisation in between (write after write)")
+                   f"{who} also wrote at {b} with no synchronisation in between (write after write)")
         if sp.name == "TMEM":
             msg += " — on a GPU the two tcgen05 operations may run in either order"
         elif other in self._agent_name:
@@ -1391,6 +1438,7 @@ class Tracker:
             self.report.timeline_dropped += 1
         if kind == "cta_sync":
             self._join(tids)
+            self._cta_sync_span = span
         elif kind == "cluster_sync":  # (every thread of every CTA: PTX ISA 9.0 §9.7.13.3)
             self._join(tids)
             self.cluster_syncs.append(self.G)
@@ -1460,6 +1508,8 @@ class Tracker:
         at = reg.norm[0]  # (the register units, in the prepared access's order)
         cix, cthreads = cel.norm[0], cel.norm[1]  # (the TMEM cells and their threads, likewise)
         _, pend, paid = self.regs[local.name]
+        if self._cp_landings:
+            self._cp_fence(kind, cix, cthreads, span)
         if kind == "tcgen05.ld":
             busy = _get(self.st_owner, cix) != _NONE
             if busy.any():  # (one report per tcgen05.st still in flight: :func:`_first_per`)
@@ -1502,6 +1552,61 @@ class Tracker:
             if not any(c is cix for c in self._st_cells):
                 self._st_cells.append(cix)
 
+    def tcgen_fence(self, tids: np.ndarray, kind: str) -> None:
+        """``tcgen05.fence::after_thread_sync`` (``kind`` ``"after_thread_sync"``) of ``tids``: their later tcgen05
+        operations are ordered after what they synchronised with so far (PTX ISA 9.0 §9.7.16.6.4); the tracker keeps
+        what each knew then (:meth:`_cp_fence`).  ``before_thread_sync`` orders earlier tcgen05 operations before a
+        later synchronisation; the simulator completes tcgen05.ld/st at issue and tcgen05.cp at its commit's
+        arrive, so it changes nothing here."""
+        if kind != "after_thread_sync":
+            return
+        tids = np.asarray(tids, np.int64).reshape(-1)
+        rows = np.maximum(self.known[tids], self._floor)
+        for t, row in zip(tids.tolist(), rows):
+            self._tc_fenced[t] = row
+
+    def cp_landed(self, cells: np.ndarray, col: int, span: Span | None) -> None:
+        """A ``tcgen05.cp`` at ``span`` wrote the TMEM ``cells`` (indices ``lane * 512 + col``) as it completed on the
+        mbarrier of clock column ``col`` (:attr:`agents`): a later ``tcgen05.ld``/``st`` of them must be ordered
+        after that completion *and* after the accessing thread's ``tcgen05.fence::after_thread_sync`` that follows
+        its synchronisation (:meth:`_cp_fence`)."""
+        self._cp_landings.append((int(col), self.G, span))
+        self.cp_cell[np.asarray(cells, np.int64).reshape(-1)] = len(self._cp_landings) - 1
+
+    def _cp_fence(self, kind: str, cix, cthreads, span: Span | None) -> None:
+        """A tcgen05.ld/st of cells a tcgen05.cp wrote: each thread ordered after the copy's completion (the race scan
+        reports the others) must also have executed ``tcgen05.fence::after_thread_sync`` after it learnt of it (PTX
+        ISA 9.0 §9.7.16.6.4: the wait or barrier orders the thread, the fence orders its later tcgen05 ops); the
+        first such cell per copy and statement.  A st overwrites the cells: they are the copy's no more."""
+        ents = _get(self.cp_cell, cix)
+        hit = ents >= 0
+        if not hit.any():
+            return
+        tt = np.broadcast_to(np.asarray(_arr(cthreads), np.int64), ents.shape)
+        for e in np.unique(ents[hit]).tolist():
+            col, stamp, at = self._cp_landings[e]
+            sel = np.flatnonzero(ents == e)
+            ts = tt[sel]
+            ordered = np.maximum(self.known[ts, col], self._floor) > stamp
+            fenced = np.array([int(self._tc_fenced[t][col]) > stamp if t in self._tc_fenced else False
+                               for t in np.unique(ts).tolist()])
+            bad_t = set(np.unique(ts)[~fenced].tolist())
+            bad = ordered & np.isin(ts, list(bad_t))
+            if not bad.any():
+                continue
+            i = int(sel[int(np.argmax(bad))])
+            ti = int(tt[i])
+            lane, c = divmod(_at(cix, i), tc.TMEM_COLS)
+            w = self._acq_span[ti]
+            via = f"the wait at {_line(w)}" if w is not None else f"the cta_sync at {_line(self._cta_sync_span)}"
+            verb = "reads" if kind == "tcgen05.ld" else "writes"
+            msg = (f"hazard: {kind} at {_line(span)} {verb} TMEM lane {lane} column {c} written by tcgen05.cp at "
+                   f"{_line(at)}: {via} observed the commit, but no tcgen05.fence::after_thread_sync orders the "
+                   f"{kind.split('.')[1]} after it ({self.tname(ti)}; PTX ISA 9.0 §9.7.16.6.4)")
+            self._hazard("tcgen05-fence", ("tcgen05-fence", at, span), msg, span, at, "TMEM", (lane, c), (ti, ti))
+        if kind == "tcgen05.st":
+            _set(self.cp_cell, cix, -1)
+
     # ------------------------------------------------------------------ asynchronous copies and mbarriers
     def async_op(self, what: str, span: Span | None, until: str, reduce: str | None = None) -> int:
         """Register an asynchronous copy for the in-flight messages: ``what`` it does to the bytes (``"the cp.async
@@ -1512,15 +1617,16 @@ class Tracker:
         self._async_red.append(self._red(reduce))
         return len(self._async_ops) - 1
 
-    def _async_units(self, buf: ir.Buffer, off: np.ndarray, nbytes: int) -> tuple[_Space | None, np.ndarray, int]:
-        sp = self.spaces.get(buf.name)
+    def _async_units(self, buf: ir.Buffer | None, off: np.ndarray, nbytes: int
+                     ) -> tuple[_Space | None, np.ndarray, int]:
+        sp = self.tmem if buf is None else self.spaces.get(buf.name)
         if sp is None:
             return None, np.zeros(0, np.int64), 1
         k = nbytes // sp.unit
         u, _, _ = _item_units(off, 0, sp.unit, k)
         return sp, u, k
 
-    def in_flight(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, op: int, role: str) -> None:
+    def in_flight(self, buf: ir.Buffer | None, off: np.ndarray, nbytes: int, op: int, role: str) -> None:
         """The ``nbytes``-byte items at byte offsets ``off`` of ``buf`` are in flight for copy ``op``: its
         destination (``role="dst"``: any access before :meth:`land` is a hazard) or its source (``"src"``: a write
         before :meth:`land` is)."""
@@ -1533,17 +1639,20 @@ class Tracker:
         busy = sp.busy_w if role == "dst" else sp.busy_r
         busy[u] = op
 
-    def land(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, role: str, op: int, who=None,
-             span: Span | None = None, reduce: str | None = None) -> None:
+    def land(self, buf: ir.Buffer | None, off: np.ndarray, nbytes: int, role: str, op: int, who=None,
+             span: Span | None = None, reduce: str | None = None, init: np.ndarray | None = None) -> None:
         """The items of :meth:`in_flight` of copy ``op`` are done: no longer in flight (units a later copy in flight
         marked stay marked); for ``role="dst"`` their last writer becomes
         ``who`` (a thread, one per item, or an mbarrier's clock column: :attr:`agents`) at the current event, with
         the copy's ``span`` (the write was checked against earlier accesses at the issue: :meth:`write`);
         ``reduce``: the copy is that reduction of one thread, whose writers the units keep with ``who``
-        (:meth:`write`)."""
+        (:meth:`write`); ``init``: the items' init bits as the copy writes them (a copy whose destination another
+        access overwrote while it was in flight — reported then — leaves its own bits, as it leaves its bytes)."""
         sp, u, k = self._async_units(buf, off, nbytes)
         if sp is None or not u.size:
             return
+        if init is not None and sp.has_init:
+            sp.init[u] = np.repeat(np.asarray(init, bool).reshape(-1), k)
         busy = sp.busy_w if role == "dst" else sp.busy_r
         if busy is not None:
             mine = busy[u] == op
@@ -1598,9 +1707,12 @@ class Tracker:
         c[self.agents[bar]] = self.G
         return c
 
-    def acquire(self, tids: np.ndarray, clock: np.ndarray) -> None:
-        """A successful ``mbarrier.try_wait`` (acquire) of ``tids``: they learn ``clock``."""
+    def acquire(self, tids: np.ndarray, clock: np.ndarray, span: Span | None = None) -> None:
+        """A successful ``mbarrier.try_wait`` (acquire) of ``tids`` at ``span``: they learn ``clock``."""
         tids = np.asarray(tids, np.int64).reshape(-1)
+        if span is not None:
+            for t in tids.tolist():
+                self._acq_span[t] = span
         if tids.size:
             self.known[tids] = np.maximum(self.known[tids], clock)
             self._frontier = None
@@ -1822,6 +1934,8 @@ def _granules(s: ir.Stmt, lds: tuple) -> tuple:
         out += [(s.smem, 2 if s.trans else 4), (s.local, 4)]
     elif isinstance(s, ir.TcgenLdSt):
         out += [(s.local, 4), (s.addr, 4)]
+    elif isinstance(s, ir.TcgenCp):  # (16-byte chunks of shared memory; the TMEM address slot)
+        out += [(s.smem, 16), (s.smem, s.smem.elem_bytes), (s.addr, 4)]
     elif isinstance(s, (ir.TcgenAlloc, ir.TcgenDealloc)):
         out.append((s.addr, 4))
     elif not isinstance(s, (ir.Seq, ir.Grid, ir.If)):
@@ -1906,7 +2020,7 @@ def kernel_accesses(kernel: ir.Kernel) -> KernelAccesses:
 
 #: the statements of asynchronous copies and their synchronisation (:mod:`tilemagic.sim.asyncmodel` runs them)
 ASYNC_STMTS = (ir.MbarInit, ir.MbarArrive, ir.MbarWait, ir.Fence, ir.CpAsync, ir.AsyncGroup, ir.TmaCopy, ir.BulkCopy,
-               ir.ClusterSync)
+               ir.ClusterSync, ir.TcgenCp, ir.TcgenCommit)
 
 
 def _index(off: np.ndarray) -> np.ndarray | slice:
@@ -2122,14 +2236,17 @@ class ClusterView:
     def agent_clock(self, clock, bar: str) -> np.ndarray:
         return self.base.agent_clock(clock, cta_name(bar, self.rank, self.base.cluster))
 
-    def acquire(self, tids, clock) -> None:
-        self.base.acquire(self.lin(_ids(tids)), clock)
+    def acquire(self, tids, clock, span=None) -> None:
+        self.base.acquire(self.lin(_ids(tids)), clock, span)
 
     def ordered(self, tids, w: int, stamp: int) -> np.ndarray:
         return self.base.ordered(self.lin(_ids(tids)), self.lin(int(w)), stamp)
 
     def fence_proxy(self, tids) -> None:
         self.base.fence_proxy(self.lin(_ids(tids)))
+
+    def tcgen_fence(self, tids, kind: str) -> None:
+        self.base.tcgen_fence(self.lin(_ids(tids)), kind)
 
     def proxy_read(self, buf, off, nbytes, span, what, issuer=None) -> None:
         self.base.proxy_read(self._mine(buf), off, nbytes, span, what, issuer=self.lin(issuer))

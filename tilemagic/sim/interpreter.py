@@ -14,14 +14,15 @@ Memory is bytes: global and shared buffers are flat ``uint8`` arrays, each local
 
 Statements execute in program order for all threads (a legal schedule of a correctly synchronised kernel);
 tcgen05.ld/st complete at issue, as in the emulation. A kernel with asynchronous copies (cp.async, TMA, mbarriers,
-commit groups) runs under a scheduler over its top-level statements instead (:meth:`Simulator._run_scheduled`: a
-wait that cannot pass blocks only its threads; when no thread can run, the run stops: *would hang*), and its copies
-complete as late as the PTX ISA allows (:mod:`tilemagic.sim.asyncmodel`). Because that schedule hides a missing
-barrier, every memory access and synchronising event is reported to a :class:`~tilemagic.sim.hb.Tracker` (items or
-:class:`~tilemagic.sim.hb.Run` s of items, in each thread's program order: races, in-flight tcgen05 registers,
-uninitialised data), whose hazards the run keeps in :attr:`Simulator.hazards` (the pipeline shows them as
-``hazard:`` warnings). Shared memory, registers and TMEM start as :data:`~tilemagic.sim.hb.GARBAGE`, never zeros. A
-``deadline`` bounds the run (``--timeout``), and a run longer than two seconds shows a progress bar (``tqdm.auto``).
+commit groups, tcgen05.cp and tcgen05.commit) runs under a scheduler over its top-level statements instead
+(:meth:`Simulator._run_scheduled`: a wait that cannot pass blocks only its threads; when no thread can run, the run
+stops: *would hang*), and its copies complete as late as the PTX ISA allows (:mod:`tilemagic.sim.asyncmodel`).
+Because that schedule hides a missing barrier, every memory access and synchronising event is reported to a
+:class:`~tilemagic.sim.hb.Tracker` (items or :class:`~tilemagic.sim.hb.Run` s of items, in each thread's program
+order: races, in-flight tcgen05 registers, uninitialised data), whose hazards the run keeps in
+:attr:`Simulator.hazards` (the pipeline shows them as ``hazard:`` warnings). Shared memory, registers and TMEM start
+as :data:`~tilemagic.sim.hb.GARBAGE`, never zeros. A ``deadline`` bounds the run (``--timeout``), and a run longer
+than two seconds shows a progress bar (``tqdm.auto``).
 
 A cluster kernel (``Kernel.cluster`` = C > 1) runs C CTAs: one :class:`Simulator` per CTA (:attr:`Simulator.ctas`)
 sharing the global buffers, each with its own shared memory, registers and asynchronous state and ``cta_rank`` in
@@ -607,8 +608,10 @@ class Simulator:
             self.hb.event("cta_sync", tids, s.span)
         elif isinstance(s, ir.TcgenWait):
             self.hb.event(f"wait_{s.kind}", tids, s.span)
-        elif isinstance(s, (ir.Comment, ir.TcgenFence)):
+        elif isinstance(s, ir.Comment):
             return
+        elif isinstance(s, ir.TcgenFence):
+            self.hb.tcgen_fence(tids, s.kind)
         elif isinstance(s, ir.If):
             self._init = True
             cond = np.broadcast_to(np.asarray(self.eval_expr(s.cond, env, s.span, tids), bool), tids.shape)

@@ -69,6 +69,27 @@ class TmemModel:
             mask = int(sum(1 << i for i, s in enumerate(self.slots) if s))
             raise emu_error(7, mask, span=self.alloc_span)
 
+    # -- tcgen05.cp (PTX ISA 9.0 §9.7.16.9.1)
+    def check_cp(self, lanes: np.ndarray, cols: np.ndarray, thread: int, span=None) -> None:
+        """The cells of one ``tcgen05.cp`` (:func:`tilemagic.arch.tcgen05.cp_cells`: lanes ``(rows, replicas)``,
+        columns ``(chunks, 4)``) must be inside TMEM and in allocated columns, as a tcgen05.ld/st's (the same
+        message, :data:`tilemagic.arch.tcgen05.EMU_STATUS` 5, naming tcgen05.cp).
+
+        Raises
+        ------
+        LaunchError
+            The first lane or column outside.
+        """
+        lane_bad = lanes >= tc.TMEM_LANES
+        col_bad = (cols >= tc.TMEM_COLS) | ~self.slots[np.minimum(cols, tc.TMEM_COLS - 1) // 32]
+        if lane_bad.any() or col_bad.any():
+            lane = int(lanes.reshape(-1)[int(np.argmax(lane_bad.reshape(-1)))]) if lane_bad.any() else int(lanes.min())
+            col = int(cols.reshape(-1)[int(np.argmax(col_bad.reshape(-1)))]) if col_bad.any() else int(cols.min())
+            msg = tc.EMU_STATUS[5].format(None, thread, lane, col).replace("tcgen05.ld/st", "tcgen05.cp", 1)
+            if lane_bad.any():
+                msg = msg.replace("outside the allocated columns", f"outside TMEM's {tc.TMEM_LANES} lanes")
+            raise LaunchError(msg, span)
+
     # -- tcgen05.ld / tcgen05.st (PTX ISA 9.0 §9.7.16.8.3-4)
     def cells_of(self, shape, num, tids, taddr, row_imm, col_imm, span=None):
         """(lane, col) arrays of shape (len(tids), regs) for the threads ``tids`` (CTA-linear).
