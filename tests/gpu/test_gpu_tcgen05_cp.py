@@ -26,7 +26,7 @@ pytestmark = pytest.mark.gpu
 
 from gpu_guard import cupy  # noqa: E402  (skips the module without a GPU)
 
-from helpers import spliced_cp_kernel  # noqa: E402
+from helpers import CP_SPLICE_CELL, spliced_cp_kernel  # noqa: E402
 from reference.tcgen05_cp_ref import tmem_image  # noqa: E402
 
 from tilemagic.arch import smem_desc  # noqa: E402
@@ -42,28 +42,11 @@ LAYOUTS = (0, 6, 4, 2)  # none, 32B, 64B, 128B (arch.smem_desc.LAYOUT_TYPES)
 TCOLS = 64  # TMEM columns (32-bit cells) the cell allocates and reads back
 UNSWIZZLED_ROW = 64  # bytes per row of the unswizzled tile: 4 core-matrix columns of 16 bytes
 
-# TMEM is first cleared with tcgen05.st (zeros from B), so the lanes and columns a cp does not write read the same
-# on the GPU and in the simulator; then S is filled with generic stores, fenced for the async proxy, and after the
-# cta_sync the spliced cps and the commit (thread 0), the wait, tcgen05.fence::after_thread_sync, the read back.
-_CELL = """
-kernel cp threads=128
-global A: {dtype}[128, {scols}] = arange
-global B: {dtype}[128, {tcols}] = zeros
-shared S: {dtype}[128, {scols}]
-tmem   T: {dtype}[128, {tcols}]
-local  r: {dtype}[128, {tcols}] @ S[(128, {tcols}) : (1@tid_in_wg, 1)]
-mbarrier done count=1
-wg.copy r <- B
-wg.copy_async T <- r
-wait st
-wg.copy S <- A
-fence.proxy.async
-cta_sync
-wait done phase 0
-wg.copy_async r <- T
-wait ld
-wg.copy B <- r
-"""
+# helpers.CP_SPLICE_CELL with TMEM first cleared by tcgen05.st (zeros from B), so the lanes and columns a cp does
+# not write read the same on the GPU and in the simulator; then S is filled with generic stores, fenced for the
+# async proxy, and after the cta_sync the spliced cps and the commit (thread 0), the wait,
+# tcgen05.fence::after_thread_sync, the read back.
+_CLEAR_TMEM = "mbarrier done count=1\nwg.copy r <- B\nwg.copy_async T <- r\nwait st\n"
 
 
 class CpCase(NamedTuple):
@@ -112,7 +95,9 @@ def _plan(case: CpCase, b, taddr) -> list[ir.TcgenCp]:
 def _kernel(case: CpCase):
     elem = 2 if case.dtype == "float16" else 4
     pitch = smem_desc.ROW_PITCH[case.layout] if case.layout else UNSWIZZLED_ROW
-    cell = _CELL.format(dtype=case.dtype, scols=pitch // elem, tcols=TCOLS * 4 // elem)
+    cell = CP_SPLICE_CELL.format(dtype=case.dtype, rows=128, cols=pitch // elem, tcols=TCOLS * 4 // elem, slayout="")
+    cell = cell.replace("mbarrier done count=1\n", _CLEAR_TMEM)
+    assert _CLEAR_TMEM in cell
     kernel, tp = spliced_cp_kernel(cell, lambda b, t: _plan(case, b, t))
     return kernel, tp
 

@@ -23,7 +23,7 @@ from importlib import resources
 
 import numpy as np
 import pytest
-from helpers import CP_SPLICE_CELL, spliced_cp_kernel
+from helpers import CP_SPLICE_CELL, EMULATION_HOST_PRELUDE, spliced_cp_kernel
 from reference.tcgen05_cp_ref import tmem_image
 
 from tilemagic.arch import smem_desc
@@ -160,25 +160,9 @@ def test_the_multicast_commit_assembles_native_and_emulated():
 
 
 # ----------------------------------------------------------------------------- tm_emu_cp on the host
-_DRIVER = r"""
-#include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <vector>
-struct TmDim3 { unsigned x, y, z; };
-static TmDim3 threadIdx = {0, 0, 0}, blockDim = {128, 1, 1};
-static unsigned __activemask() { return 0xffffffffu; }
-static void __syncwarp() {}
-static void __syncthreads() {}
-template <class T> static T atomicCAS(T* p, T cmp, T val) { T old = *p; if (old == cmp) *p = val; return old; }
-static unsigned atomicOr(unsigned* p, unsigned v) { unsigned old = *p; *p |= v; return old; }
-static unsigned atomicAnd(unsigned* p, unsigned v) { unsigned old = *p; *p &= v; return old; }
-static int __ffs(int x) { return x ? __builtin_ctz((unsigned)x) + 1 : 0; }
+_DRIVER = EMULATION_HOST_PRELUDE + r"""
 static uint8_t g_smem[WINDOW];   // the CTA's shared window, shared address 0 = g_smem[0]
 #define TM_EMU_LD_SHARED_V4(addr, w) memcpy((w), g_smem + (addr), 16)
-#define __device__
-#define __forceinline__ inline
-#define __noinline__
 #include "tmem_emulation.cuh"
 
 // desc, shape, taddr, window hi, allocated slot mask
