@@ -643,7 +643,8 @@ def global_bytes(kernel: ir.Kernel) -> tuple[int, int]:
     iteration of its loops: a vector move or a ``cp.async`` its ``nbytes`` on the global side, a store and every
     load of a global element its element size, a TMA copy the part of its box inside the tensor (read for G2S,
     written for S2G, both for a reduction; a multicast is one read however many CTAs receive it).  A byte read
-    twice counts twice; shared-memory and dsmem traffic count nothing.  ``--bench`` divides these bytes by the
+    twice counts twice; shared-memory and dsmem traffic count nothing, nor does a ``tcgen05.cp`` (shared
+    memory to TMEM) or a ``tcgen05.ld/st``.  ``--bench`` divides these bytes by the
     time (``runtime.launch``), so a kernel that copies one tile of a large tensor is credited with the tile.
     """
     read = written = 0
