@@ -310,11 +310,11 @@ def _cp_block(L: Lines, s: ir.TcgenCp, src, issue) -> None:
 def _commit_emulated(L: Lines, s: ir.TcgenCommit, src) -> None:
     """``tcgen05.commit`` emulated: the thread's emulated ``tcgen05.cp`` already wrote TMEM (global memory) in
     program order, so the commit is an arrive with release semantics on the barrier
-    (``mbarrier.arrive.release.cta.shared::cta.b64``, PTX ISA 9.0 §9.7.13.15.13; sm_90): the waiter's acquiring
-    ``mbarrier.try_wait.parity`` (§9.7.13.15.16) synchronizes with it (PTX ISA 9.0 §8.9, release and acquire
-    patterns), so the emulated TMEM writes happen before the waiter's reads.  The multicast form
-    (``cta_mask``): the arrive on the barrier of every CTA of the mask, mapped with ``mapa.shared::cluster``
-    (§9.7.9.23), with ``.release.cluster`` scope."""
+    (``mbarrier.arrive.release.cta.shared::cta.b64``, PTX ISA 9.0 §9.7.13.15; sm_90): the waiter's acquiring
+    ``mbarrier.try_wait.parity`` (§9.7.13.15.16) synchronizes with it (release and acquire patterns of the memory
+    consistency model, PTX ISA 9.0 §8), so the emulated TMEM writes happen before the waiter's reads.  The
+    multicast form (``cta_mask``): the arrive on the barrier of every CTA of the mask, mapped with
+    ``mapa.shared::cluster`` (§9.7.9.23), with ``.release.cluster`` scope."""
     if s.cta_mask is None:
         _asm(L, "mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];  // " + s.chain, [], [_shared_addr(s.bar)], src)
         return
@@ -354,9 +354,10 @@ def _tcgen_emulated(L: Lines, s, src):
     elif isinstance(s, ir.TcgenFence):
         # Emulated TMEM is global memory written and read by ordinary instructions, and every cross-thread
         # hand-off of it goes through an mbarrier (release arrive, acquiring try_wait) or a barrier: those already
-        # order the accesses (PTX ISA 9.0 §8.9).  The fence therefore needs to be no more than a compiler barrier;
-        # fence.sc.cta (__threadfence_block) is kept because it is also a hardware fence at CTA scope, which is
-        # what tcgen05.fence::{before,after}_thread_sync promise across the thread synchronisation (§9.7.16.6.4).
+        # order the accesses (the memory consistency model, PTX ISA 9.0 §8).  The fence therefore needs to be no
+        # more than a compiler barrier; fence.sc.cta (__threadfence_block) is kept because it is also a hardware
+        # fence at CTA scope, which is what tcgen05.fence::{before,after}_thread_sync promise across the thread
+        # synchronisation (§9.7.16.6.4).
         L.add(f"__threadfence_block();  // tcgen05.fence::{s.kind}", src)
     elif isinstance(s, ir.TcgenCp):
         _cp_block(L, s, src, lambda: L.add(
