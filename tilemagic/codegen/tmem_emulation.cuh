@@ -15,6 +15,10 @@
 // tm_status[5] (the runtime maps them to description lines).  The calls are macros
 // over the tm_emu_*_at functions so that they record their own line.
 //
+// tcgen05.cp (shared -> TMEM) is executed by the issuing thread at issue time too (tm_emu_cp, at the end of this
+// file: the descriptor decoded bit by bit, every replica written); the code generator turns tcgen05.commit into
+// a release arrive on its mbarrier, so the waiters' acquiring try_wait orders these global writes before their reads.
+//
 // tcgen05.alloc blocks until the columns are free (PTX ISA 9.0 §9.7.16.7.1).  The
 // emulation does the same: a request that does not fit spins until another warp
 // deallocates, which in a one-CTA kernel may be never (the launch's --timeout then
