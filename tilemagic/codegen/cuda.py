@@ -144,6 +144,11 @@ def uses_tcgen05(kernel: ir.Kernel) -> bool:
                               ir.TcgenRelinquish, ir.TcgenCp, ir.TcgenCommit)) for s in ir.walk(kernel.body))
 
 
+#: where the tcgen05.cp section of ``tmem_emulation.cuh`` starts: it runs to the end of the file and is copied only
+#: into the emulated source of a kernel with a ``tcgen05.cp``
+_CP_SECTION = "// ---------------------------------------------------------------------------- tcgen05.cp"
+
+
 @functools.lru_cache(maxsize=1)
 def emulation_header() -> str:
     """The text of ``tmem_emulation.cuh`` (read once per process)."""
@@ -745,7 +750,10 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         L.add(line)
     if emulated:
         L.add("")
-        for line in emulation_header().splitlines():
+        header = emulation_header()
+        if not any(isinstance(s, ir.TcgenCp) for s in ir.walk(kernel.body)):
+            header = header[:header.index(_CP_SECTION)].rstrip("\n") + "\n"
+        for line in header.splitlines():
             if not line.startswith("#pragma once") and not line.startswith("#include"):
                 L.add(line)
     if kernel.tensormaps:

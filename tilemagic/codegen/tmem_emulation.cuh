@@ -15,10 +15,6 @@
 // tm_status[5] (the runtime maps them to description lines).  The calls are macros
 // over the tm_emu_*_at functions so that they record their own line.
 //
-// tcgen05.cp (shared -> TMEM) is executed by the issuing thread at issue time too (tm_emu_cp, at the end of this
-// file: the descriptor decoded bit by bit, every replica written); the code generator turns tcgen05.commit into
-// a release arrive on its mbarrier, so the waiters' acquiring try_wait orders these global writes before their reads.
-//
 // tcgen05.alloc blocks until the columns are free (PTX ISA 9.0 §9.7.16.7.1).  The
 // emulation does the same: a request that does not fit spins until another warp
 // deallocates, which in a one-CTA kernel may be never (the launch's --timeout then
@@ -189,6 +185,9 @@ __device__ void tm_emu_exit_check_at(const TmEmu& e, int line) {
 #define tm_emu_exit_check(e) tm_emu_exit_check_at((e), __LINE__)
 
 // ---------------------------------------------------------------------------- tcgen05.cp (shared -> TMEM)
+// (the code generator copies this section only into kernels that have a tcgen05.cp; it turns tcgen05.commit into a
+// release arrive on its mbarrier, so the waiters' acquiring try_wait orders these global writes before their reads)
+//
 // tcgen05.cp.cta_group::1.<shape>[.<multicast>] [taddr], desc  (PTX ISA 9.0 §9.7.16.9.1), executed by the
 // issuing thread at issue time: a legal refinement of the asynchronous copy, since until the thread's next
 // tcgen05.commit has been observed nobody may read the destination nor write the source (§9.7.16.6).
