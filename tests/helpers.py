@@ -320,3 +320,27 @@ def cp_matrix_case(key: str, swizzle: int, dtype: str):
         expected = (count, lbo if c.bits == 256 else 0, sbo, 0)
     S, T = cp_buffers(dtype, (rows, cols), s_layout, (rows, cols), cp_tmem_layout(key, cols))
     return copy_async_op(region(T), region(S)), S, T, expected
+
+#: C++ that lets ``codegen/tmem_emulation.cuh`` compile as host code (g++): the CUDA built-ins it calls, for one
+#: thread at a time (``threadIdx`` a global the driver steps; atomics plain read-modify-writes), then the
+#: qualifiers defined away.  A driver puts its own definitions (e.g. ``TM_EMU_LD_SHARED_V4``) before
+#: ``#include "tmem_emulation.cuh"``.
+EMULATION_HOST_PRELUDE = r"""
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+struct TmDim3 { unsigned x, y, z; };
+static TmDim3 threadIdx = {0, 0, 0}, blockDim = {128, 1, 1};
+static unsigned __activemask() { return 0xffffffffu; }
+static void __syncwarp() {}
+static void __syncthreads() {}
+template <class T> static T atomicCAS(T* p, T cmp, T val) { T old = *p; if (old == cmp) *p = val; return old; }
+static unsigned atomicOr(unsigned* p, unsigned v) { unsigned old = *p; *p |= v; return old; }
+static unsigned atomicAnd(unsigned* p, unsigned v) { unsigned old = *p; *p &= v; return old; }
+static int __ffs(int x) { return x ? __builtin_ctz((unsigned)x) + 1 : 0; }
+#define __device__
+#define __forceinline__ inline
+#define __noinline__
+"""

@@ -424,6 +424,17 @@ EMU_STATUS = {
     7: "TMEM still allocated at kernel exit (slot mask {1:#x}): missing tcgen05.dealloc",
     8: "tcgen05 instruction issued by a partial warp (thread {1}); .sync.aligned needs all 32 lanes",
     9: "tcgen05.dealloc by warp {1}, but warp {2} allocated (the same warp must alloc and dealloc)",
+    # tcgen05.cp (shared -> TMEM): the CUDA emulation's ``tm_emu_cp`` and the simulator
+    10: ("tcgen05.cp: invalid shared-memory descriptor (version bits {1}, layout type {2}, base offset {3}): "
+         "PTX ISA 9.0 §9.7.16.4.1 needs bits 46-48 = 0b001 and a layout type of 0, 2, 4 or 6 (1 is not modelled; "
+         "3, 5 and 7 are invalid), and only base offset 0 is modelled"),
+    11: ("tcgen05.cp reads 16 bytes at shared address {1} (row {2}, chunk {3}): outside the CTA's "
+         "shared-memory window"),
+    12: "tcgen05.cp writes TMEM lane {2}, column {3} (source row {1}): outside the allocated columns",
+    13: ("tcgen05.cp to TMEM column {1}: not a multiple of 4 (a 16-byte chunk fills 4 aligned 32-bit columns; "
+         "TVM 0.27's smem->tmem rule)"),
+    14: ("tcgen05.cp: descriptor LBO mode {1} (bit 52): only mode 0, a relative LBO, is modelled "
+         "(mode 1 is sm_103a's absolute LBO, PTX ISA 9.0 §9.7.16.4.1)"),
 }
 #: Targets whose ptxas accepts tcgen05 (checked with ptxas 13.0: sm_101a, sm_120a, sm_100, sm_90 are
 #: rejected).

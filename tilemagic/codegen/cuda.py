@@ -30,6 +30,8 @@ from ..ir.evaluate import Undetermined, eval_static, issue_count, warp_uniform
 from ..ir.printer import Lines, src_line, scale_index, thread_vars_used, uses_cta_rank
 
 SHAPE_ID = {"32x32b": 0, "16x64b": 1, "16x128b": 2, "16x256b": 3, "16x32bx2": 4}
+#: ``tm_emu_cp``'s shape codes (the ``TM_CP_*`` enum of tmem_emulation.cuh): the order of ``arch.tcgen05.CP_SHAPES``
+CP_SHAPE_ID = {key: i for i, key in enumerate(tc.CP_SHAPES)}
 TM_SCRATCH_WORDS = tc.TMEM_LANES * tc.TMEM_COLS + 4  # the TMEM cells, then TM_STATE_WORDS (4)
 
 # C precedence: ^ binds looser than == (so it is parenthesised under a comparison)
@@ -139,7 +141,12 @@ def translation_unit(texts) -> str:
 
 def uses_tcgen05(kernel: ir.Kernel) -> bool:
     return any(isinstance(s, (ir.TcgenLdSt, ir.TcgenAlloc, ir.TcgenWait, ir.TcgenFence, ir.TcgenDealloc,
-                              ir.TcgenRelinquish)) for s in ir.walk(kernel.body))
+                              ir.TcgenRelinquish, ir.TcgenCp, ir.TcgenCommit)) for s in ir.walk(kernel.body))
+
+
+#: where the tcgen05.cp section of ``tmem_emulation.cuh`` starts: it runs to the end of the file and is copied only
+#: into the emulated source of a kernel with a ``tcgen05.cp``
+_CP_SECTION = "// ---------------------------------------------------------------------------- tcgen05.cp"
 
 
 @functools.lru_cache(maxsize=1)
@@ -267,6 +274,14 @@ def _tcgen_native(L: Lines, s, src):
         L.add(f'asm volatile("tcgen05.fence::{s.kind};" ::: "memory");', src)
     elif isinstance(s, ir.TcgenWait):
         L.add(f'asm volatile("tcgen05.wait::{s.kind}.sync.aligned;" ::: "memory");', src)
+    elif isinstance(s, ir.TcgenCp):
+        _cp_block(L, s, src, lambda: _asm(L, f"{s.chain} [%0], %1;", [], [f'"r"({_taddr(s)})', '"l"(tm_desc)'], src))
+    elif isinstance(s, ir.TcgenCommit):
+        bar = _shared_addr(s.bar)
+        if s.cta_mask is None:
+            _asm(L, f"{s.chain} [%0];", [], [bar], src)
+        else:
+            _asm(L, f"{s.chain} [%0], %1;", [], [bar, f'"h"((uint16_t){s.cta_mask:#x})'], src)
     elif isinstance(s, ir.TcgenLdSt):
         addr = _taddr(s)
         n = s.regs
@@ -277,6 +292,43 @@ def _tcgen_native(L: Lines, s, src):
         else:
             shifted = ", ".join(f"%{k + 1}" for k in range(n))
             _asm(L, f"{s.chain} [%0], {{{shifted}}};", [], [f'"r"({addr})'] + [f'"r"({r})' for r in regs], src)
+
+
+def _cp_block(L: Lines, s: ir.TcgenCp, src, issue) -> None:
+    """``{ const uint64_t tm_desc = ...; <issue> }``: the descriptor of one ``tcgen05.cp`` built at run time as
+    TVM 0.27 does (``apache-tvm 0.27.0.post1``, ``tcgen05_cp.py``): the template of the fields known statically
+    (LBO, SBO, layout type; version 1, base offset 0, LBO mode 0: ``arch.smem_desc.encode`` with start 0) OR the
+    matrix start address ``((cvta(&smem[0]) + smem_offset) >> 4) & 0x3FFF`` in bits 0-13 (PTX ISA 9.0
+    §9.7.16.4.1)."""
+    from ..arch.smem_desc import encode
+
+    template = encode(0, s.lbo, s.sbo, s.layout)
+    L.add("{", src)
+    L.depth += 1
+    L.add(f"const uint64_t tm_desc = {template:#x}ull | (uint64_t)((((uint32_t)__cvta_generic_to_shared({s.smem.name})"
+          f" + {s.smem_offset}u) >> 4) & 0x3FFFu);  // LBO {s.lbo} B, SBO {s.sbo} B, layout type {s.layout}", src)
+    issue()
+    L.depth -= 1
+    L.add("}", src)
+
+
+def _commit_emulated(L: Lines, s: ir.TcgenCommit, src) -> None:
+    """``tcgen05.commit`` emulated: the thread's emulated ``tcgen05.cp`` already wrote TMEM (global memory) in
+    program order, so the commit is an arrive with release semantics on the barrier
+    (``mbarrier.arrive.release.cta.shared::cta.b64``, PTX ISA 9.0 §9.7.13.15; sm_90): the waiter's acquiring
+    ``mbarrier.try_wait.parity`` (§9.7.13.15.16) synchronizes with it (release and acquire patterns of the memory
+    consistency model, PTX ISA 9.0 §8), so the emulated TMEM writes happen before the waiter's reads.  The
+    multicast form (``cta_mask``): the arrive on the barrier of every CTA of the mask, mapped with
+    ``mapa.shared::cluster`` (§9.7.9.23), with ``.release.cluster`` scope."""
+    if s.cta_mask is None:
+        _asm(L, "mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];  // " + s.chain, [], [_shared_addr(s.bar)], src)
+        return
+    for rank in range(16):
+        if s.cta_mask >> rank & 1:
+            _asm(L, "{\\n\\t.reg .b32 tm_bar;\\n\\tmapa.shared::cluster.u32 tm_bar, %0, %1;\\n\\t"
+                    "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [tm_bar];\\n\\t}",
+                 [], [_shared_addr(s.bar), f'"r"({rank})'], src)
+            L.rows[-1] = (L.rows[-1][0] + f"  // {s.chain}, CTA rank {rank} of mask {s.cta_mask:#x}", src)
 
 
 def _taddr(s):
@@ -305,7 +357,18 @@ def _tcgen_emulated(L: Lines, s, src):
     elif isinstance(s, ir.TcgenDealloc):
         L.add(f"tm_emu_dealloc(tm, {s.addr.name}[0], {s.ncols}u);", src)
     elif isinstance(s, ir.TcgenFence):
+        # Emulated TMEM is global memory written and read by ordinary instructions, and every cross-thread
+        # hand-off of it goes through an mbarrier (release arrive, acquiring try_wait) or a barrier: those already
+        # order the accesses (the memory consistency model, PTX ISA 9.0 §8).  The fence therefore needs to be no
+        # more than a compiler barrier; fence.sc.cta (__threadfence_block) is kept because it is also a hardware
+        # fence at CTA scope, which is what tcgen05.fence::{before,after}_thread_sync promise across the thread
+        # synchronisation (§9.7.16.6.4).
         L.add(f"__threadfence_block();  // tcgen05.fence::{s.kind}", src)
+    elif isinstance(s, ir.TcgenCp):
+        _cp_block(L, s, src, lambda: L.add(
+            f"tm_emu_cp(tm, {_taddr(s)}, tm_desc, {CP_SHAPE_ID[s.key]}, tm_smem_lo, tm_smem_hi);  // {s.chain}", src))
+    elif isinstance(s, ir.TcgenCommit):
+        _commit_emulated(L, s, src)
     elif isinstance(s, ir.TcgenWait):
         L.add(f"__threadfence_block();  // tcgen05.wait::{s.kind} (emulated ld/st complete at issue)", src)
     elif isinstance(s, ir.TcgenLdSt):
@@ -357,6 +420,18 @@ def _stmt(L: Lines, s: ir.Stmt, mode: str):
         _mbar_sync(L, s, src)
     else:
         (_tcgen_native if mode == "native" else _tcgen_emulated)(L, s, src)
+
+
+def _refuse_cta_pair(kernel: ir.Kernel) -> None:
+    """Raise for a ``tcgen05.cp`` / ``tcgen05.commit`` of ``.cta_group::2``: not generated in this round."""
+    from ..errors import LoweringError
+
+    for s in ir.walk(kernel.body):
+        if isinstance(s, (ir.TcgenCp, ir.TcgenCommit)) and s.cta_group != 1:
+            raise LoweringError(
+                f"{s.chain}: cta_group::2 (a CTA pair's TMEM) is not generated yet",
+                s.span, hint="use cta_group=1: TMEM in cluster kernels is not simulated or emulated yet, so the "
+                             "CUDA of a CTA pair could not be checked against the simulator")
 
 
 def _cluster_sync(L: Lines, src) -> None:
@@ -574,7 +649,8 @@ def global_bytes(kernel: ir.Kernel) -> tuple[int, int]:
     iteration of its loops: a vector move or a ``cp.async`` its ``nbytes`` on the global side, a store and every
     load of a global element its element size, a TMA copy the part of its box inside the tensor (read for G2S,
     written for S2G, both for a reduction; a multicast is one read however many CTAs receive it).  A byte read
-    twice counts twice; shared-memory and dsmem traffic count nothing.  ``--bench`` divides these bytes by the
+    twice counts twice; shared-memory and dsmem traffic count nothing, nor does a ``tcgen05.cp`` (shared
+    memory to TMEM) or a ``tcgen05.ld/st``.  ``--bench`` divides these bytes by the
     time (``runtime.launch``), so a kernel that copies one tile of a large tensor is credited with the tile.
     """
     read = written = 0
@@ -645,6 +721,7 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         (:func:`_tma_copy`).  A kernel without a grid form (:func:`grid_refusal`: a
         rank-5 map) gets the single-CTA source with ``grid_refused`` set.
     """
+    _refuse_cta_pair(kernel)
     refusal = grid_refusal(kernel) if grid else None
     if refusal:
         return replace(generate(kernel, mode, arch=arch, strict=strict), grid_refused=refusal)
@@ -673,14 +750,17 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         L.add(line)
     if emulated:
         L.add("")
-        for line in emulation_header().splitlines():
+        header = emulation_header()
+        if not any(isinstance(s, ir.TcgenCp) for s in ir.walk(kernel.body)):
+            header = header[:header.index(_CP_SECTION)].rstrip("\n") + "\n"
+        for line in header.splitlines():
             if not line.startswith("#pragma once") and not line.startswith("#include"):
                 L.add(line)
     if kernel.tensormaps:
         L.add("")
         for line in _CUTENSORMAP.splitlines():
             L.add(line)
-    if tc and any(isinstance(s, ir.TcgenLdSt) and (s.row or s.col) for s in ir.walk(kernel.body)):
+    if tc and any(isinstance(s, (ir.TcgenLdSt, ir.TcgenCp)) and (s.row or s.col) for s in ir.walk(kernel.body)):
         L.add("")
         for line in _GET_TMEM_ADDR.splitlines():
             L.add(line)
@@ -722,6 +802,12 @@ def generate(kernel: ir.Kernel, mode: str = "native", *, arch: str = "sm_100a", 
         L.add(f"__align__(16) {ir.CUDA_TYPE[b.dtype]} {b.name}[{b.storage_elems}];", src_line(b))
     if emulated:
         L.add(f"const TmEmu tm = tm_emu_make(tm_scratch, tm_status, {1 if strict else 0});")
+        if any(isinstance(s, ir.TcgenCp) for s in ir.walk(kernel.body)):
+            L.add("// the CTA's shared window (tm_emu_cp's bounds): its shared buffers, wherever they were put")
+            L.add("uint32_t tm_smem_lo = 0xffffffffu, tm_smem_hi = 0u;")
+            for b in kernel.shared:
+                L.add(f"tm_emu_smem_span(tm_smem_lo, tm_smem_hi, (uint32_t)__cvta_generic_to_shared({b.name}), "
+                      f"(uint32_t)sizeof({b.name}));")
     _stmt(L, kernel.body, mode)
     if emulated:
         L.add("tm_emu_exit_check(tm);")

@@ -183,3 +183,105 @@ __device__ void tm_emu_exit_check_at(const TmEmu& e, int line) {
   if (tm_linear_tid() == 0 && e.state[0] != 0u) tm_emu_fail(e, 7, (int)e.state[0], 0, 0, line);
 }
 #define tm_emu_exit_check(e) tm_emu_exit_check_at((e), __LINE__)
+
+// ---------------------------------------------------------------------------- tcgen05.cp (shared -> TMEM)
+// (the code generator copies this section only into kernels that have a tcgen05.cp; it turns tcgen05.commit into a
+// release arrive on its mbarrier, so the waiters' acquiring try_wait orders these global writes before their reads)
+//
+// tcgen05.cp.cta_group::1.<shape>[.<multicast>] [taddr], desc  (PTX ISA 9.0 §9.7.16.9.1), executed by the
+// issuing thread at issue time: a legal refinement of the asynchronous copy, since until the thread's next
+// tcgen05.commit has been observed nobody may read the destination nor write the source (§9.7.16.6).
+//
+// Shape codes: the order of tilemagic/arch/tcgen05.py CP_SHAPES (TVM 0.27's try order); the row -> lane maps and
+// replicas are that table's (CUTLASS SM100_UTCCP_* / TVM _cp_lane_replica_pattern; the ISA gives them as figures).
+enum { TM_CP_128x256b = 0, TM_CP_4x256b = 1, TM_CP_128x128b = 2, TM_CP_64x128b_02_13 = 3, TM_CP_64x128b_01_23 = 4,
+       TM_CP_32x128b_warpx4 = 5 };
+
+__device__ __forceinline__ uint32_t tm_cp_rows(int shape) {
+  return shape == TM_CP_4x256b ? 4u : shape >= TM_CP_64x128b_02_13 ? (shape == TM_CP_32x128b_warpx4 ? 32u : 64u)
+                                                                   : 128u;
+}
+__device__ __forceinline__ uint32_t tm_cp_chunks(int shape) {   // 16-byte chunks per row: 256b 2, 128b 1
+  return shape <= TM_CP_4x256b ? 2u : 1u;
+}
+__device__ __forceinline__ uint32_t tm_cp_replicas(int shape) {
+  return shape == TM_CP_32x128b_warpx4 ? 4u : shape >= TM_CP_64x128b_02_13 ? 2u : 1u;
+}
+// TMEM lane (relative to the address's lane) of source row r, replica k
+__device__ __forceinline__ uint32_t tm_cp_lane(int shape, uint32_t r, uint32_t k) {
+  switch (shape) {
+    case TM_CP_4x256b:        return 32u * r;
+    case TM_CP_64x128b_02_13: return r + 64u * k;
+    case TM_CP_64x128b_01_23: return (r < 32u ? r : r + 32u) + 32u * k;
+    case TM_CP_32x128b_warpx4: return r + 32u * k;
+    default:                  return r;
+  }
+}
+
+// 16 bytes of shared memory at a shared-window address.  A host build (the tests compile this file with g++)
+// defines its own over a byte array; one that does not gets no tcgen05.cp emulation.
+#if !defined(TM_EMU_LD_SHARED_V4) && (defined(__CUDACC__) || defined(__CUDACC_RTC__))
+#define TM_EMU_LD_SHARED_V4(addr, w)                                                         \
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"                                   \
+               : "=r"((w)[0]), "=r"((w)[1]), "=r"((w)[2]), "=r"((w)[3]) : "r"(addr) : "memory")
+#endif
+#ifdef TM_EMU_LD_SHARED_V4
+
+// widen [lo, hi) to cover n bytes of shared memory at shared address a (the kernel's shared window, computed at
+// run time from its buffers)
+__device__ __forceinline__ void tm_emu_smem_span(uint32_t& lo, uint32_t& hi, uint32_t a, uint32_t n) {
+  lo = a < lo ? a : lo;
+  hi = a + n > hi ? a + n : hi;
+}
+
+// The descriptor (PTX ISA 9.0 §9.7.16.4.1, Table 40) decoded bit by bit, then the source walk of
+// tilemagic/layout/smem_matrix.py cp_source_addresses restated in C (the one Python implementation; the tests
+// hold the two equal, and both to an independent decoder from the ISA text, tests/reference/tcgen05_cp_ref.py):
+// row r, chunk j at  start + (r % 8) * pitch + (r / 8) * SBO + j * (swizzled ? 16 : LBO),  then the swizzle XOR of
+// the absolute address's bits [7, 7+B) into bits [4, 4+B) (PTX ISA 9.0 §5.5.7).  Its four little-endian 32-bit
+// words go to columns col + 4j .. 4j+3 of lane lane + lane_of_row(r) + replica (arch/tcgen05.py cp_cells).
+// [win_lo, win_hi): the CTA's shared window (the kernel's shared buffers); a chunk outside it is status 11.
+__device__ __noinline__ void tm_emu_cp_at(const TmEmu& e, uint32_t taddr, uint64_t desc, int shape, uint32_t win_lo,
+                                          uint32_t win_hi, int line) {
+  uint32_t lane0 = (taddr >> 16) & 0xffffu, col0 = taddr & 0xffffu;
+  if (col0 % 4u) { tm_emu_fail(e, 13, (int)col0, 0, 0, line); return; }
+  uint32_t start = (uint32_t)(desc & 0x3FFFull) << 4;           // bits 0-13, 16-byte units
+  uint32_t lbo = (uint32_t)((desc >> 16) & 0x3FFFull) << 4;     // bits 16-29
+  uint32_t sbo = (uint32_t)((desc >> 32) & 0x3FFFull) << 4;     // bits 32-45
+  uint32_t version = (uint32_t)((desc >> 46) & 7ull);           // bits 46-48: fixed 0b001
+  uint32_t base_offset = (uint32_t)((desc >> 49) & 7ull);       // bits 49-51
+  uint32_t lbo_mode = (uint32_t)((desc >> 52) & 1ull);          // bit 52
+  uint32_t layout = (uint32_t)((desc >> 61) & 7ull);            // bits 61-63
+  if (version != 1u || base_offset != 0u || !(layout == 0u || layout == 2u || layout == 4u || layout == 6u)) {
+    tm_emu_fail(e, 10, (int)version, (int)layout, (int)base_offset, line);
+    return;
+  }
+  if (lbo_mode != 0u) { tm_emu_fail(e, 14, (int)lbo_mode, 0, 0, line); return; }
+  // row pitch and swizzle bits B by layout type (arch/smem_desc.py ROW_PITCH, SWIZZLE_BITS)
+  uint32_t pitch = layout == 2u ? 128u : layout == 4u ? 64u : layout == 6u ? 32u : 16u;
+  uint32_t bits = layout == 2u ? 3u : layout == 4u ? 2u : layout == 6u ? 1u : 0u;
+  uint32_t rows = tm_cp_rows(shape), chunks = tm_cp_chunks(shape), reps = tm_cp_replicas(shape);
+  for (uint32_t r = 0; r < rows; ++r) {
+    for (uint32_t j = 0; j < chunks; ++j) {
+      uint32_t a = start + (r % 8u) * pitch + (r / 8u) * sbo + j * (layout ? 16u : lbo);
+      a ^= ((a >> 7) & ((1u << bits) - 1u)) << 4;
+      if (a < win_lo || a + 16u > win_hi) { tm_emu_fail(e, 11, (int)a, (int)r, (int)j, line); return; }
+      uint32_t w[4];
+      TM_EMU_LD_SHARED_V4(a, w);
+      for (uint32_t k = 0; k < reps; ++k) {
+        uint32_t lane = lane0 + tm_cp_lane(shape, r, k);
+        for (uint32_t q = 0; q < 4u; ++q) {
+          uint32_t c = col0 + 4u * j + q;
+          if (lane >= TM_LANES || c >= TM_COLS || ((e.state[0] >> (c / 32u)) & 1u) == 0u) {
+            tm_emu_fail(e, 12, (int)r, (int)lane, (int)c, line);
+            return;
+          }
+          e.mem[lane * TM_COLS + c] = w[q];
+        }
+      }
+    }
+  }
+}
+#define tm_emu_cp(e, taddr, desc, shape, win_lo, win_hi) \
+  tm_emu_cp_at((e), (taddr), (desc), (shape), (win_lo), (win_hi), __LINE__)
+#endif  // TM_EMU_LD_SHARED_V4

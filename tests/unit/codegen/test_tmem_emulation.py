@@ -20,6 +20,7 @@ from importlib import resources
 import numpy as np
 import pytest
 from cells import ptx_row_col
+from helpers import EMULATION_HOST_PRELUDE
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ not on PATH")
 
@@ -35,23 +36,7 @@ CASES = [(shape, num, row, col) for shape in SHAPE_ID for num in (1, 4, MAX_NUM[
          if col + num * COL_FACTOR[shape] <= COLS]
 
 
-_DRIVER = r"""
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <vector>
-struct TmDim3 { unsigned x, y, z; };
-static TmDim3 threadIdx = {0, 0, 0}, blockDim = {128, 1, 1};
-static unsigned __activemask() { return 0xffffffffu; }
-static void __syncwarp() {}
-static void __syncthreads() {}
-template <class T> static T atomicCAS(T* p, T cmp, T val) { T old = *p; if (old == cmp) *p = val; return old; }
-static unsigned atomicOr(unsigned* p, unsigned v) { unsigned old = *p; *p |= v; return old; }
-static unsigned atomicAnd(unsigned* p, unsigned v) { unsigned old = *p; *p &= v; return old; }
-static int __ffs(int x) { return x ? __builtin_ctz((unsigned)x) + 1 : 0; }
-#define __device__
-#define __forceinline__ inline
-#define __noinline__
+_DRIVER = EMULATION_HOST_PRELUDE + r"""
 #include "EMULATION"
 
 static const int CASES[][4] = {CASE_TABLE};
