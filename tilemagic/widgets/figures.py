@@ -216,13 +216,19 @@ def _xtick_step(n: int, most: int = 5) -> int:
 
 
 def _instr_summary(instructions: list[dict]) -> str:
-    """``tcgen05.st/ld .32x32b.x4`` grouped by (shape, num), ops in first-issue order."""
+    """``tcgen05.st/ld .32x32b.x4`` grouped by (shape, num), ops in first-issue order (``tcgen05.cp .128x256b``)."""
     groups: dict[tuple[str, int], list[str]] = {}
+    cps: list[str] = []
     for ins in instructions:
+        if ins["op"] == "cp":
+            if ins["shape"] not in cps:
+                cps.append(ins["shape"])
+            continue
         ops = groups.setdefault((ins["shape"], ins["num"]), [])
         if ins["op"] not in ops:
             ops.append(ins["op"])
-    return " · ".join(f"tcgen05.{'/'.join(ops)} .{shape}.x{num}" for (shape, num), ops in groups.items())
+    return " · ".join([f"tcgen05.{'/'.join(ops)} .{shape}.x{num}" for (shape, num), ops in groups.items()]
+                      + [f"tcgen05.cp .{key}" for key in cps])
 
 
 def _buffer_label(buf) -> str:
@@ -358,6 +364,46 @@ def _colour_key(fig, im, labels: list[str], n: int, what: str, y: float = 0.86) 
 
 
 # ============================================================================ TMEM figure
+def _cp_filled(occ, arrays) -> np.ndarray | None:
+    """Boolean ``(128, ncols)``: the cells of ``arrays`` (an occupancy or one instruction's) whose last writer is a
+    ``tcgen05.cp``; None when there is none."""
+    cp = [i["index"] for i in occ["instructions"] if i["op"] == "cp"]
+    if not cp:
+        return None
+    m = np.isin(np.asarray(arrays["writer"]), cp)
+    return m if m.any() and m.shape[1] > 1 else None
+
+
+def _hatch_mask(ax, mask: np.ndarray, hatch: str = "////") -> None:
+    """Hatch the cells of a boolean image mask exactly (cell edges at ±0.5): one rectangle per run of columns,
+    merged over consecutive rows with the same runs."""
+    from matplotlib.patches import Rectangle
+
+    def runs(row):
+        idx = np.nonzero(row)[0]
+        return tuple((int(r[0]), int(r[-1]) + 1) for r in np.split(idx, np.nonzero(np.diff(idx) != 1)[0] + 1)
+                     if r.size)
+
+    start, prev = 0, None
+    for y in range(mask.shape[0] + 1):
+        cur = runs(mask[y]) if y < mask.shape[0] else None
+        if cur != prev:
+            for a, b in prev or ():
+                ax.add_patch(Rectangle((a - 0.5, start - 0.5), b - a, y - start, fill=False, hatch=hatch,
+                                       edgecolor="#222222", linewidth=0.0, zorder=3))
+            start, prev = y, cur
+
+
+def _writer_lines(occ) -> list[str]:
+    """``tcgen05.cp L12: 1024 cells`` per writer of :func:`tmem_occupancy` (its ``writer`` array), by count."""
+    w = np.asarray(occ["writer"])
+    labels: dict[str, int] = {}
+    for ins in occ["instructions"]:
+        if ins["writer"]:
+            labels[ins["writer"]] = labels.get(ins["writer"], 0) + int(np.count_nonzero(w == ins["index"]))
+    return [f"{k}: {v} cells" for k, v in labels.items()]
+
+
 def _draw_tmem(fig, kernel, color_by: str, instr):
     occ = tmem_occupancy(kernel)
     ins_list = occ["instructions"]
@@ -381,6 +427,9 @@ def _draw_tmem(fig, kernel, color_by: str, instr):
         ax = fig.add_axes((left + j * (width + gap), 0.11, width, 0.66))
         arrays = occ if p is None else instr_arrays(occ, p)
         im = ax.imshow(np.asarray(arrays[color_by]), cmap=cmap, norm=norm, interpolation="nearest", aspect="auto")
+        cp_cells_ = _cp_filled(occ, arrays)
+        if cp_cells_ is not None:  # the cells a tcgen05.cp filled last, hatched over the colours
+            _hatch_mask(ax, cp_cells_)
         _tmem_guides(ax, kernel, occ, ncols, names=(k == 1))
         ax.set_xticks(np.arange(0, max(ncols, 1), _xtick_step(ncols, 5 if k == 1 else 2)))
         ax.tick_params(labelsize=7)
@@ -415,7 +464,11 @@ def _draw_tmem(fig, kernel, color_by: str, instr):
     y = _text_block(fig, 0.715, y, "buffers", [_buffer_label(b) for b in kernel.tmem], budget=6)
     if color_by != "instr":
         y = _text_block(fig, 0.715, y, "instructions", [instr_label(i) for i in ins_list], budget=6)
+    if any(i["op"] == "cp" for i in ins_list):  # a cell that stages through tcgen05.st and tcgen05.cp: who filled it
+        y = _text_block(fig, 0.715, y, "filled by (last writer)", _writer_lines(occ), budget=5)
     key = ["── lane quadrant (warp % 4)", "- - 32-column alloc unit"]
+    if any(i["op"] == "cp" for i in ins_list):
+        key.append("//// last written by tcgen05.cp")
     if _uses_sub_slabs(kernel, occ):
         key.append("···· 16-lane sub-slab")
     if any(b.datapath == "B" for b in kernel.tmem):
@@ -600,7 +653,12 @@ def fragment_figure(kernel, local: str | ir.Buffer | None = None, instr: int | N
     layout = getattr(buf, "layout", None)
     lines = [f"{buf.name} @ {layout}"] if layout is not None else []
     y = _text_block(fig, 0.76, 0.86, "layout", lines, width=34, budget=4) if lines else 0.86
-    _text_block(fig, 0.76, y, "instructions", [instr_label(i) for i in used], width=34, budget=12)
+    y = _text_block(fig, 0.76, y, "instructions", [instr_label(i) for i in used], width=34, budget=12)
+    fill = np.asarray(fm["filled_by"])
+    if any(occ_ins[i]["op"] == "cp" for i in fm["writers"]):  # the loaded registers: which writer filled each
+        _text_block(fig, 0.76, y, "loaded registers filled by",
+                    [f"{fm['writers'][i]}: {int(np.count_nonzero(fill == i))} registers"
+                     for i in sorted(fm["writers"]) if np.any(fill == i)], width=34, budget=5)
     return fig
 
 
