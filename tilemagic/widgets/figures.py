@@ -384,7 +384,7 @@ def _hatch_mask(ax, mask: np.ndarray, hatch: str = "////") -> None:
         return tuple((int(r[0]), int(r[-1]) + 1) for r in np.split(idx, np.nonzero(np.diff(idx) != 1)[0] + 1)
                      if r.size)
 
-    start, prev = 0, None
+    start, prev = 0, None  # type: int, tuple[tuple[int, int], ...] | None
     for y in range(mask.shape[0] + 1):
         cur = runs(mask[y]) if y < mask.shape[0] else None
         if cur != prev:

@@ -30,6 +30,7 @@ __all__ = [
     "clip_line",
     "cp_descriptor_rows",
     "cp_heading",
+    "cp_listing",
     "dispatch_overflow",
     "elided_text",
     "elision_note",
@@ -337,6 +338,13 @@ def split_sections(result) -> tuple[list, list]:
 # ----------------------------------------------------------------------------- tcgen05.cp descriptors
 def _units(b: int) -> str:
     return f"{b} B ({b >> 4} × 16 B)"
+
+
+def cp_listing(ops: Sequence[Mapping[str, Any]], limit: int = MAX_LISTED) -> tuple[list[tuple[str, Mapping]], int]:
+    """The ``tcgen05.cp`` instructions a report lists: ``([(smem name, cp), ...] (the first ``limit``), how many
+    more)`` over the ops of :func:`tilemagic.widgets.placement.cp_ops`."""
+    every = [(op["smem"], cp) for op in ops for cp in op["cps"]]
+    return every[:limit], max(0, len(every) - limit)
 
 
 def cp_heading(cp: Mapping[str, Any], smem: str) -> str:

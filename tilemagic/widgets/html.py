@@ -64,6 +64,7 @@ from .format import (
     clip_line,
     cp_descriptor_rows,
     cp_heading,
+    cp_listing,
     dispatch_overflow,
     elided_text,
     elision_note,
@@ -772,22 +773,17 @@ def cp_descriptors_html(result) -> str:
     Colours are theme variables.  '' when there is neither."""
     k = result.kernel
     parts: list[str] = []
-    shown = total = 0
     head = "".join(f'<th style="{_TH}">{h}</th>' for h in ("field", "bits", "value"))
-    for op in cp_ops(k) if k is not None else []:
-        for cp in op["cps"]:
-            total += 1
-            if shown >= MAX_LISTED:
-                continue
-            shown += 1
-            rows = "".join("<tr>" + "".join(f'<td style="{_TD}">{escape(x)}</td>' for x in r) + "</tr>"
-                           for r in cp_descriptor_rows(cp, op["smem"]))
-            parts.append(f'<div style="{FONT};font-size:12px;margin-top:6px" data-src-line="{cp["line"]}">'
-                         f'{escape(cp_heading(cp, op["smem"]))}</div>'
-                         f'<table class="tm-cp-desc" style="{_TABLE}"><thead><tr>{head}</tr></thead>'
-                         f"<tbody>{rows}</tbody></table>")
-    if total > shown:
-        parts.append(_note(f"… {total - shown} more tcgen05.cp not listed"))
+    listed, more = cp_listing(cp_ops(k) if k is not None else [])
+    for smem, cp in listed:
+        rows = "".join("<tr>" + "".join(f'<td style="{_TD}">{escape(x)}</td>' for x in r) + "</tr>"
+                       for r in cp_descriptor_rows(cp, smem))
+        parts.append(f'<div style="{FONT};font-size:12px;margin-top:6px" data-src-line="{cp["line"]}">'
+                     f'{escape(cp_heading(cp, smem))}</div>'
+                     f'<table class="tm-cp-desc" style="{_TABLE}"><thead><tr>{head}</tr></thead>'
+                     f"<tbody>{rows}</tbody></table>")
+    if more:
+        parts.append(_note(f"… {more} more tcgen05.cp not listed"))
     for d in cp_declines(getattr(result, "dispatch", ())):
         det = d["detail"]
         at = f" at byte {det.byte}" if det.byte is not None else ""

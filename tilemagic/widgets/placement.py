@@ -244,32 +244,24 @@ def tmem_occupancy(kernel: ir.Kernel) -> dict[str, Any]:
     instructions: list[dict] = []
     total_oor = 0
     for idx, (node, warps, issuers) in enumerate(_tmem_nodes(kernel)):
-        cp = isinstance(node, ir.TcgenCp)
-        lane, col, warp, thread, reg = _cp_node_cells(node, issuers) if cp else _node_cells(node, warps)
+        tm = getattr(node, "tmem", None)
+        common: dict[str, Any] = {"index": idx, "chain": node.chain, "buffer": tm.name if tm is not None else None,
+                                  "row": int(node.row), "col": int(node.col), "warps": [int(w) for w in warps],
+                                  "line": node.span.line if node.span is not None else None}
+        if isinstance(node, ir.TcgenCp):
+            lane, col, warp, thread, reg = _cp_node_cells(node, issuers)
+            kind: dict[str, Any] = {"op": "cp", "shape": node.key, "num": 1, "regs": 0, "reg_base": 0, "local": None,
+                                    "smem": node.smem.name}
+        else:
+            lane, col, warp, thread, reg = _node_cells(node, warps)
+            kind = {"op": node.op, "shape": node.shape, "num": int(node.num), "regs": max(0, int(node.regs)),
+                    "reg_base": int(node.reg_base),
+                    "local": node.local.name if node.local is not None else None}
         ok = (lane >= 0) & (lane < TMEM_LANES) & (col >= 0) & (col < ncols)
         oor = int(ok.size - np.count_nonzero(ok))
         total_oor += oor
         cells = {"lane": lane[ok], "col": col[ok], "warp": warp[ok], "thread": thread[ok], "reg": reg[ok]}
-        tm = getattr(node, "tmem", None)
-        ins: dict[str, Any] = {
-            "index": idx,
-            "op": "cp" if cp else node.op,
-            "chain": node.chain,
-            "shape": node.key if cp else node.shape,
-            "num": 1 if cp else int(node.num),
-            "regs": 0 if cp else max(0, int(node.regs)),
-            "reg_base": 0 if cp else int(node.reg_base),
-            "buffer": tm.name if tm is not None else None,
-            "local": None if cp else (node.local.name if node.local is not None else None),
-            "row": int(node.row),
-            "col": int(node.col),
-            "warps": [int(w) for w in warps],
-            "line": node.span.line if node.span is not None else None,
-            "out_of_range": oor,
-            "cells": cells,
-        }
-        if cp:
-            ins["smem"] = node.smem.name
+        ins: dict[str, Any] = {**common, **kind, "out_of_range": oor, "cells": cells}
         ins["writer"] = writer_label(ins) if ins["op"] in ("st", "cp") else None
         instructions.append(ins)
     out: dict[str, Any] = _dense(ncols, instructions)

@@ -23,6 +23,7 @@ from .format import (
     elided_text,
     cp_descriptor_rows,
     cp_heading,
+    cp_listing,
     mismatch_lines, split_sections, tma_box_phrase)
 from .placement import (async_pictures, async_timeline, cluster_placement, cluster_receipts, cluster_size,
                         cluster_summary, cp_declines, cp_ops, swizzle_chunks, tma_boxes, tmem_columns)
@@ -196,17 +197,12 @@ def cp_descriptor_lines(result) -> list[str]:
     neither."""
     k = result.kernel
     out: list[str] = []
-    shown = total = 0
-    for op in cp_ops(k) if k is not None else []:
-        for cp in op["cps"]:
-            total += 1
-            if shown >= MAX_LISTED:
-                continue
-            shown += 1
-            out.append(cp_heading(cp, op["smem"]))
-            out += _table([("field", "bits", "value")] + cp_descriptor_rows(cp, op["smem"]), "    ")
-    if total > shown:
-        out.append(f"… {total - shown} more tcgen05.cp not listed (all: result.heatmap(kind='tcgen05_cp'))")
+    listed, more = cp_listing(cp_ops(k) if k is not None else [])
+    for smem, cp in listed:
+        out.append(cp_heading(cp, smem))
+        out += _table([("field", "bits", "value")] + cp_descriptor_rows(cp, smem), "    ")
+    if more:
+        out.append(f"… {more} more tcgen05.cp not listed (all: result.heatmap(kind='tcgen05_cp'))")
     for d in cp_declines(getattr(result, "dispatch", ())):
         det = d["detail"]
         at = f" at byte {det.byte}" if det.byte is not None else ""
