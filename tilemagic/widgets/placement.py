@@ -51,6 +51,7 @@ __all__ = [
     "cp_decline_map",
     "cp_declines",
     "cp_ops",
+    "cp_simulated",
     "block_factors",
     "check_data",
     "downsample_check",
@@ -1239,6 +1240,55 @@ def cp_chunk_map(op: dict[str, Any], row_bytes: int | None = None) -> dict[str, 
     return {"row_bytes": rb, "line_chunks": max(1, rb // CHUNK_BYTES), "nchunks": n, "instr": instr, "row": row,
             "chunk": chunk, "reads": reads, "outside": outside, "tmem": tm, "lane_col": lane_col,
             "replica": replica, "col_lo": col_lo, "ncols": lane_col.shape[1]}
+
+
+def cp_simulated(launch, kernel: ir.Kernel) -> dict[str, Any] | None:
+    """What the simulator's ``tcgen05.cp`` executions wrote in TMEM, beside the IR's static cells.
+
+    Parameters
+    ----------
+    launch : tilemagic.result.LaunchResult or None
+        A simulated launch whose ``hb`` records each ``tcgen05.cp`` execution (``hb.cp_writes``: per execution
+        ``line``, ``key``, ``thread``, ``lanes`` and ``cols`` (every pair of the two is written), ``landed``
+        (a commit of its thread completed it), ``barrier``, ``phase``).
+    kernel : tilemagic.ir.nodes.Kernel
+
+    Returns
+    -------
+    dict or None
+        None without such a record.  Else ``written`` (bool ``(128, tmem_cols)``: cells a landed cp wrote),
+        ``by_line`` (``{line: {"key", "executions", "landed", "cells"}}``), ``static`` (bool, the same shape:
+        the cells the IR's ``TcgenCp`` nodes write, :func:`tmem_occupancy`), ``agrees`` (the two equal: the
+        picture drawn from the IR is what the simulator did), ``never_landed`` (executions no commit completed).
+    """
+    hb = getattr(launch, "hb", None) if launch is not None else None
+    recs = getattr(hb, "cp_writes", None) if hb is not None else None
+    if not recs:
+        return None
+    ncols = max(0, int(kernel.tmem_cols or 0))
+    written = np.zeros((TMEM_LANES, ncols), dtype=bool)
+    by_line: dict[int, dict[str, Any]] = {}
+    never = 0
+    for rec in recs:
+        ent = by_line.setdefault(int(rec.line), {"key": rec.key, "executions": 0, "landed": 0, "cells": 0})
+        ent["executions"] += 1
+        if not getattr(rec, "landed", True):
+            never += 1
+            continue
+        ent["landed"] += 1
+        lanes = np.asarray(rec.lanes, np.int64)
+        cols = np.asarray(rec.cols, np.int64)
+        lanes = lanes[(lanes >= 0) & (lanes < TMEM_LANES)]
+        cols = cols[(cols >= 0) & (cols < ncols)]
+        written[np.ix_(lanes, cols)] = True
+        ent["cells"] = int(lanes.size * cols.size)
+    occ = tmem_occupancy(kernel)
+    static = np.zeros_like(written)
+    for ins in occ["instructions"]:
+        if ins["op"] == "cp":
+            static[ins["cells"]["lane"], ins["cells"]["col"]] = True
+    return {"written": written, "by_line": by_line, "static": static, "agrees": bool(np.array_equal(written, static)),
+            "never_landed": never}
 
 
 def cp_declines(records) -> list[dict[str, Any]]:

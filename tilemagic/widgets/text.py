@@ -26,7 +26,7 @@ from .format import (
     cp_listing,
     mismatch_lines, split_sections, tma_box_phrase)
 from .placement import (async_pictures, async_timeline, cluster_placement, cluster_receipts, cluster_size,
-                        cluster_summary, cp_declines, cp_ops, swizzle_chunks, tma_boxes, tmem_columns)
+                        cluster_summary, cp_declines, cp_ops, cp_simulated, swizzle_chunks, tma_boxes, tmem_columns)
 
 __all__ = [
     "async_summary_lines",
@@ -192,7 +192,8 @@ def cp_descriptor_lines(result) -> list[str]:
     """The text report's "tcgen05.cp descriptors" lines: for each ``tcgen05.cp`` of the kernel
     (:func:`~tilemagic.widgets.placement.cp_ops`), the instruction and its TMEM place, then its descriptor
     decoded field by field (:func:`~tilemagic.widgets.format.cp_descriptor_rows`); the first
-    :data:`~tilemagic.widgets.format.MAX_LISTED` instructions, the rest counted; then each ``smem->tmem``
+    :data:`~tilemagic.widgets.format.MAX_LISTED` instructions, the rest counted; after a simulated launch what
+    the simulator's cps wrote (:func:`~tilemagic.widgets.placement.cp_simulated`); then each ``smem->tmem``
     decline that names a place (:func:`~tilemagic.widgets.placement.cp_declines`).  Empty when there is
     neither."""
     k = result.kernel
@@ -203,6 +204,13 @@ def cp_descriptor_lines(result) -> list[str]:
         out += _table([("field", "bits", "value")] + cp_descriptor_rows(cp, smem), "    ")
     if more:
         out.append(f"… {more} more tcgen05.cp not listed (all: result.heatmap(kind='tcgen05_cp'))")
+    sim = cp_simulated(result.launch, k) if k is not None else None
+    if sim is not None:
+        done = ", ".join(f"L{line} {e['key']}: {e['landed']} of {e['executions']} landed, {e['cells']} cells each"
+                         for line, e in sorted(sim["by_line"].items()))
+        same = ("the TMEM cells written are the ones drawn" if sim["agrees"]
+                else "the TMEM cells written differ from the IR's (see the tcgen05_cp picture)")
+        out.append(f"simulator: {done}; {same}")
     for d in cp_declines(getattr(result, "dispatch", ())):
         det = d["detail"]
         at = f" at byte {det.byte}" if det.byte is not None else ""

@@ -310,3 +310,31 @@ def test_reports_and_widget_show_the_descriptors():
     pane.kind.value = "tcgen05_cp"
     assert bytes(pane.image.value).startswith(PNG) and pane.note.value == ""
     assert 'class="tm-cp-desc"' in WidgetView(r).panes["Description"].value
+
+
+def test_simulator_record_beside_the_drawn_cells():
+    """Part S's record (``launch.hb.cp_writes``: per execution line, key, thread, lanes, cols, landed) against
+    the cells the picture draws from the IR."""
+    k = _case_kernel(*CASES[-2])  # 32x128b.warpx4: lanes 0-127 (4 replicas of 32 rows), columns 0-3
+    rec = SimpleNamespace(line=12, key="32x128b.warpx4", thread=0, lanes=np.arange(128), cols=np.arange(4),
+                          landed=True, barrier="done", phase=0)
+    launch = SimpleNamespace(hb=SimpleNamespace(cp_writes=[rec]))
+    sim = P.cp_simulated(launch, k)
+    assert sim["agrees"] and sim["by_line"] == {12: {"key": "32x128b.warpx4", "executions": 1, "landed": 1,
+                                                     "cells": 512}}
+    assert int(sim["written"].sum()) == 512 == int(sim["static"].sum())
+    # the simulator wrote only the first replica: the report says the cells differ
+    short = SimpleNamespace(**{**vars(rec), "lanes": np.arange(32)})
+    never = SimpleNamespace(**{**vars(rec), "landed": False})
+    sim2 = P.cp_simulated(SimpleNamespace(hb=SimpleNamespace(cp_writes=[short, never])), k)
+    assert not sim2["agrees"] and sim2["never_landed"] == 1 and sim2["by_line"][12]["landed"] == 1
+    assert P.cp_simulated(SimpleNamespace(hb=SimpleNamespace(cp_writes=[])), k) is None
+    assert P.cp_simulated(None, k) is None
+    r = replace(_result(k), launch=None)
+    from tilemagic.widgets.text import cp_descriptor_lines
+
+    assert not any(x.startswith("simulator:") for x in cp_descriptor_lines(r))
+    r.launch = SimpleNamespace(hb=SimpleNamespace(cp_writes=[short]))
+    (line,) = [x for x in cp_descriptor_lines(r) if x.startswith("simulator:")]
+    assert line == ("simulator: L12 32x128b.warpx4: 1 of 1 landed, 128 cells each; the TMEM cells written differ "
+                    "from the IR's (see the tcgen05_cp picture)")
