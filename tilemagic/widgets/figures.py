@@ -1121,7 +1121,7 @@ def timeline_figure(result):
     marks = {"wait_group": ("v", _KIND_COLOUR["cp.async"]), "bulk_wait_group": ("v", _KIND_COLOUR["tma.s2g"]),
              "wait": ("v", _KIND_COLOUR["tma.g2s"]), "arrive": ("^", _PALETTE[4]), "cta_sync": ("|", NEUTRAL),
              "fence.proxy.async": ("d", NEUTRAL), "wait.blocked": ("X", _HANG),
-             "tcgen05.commit": ("P", _KIND_COLOUR["tcgen05.cp"])}
+             "tcgen05.commit": ("P", NEUTRAL)}
     points: dict[str, tuple[list, list]] = {}
     for e in tl["events"]:
         if e["kind"] not in marks:
@@ -1194,7 +1194,7 @@ def timeline_figure(result):
         entries.append((_KIND_COLOUR["dsmem"], "dsmem copy"))
     tcp = any(c["kind"] == "tcgen05.cp" for c in tl["copies"])
     if tcp:
-        entries.append((_KIND_COLOUR["tcgen05.cp"], "tcgen05.cp (issue → commit)"))
+        entries.append((_KIND_COLOUR["tcgen05.cp"], "tcgen05.cp"))
     y = _swatch_legend(fig, 0.81, 0.76, entries, step=0.045)
     fig.text(0.81, y - 0.01, "▼ wait  ○ commit group  ▲ arrive\n··· landed, until its wait\n| cta_sync"
              "\n◇ store's source read done" + ("\n✚ tcgen05.commit" if tcp else "")
