@@ -1463,9 +1463,9 @@ def cp_figure(result):
         their line) and labelled ``instruction:row,chunk`` when few lines are drawn, a line every SBO bytes
         between 8-row core matrices; right, TMEM lanes × the columns written, each cell coloured by the
         instruction whose chunk lands there (PTX ISA 9.0 §9.7.16.9.1, :func:`tilemagic.arch.tcgen05.cp_cells`),
-        the multicast's replica lanes hatched and labelled ``replica +32`` etc.; arrows join each
-        instruction's chunk (0, 0) to its TMEM cell.  Without a ``tcgen05.cp`` but with a ``smem->tmem``
-        decline that names a place, the rejected layout (:func:`cp_decline_figure`).
+        the multicast's replica lanes hatched and labelled ``replica +32`` etc.; arrows join one row's
+        first chunk of each instruction (rows 3, 11, 19, 27) to its TMEM cell.  Without a ``tcgen05.cp`` but
+        with a ``smem->tmem`` decline that names a place, the rejected layout (:func:`cp_decline_figure`).
 
     Raises
     ------
@@ -1537,12 +1537,13 @@ def cp_figure(result):
     ax2.set_xlabel("TCol (32-bit column)", fontsize=8)
     ax2.set_ylabel("TLane", fontsize=8)
     ax2.set_title(f"TMEM {op['tmem'] or ''}: lane × column written (replicas hatched)", fontsize=7.5, loc="left")
-    for c in cps[:MAX_CP_ARROWS]:
-        b = int(c["rel"][0, 0])
+    for c in cps[:MAX_CP_ARROWS]:  # (rows 3, 11, 19, 27 of the instructions: arrows apart, in the lines drawn)
+        r = min(c["rows"] - 1, 8 * (c["index"] % 4) + 3)
+        b = int(c["rel"][r, 0])
         if 0 <= b // CHUNK_BYTES < rows * lc:
             i = b // CHUNK_BYTES
             con = ConnectionPatch(xyA=(i % lc, i // lc), coordsA=ax.transData,
-                                  xyB=(int(c["cols"][0, 0]), int(c["lanes"][0, 0])), coordsB=ax2.transData,
+                                  xyB=(int(c["cols"][0, 0]), int(c["lanes"][r, 0])), coordsB=ax2.transData,
                                   arrowstyle="->", color=NEUTRAL, linewidth=0.7, alpha=0.8)
             fig.add_artist(con)
     # right column: the instructions with their colours, and the first descriptor in short
@@ -1563,7 +1564,7 @@ def cp_figure(result):
              fontsize=9.5, fontweight="bold", va="top", ha="left")
     fig.text(0.012, 0.935, "\n".join(textwrap.wrap(
         cp_heading(cps[0], op["smem"]) + " · label instruction:row,chunk · white lines: SBO (8-row core matrices)"
-        " · arrows: chunk (0, 0) of each instruction", 150)[:2]), fontsize=7.5, va="top", ha="left")
+        " · arrows: one row's first chunk per instruction", 150)[:2]), fontsize=7.5, va="top", ha="left")
     return fig
 
 
