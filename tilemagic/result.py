@@ -281,7 +281,7 @@ class TileCopyResult:
 
         Parameters
         ----------
-        kind : {"tmem", "instr", "fragment", "data", "tma", "swizzle", "timeline", "cluster"}, default "tmem"
+        kind : {"tmem", "instr", "fragment", "data", "tma", "swizzle", "timeline", "cluster", "tcgen05_cp"}
             ``tmem``: TMEM occupancy, 128 lanes × allocated 32-bit columns (without TMEM:
             the shared-memory tile by writing thread); ``fragment``: a register fragment,
             thread × register -> TMEM (lane, column); ``data``: the two sides of a
@@ -289,7 +289,9 @@ class TileCopyResult:
             the global tensor; ``swizzle``: a swizzled async destination's 16-byte chunks by
             bank group; ``timeline``: the simulator's asynchronous events per warp (per CTA and warp in a
             cluster); ``cluster``: a cluster kernel's CTAs, which CTA wrote which bytes of each one's shared
-            memory.
+            memory; ``tcgen05_cp``: a ``copy_async`` smem -> tmem op's descriptors drawn (the shared tile's
+            16-byte chunks by instruction, where each lands in TMEM, replicas hatched), or a rejected
+            layout.  Default "tmem".
         color_by : {"warp", "thread", "reg", "instr"}, default "warp"
             ``tmem`` only: what colours a cell.
         instr : int or "each", optional

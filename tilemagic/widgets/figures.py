@@ -44,17 +44,23 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..arch.tcgen05 import TMEM_LANES
 from ..caches import register_cache
 from ..ir import nodes as ir
 from ..options import COLOR_BY_CHOICES, HEATMAP_CHOICES
-from .format import format_value, instr_label, range_text, short_shape, tma_box_phrase
+from .format import cp_heading, format_value, instr_label, range_text, short_shape, tma_box_phrase
 from .placement import (
     LINE_CHUNKS,
     RECEIPT_KINDS,
+    CHUNK_BYTES,
     check_data,
     cluster_placement,
     cluster_receipts,
     cluster_summary,
+    cp_chunk_map,
+    cp_decline_map,
+    cp_declines,
+    cp_ops,
     downsample_check,
     first_mismatches,
     fragment_map,
@@ -76,6 +82,8 @@ __all__ = [
     "MAX_PNG_BYTES",
     "MAX_PANELS",
     "cluster_figure",
+    "cp_decline_figure",
+    "cp_figure",
     "data_figure",
     "downsample_caption",
     "figure_png",
@@ -208,13 +216,19 @@ def _xtick_step(n: int, most: int = 5) -> int:
 
 
 def _instr_summary(instructions: list[dict]) -> str:
-    """``tcgen05.st/ld .32x32b.x4`` grouped by (shape, num), ops in first-issue order."""
+    """``tcgen05.st/ld .32x32b.x4`` grouped by (shape, num), ops in first-issue order (``tcgen05.cp .128x256b``)."""
     groups: dict[tuple[str, int], list[str]] = {}
+    cps: list[str] = []
     for ins in instructions:
+        if ins["op"] == "cp":
+            if ins["shape"] not in cps:
+                cps.append(ins["shape"])
+            continue
         ops = groups.setdefault((ins["shape"], ins["num"]), [])
         if ins["op"] not in ops:
             ops.append(ins["op"])
-    return " · ".join(f"tcgen05.{'/'.join(ops)} .{shape}.x{num}" for (shape, num), ops in groups.items())
+    return " · ".join([f"tcgen05.{'/'.join(ops)} .{shape}.x{num}" for (shape, num), ops in groups.items()]
+                      + [f"tcgen05.cp .{key}" for key in cps])
 
 
 def _buffer_label(buf) -> str:
@@ -350,6 +364,46 @@ def _colour_key(fig, im, labels: list[str], n: int, what: str, y: float = 0.86) 
 
 
 # ============================================================================ TMEM figure
+def _cp_filled(occ, arrays) -> np.ndarray | None:
+    """Boolean ``(128, ncols)``: the cells of ``arrays`` (an occupancy or one instruction's) whose last writer is a
+    ``tcgen05.cp``; None when there is none."""
+    cp = [i["index"] for i in occ["instructions"] if i["op"] == "cp"]
+    if not cp:
+        return None
+    m = np.isin(np.asarray(arrays["writer"]), cp)
+    return m if m.any() and m.shape[1] > 1 else None
+
+
+def _hatch_mask(ax, mask: np.ndarray, hatch: str = "////") -> None:
+    """Hatch the cells of a boolean image mask exactly (cell edges at ±0.5): one rectangle per run of columns,
+    merged over consecutive rows with the same runs."""
+    from matplotlib.patches import Rectangle
+
+    def runs(row):
+        idx = np.nonzero(row)[0]
+        return tuple((int(r[0]), int(r[-1]) + 1) for r in np.split(idx, np.nonzero(np.diff(idx) != 1)[0] + 1)
+                     if r.size)
+
+    start, prev = 0, None  # type: int, tuple[tuple[int, int], ...] | None
+    for y in range(mask.shape[0] + 1):
+        cur = runs(mask[y]) if y < mask.shape[0] else None
+        if cur != prev:
+            for a, b in prev or ():
+                ax.add_patch(Rectangle((a - 0.5, start - 0.5), b - a, y - start, fill=False, hatch=hatch,
+                                       edgecolor="#222222", linewidth=0.0, zorder=3))
+            start, prev = y, cur
+
+
+def _writer_lines(occ) -> list[str]:
+    """``tcgen05.cp L12: 1024 cells`` per writer of :func:`tmem_occupancy` (its ``writer`` array), by count."""
+    w = np.asarray(occ["writer"])
+    labels: dict[str, int] = {}
+    for ins in occ["instructions"]:
+        if ins["writer"]:
+            labels[ins["writer"]] = labels.get(ins["writer"], 0) + int(np.count_nonzero(w == ins["index"]))
+    return [f"{k}: {v} cells" for k, v in labels.items()]
+
+
 def _draw_tmem(fig, kernel, color_by: str, instr):
     occ = tmem_occupancy(kernel)
     ins_list = occ["instructions"]
@@ -373,6 +427,9 @@ def _draw_tmem(fig, kernel, color_by: str, instr):
         ax = fig.add_axes((left + j * (width + gap), 0.11, width, 0.66))
         arrays = occ if p is None else instr_arrays(occ, p)
         im = ax.imshow(np.asarray(arrays[color_by]), cmap=cmap, norm=norm, interpolation="nearest", aspect="auto")
+        cp_cells_ = _cp_filled(occ, arrays)
+        if cp_cells_ is not None:  # the cells a tcgen05.cp filled last, hatched over the colours
+            _hatch_mask(ax, cp_cells_)
         _tmem_guides(ax, kernel, occ, ncols, names=(k == 1))
         ax.set_xticks(np.arange(0, max(ncols, 1), _xtick_step(ncols, 5 if k == 1 else 2)))
         ax.tick_params(labelsize=7)
@@ -407,7 +464,11 @@ def _draw_tmem(fig, kernel, color_by: str, instr):
     y = _text_block(fig, 0.715, y, "buffers", [_buffer_label(b) for b in kernel.tmem], budget=6)
     if color_by != "instr":
         y = _text_block(fig, 0.715, y, "instructions", [instr_label(i) for i in ins_list], budget=6)
+    if any(i["op"] == "cp" for i in ins_list):  # a cell that stages through tcgen05.st and tcgen05.cp: who filled it
+        y = _text_block(fig, 0.715, y, "filled by (last writer)", _writer_lines(occ), budget=5)
     key = ["── lane quadrant (warp % 4)", "- - 32-column alloc unit"]
+    if any(i["op"] == "cp" for i in ins_list):
+        key.append("//// last written by tcgen05.cp")
     if _uses_sub_slabs(kernel, occ):
         key.append("···· 16-lane sub-slab")
     if any(b.datapath == "B" for b in kernel.tmem):
@@ -592,7 +653,12 @@ def fragment_figure(kernel, local: str | ir.Buffer | None = None, instr: int | N
     layout = getattr(buf, "layout", None)
     lines = [f"{buf.name} @ {layout}"] if layout is not None else []
     y = _text_block(fig, 0.76, 0.86, "layout", lines, width=34, budget=4) if lines else 0.86
-    _text_block(fig, 0.76, y, "instructions", [instr_label(i) for i in used], width=34, budget=12)
+    y = _text_block(fig, 0.76, y, "instructions", [instr_label(i) for i in used], width=34, budget=12)
+    fill = np.asarray(fm["filled_by"])
+    if any(occ_ins[i]["op"] == "cp" for i in fm["writers"]):  # the loaded registers: which writer filled each
+        _text_block(fig, 0.76, y, "loaded registers filled by",
+                    [f"{fm['writers'][i]}: {int(np.count_nonzero(fill == i))} registers"
+                     for i in sorted(fm["writers"]) if np.any(fill == i)], width=34, budget=5)
     return fig
 
 
@@ -602,7 +668,7 @@ def picture_figure(result, kind: str = "tmem", color_by: str = "warp", instr: in
     line): ``tmem`` (:func:`heatmap_figure`), ``instr`` (the same, one panel per instruction), ``fragment``
     (:func:`fragment_figure` of ``buffer``), ``data`` (:func:`data_figure` of ``check``), ``tma``
     (:func:`tma_figure`), ``swizzle`` (:func:`swizzle_figure`), ``timeline`` (:func:`timeline_figure`),
-    ``cluster`` (:func:`cluster_figure`).
+    ``cluster`` (:func:`cluster_figure`), ``tcgen05_cp`` (:func:`cp_figure`).
 
     Raises
     ------
@@ -624,6 +690,8 @@ def picture_figure(result, kind: str = "tmem", color_by: str = "warp", instr: in
         return timeline_figure(result)
     if kind == "cluster":
         return cluster_figure(result)
+    if kind == "tcgen05_cp":
+        return cp_figure(result)
     raise ValueError(f"kind must be one of {', '.join(KINDS + ASYNC_KINDS)}; got {kind!r}")
 
 
@@ -781,13 +849,14 @@ def _print_png(fig) -> bytes:
 #: The pictures of asynchronous copies (``result.heatmap(kind=...)``; shown where a kernel has such ops):
 #: the TMA boxes over the global tensor, the swizzle of an async destination, the timeline of the simulator, and
 #: (a cluster) what each CTA's shared memory received.
-ASYNC_KINDS: tuple[str, ...] = ("tma", "swizzle", "timeline", "cluster")
+ASYNC_KINDS: tuple[str, ...] = ("tma", "swizzle", "timeline", "cluster", "tcgen05_cp")
 #: Most TMA ops drawn side by side (later ones are named in the title).
 MAX_TMA_PANELS: int = 3
 #: Most 128-byte lines of a swizzled tile drawn (8 chunks each; later lines are counted in the caption).
 MAX_SWIZZLE_LINES: int = 64
 _HANG = "#d62728"
-_KIND_COLOUR = {"cp.async": _PALETTE[0], "tma.g2s": _PALETTE[2], "tma.s2g": _PALETTE[1], "dsmem": _PALETTE[9]}
+_KIND_COLOUR = {"cp.async": _PALETTE[0], "tma.g2s": _PALETTE[2], "tma.s2g": _PALETTE[1], "dsmem": _PALETTE[9],
+                "tcgen05.cp": _PALETTE[8]}
 
 
 def _tma_panel(ax, op) -> None:
@@ -981,8 +1050,10 @@ def timeline_figure(result):
         §9.7.9.25.5.2; a dsmem copy, §9.7.9.25.4.1) is drawn in the receiving CTA's rows: a thin line from
         the issue to a square on that CTA's mbarrier row where it completes, dotted on to that CTA's wait.
         Commit groups are circles, waits triangles, arrivals carets; a barrier's row holds its phases,
-        labelled with their numbers, and a tick where each completes (§9.7.13.15); a ``cluster_sync``
-        (§9.7.13.3) is a dashed vertical line across all CTAs.  A run that would hang ends in a red line at
+        labelled with their numbers, and a tick where each completes (§9.7.13.15); a ``tcgen05.cp`` is a brown
+        bar from its issue to its completion at the issuing thread's ``tcgen05.commit`` (a plus;
+        §9.7.16.6.1); a ``cluster_sync`` (§9.7.13.3) is a dashed vertical line across all CTAs.  A run that would hang
+        ends in a red line at
         the hang with the blocked waits marked and the message in the title.
 
     Raises
@@ -1049,7 +1120,8 @@ def timeline_figure(result):
                    color=_KIND_COLOUR[kind], zorder=4)
     marks = {"wait_group": ("v", _KIND_COLOUR["cp.async"]), "bulk_wait_group": ("v", _KIND_COLOUR["tma.s2g"]),
              "wait": ("v", _KIND_COLOUR["tma.g2s"]), "arrive": ("^", _PALETTE[4]), "cta_sync": ("|", NEUTRAL),
-             "fence.proxy.async": ("d", NEUTRAL), "wait.blocked": ("X", _HANG)}
+             "fence.proxy.async": ("d", NEUTRAL), "wait.blocked": ("X", _HANG),
+             "tcgen05.commit": ("P", NEUTRAL)}
     points: dict[str, tuple[list, list]] = {}
     for e in tl["events"]:
         if e["kind"] not in marks:
@@ -1120,9 +1192,12 @@ def timeline_figure(result):
                (_KIND_COLOUR["tma.s2g"], "TMA store"), (_PALETTE[4], "mbarrier phase / arrive")]
     if tl["ctas"] > 1:
         entries.append((_KIND_COLOUR["dsmem"], "dsmem copy"))
+    tcp = any(c["kind"] == "tcgen05.cp" for c in tl["copies"])
+    if tcp:
+        entries.append((_KIND_COLOUR["tcgen05.cp"], "tcgen05.cp"))
     y = _swatch_legend(fig, 0.81, 0.76, entries, step=0.045)
     fig.text(0.81, y - 0.01, "▼ wait  ○ commit group  ▲ arrive\n··· landed, until its wait\n| cta_sync"
-             "\n◇ store's source read done"
+             "\n◇ store's source read done" + ("\n✚ tcgen05.commit" if tcp else "")
              + ("\n■ landed in another CTA\n┆ cluster_sync" if tl["ctas"] > 1 else "")
              + ("\n✕ blocked wait" if hang else ""), fontsize=6.8, va="top", ha="left", linespacing=1.5)
     return fig
@@ -1343,4 +1418,205 @@ def cluster_figure(result):
     fig.text(0.012, 0.105, "\n".join(textwrap.shorten(x, 150, placeholder=" …") for x in summary[:4])
              + (f"\n… {len(summary) - 4} more CTAs" if len(summary) > 4 else ""),
              fontsize=6.5, va="top", ha="left", family="monospace")
+    return fig
+
+
+# ============================================================================ tcgen05.cp (issue 14)
+#: Most 128-byte lines of a ``tcgen05.cp`` source drawn (later lines are counted in the caption); chunks are
+#: labelled when at most :data:`MAX_CP_LABEL_LINES` lines are drawn.
+MAX_CP_LINES: int = 64
+MAX_CP_LABEL_LINES: int = 16
+#: Most cp instructions joined to TMEM by an arrow (one per instruction, from its chunk (0, 0)).
+MAX_CP_ARROWS: int = 8
+_REJECT = "#d62728"
+
+
+def _cp_source_panel(ax, grid: np.ndarray, ncat: int, rows: int, lines: int, title: str) -> None:
+    """The shared tile as 128-byte lines × 16-byte chunks, each chunk coloured by its category (-1: grey)."""
+    cmap, norm = _cat_cmap(max(ncat, 1))
+    ax.imshow(grid[:rows], cmap=cmap, norm=norm, interpolation="nearest", aspect="auto")
+    lc = grid.shape[1]
+    ax.set_xticks(np.arange(lc))
+    ax.set_yticks(np.arange(0, rows, _xtick_step(rows, 8)))
+    ax.tick_params(labelsize=7)
+    ax.set_xlabel(f"16-byte chunk in its {lc * CHUNK_BYTES}-byte line", fontsize=7.5)
+    ax.set_ylabel(f"{lc * CHUNK_BYTES}-byte line of the shared tile", fontsize=8)
+    more = f" (first {rows} of {lines} lines)" if lines > rows else ""
+    ax.set_title("\n".join(textwrap.wrap(title + more, 60)[:3]), fontsize=7.5, loc="left")
+
+
+def cp_figure(result):
+    """The descriptors of a kernel's ``tcgen05.cp`` drawn: the shared tile and where each chunk lands in TMEM.
+
+    Parameters
+    ----------
+    result : tilemagic.result.TileCopyResult, or a lowered :class:`~tilemagic.ir.nodes.Kernel`
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        For the first smem -> tmem op (:func:`~tilemagic.widgets.placement.cp_ops`; one figure for all the cps
+        of one copy statement): left, the shared source as 128-byte lines of 16-byte chunks (at most
+        :data:`MAX_CP_LINES`), each chunk coloured by the cp instruction that reads it through its descriptor
+        (:func:`~tilemagic.widgets.placement.cp_chunk_map`: the walk of
+        :func:`tilemagic.layout.smem_matrix.cp_source_addresses`, so a swizzle shows as chunks moved within
+        their line) and labelled ``instruction:row,chunk`` when few lines are drawn, a line every SBO bytes
+        between 8-row core matrices; right, TMEM lanes × the columns written, each cell coloured by the
+        instruction whose chunk lands there (PTX ISA 9.0 §9.7.16.9.1, :func:`tilemagic.arch.tcgen05.cp_cells`),
+        the multicast's replica lanes hatched and labelled ``replica +32`` etc.; arrows join one row's
+        first chunk of each instruction (rows 3, 11, 19, 27) to its TMEM cell.  Without a ``tcgen05.cp`` but
+        with a ``smem->tmem`` decline that names a place, the rejected layout (:func:`cp_decline_figure`).
+
+    Raises
+    ------
+    ValueError
+        No ``tcgen05.cp`` and no such decline.
+    """
+    from matplotlib.patches import ConnectionPatch, Rectangle
+
+    kernel = result if isinstance(result, ir.Kernel) else result.kernel
+    ops = cp_ops(kernel) if kernel is not None else []
+    if not ops:
+        decl = cp_declines(getattr(result, "dispatch", ()))
+        bufs = {b.name: b for b in getattr(kernel, "shared", ())} if kernel is not None else {}
+        for d in decl:
+            b = bufs.get(d["detail"].buffer)
+            if b is not None:
+                return cp_decline_figure(d, int(b.nbytes))
+        name = getattr(result, "name", getattr(kernel, "name", "?"))
+        raise ValueError(f"{name}: no tcgen05.cp (copy_async smem->tmem) and no smem->tmem decline that names a place")
+    op = ops[0]
+    m = cp_chunk_map(op)
+    cps = op["cps"]
+    lc = m["line_chunks"]
+    lines = -(-m["nchunks"] // lc)
+    rows = min(lines, MAX_CP_LINES)
+    grid = np.full(lines * lc, -1, np.int64)
+    grid[: m["nchunks"]] = m["instr"]
+    grid = grid.reshape(lines, lc)
+    fig = _new_figure()
+    ax = fig.add_axes((0.07, 0.10, 0.26, 0.68))
+    f0 = cps[0]["fields"]
+    _cp_source_panel(ax, grid, len(cps), rows, lines,
+                     f"{op['smem']} ({op['smem_bytes']} B at {op['smem_base']}): chunk → cp instruction")
+    if f0.sbo >= lc * CHUNK_BYTES:
+        step = f0.sbo // (lc * CHUNK_BYTES)
+        for y in range(step, rows, step):
+            ax.axhline(y - 0.5, color="white", linewidth=1.2)
+    if rows <= MAX_CP_LABEL_LINES:
+        sub = grid[:rows]
+        rr = np.full(lines * lc, -1, np.int64)
+        rr[: m["nchunks"]] = m["row"]
+        jj = np.full(lines * lc, -1, np.int64)
+        jj[: m["nchunks"]] = m["chunk"]
+        rr, jj = rr.reshape(lines, lc), jj.reshape(lines, lc)
+        for (r, c), i in np.ndenumerate(sub):
+            if i >= 0:
+                ax.text(c, r, f"{i}:{rr[r, c]},{jj[r, c]}", ha="center", va="center", fontsize=5, color="white")
+    # TMEM panel
+    ax2 = fig.add_axes((0.42, 0.10, 0.30, 0.68))
+    lane_col = m["lane_col"]
+    cell_instr = np.where(lane_col >= 0, m["instr"][np.clip(lane_col, 0, m["nchunks"] - 1)], -1)
+    cmap, norm = _cat_cmap(max(len(cps), 1))
+    ax2.imshow(cell_instr, cmap=cmap, norm=norm, interpolation="nearest", aspect="auto",
+               extent=(m["col_lo"] - 0.5, m["col_lo"] + m["ncols"] - 0.5, TMEM_LANES - 0.5, -0.5))
+    rep = m["replica"]
+    for k in sorted({int(x) for x in np.unique(rep) if x > 0}):
+        off = cps[0]["replicas"][k] if k < len(cps[0]["replicas"]) else k
+        ln = np.nonzero((rep == k).any(axis=1))[0]
+        runs = np.split(ln, np.nonzero(np.diff(ln) != 1)[0] + 1) if ln.size else []
+        for run in runs:
+            ax2.add_patch(Rectangle((m["col_lo"] - 0.5, run[0] - 0.5), m["ncols"], run.size, fill=False,
+                                    hatch="///", edgecolor="white", linewidth=0.0, zorder=3))
+            ax2.text(m["col_lo"] + m["ncols"] - 0.6, run[0] + 0.5, f"replica +{off}", ha="right", va="top",
+                     fontsize=6.5, color="white", zorder=4)
+    for q in range(1, 4):
+        ax2.axhline(32 * q - 0.5, color=NEUTRAL, linewidth=0.8)
+    ax2.set_yticks([32 * q for q in range(4)] + [127])
+    ax2.tick_params(labelsize=7)
+    ax2.set_xlabel("TCol (32-bit column)", fontsize=8)
+    ax2.set_ylabel("TLane", fontsize=8)
+    ax2.set_title(f"TMEM {op['tmem'] or ''}: lane × column written (replicas hatched)", fontsize=7.5, loc="left")
+    for c in cps[:MAX_CP_ARROWS]:  # (rows 3, 11, 19, 27 of the instructions: arrows apart, in the lines drawn)
+        r = min(c["rows"] - 1, 8 * (c["index"] % 4) + 3)
+        b = int(c["rel"][r, 0])
+        if 0 <= b // CHUNK_BYTES < rows * lc:
+            i = b // CHUNK_BYTES
+            con = ConnectionPatch(xyA=(i % lc, i // lc), coordsA=ax.transData,
+                                  xyB=(int(c["cols"][0, 0]), int(c["lanes"][r, 0])), coordsB=ax2.transData,
+                                  arrowstyle="->", color=NEUTRAL, linewidth=0.7, alpha=0.8)
+            fig.add_artist(con)
+    # right column: the instructions with their colours, and the first descriptor in short
+    cs = _colours(max(len(cps), 1))
+    entries = [(cs[c["index"] % len(cs)], f"#{c['index']} lane {c['lane']} col {c['col']} · {op['smem']}+"
+                f"{c['start_rel']}") for c in cps[:_MAX_SWATCHES]]
+    y = _swatch_legend(fig, 0.76, 0.80, entries, step=0.04)
+    if len(cps) > _MAX_SWATCHES:
+        fig.text(0.76, y, f"… {len(cps) - _MAX_SWATCHES} more", fontsize=7, va="top", ha="left")
+        y -= 0.04
+    lay = f0.layout_name
+    desc_lines = [f"0x{c['desc']:016x}" for c in cps[:4]] + [
+        f"SBO {f0.sbo} B · LBO {f0.lbo} B" + (" (ignored)" if f0.swizzled else ""),
+        f"layout {lay} ({f0.layout}) · v{f0.version}", f"base offset {f0.base_offset} · mode {f0.lbo_mode}"]
+    _text_block(fig, 0.76, y - 0.01, "descriptors", desc_lines, width=30, budget=9)
+    more_ops = f" · {len(ops) - 1} more smem->tmem op(s) not drawn" if len(ops) > 1 else ""
+    fig.text(0.012, 0.985, f"tcgen05.cp of {kernel.name} · L{op['line']}: {len(cps)} × {cps[0]['chain']}{more_ops}",
+             fontsize=9.5, fontweight="bold", va="top", ha="left")
+    fig.text(0.012, 0.935, "\n".join(textwrap.wrap(
+        cp_heading(cps[0], op["smem"]) + " · label instruction:row,chunk · white lines: SBO (8-row core matrices)"
+        " · arrows: one row's first chunk per instruction", 150)[:2]), fontsize=7.5, va="top", ha="left")
+    return fig
+
+
+def cp_decline_figure(decline, nbytes: int):
+    """A rejected ``smem->tmem`` layout: the shared buffer's 16-byte chunks, the one that breaks the rule
+    outlined in red, where the rule wanted it dashed, the rule's message as the title.
+
+    Parameters
+    ----------
+    decline : dict
+        One entry of :func:`~tilemagic.widgets.placement.cp_declines` (``line``, ``op``, ``reason``,
+        ``detail``: a :class:`~tilemagic.lower.dispatch.DeclineDetail`).
+    nbytes : int
+        Bytes of the shared buffer ``detail.buffer``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The left panel of :func:`cp_figure` for the plan that was tried (128-byte lines × 16-byte chunks, at
+        most :data:`MAX_CP_LINES`; :func:`~tilemagic.widgets.placement.cp_decline_map`), the offending chunk
+        outlined in red (solid), the expected place dashed; the rule, shape and the chunk's (row, chunk) in one
+        instruction on the right.
+    """
+    from matplotlib.patches import Rectangle
+
+    det = decline["detail"]
+    dm = cp_decline_map(det, nbytes)
+    lc = dm["line_chunks"]
+    lines = -(-dm["nchunks"] // lc)
+    rows = min(lines, MAX_CP_LINES)
+    grid = np.full((lines, lc), -1, np.int64)
+    fig = _new_figure()
+    ax = fig.add_axes((0.07, 0.10, 0.40, 0.66))
+    _cp_source_panel(ax, np.full_like(grid, -1), 1, rows, lines,
+                     f"{det.buffer} ({nbytes} B): the plan for {det.shape or 'no shape'} that was tried")
+    for key, style in (("bad", "-"), ("expected", "--")):
+        at = dm[key]
+        if at is not None and at[0] < rows:
+            ax.add_patch(Rectangle((at[1] - 0.5, at[0] - 0.5), 1, 1, fill=False, edgecolor=_REJECT,
+                                   linewidth=2.2 if key == "bad" else 1.6, linestyle=style, zorder=4))
+    info = [f"rule: {det.rule}", f"shape: {det.shape or '-'}"]
+    if det.byte is not None:
+        info.append(f"offending chunk: byte {det.byte}" + (f" (row {det.row}, chunk {det.chunk})"
+                                                         if det.row is not None else ""))
+    if det.expected is not None:
+        info.append(f"the rule wants byte {det.expected} (dashed)")
+    if dm["bad"] is not None and dm["bad"][0] >= rows:
+        info.append(f"(beyond the {rows} lines drawn)")
+    _text_block(fig, 0.55, 0.76, "why", info + ["red: the chunk that breaks the rule"], width=50, budget=12)
+    where = f"L{decline['line']} " if decline.get("line") is not None else ""
+    fig.text(0.012, 0.985, f"{where}smem->tmem declined: {det.rule}", fontsize=9.5, fontweight="bold",
+             va="top", ha="left", color=_REJECT)
+    fig.text(0.012, 0.935, "\n".join(textwrap.wrap(decline.get("reason") or "", 150)[:2]), fontsize=7.5,
+             va="top", ha="left")
     return fig

@@ -28,6 +28,9 @@ __all__ = [
     "capped_list",
     "check_overflow",
     "clip_line",
+    "cp_descriptor_rows",
+    "cp_heading",
+    "cp_listing",
     "dispatch_overflow",
     "elided_text",
     "elision_note",
@@ -306,8 +309,9 @@ def tma_box_phrase(op: Mapping[str, Any]) -> str:
 
 def instr_label(ins: Mapping[str, object]) -> str:
     """``#0 st .32x32b.x4 T row 0 col 0 (L9)`` of one instruction of
-    :func:`tilemagic.widgets.placement.tmem_occupancy`."""
-    s = f"#{ins['index']} {ins['op']} .{ins['shape']}.x{ins['num']}"
+    :func:`tilemagic.widgets.placement.tmem_occupancy` (a ``tcgen05.cp``: ``#0 cp .128x256b T row 0 col 0
+    (L12)``)."""
+    s = f"#{ins['index']} {ins['op']} .{ins['shape']}" + ("" if ins["op"] == "cp" else f".x{ins['num']}")
     if ins["buffer"]:
         s += f" {ins['buffer']}"
     s += f" row {ins['row']} col {ins['col']}"
@@ -329,3 +333,62 @@ def split_sections(result) -> tuple[list, list]:
     for i, sec in enumerate(getattr(result, "sections", ())):
         (mine if sec.title in WITH_DISPATCH else rest).append((i, sec))
     return mine, rest
+
+
+# ----------------------------------------------------------------------------- tcgen05.cp descriptors
+def _units(b: int) -> str:
+    return f"{b} B ({b >> 4} × 16 B)"
+
+
+def cp_listing(ops: Sequence[Mapping[str, Any]], limit: int = MAX_LISTED) -> tuple[list[tuple[str, Mapping]], int]:
+    """The ``tcgen05.cp`` instructions a report lists: ``([(smem name, cp), ...] (the first ``limit``), how many
+    more)`` over the ops of :func:`tilemagic.widgets.placement.cp_ops`."""
+    every = [(op["smem"], cp) for op in ops for cp in op["cps"]]
+    return every[:limit], max(0, len(every) - limit)
+
+
+def cp_heading(cp: Mapping[str, Any], smem: str) -> str:
+    """``L12 #0 tcgen05.cp.cta_group::1.128x256b: S + 32 B -> TMEM lane 0, column 8`` for one instruction of
+    :func:`tilemagic.widgets.placement.cp_ops`."""
+    where = f"L{cp['line']} " if cp.get("line") is not None else ""
+    return (f"{where}#{cp['index']} {cp['chain']}: {smem} + {cp['start_rel']} B -> TMEM lane {cp['lane']}, "
+            f"column {cp['col']}")
+
+
+def cp_descriptor_rows(cp: Mapping[str, Any], smem: str) -> list[tuple[str, str, str]]:
+    """``(field, bits, value)`` of one ``tcgen05.cp``'s shared-memory descriptor, decoded as the hardware reads
+    it (``cp["fields"]``: :func:`tilemagic.arch.smem_desc.decode` of ``cp["desc"]``; PTX ISA 9.0 §9.7.16.4.1,
+    Table 40), for the text report, the HTML report and the widget view.
+
+    Parameters
+    ----------
+    cp : mapping
+        One instruction of :func:`tilemagic.widgets.placement.cp_ops` (``desc``, ``fields``, ``start_rel``).
+    smem : str
+        The shared buffer's name (the start address is also shown as ``smem + N B``).
+
+    Returns
+    -------
+    list of (str, str, str)
+        The raw value (its address part the simulator's shared window's), start address, LBO (with "ignored
+        by the hardware (assumed 1)" for a swizzled layout), SBO, the fixed version bits, base offset, LBO
+        mode, layout type.
+    """
+    from ..arch.smem_desc import LAYOUT_NAMES
+
+    f = cp["fields"]
+    lbo = _units(f.lbo) + ("; LBO is ignored by the hardware (assumed 1) for a swizzled layout" if f.swizzled else "")
+    name = LAYOUT_NAMES.get(f.layout)
+    lay = (f"{name} ({f.layout})" if name is not None else f"invalid ({f.layout})") + (
+        "" if f.swizzled else ": no swizzle, 8 × 16-byte core matrices")
+    return [
+        ("descriptor", "0-63", f"0x{int(cp['desc']):016x} (the address part is this run's: the simulator's shared "
+                               "window)"),
+        ("start address", "0-13", f"{f.start} B = {smem} + {cp['start_rel']} B ({f.start >> 4} × 16 B)"),
+        ("LBO", "16-29", lbo),
+        ("SBO", "32-45", _units(f.sbo) + " between 8-row core matrices"),
+        ("version", "46-48", f"{f.version}" + (" (sm_100 family)" if f.version == 1 else " (not 1: invalid)")),
+        ("base offset", "49-51", f"{f.base_offset}"),
+        ("LBO mode", "52", f"{f.lbo_mode} ({'absolute' if f.lbo_mode else 'relative'})"),
+        ("layout type", "61-63", lay),
+    ]

@@ -62,6 +62,9 @@ from .format import (
     capped_list,
     check_overflow,
     clip_line,
+    cp_descriptor_rows,
+    cp_heading,
+    cp_listing,
     dispatch_overflow,
     elided_text,
     elision_note,
@@ -69,7 +72,7 @@ from .format import (
     range_text,
     shown_lines,
     split_lines, split_sections)
-from .placement import async_pictures
+from .placement import async_pictures, cp_declines, cp_ops
 from .png import picture_png
 from .text import (
     cuda_title,
@@ -93,6 +96,7 @@ __all__ = [
     "banner_html",
     "code_grid_html",
     "code_pane_html",
+    "cp_descriptors_html",
     "cuda_pane_html",
     "data_html",
     "dispatch_html",
@@ -735,6 +739,7 @@ _ALT = {
     "swizzle": "shared-memory swizzle: 16-byte chunk → physical chunk, coloured by bank group",
     "timeline": "asynchronous events per warp: issue → completion → wait, mbarrier phases, commit groups",
     "cluster": "cluster shared memory: one panel per CTA, each byte coloured by the CTA that wrote it",
+    "tcgen05_cp": "tcgen05.cp descriptors: the shared tile's 16-byte chunks by instruction → TMEM lanes × columns",
 }
 
 
@@ -757,6 +762,35 @@ def async_html(result) -> str:
     if result.kernel is None or "none" in result.options.heatmap:
         return ""
     return "".join(_picture_html(result, kind) for kind in async_pictures(result.kernel, result.launch))
+
+
+def cp_descriptors_html(result) -> str:
+    """Each ``tcgen05.cp``'s shared-memory descriptor decoded (:func:`~tilemagic.widgets.placement.cp_ops`,
+    :func:`~tilemagic.widgets.format.cp_descriptor_rows`: the raw value at the simulator's shared window and
+    every field as ``arch.smem_desc.decode`` reads it, PTX ISA 9.0 §9.7.16.4.1), one ``tm-cp-desc`` table per
+    instruction under its heading (instruction, TMEM lane and column), the first
+    :data:`~tilemagic.widgets.format.MAX_LISTED`; then each ``smem->tmem`` decline that names a place.
+    Colours are theme variables.  '' when there is neither."""
+    k = result.kernel
+    parts: list[str] = []
+    head = "".join(f'<th style="{_TH}">{h}</th>' for h in ("field", "bits", "value"))
+    listed, more = cp_listing(cp_ops(k) if k is not None else [])
+    for smem, cp in listed:
+        rows = "".join("<tr>" + "".join(f'<td style="{_TD}">{escape(x)}</td>' for x in r) + "</tr>"
+                       for r in cp_descriptor_rows(cp, smem))
+        parts.append(f'<div style="{FONT};font-size:12px;margin-top:6px" data-src-line="{cp["line"]}">'
+                     f'{escape(cp_heading(cp, smem))}</div>'
+                     f'<table class="tm-cp-desc" style="{_TABLE}"><thead><tr>{head}</tr></thead>'
+                     f"<tbody>{rows}</tbody></table>")
+    if more:
+        parts.append(_note(f"… {more} more tcgen05.cp not listed"))
+    for d in cp_declines(getattr(result, "dispatch", ())):
+        det = d["detail"]
+        at = f" at byte {det.byte}" if det.byte is not None else ""
+        parts.append(f'<div class="tm-cp-decline" style="{FONT};font-size:12px;color:{ERROR_FG}">'
+                     f"L{d['line']} smem-&gt;tmem declined ({escape(det.shape or 'no shape')}, rule "
+                     f"{escape(det.rule)}): {escape(det.buffer)}{at}: {escape(d['reason'])}</div>")
+    return "".join(parts)
 
 
 def heatmap_html(result, kinds: Sequence[str] | None = None) -> str:
@@ -896,7 +930,8 @@ def render_html(result) -> str:
         One ``<div class="tm-report">`` fragment: the line-mapping ``<style>``, banner,
         warnings, dispatch why-tables, description, IR ∥ CUDA (scrollable panes, a
         ``tm-L{N}`` class and ``data-src-line`` per mapped line), emulated CUDA in
-        ``<details>``, TMEM allocation and the pictures of :func:`heatmap_kinds`, launch
+        ``<details>``, TMEM allocation and the pictures of :func:`heatmap_kinds`, the asynchronous-copy
+        pictures, each ``tcgen05.cp``'s descriptor decoded (:func:`cp_descriptors_html`), launch
         (with the round-trip data picture when a check failed), and :data:`PIN_SCRIPT`.
         Deterministic.  Bounded whatever the cell: long panes collapse (:func:`code_pane_html`),
         why-tables, warnings and mismatch lists are capped with a count, the line-mapping style
@@ -918,6 +953,7 @@ def render_html(result) -> str:
         *(_section(title, body) for title, body in extra_sections(result)),
         _section("TMEM" if uses_tmem(result) else "Shared memory", tmem_html(result) + heatmap_html(result)),
         _section("Asynchronous copies", async_html(result)),
+        _section("tcgen05.cp descriptors", cp_descriptors_html(result)),
         _section("Launch", launch_html(result) + data_html(result)),
     ]
     html = "".join(b for b in body if b)

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..ir import nodes as ir
 from ..ir.evaluate import Undetermined, eval_static
-from ..arch.tcgen05 import TMEM_LANES, tmem_cell
+from ..arch.tcgen05 import TMEM_LANES, cp_cells, tmem_cell
 from ..arch.cluster import CTA_RANK
 from ..arch.tma import box_traversal
 
@@ -47,6 +47,11 @@ __all__ = [
     "cluster_receipts",
     "cluster_size",
     "cluster_summary",
+    "cp_chunk_map",
+    "cp_decline_map",
+    "cp_declines",
+    "cp_ops",
+    "cp_simulated",
     "block_factors",
     "check_data",
     "downsample_check",
@@ -64,6 +69,7 @@ __all__ = [
     "tma_issue_box",
     "tmem_columns",
     "tmem_occupancy",
+    "writer_label",
 ]
 
 _MAX_EVAL = 1 << 22  # thread × grid points evaluated when deriving shared-memory writers
@@ -140,6 +146,39 @@ def issuing_warps(kernel: ir.Kernel) -> list[tuple[ir.TcgenLdSt, np.ndarray]]:
     return out
 
 
+def _tmem_nodes(kernel: ir.Kernel) -> list[tuple[ir.TcgenLdSt | ir.TcgenCp, np.ndarray, np.ndarray]]:
+    """Every ``tcgen05.ld/st`` and ``tcgen05.cp`` of the kernel in program order, with the warps that issue it
+    and the CTA thread ids its guards let through (an unknown guard counts as true, as in
+    :func:`issuing_warps`); a ``tcgen05.cp`` is issued by each such thread (single-thread exec scope)."""
+    threads, nwarps = max(1, int(kernel.threads)), num_warps(kernel)
+    tid = np.arange(threads, dtype=np.int64)
+    out: list[tuple[ir.TcgenLdSt | ir.TcgenCp, np.ndarray, np.ndarray]] = []
+    for stmt, scope in ir.walk_scoped(kernel.body):
+        if isinstance(stmt, (ir.TcgenLdSt, ir.TcgenCp)):
+            act = tid[np.broadcast_to(_guard_mask(scope, tid, None, lenient=True), tid.shape)]
+            m = np.zeros(nwarps * 32, dtype=bool)
+            m[act] = True
+            out.append((stmt, np.nonzero(m.reshape(nwarps, 32).any(axis=1))[0].astype(np.int64), act))
+    return out
+
+
+def writer_label(ins: dict[str, Any]) -> str:
+    """``tcgen05.cp L12`` / ``tcgen05.st L9``: who filled a TMEM cell (an instruction of :func:`tmem_occupancy`)."""
+    return f"tcgen05.{ins['op']}" + (f" L{ins['line']}" if ins.get("line") is not None else f" #{ins['index']}")
+
+
+def _cp_node_cells(node: ir.TcgenCp, issuers: np.ndarray):
+    """(lane, col, warp, thread, reg) of every TMEM cell one ``tcgen05.cp`` writes (each issuing thread writes
+    the same cells: the last one wins), through :func:`tilemagic.arch.tcgen05.cp_cells`; ``reg`` is -1 (no
+    register moves them)."""
+    lanes, cols = cp_cells(node.key, int(node.row), int(node.col))
+    lane = np.broadcast_to(lanes.reshape(-1, 1), (lanes.size, cols.size)).ravel()
+    col = np.broadcast_to(cols.reshape(1, -1), (lanes.size, cols.size)).ravel()
+    t = int(issuers[-1]) if issuers.size else -1
+    fill = np.full(lane.shape, t, np.int64)
+    return lane, col, fill // 32 if t >= 0 else fill, fill, np.full(lane.shape, -1, np.int64)
+
+
 def _node_cells(node, warps: np.ndarray):
     """(lane, col, warp, thread, fragment register) of every (warp, lane t, register r), flattened."""
     regs = max(0, int(node.regs))
@@ -155,10 +194,13 @@ def _node_cells(node, warps: np.ndarray):
 
 
 def tmem_occupancy(kernel: ir.Kernel) -> dict[str, Any]:
-    """Which warp / thread / register / instruction moves each allocated TMEM cell.
+    """Which warp / thread / register / instruction moves each allocated TMEM cell, and who filled it.
 
-    Every :class:`~tilemagic.ir.nodes.TcgenLdSt` (program order) is executed by the warps
-    :func:`issuing_warps` finds.  Thread lane ``t`` (0..31) of warp ``w`` and register
+    Every :class:`~tilemagic.ir.nodes.TcgenLdSt` and :class:`~tilemagic.ir.nodes.TcgenCp` (program order)
+    is an instruction.  A ``tcgen05.ld/st`` is executed by the warps :func:`issuing_warps` finds.  A
+    ``tcgen05.cp`` (PTX ISA 9.0 §9.7.16.9.1) writes the cells :func:`~tilemagic.arch.tcgen05.cp_cells` gives
+    at its ``row``/``col`` (every row of the shape at its lane and replicas, four columns per 16-byte
+    chunk), owned by its issuing thread, register ``-1``.  Thread lane ``t`` (0..31) of warp ``w`` and register
     ``r`` (``0 .. node.regs - 1``) touch the cell::
 
         tmem_cell(node.shape, t, r, taddr=0, warp=w, row_imm=node.row, col_imm=node.col)
@@ -181,9 +223,12 @@ def tmem_occupancy(kernel: ir.Kernel) -> dict[str, Any]:
         register of the thread's fragment (``node.reg_base + r``: the register's index
         in the ``local`` buffer's per-thread storage), index of the instruction (into
         ``"instructions"``); ``-1`` marks untouched cells.
-        ``"instructions"`` : list of dict, one per ``TcgenLdSt`` in program order, with
-        ``index``, ``op`` (``"ld"``/``"st"``), ``chain`` (the PTX name), ``shape``,
-        ``num``, ``regs``, ``reg_base``, ``buffer`` (TMEM buffer name or None), ``local``
+        ``"writer"`` : the same shape -- the index of the last ``tcgen05.st`` or ``tcgen05.cp`` that wrote the
+        cell (a cell that stages through both shows who filled it last), ``-1`` where none wrote it.
+        ``"instructions"`` : list of dict, one per ``TcgenLdSt`` / ``TcgenCp`` in program order, with
+        ``index``, ``op`` (``"ld"``/``"st"``/``"cp"``), ``chain`` (the PTX name), ``shape`` (a cp's
+        ``CP_SHAPES`` key), ``num`` (1 for a cp), ``writer`` (:func:`writer_label`, None for an ld),
+        ``smem`` (a cp's shared source), ``regs``, ``reg_base``, ``buffer`` (TMEM buffer name or None), ``local``
         (register buffer name), ``row`` / ``col`` (the lane / 32-bit column immediates),
         ``warps`` (list of issuing warp ids), ``line`` (description line or None),
         ``out_of_range`` (cells outside the allocation, dropped) and ``cells`` (dict of
@@ -199,30 +244,27 @@ def tmem_occupancy(kernel: ir.Kernel) -> dict[str, Any]:
     ncols = max(0, int(kernel.tmem_cols or 0))
     instructions: list[dict] = []
     total_oor = 0
-    for idx, (node, warps) in enumerate(issuing_warps(kernel)):
-        lane, col, warp, thread, reg = _node_cells(node, warps)
+    for idx, (node, warps, issuers) in enumerate(_tmem_nodes(kernel)):
+        tm = getattr(node, "tmem", None)
+        common: dict[str, Any] = {"index": idx, "chain": node.chain, "buffer": tm.name if tm is not None else None,
+                                  "row": int(node.row), "col": int(node.col), "warps": [int(w) for w in warps],
+                                  "line": node.span.line if node.span is not None else None}
+        if isinstance(node, ir.TcgenCp):
+            lane, col, warp, thread, reg = _cp_node_cells(node, issuers)
+            kind: dict[str, Any] = {"op": "cp", "shape": node.key, "num": 1, "regs": 0, "reg_base": 0, "local": None,
+                                    "smem": node.smem.name}
+        else:
+            lane, col, warp, thread, reg = _node_cells(node, warps)
+            kind = {"op": node.op, "shape": node.shape, "num": int(node.num), "regs": max(0, int(node.regs)),
+                    "reg_base": int(node.reg_base),
+                    "local": node.local.name if node.local is not None else None}
         ok = (lane >= 0) & (lane < TMEM_LANES) & (col >= 0) & (col < ncols)
         oor = int(ok.size - np.count_nonzero(ok))
         total_oor += oor
         cells = {"lane": lane[ok], "col": col[ok], "warp": warp[ok], "thread": thread[ok], "reg": reg[ok]}
-        tm = getattr(node, "tmem", None)
-        instructions.append({
-            "index": idx,
-            "op": node.op,
-            "chain": node.chain,
-            "shape": node.shape,
-            "num": int(node.num),
-            "regs": max(0, int(node.regs)),
-            "reg_base": int(node.reg_base),
-            "buffer": tm.name if tm is not None else None,
-            "local": node.local.name if node.local is not None else None,
-            "row": int(node.row),
-            "col": int(node.col),
-            "warps": [int(w) for w in warps],
-            "line": node.span.line if node.span is not None else None,
-            "out_of_range": oor,
-            "cells": cells,
-        })
+        ins: dict[str, Any] = {**common, **kind, "out_of_range": oor, "cells": cells}
+        ins["writer"] = writer_label(ins) if ins["op"] in ("st", "cp") else None
+        instructions.append(ins)
     out: dict[str, Any] = _dense(ncols, instructions)
     out.update(instructions=instructions, ncols=ncols, warps=num_warps(kernel), out_of_range=total_oor)
     return out
@@ -230,13 +272,17 @@ def tmem_occupancy(kernel: ir.Kernel) -> dict[str, Any]:
 
 def _dense(ncols: int, instructions: list[dict]) -> dict[str, np.ndarray]:
     """``warp``/``thread``/``reg``/``instr`` arrays (int32, ``(128, ncols)``, ``-1`` = untouched) of the
-    instructions' cells; assigned in issue order, so a later (warp, lane, register) wins on a repeated cell."""
-    out = {k: np.full((TMEM_LANES, ncols), -1, dtype=np.int32) for k in ("warp", "thread", "reg", "instr")}
+    instructions' cells; assigned in issue order, so a later (warp, lane, register) wins on a repeated cell.
+    ``writer``: the index of the last instruction that wrote the cell (``tcgen05.st`` or ``tcgen05.cp``; a
+    ``tcgen05.ld`` only reads it), ``-1`` where none did."""
+    out = {k: np.full((TMEM_LANES, ncols), -1, dtype=np.int32) for k in ("warp", "thread", "reg", "instr", "writer")}
     for ins in instructions:
         cells = ins["cells"]
         for k in ("warp", "thread", "reg"):
             out[k][cells["lane"], cells["col"]] = cells[k]
         out["instr"][cells["lane"], cells["col"]] = ins["index"]
+        if ins.get("writer"):
+            out["writer"][cells["lane"], cells["col"]] = ins["index"]
     return out
 
 
@@ -278,14 +324,17 @@ def fragment_map(kernel: ir.Kernel, local: str | ir.Buffer | None = None, instr:
         The register buffer (name or object); default: the one the first tcgen05
         instruction moves (or instruction ``instr``'s).
     instr : int, optional
-        Only this instruction (index in program order, as in :func:`tmem_occupancy`).
+        Only this instruction (index in program order, as in :func:`tmem_occupancy`; a ``tcgen05.ld/st``).
 
     Returns
     -------
     dict
         ``buffer`` (the local Buffer), ``lane`` / ``col`` (int32 arrays of shape
         ``(threads, words)``, ``-1`` = register not moved by tcgen05), ``instr`` (same
-        shape: index of the instruction that bound it), ``instructions`` (indices used),
+        shape: index of the instruction that bound it), ``filled_by`` (same shape: for a register a
+        ``tcgen05.ld`` loads, the index of the ``tcgen05.st`` or ``tcgen05.cp`` that last wrote its TMEM cell
+        before that ld in program order, ``-1`` otherwise), ``writers`` (index -> :func:`writer_label`),
+        ``instructions`` (indices used, as in :func:`tmem_occupancy`),
         ``threads`` (the CTA size rounded up to warps), ``words`` (32-bit registers per
         thread), ``elems_per_reg`` (elements of the buffer's dtype per 32-bit register).
 
@@ -295,16 +344,20 @@ def fragment_map(kernel: ir.Kernel, local: str | ir.Buffer | None = None, instr:
         No tcgen05 instruction moves a register buffer, an unknown buffer name, or an
         ``instr`` out of range.
     """
-    nodes = issuing_warps(kernel)
+    every = _tmem_nodes(kernel)
+    nodes: list[tuple[int, ir.TcgenLdSt, np.ndarray]] = [
+        (i, n, w) for i, (n, w, _) in enumerate(every) if isinstance(n, ir.TcgenLdSt)]
     if not nodes:
         raise ValueError(f"{kernel.name}: no tcgen05.ld/st, so no register fragment to draw")
     if instr is not None:
-        if not 0 <= int(instr) < len(nodes):
-            raise ValueError(f"instr must be in 0..{len(nodes) - 1}; got {instr}")
+        picked = [n for i, n, _ in nodes if i == int(instr)]
+        if not picked:
+            raise ValueError(f"instr must be in 0..{len(every) - 1} and a tcgen05.ld/st (indices as in "
+                             f"tmem_occupancy: {', '.join(str(i) for i, _, _ in nodes)}); got {instr}")
         if local is None:
-            local = nodes[int(instr)][0].local
+            local = picked[0].local
     used = []
-    for node, _ in nodes:
+    for _, node, _w in nodes:
         if node.local is not None and node.local not in used:
             used.append(node.local)
     if local is None:
@@ -315,8 +368,7 @@ def fragment_map(kernel: ir.Kernel, local: str | ir.Buffer | None = None, instr:
             raise ValueError(f"no tcgen05 instruction moves a register buffer named {local!r}; "
                              f"fragments: {', '.join(b.name for b in used) or 'none'}")
         local = named[0]
-    chosen = [(i, n, w) for i, (n, w) in enumerate(nodes)
-              if n.local is local and (instr is None or i == int(instr))]
+    chosen = [(i, n, w) for i, n, w in nodes if n.local is local and (instr is None or i == int(instr))]
     if not chosen:
         raise ValueError(f"instruction #{instr} does not move {getattr(local, 'name', local)}")
     threads = 32 * num_warps(kernel)
@@ -324,13 +376,30 @@ def fragment_map(kernel: ir.Kernel, local: str | ir.Buffer | None = None, instr:
     lane_a = np.full((threads, words), -1, dtype=np.int32)
     col_a = np.full((threads, words), -1, dtype=np.int32)
     ins_a = np.full((threads, words), -1, dtype=np.int32)
-    for i, node, warps in chosen:
-        lane, col, _, thread, reg = _node_cells(node, warps)
-        lane_a[thread, reg] = lane
-        col_a[thread, reg] = col
-        ins_a[thread, reg] = i
+    fill_a = np.full((threads, words), -1, dtype=np.int32)
+    occ = tmem_occupancy(kernel)
+    ncols = int(occ["ncols"])
+    filled = np.full((TMEM_LANES, ncols), -1, dtype=np.int32)  # the last writer of each cell, in program order
+    chosen_at = {i: (n, w) for i, n, w in chosen}
+    for ins in occ["instructions"]:
+        i = ins["index"]
+        if i in chosen_at:
+            node, warps = chosen_at[i]
+            lane, col, _, thread, reg = _node_cells(node, warps)
+            lane_a[thread, reg] = lane
+            col_a[thread, reg] = col
+            ins_a[thread, reg] = i
+            if node.op == "ld":
+                ok = (lane >= 0) & (lane < TMEM_LANES) & (col >= 0) & (col < ncols)
+                src = np.full(lane.shape, -1, np.int32)
+                src[ok] = filled[lane[ok], col[ok]]
+                fill_a[thread, reg] = src
+        if ins["writer"]:
+            c = ins["cells"]
+            filled[c["lane"], c["col"]] = i
     return {
-        "buffer": local, "lane": lane_a, "col": col_a, "instr": ins_a,
+        "buffer": local, "lane": lane_a, "col": col_a, "instr": ins_a, "filled_by": fill_a,
+        "writers": {ins["index"]: ins["writer"] for ins in occ["instructions"] if ins["writer"]},
         "instructions": [i for i, _, _ in chosen], "threads": threads, "words": words,
         "elems_per_reg": max(1, 4 // int(local.elem_bytes)),
     }
@@ -673,11 +742,11 @@ LINE_CHUNKS = 8
 
 
 def has_async(kernel: ir.Kernel | None) -> bool:
-    """Whether the kernel issues asynchronous copies (``cp.async``, TMA or a dsmem ``BulkCopy``), i.e. has the
-    async pictures."""
+    """Whether the kernel issues asynchronous copies (``cp.async``, TMA, a dsmem ``BulkCopy`` or a
+    ``tcgen05.cp``), i.e. has the async pictures."""
     if kernel is None:
         return False
-    return any(isinstance(s, (ir.TmaCopy, ir.CpAsync, ir.BulkCopy)) for s, _ in ir.walk_scoped(kernel.body))
+    return any(isinstance(s, (ir.TmaCopy, ir.CpAsync, ir.BulkCopy, ir.TcgenCp)) for s, _ in ir.walk_scoped(kernel.body))
 
 
 def _marked(kernel: ir.Kernel):
@@ -854,15 +923,22 @@ def swizzle_chunks(kernel: ir.Kernel) -> list[dict[str, Any]]:
 
 
 #: Timeline event kinds of the asynchronous copies and the synchronisation around them (``sim.hb.SyncEvent``;
-#: ``dsmem``/``dsmem.complete`` a dsmem ``BulkCopy``'s issue and landing, ``cluster_sync`` the cluster barrier).
+#: ``dsmem``/``dsmem.complete`` a dsmem ``BulkCopy``'s issue and landing, ``cluster_sync`` the cluster barrier;
+#: ``tcgen05.cp`` a ``tcgen05.cp`` issue (its span the cp's line), ``tcgen05.cp.complete`` its completion at the
+#: issuing thread's ``tcgen05.commit`` (the same threads and span as the issue, ``info`` ``barrier`` and the
+#: ``phase`` the commit's arrive completes, PTX ISA 9.0 §9.7.16.6.1), ``tcgen05.commit`` the commit itself
+#: (``info`` ``barrier``), as the TMA events are).
 ASYNC_EVENTS = frozenset({
     "cp.async", "cp.async.complete", "commit_group", "wait_group", "mbarrier.init", "arrive", "phase", "wait",
     "wait.blocked", "tma.issue", "tma.complete", "tma.read", "bulk_commit_group", "bulk_wait_group",
-    "fence.proxy.async", "fence.mbarrier.init", "cta_sync", "cluster_sync", "dsmem", "dsmem.complete"})
+    "fence.proxy.async", "fence.mbarrier.init", "cta_sync", "cluster_sync", "dsmem", "dsmem.complete",
+    "tcgen05.cp", "tcgen05.cp.complete", "tcgen05.commit"})
 #: Events that land (or release the source of) a copy: their threads are the copy's issuer, their CTA the receiver.
-_LANDING_EVENTS = frozenset({"cp.async.complete", "tma.complete", "tma.read", "dsmem.complete"})
+_LANDING_EVENTS = frozenset({"cp.async.complete", "tma.complete", "tma.read", "dsmem.complete", "tcgen05.cp.complete"})
 #: Copy kinds completed on an mbarrier (the wait that observes them is a ``wait`` on its barrier and phase).
-_BARRIER_KINDS = ("tma.g2s", "dsmem")
+_BARRIER_KINDS = ("tma.g2s", "dsmem", "tcgen05.cp")
+#: Copy kinds whose barrier is named only at their completion (a ``tcgen05.cp`` learns it from the commit).
+_LATE_BARRIER = ("tcgen05.cp",)
 
 
 def _event_at(ev, threads: int, cluster: int) -> tuple[int, list[tuple[int, int]]]:
@@ -915,9 +991,10 @@ def async_timeline(hb, threads: int, cluster: int = 1) -> dict[str, Any]:
         every CTA), ``events`` (list of dict: ``x`` (position in the timeline), ``kind``, ``warps`` (list of
         int, CTA-local), ``at`` (sorted ``(cta, warp)`` pairs of its threads), ``cta`` (where it takes
         effect), ``line``, ``info``), ``copies`` (list of dict: ``kind`` (``cp.async``/``tma.g2s``/
-        ``tma.s2g``/``dsmem``), ``line``, ``cta`` and ``warp`` (the issuer), ``issue``, ``complete`` (x of
-        its first landing, or None: never completed), ``read`` (x of an S2G's source read, or None), ``wait``
-        (x of the first wait that observed its first landing, or None), ``barrier``, ``phase``, ``landings``
+        ``tma.s2g``/``dsmem``/``tcgen05.cp``), ``line``, ``cta`` and ``warp`` (the issuer), ``issue``,
+        ``complete`` (x of its first landing, or None: never completed), ``read`` (x of an S2G's source read,
+        or None), ``wait`` (x of the first wait that observed its first landing, or None), ``barrier``, ``phase``,
+        ``landings``
         (list of dict ``cta`` (receiving CTA), ``x``, ``phase``, ``wait``: one per receiving CTA -- several
         for a multicast, the remote CTA for dsmem)), ``phases`` (list of dict ``barrier``, ``cta``, ``phase``
         (the phase number that completed), ``x``), ``groups`` (commit groups: ``x``, ``warps``, ``at``,
@@ -929,7 +1006,7 @@ def async_timeline(hb, threads: int, cluster: int = 1) -> dict[str, Any]:
     (CTA, warp) that has not landed in the receiving CTA yet (FIFO; per barrier for TMA loads and dsmem); a
     landing's wait is the first later ``wait_group`` of the issuing warp (``cp.async``), ``bulk_wait_group``
     of the issuing warp (S2G), or ``wait`` in the receiving CTA on its barrier that names its phase (G2S,
-    dsmem).
+    dsmem, and a ``tcgen05.cp``, whose barrier and phase are its completion's: the commit's).
     """
     nwarps = max(1, -(-int(threads) // 32))
     ctas = max(1, int(cluster))
@@ -952,19 +1029,22 @@ def async_timeline(hb, threads: int, cluster: int = 1) -> dict[str, Any]:
         if isinstance(bar, str) and bar not in barriers:
             barriers.append(bar)
         kind = {"cp.async": "cp.async", "tma.issue": f"tma.{info.get('direction', 'g2s')}",
-                "dsmem": "dsmem"}.get(ev.kind)
+                "dsmem": "dsmem", "tcgen05.cp": "tcgen05.cp"}.get(ev.kind)
         if kind is not None:
             for r, w in at:
                 c: dict[str, Any] = {"kind": kind, "line": line, "cta": r, "warp": w, "issue": x, "complete": None,
                                      "read": None, "wait": None, "barrier": bar, "phase": info.get("phase"),
                                      "landings": []}
                 copies.append(c)
-                pending.setdefault((kind, line, r, w, bar if kind in _BARRIER_KINDS else None), []).append(c)
+                keyed = bar if kind in _BARRIER_KINDS and kind not in _LATE_BARRIER else None
+                pending.setdefault((kind, line, r, w, keyed), []).append(c)
         elif ev.kind in _LANDING_EVENTS:
-            kind = {"cp.async.complete": "cp.async", "tma.read": "tma.s2g", "dsmem.complete": "dsmem"}.get(
+            kind = {"cp.async.complete": "cp.async", "tma.read": "tma.s2g", "dsmem.complete": "dsmem",
+                    "tcgen05.cp.complete": "tcgen05.cp"}.get(
                 ev.kind, f"tma.{info.get('direction', 'g2s')}")  # (a source read is an S2G's only)
             for r, w in at:
-                q = pending.get((kind, line, r, w, bar if kind in _BARRIER_KINDS else None), [])
+                keyed = bar if kind in _BARRIER_KINDS and kind not in _LATE_BARRIER else None
+                q = pending.get((kind, line, r, w, keyed), [])
                 if ev.kind == "tma.read":
                     q = [c for c in q if c["read"] is None]
                     if q:
@@ -979,6 +1059,8 @@ def async_timeline(hb, threads: int, cluster: int = 1) -> dict[str, Any]:
                         c["complete"] = x
                         if kind in _BARRIER_KINDS:
                             c["phase"] = phase
+                        if kind in _LATE_BARRIER:
+                            c["barrier"] = bar
         elif ev.kind == "phase":
             phases.append({"barrier": bar, "cta": cta, "phase": int(info.get("phase", 0)), "x": x})
         elif ev.kind in ("commit_group", "bulk_commit_group"):
@@ -1017,8 +1099,9 @@ def async_pictures(kernel: ir.Kernel | None, launch=None) -> list[str]:
     """The asynchronous-copy pictures that apply to a kernel (and its launch), in report order.
 
     ``tma`` when the kernel has a TMA copy, ``swizzle`` when a TMA load or ``cp.async`` has a swizzled
-    destination, ``timeline`` when it has asynchronous copies and ``launch`` carries the simulator's
-    timeline (``launch.hb``), ``cluster`` when the kernel runs as a cluster (``Kernel.cluster > 1``) and the
+    destination, ``tcgen05_cp`` when it has a ``tcgen05.cp`` (its descriptors drawn), ``timeline`` when it
+    has asynchronous copies and ``launch`` carries the simulator's timeline (``launch.hb``), ``cluster`` when the
+    kernel runs as a cluster (``Kernel.cluster > 1``) and the
     simulator recorded what each CTA's shared memory received (:func:`cluster_receipts`).
     """
     clustered = cluster_size(kernel) > 1
@@ -1030,12 +1113,242 @@ def async_pictures(kernel: ir.Kernel | None, launch=None) -> list[str]:
         kinds.append("tma")
     if swizzle_chunks(kernel):
         kinds.append("swizzle")
+    if any(isinstance(s, ir.TcgenCp) for s, _ in ir.walk_scoped(kernel.body)):
+        kinds.append("tcgen05_cp")
     hb = getattr(launch, "hb", None) if launch is not None else None
     if hb is not None and hb.timeline and has_async(kernel):
         kinds.append("timeline")
     if clustered and cluster_receipts(launch):
         kinds.append("cluster")
     return kinds
+
+
+# ============================================================================ tcgen05.cp (issue 14)
+def cp_ops(kernel: ir.Kernel) -> list[dict[str, Any]]:
+    """Every ``copy_async`` smem -> tmem op of the kernel: its ``tcgen05.cp`` instructions, each descriptor as
+    the hardware reads it, and where each 16-byte chunk of the shared tile goes in TMEM.
+
+    The descriptor is the node's (:meth:`~tilemagic.ir.nodes.TcgenCp.descriptor`) at the simulator's shared
+    window (:func:`tilemagic.ir.nodes.shared_bases`: declaration order, each buffer aligned; the address part
+    is that run's, a GPU's ``__shared__`` placement differs), decoded with
+    :func:`tilemagic.arch.smem_desc.decode` -- never read from the node's fields -- and walked with the one
+    walk :func:`tilemagic.layout.smem_matrix.cp_source_addresses` (PTX ISA 9.0 §9.7.16.4.1, §9.7.16.3.3); the
+    TMEM cells are :func:`tilemagic.arch.tcgen05.cp_cells` at the instruction's lane and column
+    (§9.7.16.9.1).  The cps of one op are those after one op marker at one source line.
+
+    Returns
+    -------
+    list of dict
+        One per op, program order: ``line``, ``variant``, ``smem`` / ``tmem`` (buffer names; ``tmem`` None for a
+        hand-built node without it), ``smem_base`` (byte address of ``smem`` in the window), ``smem_bytes``,
+        ``cps`` (list of dict, one per instruction: ``index`` (in the op), ``chain``, ``key``, ``line``,
+        ``desc`` (the 64-bit value), ``fields`` (:class:`~tilemagic.arch.smem_desc.SmemDescriptor`),
+        ``start_rel`` (start address - ``smem_base``, bytes), ``lane`` / ``col`` (the TMEM lane and 32-bit column
+        added to the base address), ``rows`` / ``chunks`` (of the shape), ``addr`` (int64 ``(rows, chunks)``:
+        absolute byte address of each chunk read), ``rel`` (the same, relative to ``smem_base``), ``lanes``
+        (int64 ``(rows, replicas)``: TMEM lane of row ``r``, replica ``k``), ``replicas`` (lane offsets),
+        ``cols`` (int64 ``(chunks, 4)``: TMEM column of each chunk's words), ``issuers`` (CTA thread ids)).
+    """
+    from ..arch import smem_desc
+    from ..arch.tcgen05 import CP_SHAPES
+    from ..layout.smem_matrix import cp_source_addresses
+
+    bases = ir.shared_bases(kernel)
+    ops: list[dict[str, Any]] = []
+    by_key: dict[tuple, dict[str, Any]] = {}
+    for stmt, scope, marker in _marked(kernel):
+        if not isinstance(stmt, ir.TcgenCp):
+            continue
+        line = stmt.span.line if stmt.span is not None else None
+        key = (id(marker), line, stmt.smem.name)
+        base = int(bases.get(stmt.smem.name, 0))
+        op = by_key.get(key)
+        if op is None:
+            op = by_key[key] = {"line": line, "variant": getattr(marker, "variant", None), "smem": stmt.smem.name,
+                                "tmem": stmt.tmem.name if stmt.tmem is not None else None, "smem_base": base,
+                                "smem_bytes": int(stmt.smem.nbytes), "cps": []}
+            ops.append(op)
+        shape = CP_SHAPES[stmt.key]
+        desc = int(stmt.descriptor(base))
+        fields = smem_desc.decode(desc)
+        addr = np.asarray(cp_source_addresses(fields, shape.rows, shape.chunks), np.int64)
+        lanes, cols = cp_cells(stmt.key, int(stmt.row), int(stmt.col))
+        op["cps"].append({
+            "index": len(op["cps"]), "chain": stmt.chain, "key": stmt.key, "line": line, "desc": desc,
+            "fields": fields, "start_rel": fields.start - base, "lane": int(stmt.row), "col": int(stmt.col),
+            "rows": shape.rows, "chunks": shape.chunks, "addr": addr, "rel": addr - base, "lanes": lanes,
+            "replicas": tuple(shape.replicas), "cols": cols, "issuers": _issuers(kernel, scope),
+        })
+    return ops
+
+
+def cp_chunk_map(op: dict[str, Any], row_bytes: int | None = None) -> dict[str, Any]:
+    """The descriptor picture's model of one smem -> tmem op (:func:`cp_ops`): every 16-byte chunk of the
+    shared tile with the instruction that reads it and the TMEM cells it lands in.
+
+    Parameters
+    ----------
+    op : dict
+        One entry of :func:`cp_ops`.
+    row_bytes : int, optional
+        Bytes of one drawn row of the shared tile (default 128: a 128-byte line, so a swizzle shows as chunks
+        moved within their line).
+
+    Returns
+    -------
+    dict
+        ``row_bytes``, ``line_chunks`` (chunks per drawn row), ``nchunks`` (16-byte chunks of the buffer),
+        ``instr`` / ``row`` / ``chunk`` (int64 ``(nchunks,)``: for the chunk at byte ``16 i`` of the buffer, the
+        cp instruction (index in the op), its matrix row and its chunk in that instruction that read it; ``-1``
+        where none reads it; a chunk read twice keeps the later read), ``reads`` (int64 ``(nchunks,)``: how many
+        reads), ``outside`` (reads outside the buffer, dropped), ``tmem`` (list of dict per read: ``instr``,
+        ``row``, ``chunk``, ``byte`` (offset in the buffer), ``lane`` (first replica's), ``lanes`` (all
+        replicas), ``col`` (first of its 4 columns)), ``lane_col`` (int64 ``(128, ncols)`` over the columns
+        written, from ``col_lo``: the buffer chunk index each TMEM cell receives, ``-1`` none), ``replica``
+        (the same shape: which replica (0 = the row's own lane) wrote it), ``col_lo``, ``ncols``.
+    """
+    rb = int(row_bytes or LINE_CHUNKS * CHUNK_BYTES)
+    n = max(1, -(-int(op["smem_bytes"]) // CHUNK_BYTES))
+    instr = np.full(n, -1, np.int64)
+    row = np.full(n, -1, np.int64)
+    chunk = np.full(n, -1, np.int64)
+    reads = np.zeros(n, np.int64)
+    outside = 0
+    tm: list[dict[str, Any]] = []
+    cps = op["cps"]
+    col_lo = min((int(c["cols"].min()) for c in cps), default=0)
+    col_hi = max((int(c["cols"].max()) + 1 for c in cps), default=col_lo)
+    lane_col = np.full((TMEM_LANES, max(0, col_hi - col_lo)), -1, np.int64)
+    replica = np.full(lane_col.shape, -1, np.int64)
+    for c in cps:
+        rel = c["rel"]
+        for (r, j), b in np.ndenumerate(rel):
+            i = int(b) // CHUNK_BYTES
+            ln = c["lanes"][r]
+            col0 = int(c["cols"][j, 0])
+            tm.append({"instr": c["index"], "row": r, "chunk": j, "byte": int(b), "lane": int(ln[0]),
+                       "lanes": [int(x) for x in ln], "col": col0})
+            if not 0 <= i < n or int(b) % CHUNK_BYTES:
+                outside += 1
+                continue
+            instr[i], row[i], chunk[i] = c["index"], r, j
+            reads[i] += 1
+            for k, lane in enumerate(ln.tolist()):
+                if 0 <= lane < TMEM_LANES:
+                    lane_col[lane, col0 - col_lo: col0 - col_lo + 4] = i
+                    replica[lane, col0 - col_lo: col0 - col_lo + 4] = k
+    return {"row_bytes": rb, "line_chunks": max(1, rb // CHUNK_BYTES), "nchunks": n, "instr": instr, "row": row,
+            "chunk": chunk, "reads": reads, "outside": outside, "tmem": tm, "lane_col": lane_col,
+            "replica": replica, "col_lo": col_lo, "ncols": lane_col.shape[1]}
+
+
+def cp_simulated(launch, kernel: ir.Kernel) -> dict[str, Any] | None:
+    """What the simulator's ``tcgen05.cp`` executions wrote in TMEM, beside the IR's static cells.
+
+    Parameters
+    ----------
+    launch : tilemagic.result.LaunchResult or None
+        A simulated launch whose ``hb`` records each ``tcgen05.cp`` execution (``hb.cp_writes``: per execution
+        ``line``, ``key``, ``thread``, ``lanes`` and ``cols`` (every pair of the two is written), ``landed``
+        (a commit of its thread completed it), ``barrier``, ``phase``).
+    kernel : tilemagic.ir.nodes.Kernel
+
+    Returns
+    -------
+    dict or None
+        None without such a record.  Else ``written`` (bool ``(128, tmem_cols)``: cells a landed cp wrote),
+        ``by_line`` (``{line: {"key", "executions", "landed", "cells"}}``), ``static`` (bool, the same shape:
+        the cells the IR's ``TcgenCp`` nodes write, :func:`tmem_occupancy`), ``agrees`` (the two equal: the
+        picture drawn from the IR is what the simulator did), ``never_landed`` (executions no commit completed).
+    """
+    hb = getattr(launch, "hb", None) if launch is not None else None
+    recs = getattr(hb, "cp_writes", None) if hb is not None else None
+    if not recs:
+        return None
+    ncols = max(0, int(kernel.tmem_cols or 0))
+    written = np.zeros((TMEM_LANES, ncols), dtype=bool)
+    by_line: dict[int, dict[str, Any]] = {}
+    never = 0
+    for rec in recs:
+        ent = by_line.setdefault(int(rec.line), {"key": rec.key, "executions": 0, "landed": 0, "cells": 0})
+        ent["executions"] += 1
+        if not getattr(rec, "landed", True):
+            never += 1
+            continue
+        ent["landed"] += 1
+        lanes = np.asarray(rec.lanes, np.int64)
+        cols = np.asarray(rec.cols, np.int64)
+        lanes = lanes[(lanes >= 0) & (lanes < TMEM_LANES)]
+        cols = cols[(cols >= 0) & (cols < ncols)]
+        written[np.ix_(lanes, cols)] = True
+        ent["cells"] = int(lanes.size * cols.size)
+    occ = tmem_occupancy(kernel)
+    static = np.zeros_like(written)
+    for ins in occ["instructions"]:
+        if ins["op"] == "cp":
+            static[ins["cells"]["lane"], ins["cells"]["col"]] = True
+    return {"written": written, "by_line": by_line, "static": static, "agrees": bool(np.array_equal(written, static)),
+            "never_landed": never}
+
+
+def cp_declines(records) -> list[dict[str, Any]]:
+    """The ``smem->tmem`` why-table rows that declined and say where (``Candidate.detail``, a
+    :class:`~tilemagic.lower.dispatch.DeclineDetail`), for the rejected-layout picture.
+
+    Parameters
+    ----------
+    records : sequence of DispatchRecord
+        ``result.dispatch`` (or a ``DispatchError``'s records).
+
+    Returns
+    -------
+    list of dict
+        ``line`` (the op's source line, or None), ``op`` (its text), ``reason`` (the decline's message),
+        ``detail`` (the ``DeclineDetail``).
+    """
+    out = []
+    for rec in records or ():
+        for cand in getattr(rec, "candidates", ()):
+            det = getattr(cand, "detail", None)
+            if cand.variant == "smem->tmem" and det is not None:
+                out.append({"line": getattr(rec, "line", None), "op": getattr(rec, "text", ""),
+                            "reason": cand.declined or "", "detail": det})
+    return out
+
+
+def cp_decline_map(detail, nbytes: int, row_bytes: int | None = None) -> dict[str, Any]:
+    """Where a declined smem -> tmem plan broke its rule, on the shared buffer's 16-byte chunks.
+
+    Parameters
+    ----------
+    detail : tilemagic.lower.dispatch.DeclineDetail
+        ``byte`` (offset of the chunk that breaks the rule, or None), ``expected`` (where the rule wanted it, or
+        None), ``row`` / ``chunk`` (its place in one instruction), ``shape``, ``rule``.
+    nbytes : int
+        Bytes of the buffer ``detail.buffer``.
+    row_bytes : int, optional
+        Bytes per drawn row (default 128).
+
+    Returns
+    -------
+    dict
+        ``row_bytes``, ``line_chunks``, ``nchunks``, ``bad`` / ``expected`` (``(drawn row, chunk in row)`` of the
+        offending chunk and of the wanted place, or None: not one place, or outside the buffer), ``bad_byte``,
+        ``expected_byte``, ``rule``, ``shape``, ``row``, ``chunk``.
+    """
+    rb = int(row_bytes or LINE_CHUNKS * CHUNK_BYTES)
+    lc = max(1, rb // CHUNK_BYTES)
+    n = max(1, -(-int(nbytes) // CHUNK_BYTES))
+
+    def at(b):
+        if b is None or not 0 <= int(b) < n * CHUNK_BYTES:
+            return None
+        i = int(b) // CHUNK_BYTES
+        return (i // lc, i % lc)
+
+    return {"row_bytes": rb, "line_chunks": lc, "nchunks": n, "bad": at(detail.byte), "expected": at(detail.expected),
+            "bad_byte": detail.byte, "expected_byte": detail.expected, "rule": detail.rule, "shape": detail.shape,
+            "row": detail.row, "chunk": detail.chunk}
 
 
 # ============================================================================ clusters (issue 13, milestone 2)

@@ -21,12 +21,16 @@ from .format import (
     check_overflow,
     dispatch_overflow,
     elided_text,
+    cp_descriptor_rows,
+    cp_heading,
+    cp_listing,
     mismatch_lines, split_sections, tma_box_phrase)
 from .placement import (async_pictures, async_timeline, cluster_placement, cluster_receipts, cluster_size,
-                        cluster_summary, swizzle_chunks, tma_boxes, tmem_columns)
+                        cluster_summary, cp_declines, cp_ops, cp_simulated, swizzle_chunks, tma_boxes, tmem_columns)
 
 __all__ = [
     "async_summary_lines",
+    "cp_descriptor_lines",
     "cuda_title",
     "execution_note",
     "is_native_blackwell",
@@ -184,6 +188,40 @@ def async_summary_lines(result) -> list[str]:
     return out
 
 
+def cp_descriptor_lines(result) -> list[str]:
+    """The text report's "tcgen05.cp descriptors" lines: for each ``tcgen05.cp`` of the kernel
+    (:func:`~tilemagic.widgets.placement.cp_ops`), the instruction and its TMEM place, then its descriptor
+    decoded field by field (:func:`~tilemagic.widgets.format.cp_descriptor_rows`); the first
+    :data:`~tilemagic.widgets.format.MAX_LISTED` instructions, the rest counted; after a simulated launch what
+    the simulator's cps wrote (:func:`~tilemagic.widgets.placement.cp_simulated`); then each ``smem->tmem``
+    decline that names a place (:func:`~tilemagic.widgets.placement.cp_declines`).  Empty when there is
+    neither."""
+    k = result.kernel
+    out: list[str] = []
+    listed, more = cp_listing(cp_ops(k) if k is not None else [])
+    for smem, cp in listed:
+        out.append(cp_heading(cp, smem))
+        out += _table([("field", "bits", "value")] + cp_descriptor_rows(cp, smem), "    ")
+    if more:
+        out.append(f"… {more} more tcgen05.cp not listed (all: result.heatmap(kind='tcgen05_cp'))")
+    sim = cp_simulated(result.launch, k) if k is not None else None
+    if sim is not None:
+        done = ", ".join(f"L{line} {e['key']}: {e['landed']} of {e['executions']} landed, {e['cells']} cells each"
+                         for line, e in sorted(sim["by_line"].items()))
+        same = ("the TMEM cells written are the ones drawn" if sim["agrees"]
+                else "the TMEM cells written differ from the IR's (see the tcgen05_cp picture)")
+        out.append(f"simulator: {done}; {same}")
+    for d in cp_declines(getattr(result, "dispatch", ())):
+        det = d["detail"]
+        at = f" at byte {det.byte}" if det.byte is not None else ""
+        want = f" (the rule wants byte {det.expected})" if det.expected is not None else ""
+        out.append(f"L{d['line']} smem->tmem declined ({det.shape or 'no shape'}, rule {det.rule}): {det.buffer}"
+                   f"{at}{want}: {d['reason']}")
+    if out:
+        out.append("pictures: result.heatmap(kind='tcgen05_cp')")
+    return out
+
+
 # ----------------------------------------------------------------------------- report
 def render_text(result) -> str:
     """The deterministic plain-text report of one ``%%tilecopy`` result.
@@ -254,6 +292,9 @@ def render_text(result) -> str:
         asy = async_summary_lines(result)
         if asy:
             lines += _block("Asynchronous copies", "\n".join(asy))
+        cpl = cp_descriptor_lines(result)
+        if cpl:
+            lines += _block("tcgen05.cp descriptors", "\n".join(cpl))
 
     if result.warnings:
         shown = capped_list([f"- {elided_text(w, 'result.warnings')}" for w in result.warnings[:MAX_LISTED]],

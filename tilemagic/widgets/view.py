@@ -45,7 +45,7 @@ HEATMAP_TABS = (("TMEM occupancy", "tmem"), ("per instruction", "instr"), ("regi
                 ("round-trip data", "data"))
 #: The pictures of asynchronous copies, offered where they apply (:func:`~tilemagic.widgets.placement.async_pictures`).
 ASYNC_TABS = (("TMA boxes", "tma"), ("swizzle", "swizzle"), ("async timeline", "timeline"),
-              ("cluster smem", "cluster"))
+              ("cluster smem", "cluster"), ("tcgen05.cp descriptors", "tcgen05_cp"))
 _NONE = 0  # the selector's "no line" value (description lines are 1-based)
 _ALL = -1  # the instruction selector's "all instructions" value (a Dropdown shows a None value as blank)
 _HIGHLIGHTED = ("Description", "IR", "CUDA", "CUDA (emulated)", "PTX")  # panes that follow the line selector
@@ -170,7 +170,7 @@ class WidgetView(W.VBox):
     def _render(self, title: str, line: int | None) -> str:
         r, hl = self.result, line or None
         if title == "Description":
-            return H.source_html(r, hl) + H.tmem_html(r)
+            return H.source_html(r, hl) + H.tmem_html(r) + H.cp_descriptors_html(r)
         if title == "Dispatch":  # (with what each candidate costs, --cost)
             return H.dispatch_with_costs_html(r)
         if title == "IR":
