@@ -156,16 +156,18 @@ except ImportError:  # not merged yet
 
 
 @pytest.mark.skipif(CP_CELLS is None, reason="tests/cells.py has no CP_CELLS yet (the language part of issue 14)")
-@pytest.mark.parametrize("name", sorted(CP_CELLS or {}))
-def test_cp_cells(name):
-    """Every cell of the language's matrix: GPU (emulated on the H200) against the simulator, and every check
-    PASS."""
+@pytest.mark.parametrize("case", CP_CELLS or [],
+                         ids=lambda c: f"{c.key}-sw{c.swizzle}-{c.dtype}{'-off' if c.offsets else ''}")
+def test_cp_cells(case):
+    """Every cell of the language's matrix (``cells.CP_CELLS``, built by ``cells.cp_cell``): GPU (emulated on the
+    H200) against the simulator, and every check PASS."""
     import warnings
 
     import tilemagic
+    from cells import cp_case_cell
 
-    src = CP_CELLS[name]
-    src = getattr(src, "source", src)
+    name = f"{case.key}-sw{case.swizzle}-{case.dtype}"
+    src = cp_case_cell(case)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         gpu = tilemagic.tilecopy(src, launch="gpu")

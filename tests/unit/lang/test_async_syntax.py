@@ -8,7 +8,7 @@ import pytest
 from tilemagic.errors import TileMagicError
 from tilemagic.lang import ast as A
 from tilemagic.lang import parse
-from tests.helpers import located_parse_error
+from helpers import located_parse_error
 
 
 def one(line: str):

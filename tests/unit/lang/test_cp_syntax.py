@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from pygments.token import Error
 
-from tests.cells import CP_CELLS, cp_case_cell
-from tests.helpers import located_parse_error
+from cells import CP_CELLS, cp_case_cell
+from helpers import located_parse_error
 from tilemagic.arch.tcgen05 import CP_MULTICAST
 from tilemagic.lang import ast as A
 from tilemagic.lang import parse

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cells import CP_CELLS, cp_case_cell, cp_cell
+from cells import CP_CELLS, cp_case_cell, cp_cell
 from tilemagic.ir import nodes as ir
 from tilemagic.errors import DispatchError, TileMagicError
 from tilemagic.ir.evaluate import eval_static
