@@ -234,6 +234,12 @@ def test_the_async_proxy_hazard_of_a_cp_names_the_cp_as_the_reader():
     # a second round on the same barrier waiting for the old parity
     ("second-round-old-parity", _FILL + _CP + "wait done phase 0\n" + _READ + _FILL + _CP + "wait done phase 0\n"
      + _READ, "is never observed complete"),
+    # the fence by warp 0 only: the other warps' lds are not ordered after their wait
+    ("fence-by-one-warp", _FILL + _CP + "wait done phase 0\nif warpid == 0: tcgen05.fence::after_thread_sync\n"
+     + _READ.split("\n", 1)[1], "no tcgen05.fence::after_thread_sync orders the ld after it (thread 32"),
+    # warp 0 waits, every warp fences, no barrier: warps 1-3 never observed the phase
+    ("wait-by-one-warp-no-barrier", _FILL + _CP + "if warpid == 0: wait done phase 0\n" + _READ,
+     "without a `wait done phase P` that observed its completion"),
     # a whole warp issues and commits: 32 arrives on a count-1 barrier
     ("a-warp-issues", _FILL + "if warpid == 0: thread.copy_async T <- S\nif warpid == 0: tcgen05.commit done\n"
      "wait done phase 0\n" + _READ, "two copies in flight write one destination"),
