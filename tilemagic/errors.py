@@ -172,7 +172,31 @@ class TileTypeError(TileMagicError):
 
 
 class DispatchError(TileMagicError):
-    """No variant accepted an op; ``details`` holds the why-table."""
+    """No variant accepted an op; ``details`` holds the why-table.
+
+    Parameters
+    ----------
+    message, span, source, hint, details, filename
+        As :class:`TileMagicError` (the rendering is that class's: the why-table text only).
+    records : sequence of DispatchRecord, optional
+        The op's :class:`~tilemagic.lower.dispatch.DispatchRecord` (every candidate with its reasons and, for a
+        decline that names a place, its ``DeclineDetail``), kept as ``.records`` so the notebook can draw the
+        rejected layout under the error (:func:`tilemagic.widgets.figures.cp_decline_figure`).
+    buffer_bytes : dict of str -> int, optional
+        Bytes of the op's buffers by name (the picture's extent), kept as ``.buffer_bytes``.
+
+    Attributes
+    ----------
+    records : tuple of DispatchRecord
+        Empty when the error is not a dispatch decision (a forced variant that is not registered).
+    buffer_bytes : dict of str -> int
+    """
+
+    def __init__(self, message: str, span: Span | None = None, *, records: Sequence[Any] = (),
+                 buffer_bytes: dict[str, int] | None = None, **kw: str | None):
+        super().__init__(message, span, **kw)
+        self.records: tuple[Any, ...] = tuple(records)  # DispatchRecords (errors.py imports nothing of tilemagic)
+        self.buffer_bytes: dict[str, int] = dict(buffer_bytes or {})
 
 
 class InternalError(TileMagicError):

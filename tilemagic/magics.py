@@ -94,6 +94,22 @@ def _show_fallback(res: Any) -> None:
     res._fallback_shown = True
 
 
+def _show_decline(err: TileMagicError, view: str) -> None:
+    """A ``DispatchError`` whose ``smem->tmem`` decline names a place: display the rejected layout's picture and its
+    one line (:func:`tilemagic.widgets.html.decline_view`; ``--view text``: the line only) just before the located
+    error fails the cell, as a failed ``check`` shows its report first.  Drawing it never replaces the error."""
+    try:
+        from IPython.display import display
+
+        from .widgets.html import decline_view
+
+        shown = decline_view(err, view)
+        if shown is not None:
+            display(shown)
+    except Exception:  # noqa: BLE001 - the error itself is what must reach the user
+        pass
+
+
 def _show_unreported(caught: list[warnings.WarningMessage], reported: list[str]) -> None:
     """Show the warnings of a cell that its report does not list (each report lists its own in a box).
 
@@ -169,8 +185,10 @@ class TileMagics(Magics):
             _show_unreported(caught, reported)
 
     def _run(self, source: str, reported: list[str]) -> Any:
+        view = str(self.defaults().get("view", "html"))
         try:
             opts = cell_options(source, defaults=self.defaults())  # the line, parsed once
+            view = opts.view
             res = tilecopy(source, options=opts, namespace=self.shell.user_ns if self.shell is not None else None)
         except CheckFailed as e:  # the report first (what failed), then the located error fails the cell
             from IPython.display import display
@@ -182,6 +200,7 @@ class TileMagics(Magics):
             raise
         except TileMagicError as e:
             self.last = e
+            _show_decline(e, view)
             raise
         except Warning:  # a warning the user's filters turned into an error
             raise

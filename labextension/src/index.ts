@@ -6,7 +6,8 @@
  * `%%tilecopy` is switched to the `text/x-tilecopy` language registered here (and back when the line goes),
  * a CodeMirror StreamLanguage that colours what tilemagic's Pygments lexer (tilemagic/lang/highlight.py)
  * colours: the `%%tilecopy` line and its flags, statement keywords, buffer kinds, exec scopes and thread axes,
- * dtypes, layouts, tcgen05 shapes, numbers, operators and comments.  The word lists are generated from the
+ * dtypes, layouts, tcgen05 shapes (tcgen05.ld/st's, tcgen05.cp's shape= and multicast= values), the `tcgen05.commit` /
+ * `tcgen05.fence::KIND` statements, numbers, operators and comments.  The word lists are generated from the
  * Python package (`tools/labextension_words.py` writes src/words.json; a test keeps it in sync).
  */
 import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
@@ -30,12 +31,20 @@ const DTYPES = set(words.dtypes);
 const SCOPES = set(words.scopes);
 const AXES = set(words.axes);
 const SHAPES = set(words.shapes);
-const LAYOUTS = set(['S', 'datapath', 'frag', 'swizzle']);
+// the shape words that do not start with a digit (tcgen05.cp's multicast= values: warpx2::02_13, warpx4), longest
+// first, as whole words
+const WORD_SHAPES = new RegExp('^(?:' + words.shapes.filter((w: string) => !/^[0-9]/.test(w))
+  .sort((a: string, b: string) => b.length - a.length).map((w: string) => w.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+  .join('|') + ')(?![A-Za-z0-9_])');
+const LAYOUTS = set(['S', 'R', 'datapath', 'frag', 'swizzle']);
+// `tcgen05.commit BAR`, `tcgen05.fence::after_thread_sync|before_thread_sync`: tcgen05 starts a statement
 const STATEMENTS = set(['kernel', 'wait', 'cta_sync', 'cluster_sync', 'check', 'mbarrier', 'arrive', 'commit_group',
-  'wait_group', 'bulk_commit_group', 'bulk_wait_group', 'fence', 'if']);
+  'wait_group', 'bulk_commit_group', 'bulk_wait_group', 'fence', 'if', 'tcgen05']);
 const KINDS = set(['global', 'shared', 'local', 'tmem']);
-const INNER = set(['threads', 'cluster', 'at', 'dispatch', 'sub_slab', 'ld', 'st', 'count', 'expect_tx', 'auto', 'phase',
-  'read', 'mbar', 'oob', 'cache_hint', 'cta_mask', 'remote_cta_id', 'use_tma_reduce', 'and', 'proxy', 'async']);
+// the copy options (dispatch=, mbar=, ..., tcgen05.cp's shape= / multicast= / cta_group= / decompress=) and the
+// fence kinds come from the package (words.json)
+const INNER = set(['threads', 'cluster', 'at', 'sub_slab', 'ld', 'st', 'count', 'expect_tx', 'auto', 'phase', 'read',
+  'and', 'proxy', 'async', 'commit', 'fence', ...words.options, ...words.tcgen05_fences]);
 
 const tilecopy = StreamLanguage.define<TileState>({
   name: 'tilecopy',
@@ -70,6 +79,9 @@ const tilecopy = StreamLanguage.define<TileState>({
     }
     if (stream.match(/^-?[0-9]+(?:x[0-9]+b(?:x2)?)?/)) {
       return SHAPES.has(stream.current()) ? 'atom' : 'number';
+    }
+    if (!state.first && stream.match(WORD_SHAPES)) {
+      return 'atom';
     }
     if (stream.match(/^[A-Za-z_][A-Za-z0-9_]*/)) {
       const w = stream.current();

@@ -167,3 +167,110 @@ def test_tvm_dispatched_tir_instructions(tvm, key, swizzle):
     lowered = run.lowered or ""
     assert '"commit", "cta_group::1", "mbarrier::arrive::one", "shared::cluster", "b64"' in lowered
     assert lowered.count('T.ptx.tcgen05("fence::after_thread_sync", "")') == 2  # the TMEM prologue's + the user's
+
+
+# ----------------------------------------------------------------------------- whole cells: --export / --compare tvm
+#: docs/language.md's design cell (§"tcgen05.cp"): shared -> TMEM by tcgen05.cp, commit, fence, tcgen05.ld, check
+DESIGN_CELL = """%%tilecopy tcgen05_cp_roundtrip
+kernel tcgen05_cp_roundtrip threads=128
+global A: bfloat16[128, 64] = arange
+global B: bfloat16[128, 64] = zeros
+shared S: bfloat16[128, 64] @ swizzle(3, 3, 3)
+tmem   T: bfloat16[128, 64]
+local  r: bfloat16[128, 64] @ S[(128, 64) : (1@tid_in_wg, 1)]
+mbarrier done count=1
+wg.copy S <- A
+fence.proxy.async
+cta_sync
+if tx == 0: thread.copy_async T <- S
+if tx == 0: tcgen05.commit done
+wait done phase 0
+tcgen05.fence::after_thread_sync
+wg.copy_async r <- T
+wait ld
+wg.copy B <- r
+check B == A
+"""
+
+_COMMIT = '"commit", "cta_group::1", "mbarrier::arrive::one", "shared::cluster", "b64"'
+_AFTER = 'T.ptx.tcgen05("fence::after_thread_sync", "")'
+
+
+def _cp_of(cmp):
+    (cp,) = [o.cp for o in cmp.ops if o.cp is not None]
+    return cp
+
+
+def test_export_of_commit_and_fences_lowers_in_tvm(tvm):
+    """`--export tvmscript` of a cell with a tcgen05.cp, a guarded tcgen05.commit and both tcgen05 fences: the export
+    writes each statement where the cell has it (the commit under its guard), TVM parses and lowers it, and the
+    lowered module has the commit and one more of each fence than the kernel's own cta_syncs put there."""
+    from tilemagic.export.tvm_compare import run_tvm
+    from tilemagic.export.tvmscript import tvmscript_from_source
+
+    src = DESIGN_CELL.replace("wait done phase 0\n", "wait done phase 0\ntcgen05.fence::before_thread_sync\n")
+    exp = tvmscript_from_source(src)
+    lines = [ln.strip() for ln in exp.text.splitlines()]
+    commit = lines.index('T.ptx["tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64"]'
+                         '(T.address_of(done[0]))')
+    assert lines[commit - 1] == "if tx == 0:"
+    wait = lines.index("T.cuda.mbarrier_wait(T.address_of(done[0]), 0)")
+    assert lines[wait + 1: wait + 3] == ["T.ptx.tcgen05.fence__before_thread_sync()",
+                                          "T.ptx.tcgen05.fence__after_thread_sync()"]
+    run = run_tvm(exp, cuda=False)
+    assert run.error is None, run.error
+    low = run.lowered or ""
+    assert low.count(_COMMIT) == 1
+    # the TMEM prologue, the cell's cta_sync and the epilogue each bracket a barrier with the two fences
+    assert low.count(_AFTER) == 3 + 1
+    assert low.count('T.ptx.tcgen05("fence::before_thread_sync", "")') == 3 + 1
+
+
+def test_compare_design_cell(tvm):
+    """`--compare tvm` of the design cell end to end (TVM's CUDA included): every op the same, the tcgen05.cp plan
+    TVM's (128x256b, 4 instructions, LBO 16 B, SBO 1024 B, 128-byte swizzle), the commit in TVM's lowering."""
+    from tilemagic.pipeline import compare_source_with_tvm
+
+    cmp = compare_source_with_tvm(DESIGN_CELL)
+    assert cmp.agrees, cmp.text()
+    assert [o.verdict for o in cmp.ops] == ["same"] * 4
+    cp = _cp_of(cmp)
+    assert cp.agrees and cp.ours == cp.tvm == CpFacts("128x256b", 4, 16, 1024, 3)
+    assert _COMMIT in (cmp.tvm.lowered or "")
+
+
+def _compare_cells(cases, force):
+    from cells import cp_case_cell
+
+    from tilemagic.pipeline import compare_source_with_tvm
+
+    out = []
+    for case in cases:
+        cmp = compare_source_with_tvm("%%tilecopy\n" + cp_case_cell(case, force=force), cuda=False, explain=False)
+        out.append((case, cmp))
+    return out
+
+
+def test_compare_cp_cells_forced(tvm):
+    """Every CP_CELLS case (shape= / multicast= written) through `--compare tvm`: TVM lowers the whole cell, every
+    op agrees, and both planners give the case's own shape with the same count, LBO, SBO and swizzle."""
+    from cells import CP_CELLS
+
+    for case, cmp in _compare_cells(CP_CELLS, True):
+        assert cmp.agrees and cmp.tvm.error is None, (case, cmp.text())
+        cp = _cp_of(cmp)
+        assert cp.agrees, (case, cp.text())
+        assert cp.ours.key == case.key and cp.ours.swizzle == case.swizzle, (case, cp.text())
+        assert _COMMIT in (cmp.tvm.lowered or ""), case
+
+
+def test_compare_cp_cells_inferred(tvm):
+    """Without shape=: one case per key and swizzle (both dtypes alternate) — TVM's try order and tilemagic's
+    pick the same plan (a 128-row 128-bit layout is taken as 128x256b when it fits, by both)."""
+    from cells import CP_CELLS
+
+    cases = [c for i, c in enumerate(CP_CELLS) if not c.offsets and i % 2 == c.swizzle % 2]
+    assert {c.key for c in cases} == set(tc.CP_SHAPES)
+    for case, cmp in _compare_cells(cases, False):
+        assert cmp.agrees and cmp.tvm.error is None, (case, cmp.text())
+        assert _cp_of(cmp).agrees, (case, _cp_of(cmp).text())

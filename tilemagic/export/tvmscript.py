@@ -74,6 +74,8 @@ from ..lower.program import (
     GroupItem,
     MbarWaitItem,
     SyncItem,
+    TcgenCommitItem,
+    TcgenFenceItem,
     WaitItem,
 )
 
@@ -578,6 +580,12 @@ def export_tvmscript(prog, tp, records=None, *, tmem_base: str = "shared",
             lines = ([f"T.ptx.tcgen05.wait__{item.kind}.sync.aligned()"] if isinstance(item, WaitItem)
                      else _sync_lines(item, bufnames, auto, unresolved_auto, rank))
             body += [pad + ln for ln in lines]
+        elif isinstance(item, (TcgenCommitItem, TcgenFenceItem)):
+            if guard is not None:
+                body.append(f"if {_guard_text(guard, tp.threads, bind)}:")
+            node = (ir.TcgenFence(item.kind) if isinstance(item, TcgenFenceItem)
+                    else ir.TcgenCommit(item.bar, item.cta_group, item.cta_mask))
+            body += [pad + ln for ln in tcgen05_sync_lines(node, bufnames)]
         elif isinstance(item, WaitItem):
             body.append(f"T.ptx.tcgen05.wait__{item.kind}.sync.aligned()")
         elif isinstance(item, SyncItem):

@@ -349,7 +349,8 @@ def run_dispatch(op: CopyOp, ctx: DispatchContext) -> tuple[list[ir.Stmt], Dispa
     Raises
     ------
     DispatchError
-        No variant accepted (the error's ``details`` is the why-table), or the
+        No variant accepted (the error's ``details`` is the why-table, its ``records`` the op's
+        :class:`DispatchRecord`, its ``buffer_bytes`` the bytes of the op's two buffers), or the
         forced variant is not registered (lists the registered names).
     InternalError
         A predicate raised something other than :class:`DispatchFail`; ``details`` is the
@@ -395,9 +396,13 @@ def run_dispatch(op: CopyOp, ctx: DispatchContext) -> tuple[list[ir.Stmt], Dispa
             continue
         rows[-1] = replace(row, chosen=True)
         return stmts, record(case.variant, summary)
+    rec = record()
     raise DispatchError(
         f"no {op.op} variant accepts `{op.text}`",
         op.span,
         hint="the why-table below says which rule each variant rejected",
-        details=record().table(),
+        details=rec.table(),
+        records=(rec,),
+        buffer_bytes={r.buf.name: int(r.buf.nbytes) for r in (getattr(op, "src", None), getattr(op, "dst", None))
+                      if r is not None},
     )

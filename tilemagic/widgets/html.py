@@ -75,6 +75,7 @@ from .format import (
 from .placement import async_pictures, cp_declines, cp_ops
 from .png import picture_png
 from .text import (
+    cp_decline_line,
     cuda_title,
     execution_note,
     is_native_blackwell,
@@ -84,6 +85,7 @@ from .text import (
 )
 
 __all__ = [
+    "DeclineView",
     "EXCERPT_LINES",
     "FOLD_LINES",
     "FONT",
@@ -97,6 +99,7 @@ __all__ = [
     "code_grid_html",
     "code_pane_html",
     "cp_descriptors_html",
+    "decline_view",
     "cuda_pane_html",
     "data_html",
     "dispatch_html",
@@ -784,13 +787,71 @@ def cp_descriptors_html(result) -> str:
                      f"<tbody>{rows}</tbody></table>")
     if more:
         parts.append(_note(f"… {more} more tcgen05.cp not listed"))
-    for d in cp_declines(getattr(result, "dispatch", ())):
-        det = d["detail"]
-        at = f" at byte {det.byte}" if det.byte is not None else ""
-        parts.append(f'<div class="tm-cp-decline" style="{FONT};font-size:12px;color:{ERROR_FG}">'
-                     f"L{d['line']} smem-&gt;tmem declined ({escape(det.shape or 'no shape')}, rule "
-                     f"{escape(det.rule)}): {escape(det.buffer)}{at}: {escape(d['reason'])}</div>")
+    parts += [f'<div class="tm-cp-decline" style="{FONT};font-size:12px;color:{ERROR_FG}">'
+              f"{escape(cp_decline_line(d))}</div>" for d in cp_declines(getattr(result, "dispatch", ()))]
     return "".join(parts)
+
+
+class DeclineView:
+    """What a notebook shows beside a ``DispatchError`` whose ``smem->tmem`` decline names a place: per decline its
+    one line (:func:`~tilemagic.widgets.text.cp_decline_line`) and, except with ``view="text"``, the rejected
+    layout (:func:`~tilemagic.widgets.figures.cp_decline_figure`) as a ``data:`` image above it.
+
+    Parameters
+    ----------
+    declines : list of dict
+        :func:`~tilemagic.widgets.placement.cp_declines` of the error's ``records``.
+    buffer_bytes : dict of str -> int
+        The error's ``buffer_bytes`` (bytes of the op's buffers: the picture's extent).
+    view : {"html", "text", "widget"}
+        The cell's ``--view``: ``text`` shows the lines only.
+    """
+
+    def __init__(self, declines: list[dict], buffer_bytes: dict[str, int], view: str = "html"):
+        self.declines = declines
+        self.buffer_bytes = buffer_bytes
+        self.view = view
+
+    def text(self) -> str:
+        """The decline lines, one per decline."""
+        return "\n".join(cp_decline_line(d) for d in self.declines)
+
+    def html(self) -> str:
+        """Per decline the picture (a note when it cannot be drawn: never an exception) and its line."""
+        from .figures import cp_decline_figure, figure_png
+
+        parts = []
+        for d in self.declines:
+            nbytes = self.buffer_bytes.get(d["detail"].buffer)
+            try:
+                if nbytes is None:
+                    raise ValueError(f"the size of buffer {d['detail'].buffer} is not known")
+                parts.append(_img(figure_png(cp_decline_figure(d, nbytes)), "rejected smem->tmem layout: the "
+                                  "16-byte chunk that breaks the rule in red, where the rule wanted it dashed",
+                                  "cp_decline"))
+            except Exception as e:  # noqa: BLE001 - the error below is what the user must see
+                parts.append(_note(f"rejected-layout picture unavailable: {type(e).__name__}: {e}", error=True))
+            parts.append(f'<div class="tm-cp-decline" data-src-line="{d["line"]}" style="{FONT};font-size:12px;'
+                         f'color:{ERROR_FG}">{escape(cp_decline_line(d))}</div>')
+        return "".join(parts)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        data = {"text/plain": self.text()}
+        if self.view != "text":
+            data["text/html"] = self.html()
+        return data
+
+    def __repr__(self) -> str:
+        return self.text()
+
+
+def decline_view(error, view: str = "html") -> DeclineView | None:
+    """The :class:`DeclineView` of an error that carries dispatch records (``DispatchError.records``) with a
+    ``smem->tmem`` decline that names a place; None for any other error."""
+    declines = cp_declines(getattr(error, "records", ()))
+    if not declines:
+        return None
+    return DeclineView(declines, dict(getattr(error, "buffer_bytes", {}) or {}), view)
 
 
 def heatmap_html(result, kinds: Sequence[str] | None = None) -> str:

@@ -30,6 +30,7 @@ from .placement import (async_pictures, async_timeline, cluster_placement, clust
 
 __all__ = [
     "async_summary_lines",
+    "cp_decline_line",
     "cp_descriptor_lines",
     "cuda_title",
     "execution_note",
@@ -188,6 +189,27 @@ def async_summary_lines(result) -> list[str]:
     return out
 
 
+def cp_decline_line(decline: dict) -> str:
+    """One ``smem->tmem`` decline that names a place, in one line: ``L11 smem->tmem declined (128x256b, rule sbo): S
+    at byte 1056 (the rule wants byte 1040): <the rule's message>``; of a decline without ``shape=`` (whose reason
+    lists every candidate shape) the message of the shape the detail is about.
+
+    Parameters
+    ----------
+    decline : dict
+        One entry of :func:`~tilemagic.widgets.placement.cp_declines`.
+    """
+    det = decline["detail"]
+    at = f" at byte {det.byte}" if det.byte is not None else ""
+    want = f" (the rule wants byte {det.expected})" if det.expected is not None else ""
+    lines = [ln.strip() for ln in decline["reason"].splitlines()]
+    # without shape= the reason lists every candidate shape, one per line: the line of the shape the detail is about
+    own = [ln[len(det.shape) + 1:].strip() for ln in lines[1:] if det.shape and ln.startswith(f"{det.shape}:")]
+    why = own[0] if own else (lines[0] if lines else "")
+    return (f"L{decline['line']} smem->tmem declined ({det.shape or 'no shape'}, rule {det.rule}): {det.buffer}"
+            f"{at}{want}: {why}")
+
+
 def cp_descriptor_lines(result) -> list[str]:
     """The text report's "tcgen05.cp descriptors" lines: for each ``tcgen05.cp`` of the kernel
     (:func:`~tilemagic.widgets.placement.cp_ops`), the instruction and its TMEM place, then its descriptor
@@ -211,12 +233,7 @@ def cp_descriptor_lines(result) -> list[str]:
         same = ("the TMEM cells written are the ones drawn" if sim["agrees"]
                 else "the TMEM cells written differ from the IR's (see the tcgen05_cp picture)")
         out.append(f"simulator: {done}; {same}")
-    for d in cp_declines(getattr(result, "dispatch", ())):
-        det = d["detail"]
-        at = f" at byte {det.byte}" if det.byte is not None else ""
-        want = f" (the rule wants byte {det.expected})" if det.expected is not None else ""
-        out.append(f"L{d['line']} smem->tmem declined ({det.shape or 'no shape'}, rule {det.rule}): {det.buffer}"
-                   f"{at}{want}: {d['reason']}")
+    out += [cp_decline_line(d) for d in cp_declines(getattr(result, "dispatch", ()))]
     if out:
         out.append("pictures: result.heatmap(kind='tcgen05_cp')")
     return out

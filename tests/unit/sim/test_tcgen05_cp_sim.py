@@ -1,8 +1,10 @@
 """tcgen05.cp in the simulator (issue 14, part S): the TMEM it writes, its completion by tcgen05.commit, and the
 happens-before checks around it.
 
-The kernels are the spliced ones of :func:`helpers.spliced_cp_kernel` (a lowered cell with hand-built
-``ir.TcgenCp`` + ``ir.TcgenCommit``): the round trips compare the simulator's TMEM after the run with the image
+The happens-before cases the language can write are plain cells (:func:`cells.cp_cell`, through
+``tilemagic.tilecopy(..., launch="sim")``); the rest use the spliced kernels of :func:`helpers.spliced_cp_kernel` (a
+lowered cell with hand-built ``ir.TcgenCp`` + ``ir.TcgenCommit``: a descriptor no plan would give, a commit moved
+to another thread, a wait guarded after lowering).  The round trips compare the simulator's TMEM after the run with the image
 :func:`tests.reference.tcgen05_cp_ref.tmem_image` decodes from the same shared bytes and descriptor (an independent
 decoder written from the PTX ISA 9.0 text), and the TMEM read back through ``tcgen05.ld`` into global memory.
 """
@@ -19,6 +21,7 @@ from tilemagic.ir import nodes as ir
 from tilemagic.sim import interpreter
 from tilemagic.sim.interpreter import Simulator
 
+from cells import cp_cell
 from helpers import CP_SPLICE_CELL, eq, spliced_cp_kernel, when
 from reference import tcgen05_cp_ref as ref
 
@@ -210,30 +213,42 @@ CELL_REWRITE = CP_SPLICE_CELL.replace("cta_sync\nwait done", "cta_sync\nwg.copy 
 CELL_REWRITE_AFTER = CP_SPLICE_CELL.replace("wait done phase 0\n", "wait done phase 0\nwg.copy S <- A\n")
 
 
+#: a plain cell (lines 1.., "%%tilecopy" first): L10 wg.copy S <- A, L11 fence.proxy.async, L13 the copy_async, L14
+#: the commit, L15 wait done phase 0, L16 tcgen05.fence::after_thread_sync, L17 the tcgen05.ld of all 128 lanes
+HB_CELL = "%%tilecopy\n" + cp_cell("128x256b", 0, "float32", name="cp_hb")
+READ_BACK = "wait done phase 0\ntcgen05.fence::after_thread_sync\nwg.copy_async r <- all\nwait ld\n"
+
+
+def _cell_hazards(src: str):
+    """``(launch, hazard messages)`` of a plain cell through the pipeline's simulator."""
+    import tilemagic
+
+    res = tilemagic.tilecopy(src, launch="sim", emit_warnings=False, allow_fail=True)
+    return res.launch, [m for m, _ in res.launch.hazards]
+
+
 def test_the_clean_cell_is_clean():
-    sim, out, hz = _hazards(spliced_cp_kernel(_cell("float32"), _plain)[0])
-    assert hz == [] and not sim.hb.report.incomplete and sim.hb.report.hang is None
+    launch, hz = _cell_hazards(HB_CELL)
+    assert hz == [] and launch.hb.clean and launch.passed
 
 
 def test_generic_writes_without_fence_proxy_async():
-    kernel, _ = spliced_cp_kernel(_cell("float32", CP_SPLICE_CELL.replace("fence.proxy.async\n", "")), _plain)
-    _, _, hz = _hazards(kernel)
-    assert len(hz) == 1
-    assert hz[0].startswith("hazard: async-proxy read of generic writes on S: the tcgen05.cp at L90 reads S[")
-    assert "wrote at L9 with no `fence.proxy.async`" in hz[0]
+    launch, hz = _cell_hazards(HB_CELL.replace("fence.proxy.async\n", ""))
+    assert len(hz) == 1 and launch.passed  # (the simulator is sequentially consistent: the data still arrive)
+    assert hz[0].startswith("hazard: async-proxy read of generic writes on S: the tcgen05.cp at L12 reads S[")
+    assert "wrote at L10 with no `fence.proxy.async`" in hz[0] and "add `fence.proxy.async` after L10" in hz[0]
 
 
 def test_source_rewritten_before_the_wait():
-    kernel = _move_issue_before(spliced_cp_kernel(_cell("float32", CELL_REWRITE), _plain)[0], 12)
-    _, _, hz = _hazards(kernel)
+    launch, hz = _cell_hazards(HB_CELL.replace("wait done phase 0\n", "wg.copy S <- A\nwait done phase 0\n"))
     # (one report: the other threads' writes of bytes the copy has in flight are the same race)
-    assert hz == ["hazard: shared-memory race on S: thread 0 writes S[0, 0] at L12 that the tcgen05.cp reads at L90, "
+    assert hz == ["hazard: shared-memory race on S: thread 0 writes S[0, 0] at L15 that the tcgen05.cp reads at L13, "
                   "before the commit of its thread arrived and a wait observed it (PTX ISA 9.0 §9.7.16.6.1)"]
 
 
 def test_source_rewritten_after_the_wait_is_clean():
-    kernel, _ = spliced_cp_kernel(_cell("float32", CELL_REWRITE_AFTER), _plain)
-    assert _hazards(kernel)[2] == []
+    fence = "tcgen05.fence::after_thread_sync\n"
+    assert _cell_hazards(HB_CELL.replace(fence, fence + "wg.copy S <- A\n"))[1] == []
 
 
 def _guard_wait(kernel, fence: bool = True):
@@ -258,24 +273,17 @@ def test_source_rewritten_by_threads_that_did_not_wait():
 
 
 def test_tmem_read_before_the_wait():
-    cell = CP_SPLICE_CELL.replace("cta_sync\nwait done phase 0\nwg.copy_async r <- T\nwait ld\n",
-                                  "cta_sync\nwg.copy_async r <- T\nwait ld\nwait done phase 0\n")
-    kernel = _move_issue_before(spliced_cp_kernel(_cell("float32", cell), _plain)[0], 12)
-    _, _, hz = _hazards(kernel)
-    assert any(h.startswith("hazard: TMEM race on TMEM: thread 0 reads TMEM lane 0 column 0 at L12 that the "
-                            "tcgen05.cp writes at L90") for h in hz), hz
+    launch, hz = _cell_hazards(HB_CELL.replace(READ_BACK, "wg.copy_async r <- all\nwait ld\nwait done phase 0\n"
+                                               "tcgen05.fence::after_thread_sync\n"))
+    assert any(h.startswith("hazard: TMEM race on TMEM: thread 0 reads TMEM lane 0 column 0 at L15 that the "
+                            "tcgen05.cp writes at L13") for h in hz), hz
+    assert not launch.passed  # (the simulator runs the ld before the copy lands: B is TMEM's garbage)
 
 
 def test_wait_without_after_thread_sync_fence():
-    kernel, _ = spliced_cp_kernel(_cell("float32"), _plain)
-    body = list(kernel.body.body)
-    i = _issue(kernel)
-    assert isinstance(body[i + 2], ir.TcgenFence)
-    del body[i + 2]
-    kernel.body = ir.Seq(tuple(body))
-    _, _, hz = _hazards(kernel)
-    assert hz == ["hazard: tcgen05.ld at L13 reads TMEM lane 0 column 0 written by tcgen05.cp at L90: the wait at "
-                  "L12 observed the commit, but no tcgen05.fence::after_thread_sync orders the ld after it (thread 0; "
+    _, hz = _cell_hazards(HB_CELL.replace("tcgen05.fence::after_thread_sync\n", ""))
+    assert hz == ["hazard: tcgen05.ld at L16 reads TMEM lane 0 column 0 written by tcgen05.cp at L13: the wait at "
+                  "L15 observed the commit, but no tcgen05.fence::after_thread_sync orders the ld after it (thread 0; "
                   "PTX ISA 9.0 §9.7.16.6.4)"]
 
 

@@ -23,6 +23,7 @@ from tilemagic.widgets.format import cp_descriptor_rows, cp_heading
 from tilemagic.widgets.html import cp_descriptors_html, render_html
 from tilemagic.widgets.text import render_text
 
+from cells import cp_cell
 from helpers import CP_SPLICE_CELL, at, spliced_cp_kernel
 from reference import tcgen05_cp_ref as ref
 
@@ -141,7 +142,20 @@ def _case_kernel(key, dtype, rows, cols, layout, sbo, cps):
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-{c[1]}-sw{c[4]}" for c in CASES])
 def test_chunk_map_against_the_independent_decoder(case):
-    k = _case_kernel(*case)
+    _check_chunk_map(_case_kernel(*case), case[0])
+
+
+#: plain cells (the language's copy_async T <- S, planned by the smem->tmem variant): (key, swizzle, dtype)
+PLAIN = [("128x256b", 3, "bfloat16"), ("4x256b", 1, "float32"), ("64x128b.warpx2::01_23", 2, "bfloat16"),
+         ("32x128b.warpx4", 0, "float32")]
+
+
+@pytest.mark.parametrize("key,sw,dtype", PLAIN)
+def test_chunk_map_of_plain_cells(key, sw, dtype):
+    _check_chunk_map(tilecopy("%%tilecopy\n" + cp_cell(key, sw, dtype), launch="off").kernel, key)
+
+
+def _check_chunk_map(k, key):
     (op,) = P.cp_ops(k)
     m = P.cp_chunk_map(op)
     img = _ref_image(k, op)
@@ -151,9 +165,8 @@ def test_chunk_map_against_the_independent_decoder(case):
     in_buf = (img >= 0) & (img < m["nchunks"])  # (a chunk the decoder reads outside S holds 0xFFFFFFFF)
     assert np.array_equal(np.where(in_buf, img, -1), got)  # the same chunk in every cell, none elsewhere
     assert m["outside"] == int(np.count_nonzero(img >= m["nchunks"])) // 4 // max(
-        1, len(CP_SHAPES[case[0]].replicas))
+        1, len(CP_SHAPES[key].replicas))
     # each instruction's chunks: as many as it reads (rows x chunks) when they stay in the buffer
-    key = case[0]
     c = CP_SHAPES[key]
     for cp in op["cps"]:
         assert int(np.count_nonzero(m["instr"] == cp["index"])) == c.rows * c.chunks
@@ -288,8 +301,8 @@ def test_timeline_of_hand_built_tcgen05_cp_events():
 
 # ----------------------------------------------------------------------------- 5. reports
 def test_reports_and_widget_show_the_descriptors():
-    k = _case_kernel(*CASES[0])
-    r = _result(k)
+    r = tilecopy("%%tilecopy\n" + cp_cell("128x256b", 3, "bfloat16"), launch="off")  # TVM's 4 x 128x256b plan
+    k = r.kernel
     text = render_text(r)
     assert "== tcgen05.cp descriptors" in text
     for cp in P.cp_ops(k)[0]["cps"]:
@@ -315,15 +328,18 @@ def test_reports_and_widget_show_the_descriptors():
 
 def test_simulator_record_beside_the_drawn_cells():
     """Part S's record (``launch.hb.cp_writes``: per execution line, key, thread, lanes, cols, landed) against
-    the cells the picture draws from the IR."""
-    k = _case_kernel(*CASES[-2])  # 32x128b.warpx4: lanes 0-127 (4 replicas of 32 rows), columns 0-3
-    rec = SimpleNamespace(line=12, key="32x128b.warpx4", thread=0, lanes=np.arange(128), cols=np.arange(4),
-                          landed=True, barrier="done", phase=0)
-    launch = SimpleNamespace(hb=SimpleNamespace(cp_writes=[rec]))
-    sim = P.cp_simulated(launch, k)
-    assert sim["agrees"] and sim["by_line"] == {12: {"key": "32x128b.warpx4", "executions": 1, "landed": 1,
+    the cells the picture draws from the IR: a simulated plain cell agrees; a hand-built record that wrote one
+    replica only does not."""
+    real = tilecopy("%%tilecopy\n" + cp_cell("32x128b.warpx4", 0, "float32"), launch="sim")
+    sim = P.cp_simulated(real.launch, real.kernel)  # 32x128b.warpx4 at L13: lanes 0-127 (4 x 32 rows), columns 0-3
+    assert sim["agrees"] and sim["by_line"] == {13: {"key": "32x128b.warpx4", "executions": 1, "landed": 1,
                                                      "cells": 512}}
     assert int(sim["written"].sum()) == 512 == int(sim["static"].sum())
+    assert any(x.startswith("simulator: L13 32x128b.warpx4: 1 of 1 landed, 512 cells each; the TMEM cells written are "
+                            "the ones drawn") for x in real.text().splitlines())
+    k = _case_kernel(*CASES[-2])  # the same shape, spliced at L12
+    rec = SimpleNamespace(line=12, key="32x128b.warpx4", thread=0, lanes=np.arange(128), cols=np.arange(4),
+                          landed=True, barrier="done", phase=0)
     # the simulator wrote only the first replica: the report says the cells differ
     short = SimpleNamespace(**{**vars(rec), "lanes": np.arange(32)})
     never = SimpleNamespace(**{**vars(rec), "landed": False})
