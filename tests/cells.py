@@ -899,7 +899,8 @@ def cp_cell(key: str, swizzle: int, dtype: str, *, offsets: bool = False, fence:
     interleaved 8-row x 16-byte core matrices (rows 16 B apart, chunks ``LBO`` = 8 rows x 16 B apart, 8-row groups
     after all their chunks).  The TMEM buffer has the shape's lane pattern with the replicas its multicast needs
     (``+ R[...]``); an alias ``all`` reads all 128 lanes of the matrix's columns and a ``check`` line compares every lane
-    written (every replica) with its source row.  ``offsets``: the matrix starts 8 rows into a taller shared buffer and at a TMEM
+    written (every replica) with its source row (a ``4x256b`` cell first zeroes ``all`` with a ``tcgen05.st``, so the
+    lanes it does not write read as zeros).  ``offsets``: the matrix starts 8 rows into a taller shared buffer and at a TMEM
     column offset of 4 cells (``arch.tcgen05.CP_COL_ALIGN``).  ``fence=False`` drops the ``fence.proxy.async``
     between the generic stores and the copy (a cell the happens-before model must flag).  ``force``: write
     ``shape=`` (and ``multicast=``) so the case is the key's own, not the planner's first fit.
@@ -953,6 +954,9 @@ def cp_cell(key: str, swizzle: int, dtype: str, *, offsets: bool = False, fence:
         f"tmem   all: {dtype}[128, {width}] at T" + (f" + {coff * eb // 4}" if offsets else ""),
         f"local  r: {dtype}[128, {width}] @ S[(128, {width}) : (1@tid_in_wg, 1)]",
         "mbarrier done count=1",
+        # 4x256b writes 4 lanes: zero the rest first with a tcgen05.st of B's zeros, so the read-back reads no
+        # uninitialised TMEM (the st is waited for and ordered before the cp by the cta_sync)
+        *(["wg.copy r <- B", "wg.copy_async all <- r", "wait st"] if key == "4x256b" else []),
         "wg.copy S <- A",
         *(["fence.proxy.async"] if fence else []),
         "cta_sync",

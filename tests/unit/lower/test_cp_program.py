@@ -176,8 +176,9 @@ def test_every_matrix_cell_type_checks_and_everything_but_the_cp_lowers(case):
     cell = cp_case_cell(case)
     tp = check(parse(cell))
     cp_line = next(i for i, t in enumerate(cell.splitlines(), 1) if "thread.copy_async" in t)
-    (item,) = [it for it in tp.items if isinstance(it, CopyItem) and it.op.dst.buf.scope == "tmem"]
-    assert item.op.span.line == cp_line and item.op.src.buf.scope == "shared"
+    (item,) = [it for it in tp.items if isinstance(it, CopyItem) and it.op.dst.buf.scope == "tmem"
+               and it.op.src.buf.scope == "shared"]
+    assert item.op.span.line == cp_line
     try:  # until the smem->tmem variant lands no variant takes the copy: the only op that fails is it
         lower(tp, TargetSpec())
     except DispatchError as e:
