@@ -44,9 +44,13 @@ def test_cuda_golden(name):
     _check(DATA / f"{name}.cu", _result(name).cuda)
 
 
-def test_emulated_cuda_golden():
-    res = _result("tmem_roundtrip")
-    _check(DATA / "tmem_roundtrip.emulated.cu", res.cuda_emulated)
+@pytest.mark.parametrize("name", ["tmem_roundtrip", "tcgen05_cp_roundtrip"])
+def test_emulated_cuda_golden(name):
+    """The emulated CUDA of the tcgen05 demos (TMEM as global memory; tcgen05.cp decoded in the issuing thread)."""
+    _check(DATA / f"{name}.emulated.cu", _result(name).cuda_emulated)
+
+
+def test_no_emulation_without_tmem():
     assert _result("fallback_demo").cuda_emulated is None
 
 
@@ -73,7 +77,15 @@ def test_copy_variant_golden(name):
     _check(DATA / f"{name}.report.txt", res.text())
 
 
-@pytest.mark.parametrize("name", DEMOS)
+# the export of a user's tcgen05.commit / tcgen05.fence statement is wired in export_tvmscript by branch wip-cpwire
+# (issue 14 part W, point 1); until it is merged the cp demo's export raises AttributeError. Once merged this test
+# fails on the missing golden file: generate it with TILEMAGIC_UPDATE_GOLDEN=1 and drop the mark.
+_EXPORT_PENDING = pytest.mark.xfail(raises=AttributeError, strict=True,
+                                    reason="export_tvmscript does not wire tcgen05.commit/fence yet (wip-cpwire)")
+
+
+@pytest.mark.parametrize("name", [pytest.param(d, marks=_EXPORT_PENDING) if d == "tcgen05_cp_roundtrip" else d
+                                  for d in DEMOS])
 def test_tvmscript_golden(name):
     """The TVM TIRx export (``--export tvmscript``): one tcgen05 program, one copy program."""
     _check(DATA / f"{name}.tvmscript.txt", _result(name).tvmscript())

@@ -91,14 +91,22 @@ DEMO_VERDICTS = {
     # truncated mapa.u64 (DSMEM_MAPA_BUG)
     "tma_multicast": ["known TVM bug", "same"],
     "dsmem_exchange": ["same", "known TVM bug", "same"],
+    # the gmem_smem fill, the tcgen05.cp (shape 128x256b, 4 instructions, LBO 16 B, SBO 1024 B, swizzle 3), the
+    # tcgen05.ld, the reg store
+    "tcgen05_cp_roundtrip": ["same"] * 4,
 }
+# the export of a user's tcgen05.commit / tcgen05.fence is wired by branch wip-cpwire (issue 14 part W, point 1);
+# until it is merged the cp demo's comparison raises AttributeError (strict: the mark goes once it passes)
+_EXPORT_PENDING = pytest.mark.xfail(raises=AttributeError, strict=True,
+                                    reason="export_tvmscript does not wire tcgen05.commit/fence yet (wip-cpwire)")
 
 
 def test_every_demo_has_expected_verdicts():
     assert set(DEMO_VERDICTS) == set(DEMOS)
 
 
-@pytest.mark.parametrize("name", DEMOS)
+@pytest.mark.parametrize("name", [pytest.param(d, marks=_EXPORT_PENDING) if d == "tcgen05_cp_roundtrip" else d
+                                  for d in DEMOS])
 def test_compare_tvm_on_the_demo(tvm, name):
     cmp = compare_source_with_tvm(demo_source(name), cuda=False)
     assert cmp.available and cmp.tvm.error is None, cmp.text()
@@ -109,6 +117,8 @@ def test_compare_tvm_on_the_demo(tvm, name):
             assert o.ours_lines == o.tvm_lines and o.ours_lines, cmp.text()
         if o.tma is not None and o.tma.ours is not None:  # a TMA op: TVM's planner gives the same descriptor
             assert o.tma.tvm == o.tma.ours, cmp.text()
+        if o.ours_variant == "smem->tmem":  # TVM's planner: the same shape, count, LBO/SBO and swizzle
+            assert o.cp is not None and o.cp.agrees and o.cp.ours is not None, cmp.text()
         if o.verdict == "known TVM bug" and o.known_bug == DSMEM_MAPA_BUG:
             assert o.ours_variant == o.tvm_variant == "dsmem", cmp.text()
             assert "3 of 3 ops agree (1 through a documented TVM 0.27 bug, named below)" in cmp.message
