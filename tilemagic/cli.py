@@ -118,7 +118,8 @@ def _main(argv: list[str] | None) -> int:
     r = sub.add_parser("run", help="run a .tile description", allow_abbrev=False)
     r.add_argument("file")
     common(r)
-    d = sub.add_parser("demo", help="run the demos (tcgen05 round trips, fallback, cp.async, TMA, clusters)", allow_abbrev=False)
+    d = sub.add_parser("demo", help="run the demos (tcgen05 round trips, fallback, cp.async, TMA, clusters)",
+                       allow_abbrev=False)
     common(d)
     sub.add_parser("status", help="CuPy, driver, device, NVRTC/nvcc, and how launches would run")
     args = p.parse_args(argv)
