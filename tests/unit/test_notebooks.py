@@ -290,6 +290,20 @@ def test_classroom_draws_each_shape_with_its_owners():
         assert len(drawn) == 1, shape
 
 
+def test_classroom_stages_one_tile_both_ways_into_tmem():
+    """Section 6: one cell fills part of a TMEM tile by tcgen05.st (warpgroup, from registers) and part by tcgen05.cp
+    (one thread, from shared memory, committed to an mbarrier), draws who filled which cell, and PASSes clean."""
+    src = [c for c in _classroom_cells() if c.source.startswith("%%tilecopy two_ways")]
+    assert len(src) == 1 and "--heatmap instr" in _line(src[0])
+    stored = [c for c in _code_cells(_stored("classroom_tmem").cells) if c.source.startswith("%%tilecopy two_ways")]
+    text = _outputs_text(stored[0])
+    assert "tcgen05.st.sync.aligned.32x32b" in text and "tcgen05.cp.cta_group::1.128x128b" in text
+    assert "tcgen05.commit" in text and "tcgen05.cp descriptors" in text
+    assert ": PASS" in text and "FAIL" not in text and "happens-before: clean" in text
+    html = stored[0].outputs[0].data["text/html"]
+    assert "TMEM occupancy, one panel per tcgen05 instruction" in html
+
+
 def test_classroom_covers_the_tour():
     cells = _classroom_cells()
     src = "\n".join(c.source for c in cells)
