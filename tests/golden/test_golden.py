@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cells import GMEM_SMEM_CASES, golden_cells, ldgsts_cell
+from helpers import demo_params
 
 import tilemagic
 from tilemagic.cli import DEMOS, demo_source
@@ -77,15 +78,7 @@ def test_copy_variant_golden(name):
     _check(DATA / f"{name}.report.txt", res.text())
 
 
-# the export of a user's tcgen05.commit / tcgen05.fence statement is wired in export_tvmscript by branch wip-cpwire
-# (issue 14 part W, point 1); until it is merged the cp demo's export raises AttributeError. Once merged this test
-# fails on the missing golden file: generate it with TILEMAGIC_UPDATE_GOLDEN=1 and drop the mark.
-_EXPORT_PENDING = pytest.mark.xfail(raises=AttributeError, strict=True,
-                                    reason="export_tvmscript does not wire tcgen05.commit/fence yet (wip-cpwire)")
-
-
-@pytest.mark.parametrize("name", [pytest.param(d, marks=_EXPORT_PENDING) if d == "tcgen05_cp_roundtrip" else d
-                                  for d in DEMOS])
+@pytest.mark.parametrize("name", demo_params(DEMOS))  # (the cp demo: its export is pending, helpers)
 def test_tvmscript_golden(name):
     """The TVM TIRx export (``--export tvmscript``): one tcgen05 program, one copy program."""
     _check(DATA / f"{name}.tvmscript.txt", _result(name).tvmscript())

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import demo_params
 
 from tilemagic.cli import DEMOS, demo_source
 from tilemagic.export.instructions import summary_lines
@@ -95,18 +96,13 @@ DEMO_VERDICTS = {
     # tcgen05.ld, the reg store
     "tcgen05_cp_roundtrip": ["same"] * 4,
 }
-# the export of a user's tcgen05.commit / tcgen05.fence is wired by branch wip-cpwire (issue 14 part W, point 1);
-# until it is merged the cp demo's comparison raises AttributeError (strict: the mark goes once it passes)
-_EXPORT_PENDING = pytest.mark.xfail(raises=AttributeError, strict=True,
-                                    reason="export_tvmscript does not wire tcgen05.commit/fence yet (wip-cpwire)")
 
 
 def test_every_demo_has_expected_verdicts():
     assert set(DEMO_VERDICTS) == set(DEMOS)
 
 
-@pytest.mark.parametrize("name", [pytest.param(d, marks=_EXPORT_PENDING) if d == "tcgen05_cp_roundtrip" else d
-                                  for d in DEMOS])
+@pytest.mark.parametrize("name", demo_params(DEMOS))
 def test_compare_tvm_on_the_demo(tvm, name):
     cmp = compare_source_with_tvm(demo_source(name), cuda=False)
     assert cmp.available and cmp.tvm.error is None, cmp.text()
