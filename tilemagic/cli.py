@@ -18,13 +18,16 @@ from importlib import resources
 from .errors import CheckFailed, TileMagicError
 from .options import FIELDS, add_arguments
 
-DEMOS = ("tmem_roundtrip", "fallback_demo", "ldgsts_roundtrip", "tma_roundtrip", "tma_multicast", "dsmem_exchange")
+DEMOS = ("tmem_roundtrip", "fallback_demo", "ldgsts_roundtrip", "tma_roundtrip", "tma_multicast", "dsmem_exchange",
+         "tcgen05_cp_roundtrip")
 
 
 def demo_source(name: str) -> str:
     """Text of a bundled demo (one of :data:`DEMOS`: the seed demos ``tmem_roundtrip`` and ``fallback_demo``, the
     asynchronous copies ``ldgsts_roundtrip`` and ``tma_roundtrip``, and the cluster demos ``tma_multicast`` (TMA
-    multicast to a 2-CTA cluster) and ``dsmem_exchange`` (a tile swap through distributed shared memory))."""
+    multicast to a 2-CTA cluster) and ``dsmem_exchange`` (a tile swap through distributed shared memory), and
+    ``tcgen05_cp_roundtrip`` (shared memory -> TMEM by ``tcgen05.cp`` and ``tcgen05.commit``, back by
+    ``tcgen05.ld``))."""
     return resources.files("tilemagic.demos").joinpath(f"{name}.tile").read_text()
 
 
@@ -115,7 +118,8 @@ def _main(argv: list[str] | None) -> int:
     r = sub.add_parser("run", help="run a .tile description", allow_abbrev=False)
     r.add_argument("file")
     common(r)
-    d = sub.add_parser("demo", help="run the demos (tcgen05 round trip, fallback, cp.async, TMA)", allow_abbrev=False)
+    d = sub.add_parser("demo", help="run the demos (tcgen05 round trips, fallback, cp.async, TMA, clusters)",
+                       allow_abbrev=False)
     common(d)
     sub.add_parser("status", help="CuPy, driver, device, NVRTC/nvcc, and how launches would run")
     args = p.parse_args(argv)

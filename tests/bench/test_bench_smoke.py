@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import EXPORT_PENDING
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -54,12 +55,15 @@ def test_cpu_sections(bench_run, tmp_path, capsys):
 
 
 @pytest.mark.tvm
+@EXPORT_PENDING  # the section exports every demo to TVMScript, the cp demo among them (helpers.EXPORT_PENDING_DEMOS)
 def test_lowering_against_tvm(bench_run, tvm, tmp_path):
     out = tmp_path / "lower.json"
     assert bench_run.main(["--repeats", "1", "--only", "lower", "--json", str(out)]) == 0
     payload = json.loads(out.read_text())
     _check(payload, ["lower"])
     cells = payload["results"]["lower"]["cells"]
-    assert len(cells) == 21 and payload["results"]["lower"]["tvm_version"] == tvm.__version__  # 6 demos + 15
+    from tilemagic.cli import DEMOS
+
+    assert len(cells) == len(DEMOS) + 15 and payload["results"]["lower"]["tvm_version"] == tvm.__version__
     variants = set().union(*(c["variants"] for c in cells.values()))
     assert {"reg", "gmem_smem", "ldstmatrix", "fallback", "tmem<->local", "ldgsts", "tma_auto", "dsmem"} <= variants

@@ -3,6 +3,7 @@
 import pytest
 from cells import fallback_cell, reg_cell, roundtrip_cell
 from tvm_cases import FRAG_SPECS, spec_cell
+from helpers import demo_params
 
 import tilemagic
 from tilemagic.cli import DEMOS, demo_source
@@ -65,29 +66,29 @@ def test_tilemagic_factories_print_as_tvms(tvm):
             tvm.ir.assert_structural_equal(ours, tl.tcgen05_atom_layout(shape, rc, dt).canonicalize())
 
 
-@pytest.mark.parametrize("source", [demo_source(d) for d in DEMOS]
-                         + [spec_cell(s) for s in FRAG_SPECS[::4]]
-                         + [fallback_cell("cta", 1024, 8, 8), reg_cell("S[(4, 32, 8) : (1@wid_in_wg, 1@laneid, 1)]",
-                                                                       128, 8, dtype="uint8")],
-                         ids=list(DEMOS) + [s["id"] for s in FRAG_SPECS[::4]] + ["fallback-cta1024", "reg-u8"])
+@pytest.mark.parametrize("source", demo_params(DEMOS, [demo_source(d) for d in DEMOS])
+                         + [pytest.param(spec_cell(s), id=s["id"]) for s in FRAG_SPECS[::4]]
+                         + [pytest.param(fallback_cell("cta", 1024, 8, 8), id="fallback-cta1024"),
+                            pytest.param(reg_cell("S[(4, 32, 8) : (1@wid_in_wg, 1@laneid, 1)]", 128, 8, dtype="uint8"),
+                                         id="reg-u8")])
 def test_export_parses_in_tvm_with_both_tmem_bases(tvm, source):
     for base in ("shared", "const"):
         func = tvm.script.from_source(tvmscript_from_source(source, tmem_base=base).text)
         assert isinstance(func, tvm.tirx.PrimFunc)
 
 
-def test_compare_tvm_on_the_demos(tvm):
-    for name in DEMOS:
-        res = tilemagic.tilecopy(demo_source(name), launch="off", compare="tvm", emit_warnings=False)
-        cmp = res.tvm_comparison
-        assert cmp.available and cmp.agrees, cmp.text()
-        assert "== TVM comparison ==" in res.text() and "vs tilemagic: " in res.text()
-        assert "tm-tvm-compare" in res.html() and "TVM LowerTIRx output" in res.html()
-        # QA: the tilemagic and TVM columns ran together outside a notebook stylesheet (a saved .html report)
-        assert ".tm-tvm-compare td,.tm-tvm-compare th{padding:" in cmp.html()
-        assert cmp.tvm.cuda and "__global__" in cmp.tvm.cuda
-        if name == "tmem_roundtrip":  # tvm.compile stops in MakePackedAPI on tmem_addr[0]: constant addresses
-            assert "constant TMEM addresses" in cmp.tvm.cuda_note and "tmem_addr.source" in cmp.tvm.cuda_note
+@pytest.mark.parametrize("name", demo_params(DEMOS))
+def test_compare_tvm_on_the_demos(tvm, name):
+    res = tilemagic.tilecopy(demo_source(name), launch="off", compare="tvm", emit_warnings=False)
+    cmp = res.tvm_comparison
+    assert cmp.available and cmp.agrees, cmp.text()
+    assert "== TVM comparison ==" in res.text() and "vs tilemagic: " in res.text()
+    assert "tm-tvm-compare" in res.html() and "TVM LowerTIRx output" in res.html()
+    # QA: the tilemagic and TVM columns ran together outside a notebook stylesheet (a saved .html report)
+    assert ".tm-tvm-compare td,.tm-tvm-compare th{padding:" in cmp.html()
+    assert cmp.tvm.cuda and "__global__" in cmp.tvm.cuda
+    if name == "tmem_roundtrip":  # tvm.compile stops in MakePackedAPI on tmem_addr[0]: constant addresses
+        assert "constant TMEM addresses" in cmp.tvm.cuda_note and "tmem_addr.source" in cmp.tvm.cuda_note
 
 
 def test_compare_marks_differences(tvm):

@@ -30,13 +30,13 @@ def _hb(res) -> list[str]:
 TMA = demo_source("tma_roundtrip")
 
 
-@pytest.mark.parametrize("name", ["ldgsts_roundtrip", "tma_roundtrip"])
-def test_async_demos_pass_clean(name):
+@pytest.mark.parametrize("name,variant", [("ldgsts_roundtrip", "ldgsts"), ("tma_roundtrip", "tma_auto"),
+                                          ("tcgen05_cp_roundtrip", "smem->tmem")])
+def test_async_demos_pass_clean(name, variant):
     res = _run(demo_source(name))
     assert res.launch.passed and all(c.passed for c in res.launch.checks)
     assert res.launch.hb.clean and res.launch.hb.hang is None
-    variants = [r.chosen for r in res.dispatch]
-    assert ("ldgsts" if name.startswith("ldgsts") else "tma_auto") in variants
+    assert variant in [r.chosen for r in res.dispatch]
 
 
 def test_tma_demo_why_table_and_auto_expect_tx():

@@ -35,5 +35,21 @@ def test_tcgen05_doc_examples_emit_what_the_text_says():
     assert res.ir.count("tcgen05.ld.sync.aligned.16x256b.x2.b32") == 8 and res.launch.passed
 
 
+def test_tcgen05_cp_doc_examples_emit_what_their_comments_say():
+    """The tcgen05.cp blocks (§tcgen05.commit, §tcgen05.cp) lower to the instructions their comments name, and the
+    round trip's block is the demo."""
+    from tilemagic.cli import demo_source
+
+    for block in (b for b in BLOCKS if "tcgen05.commit" in b):
+        n, chain = re.search(r"# (\d+ x |one )(tcgen05\.cp\.cta_group::1\.[\w.]+(?:::\w+)?)", block).groups()
+        ir = run(block, launch="off").ir
+        assert ir.count(f'T.ptx["{chain}"]') == (1 if n == "one " else int(n.split()[0])), block
+    demo = next(b for b in BLOCKS if "kernel tcgen05_cp_roundtrip" in b)
+    def statements(text):
+        return [ln for ln in (re.sub(r" *#.*", "", line) for line in text.splitlines()) if ln.strip()]
+
+    assert statements(demo) == statements(demo_source("tcgen05_cp_roundtrip"))[1:]  # (less the %%tilecopy line)
+
+
 def test_docs_have_blocks():
     assert len(BLOCKS) >= 10

@@ -138,6 +138,7 @@ def _tilecopy_cells(name, kernel):
     ("classroom_tmem", "fallback_demo", [["--view", "text"]]),
     ("copy_async_ldgsts", "ldgsts_roundtrip", [[]]),
     ("copy_async_tma", "tma_roundtrip", [[]]),
+    ("tcgen05_cp", "tcgen05_cp_roundtrip", [["--out", "demo"]]),
 ])
 def test_demo_cells_are_the_tile_demos(name, kernel, flags):
     found = _tilecopy_cells(name, kernel)
@@ -228,10 +229,17 @@ ASYNC_FLAGGED = [
     ("copy_async_dsmem", "no_final_sync", "HazardError: CTA 0 may exit while its dsmem copy"),
     ("copy_async_dsmem", "no_fence", "HazardError: async-proxy read of generic writes on S@cta0"),
     ("copy_async_dsmem", "no_wait", "HazardError: shared-memory race on R@cta0"),
+    ("tcgen05_cp", "wrong_swizzle", "128B swizzle needs swizzle(3, 3, 3) over 16-bit rows of 128 B, S is swizzle(3, 2, 3)"),
+    ("tcgen05_cp", "decompress", "TVM 0.27's planner does not support decompress"),
+    ("tcgen05_cp", "no_fence", "HazardError: async-proxy read of generic writes on S: the tcgen05.cp at L11"),
+    ("tcgen05_cp", "rewritten", "HazardError: shared-memory race on S: thread 0 writes S[0, 0] at L15 that the tcgen05.cp"),
+    ("tcgen05_cp", "early_read", "HazardError: TMEM race on TMEM: thread 0 reads TMEM lane 0 column 0 at L14 that the tcgen05.cp"),
+    ("tcgen05_cp", "no_after_fence", "but no tcgen05.fence::after_thread_sync orders the ld after it"),
+    ("tcgen05_cp", "other_thread", "tcgen05.cp at L12 was never committed by its issuing thread"),
 ]
 
 
-@pytest.mark.parametrize("name", ["copy_async_ldgsts", "copy_async_tma", "copy_async_dsmem"])
+@pytest.mark.parametrize("name", ["copy_async_ldgsts", "copy_async_tma", "copy_async_dsmem", "tcgen05_cp"])
 def test_async_notebooks_flag_exactly_the_cells_that_fail_on_purpose(name):
     """Every cell tagged raises-exception is one of the flagged cells, with the error that names its mistake; every
     launched cell that is not flagged passes its checks with a clean happens-before report."""
@@ -280,6 +288,20 @@ def test_classroom_draws_each_shape_with_its_owners():
         drawn = [c for c in cells if f"@ frag({shape})" in c.source and "--heatmap instr,fragment" in _line(c)
                  and re.search(r"--color-by (thread|reg)\b", _line(c))]
         assert len(drawn) == 1, shape
+
+
+def test_classroom_stages_one_tile_both_ways_into_tmem():
+    """Section 6: one cell fills part of a TMEM tile by tcgen05.st (warpgroup, from registers) and part by tcgen05.cp
+    (one thread, from shared memory, committed to an mbarrier), draws who filled which cell, and PASSes clean."""
+    src = [c for c in _classroom_cells() if c.source.startswith("%%tilecopy two_ways")]
+    assert len(src) == 1 and "--heatmap instr" in _line(src[0])
+    stored = [c for c in _code_cells(_stored("classroom_tmem").cells) if c.source.startswith("%%tilecopy two_ways")]
+    text = _outputs_text(stored[0])
+    assert "tcgen05.st.sync.aligned.32x32b" in text and "tcgen05.cp.cta_group::1.128x128b" in text
+    assert "tcgen05.commit" in text and "tcgen05.cp descriptors" in text
+    assert ": PASS" in text and "FAIL" not in text and "happens-before: clean" in text
+    html = stored[0].outputs[0].data["text/html"]
+    assert "TMEM occupancy, one panel per tcgen05 instruction" in html
 
 
 def test_classroom_covers_the_tour():

@@ -1,1 +1,1 @@
-"""The seed demos as .tile files (``tilemagic demo``)."""
+"""The demos as .tile files (``tilemagic demo`` runs them, in the order of ``tilemagic.cli.DEMOS``)."""

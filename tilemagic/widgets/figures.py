@@ -655,10 +655,11 @@ def fragment_figure(kernel, local: str | ir.Buffer | None = None, instr: int | N
     y = _text_block(fig, 0.76, 0.86, "layout", lines, width=34, budget=4) if lines else 0.86
     y = _text_block(fig, 0.76, y, "instructions", [instr_label(i) for i in used], width=34, budget=12)
     fill = np.asarray(fm["filled_by"])
-    if any(occ_ins[i]["op"] == "cp" for i in fm["writers"]):  # the loaded registers: which writer filled each
-        _text_block(fig, 0.76, y, "loaded registers filled by",
-                    [f"{fm['writers'][i]}: {int(np.count_nonzero(fill == i))} registers"
-                     for i in sorted(fm["writers"]) if np.any(fill == i)], width=34, budget=5)
+    filled = [f"{fm['writers'][i]}: {int(np.count_nonzero(fill == i))} registers"
+              for i in sorted(fm["writers"]) if np.any(fill == i)]
+    # the loaded registers: which writer filled each (none for a fragment that is only stored: no empty heading)
+    if filled and any(occ_ins[i]["op"] == "cp" for i in fm["writers"]):
+        _text_block(fig, 0.76, y, "loaded registers filled by", filled, width=34, budget=5)
     return fig
 
 
@@ -1473,6 +1474,7 @@ def cp_figure(result):
         No ``tcgen05.cp`` and no such decline.
     """
     from matplotlib.patches import ConnectionPatch, Rectangle
+    from matplotlib.ticker import MaxNLocator
 
     kernel = result if isinstance(result, ir.Kernel) else result.kernel
     ops = cp_ops(kernel) if kernel is not None else []
@@ -1533,6 +1535,7 @@ def cp_figure(result):
     for q in range(1, 4):
         ax2.axhline(32 * q - 0.5, color=NEUTRAL, linewidth=0.8)
     ax2.set_yticks([32 * q for q in range(4)] + [127])
+    ax2.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole columns (a 4-column window: no 3.5, 4.5, ...)
     ax2.tick_params(labelsize=7)
     ax2.set_xlabel("TCol (32-bit column)", fontsize=8)
     ax2.set_ylabel("TLane", fontsize=8)

@@ -30,7 +30,11 @@ def test_demo_native_assembles_for_sm_100a(name):
     assert r.cubin and len(r.cubin) > 100
 
 
-@pytest.mark.parametrize("name", [d for d in DEMOS if d != "tmem_roundtrip"])
+#: the demos with tcgen05 (TMEM by tcgen05.st/ld; by tcgen05.cp + tcgen05.commit): sm_100a natively, emulated elsewhere
+TCGEN05_DEMOS = ("tmem_roundtrip", "tcgen05_cp_roundtrip")
+
+
+@pytest.mark.parametrize("name", [d for d in DEMOS if d not in TCGEN05_DEMOS])
 def test_demo_assembles_for_sm_90a(name):
     """The demos without tcgen05 — the asynchronous copies and the clusters among them — assemble natively for the
     H200's target (``sm_90a``: TMA, multicast, ``mapa``, ``barrier.cluster``)."""
@@ -39,8 +43,9 @@ def test_demo_assembles_for_sm_90a(name):
     assert r.cubin and len(r.cubin) > 100
 
 
-def test_tcgen05_demo_does_not_assemble_for_sm_90_natively_but_emulated_does():
-    res = _res(demo_source("tmem_roundtrip"))
+@pytest.mark.parametrize("name", TCGEN05_DEMOS)
+def test_tcgen05_demo_does_not_assemble_for_sm_90_natively_but_emulated_does(name):
+    res = _res(demo_source(name))
     bad = nvcc_compile(res.cuda, "sm_90")
     assert not bad.ok and "not supported" in bad.log
     for arch in ("sm_90", "sm_100a"):
