@@ -15,22 +15,10 @@ from tilemagic.cli import demo_source
 from tilemagic.errors import Span
 from tilemagic.ir import nodes as ir
 
-#: Demos whose TVMScript export needs a user's ``tcgen05.commit`` / ``tcgen05.fence::*`` statement wired into
-#: ``export.tvmscript.export_tvmscript`` (branch wip-cpwire, issue 14 part W, point 1): until that is merged their
-#: export raises AttributeError. The mark is strict: once the export works the tests XPASS and fail, and the entry goes
-#: (the tvmscript golden file is then generated with TILEMAGIC_UPDATE_GOLDEN=1).
-EXPORT_PENDING_DEMOS = ("tcgen05_cp_roundtrip",)
-#: The mark of a test that exports an :data:`EXPORT_PENDING_DEMOS` demo (a test of all the demos at once wears it too).
-EXPORT_PENDING = pytest.mark.xfail(raises=AttributeError, strict=True,
-                                   reason="export_tvmscript does not wire tcgen05.commit/fence yet (wip-cpwire)")
-
-
 def demo_params(names, values=None):
-    """pytest params for the demos ``names`` (each value ``values[i]``, default the name; id the name), the
-    :data:`EXPORT_PENDING_DEMOS` marked :data:`EXPORT_PENDING`."""
+    """pytest params for the demos ``names`` (each value ``values[i]``, default the name; id the name)."""
     values = list(names) if values is None else list(values)
-    return [pytest.param(v, id=n, marks=EXPORT_PENDING) if n in EXPORT_PENDING_DEMOS else pytest.param(v, id=n)
-            for n, v in zip(names, values)]
+    return [pytest.param(v, id=n) for n, v in zip(names, values)]
 
 
 def run(src: str, **kw) -> tilemagic.TileCopyResult:

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import EXPORT_PENDING
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
@@ -55,7 +54,6 @@ def test_cpu_sections(bench_run, tmp_path, capsys):
 
 
 @pytest.mark.tvm
-@EXPORT_PENDING  # the section exports every demo to TVMScript, the cp demo among them (helpers.EXPORT_PENDING_DEMOS)
 def test_lowering_against_tvm(bench_run, tvm, tmp_path):
     out = tmp_path / "lower.json"
     assert bench_run.main(["--repeats", "1", "--only", "lower", "--json", str(out)]) == 0

@@ -78,7 +78,7 @@ def test_copy_variant_golden(name):
     _check(DATA / f"{name}.report.txt", res.text())
 
 
-@pytest.mark.parametrize("name", demo_params(DEMOS))  # (the cp demo: its export is pending, helpers)
+@pytest.mark.parametrize("name", demo_params(DEMOS))
 def test_tvmscript_golden(name):
     """The TVM TIRx export (``--export tvmscript``): one tcgen05 program, one copy program."""
     _check(DATA / f"{name}.tvmscript.txt", _result(name).tvmscript())
