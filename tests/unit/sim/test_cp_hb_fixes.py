@@ -9,6 +9,8 @@ must agree on every hazard (kind and both lines).  The rules: PTX ISA 9.0 §9.7.
 
 from __future__ import annotations
 
+import pytest
+
 from helpers import run_sim
 
 
@@ -95,25 +97,25 @@ def test_the_source_rewritten_by_threads_that_did_not_wait_is_one_report_naming_
 
 
 # ---------------------------------------------------------------- the commit of another thread, or one too early
-def test_the_uncommitted_report_names_the_commit_of_another_warp_at_both_lines():
-    src = _cell(_FENCED + "if tx == 0: thread.copy_async T <- S\nif tx == 32: tcgen05.commit done\n"
-                "wait done phase 0\n" + _READ)
-    cp, cm = _line(src, "if tx == 0: thread.copy_async T <- S"), _line(src, "if tx == 32: tcgen05.commit done")
+_ISSUE = "if tx == 0: thread.copy_async T <- S\n"
+
+
+@pytest.mark.parametrize("steps,commit,says", [
+    # another warp's thread commits after the copy: it covers only its own thread's copies
+    (_ISSUE + "if tx == 32: tcgen05.commit done\n", "if tx == 32: tcgen05.commit done",
+     ["the tcgen05.commit at L{cm} is thread 32's", "— commit from thread 0, under the copy's guard"]),
+    # the issuing thread commits before the copy: a commit covers the copies issued before it
+    ("if tx == 0: tcgen05.commit done\n" + _ISSUE, "if tx == 0: tcgen05.commit done",
+     ["its tcgen05.commit at L{cm} comes before it", "— commit after the copy"]),
+], ids=["another-warps-commit", "own-commit-too-early"])
+def test_the_uncommitted_report_names_the_commit_that_missed_the_copy_at_both_lines(steps, commit, says):
+    src = _cell(_FENCED + steps + "wait done phase 0\n" + _READ)
+    cp, cm = _line(src, _ISSUE.strip()), _line(src, commit)
     _, hz = _hazards(src)
     (h,) = [h for h in hz if h[0] == "tcgen05-uncommitted"]
     assert h[1:3] == (cp, cm), h
-    assert f"the tcgen05.commit at L{cm} is thread 32's" in h[3] and "commit from thread 0" in h[3], h
-    assert "(CTA thread" not in h[3], h
-
-
-def test_the_uncommitted_report_names_the_issuers_own_commit_before_the_copy():
-    src = _cell(_FENCED + "if tx == 0: tcgen05.commit done\nif tx == 0: thread.copy_async T <- S\n"
-                "wait done phase 0\n" + _READ)
-    cm, cp = _line(src, "if tx == 0: tcgen05.commit done"), _line(src, "if tx == 0: thread.copy_async T <- S")
-    _, hz = _hazards(src)
-    (h,) = [h for h in hz if h[0] == "tcgen05-uncommitted"]
-    assert h[1:3] == (cp, cm), h
-    assert f"its tcgen05.commit at L{cm} comes before it" in h[3] and "commit after the copy" in h[3], h
+    assert h[3].startswith(f"hazard: tcgen05.cp at L{cp} was never committed by its issuing thread (thread 0): "), h
+    assert all(x.format(cm=cm) in h[3] for x in says), h
 
 
 def test_a_copy_with_no_commit_anywhere_says_so():
