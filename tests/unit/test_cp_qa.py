@@ -94,11 +94,6 @@ def test_a_cp_to_a_tmem_column_not_a_multiple_of_4_is_refused_at_the_copy(tmem, 
     assert "multiple of 4" in str(e.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a tcgen05.st still in flight (no `wait st` before the barrier) and a tcgen05.cp after the cta_sync writing the "
-    "same TMEM cells is reported clean: the happens-before model holds a st in flight until `wait st` for a later "
-    "tcgen05.ld (PTX ISA 9.0 §9.7.16.8.5, its own rule) but lets the cp write the cells — a write after write the "
-    "GPU may run in either order (T ends as the st's zeros); the simulator completes the st at issue, so it PASSes"))
 def test_a_cp_over_cells_a_tcgen05_st_has_in_flight_is_a_hazard():
     res, msgs = _both(_cell(_FILL + "wg.copy r <- Z\nwg.copy_async T <- r\ncta_sync\n" + _CP
                             + "wait st\nwait done phase 0\n" + _READ))
@@ -151,22 +146,12 @@ def test_the_descriptor_picture_says_when_it_lists_only_some_descriptors():
     assert len(shown) == 8 or any("more" in ln for ln in block.splitlines()), block
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a write of a tcgen05.cp's source by a thread that did not wait for the commit's phase is reported twice: "
-    "once right (the cp 'may still read'), and once as a generic write after read of 'thread 0' at the cp's line "
-    "with the advice `add cta_sync after L13` — the cp's read is the async proxy's, not thread 0's, and a cta_sync "
-    "after the issue orders nothing there (the fix is the wait; hb commit ba8c3e1 made an in-flight copy's write "
-    "report that copy's only, and this after-completion case still gets the second)"))
 def test_a_source_overwrite_after_the_cp_is_one_report_with_the_right_fix():
     _, msgs = _both(_cell(_FILL + _CP + "if tx < 32: wait done phase 0\nwg.copy S <- Z\n"))
     assert any("may still read" in m for m in msgs), msgs
     assert not any("add `cta_sync` after L13" in m for m in msgs), msgs
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a copy committed by the wrong thread reads 'no tcgen05.commit follows it', while the cell has one right after "
-    "it (thread 1's, under the wrong guard): the message should name that commit's line and thread, the mistake the "
-    "user made (a commit covers only the copies its own thread issued, PTX ISA 9.0 §9.7.16.12.1)"))
 def test_a_commit_by_another_thread_is_named_in_the_uncommitted_copy_report():
     src = _cell(_FILL + "if tx == 0: thread.copy_async T <- S\nif tx == 1: tcgen05.commit done\nwait done phase 0\n"
                 + _READ)
@@ -176,10 +161,6 @@ def test_a_commit_by_another_thread_is_named_in_the_uncommitted_copy_report():
     assert f"L{commit_line}" in m and "thread 1" in m, m
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the async-proxy hazard of a tcgen05.cp source says 'the TMA unit may read the old bytes': the reader is the "
-    "tcgen05.cp (the tensor core's copy through the async proxy, PTX ISA 9.0 §9.7.16.6), not TMA — the TMA store's "
-    "wording reused"))
 def test_the_async_proxy_hazard_of_a_cp_names_the_cp_as_the_reader():
     _, msgs = _both(_cell("wg.copy S <- A\ncta_sync\n" + _CP + "wait done phase 0\n" + _READ))
     (m,) = [m for m in msgs if m.startswith("hazard: async-proxy read of generic writes on S: the tcgen05.cp")]

@@ -49,7 +49,10 @@ not when it is issued:
   late as legal (a wait that needs the phase, or the kernel's end) after the copies read their source and wrote
   TMEM.  Source (async-proxy read) and TMEM cells are in flight from the issue; the cells' writer is then the
   barrier's clock column, and the tracker also wants a ``tcgen05.fence::after_thread_sync`` between the wait and a
-  later tcgen05.ld/st of them (:meth:`tilemagic.sim.hb.Tracker.cp_landed`).  ``cta_group::2`` and a commit's
+  later tcgen05.ld/st of them (:meth:`tilemagic.sim.hb.Tracker.cp_landed`).  A copy over cells a tcgen05.st still
+  has in flight (no ``wait::st`` of its thread yet) is a write after write
+  (:meth:`tilemagic.sim.hb.Tracker.tmem_async_write`); a copy never committed is reported with the commit that
+  missed it (another thread's, or its own before it).  ``cta_group::2`` and a commit's
   ``cta_mask`` are refused (TMEM in cluster kernels is not simulated).
 
 Errors of the model are hazards (``arrive``/``wait`` on an uninitialised barrier or one whose initialisation the
@@ -74,7 +77,7 @@ from ..errors import LaunchError, Span
 from ..ir import nodes as ir
 from ..layout.smem_matrix import cp_source_addresses
 from ..layout.swizzle import xor_swizzle
-from .hb import CpWrite, cta_name
+from .hb import CP_PROXY_WHY, CpWrite, cta_name
 
 #: Bytes one ``cp.async`` may copy (``cp-size``, PTX ISA 9.0 §9.7.9.25.3.1).
 CP_ASYNC_SIZES = (4, 8, 16)
@@ -309,6 +312,7 @@ class _TcCp:
     op: int  # the tracker's id of the TMEM side
     src_op: int  # ... and of the shared side
     record: CpWrite
+    seq: int = 0  # its place among this CTA's tcgen05.cp and tcgen05.commit issues (AsyncModel.tc_seq)
 
 
 @dataclass
@@ -382,6 +386,10 @@ class AsyncModel:
         self.blocked: list[tuple[np.ndarray, ir.MbarWait]] = []  # waits that could not pass (the scheduler's)
         self.suspendable = False  # whether a wait that cannot pass may block its threads (a top-level wait)
         self.tc_pending: dict[int, list[_TcCp]] = {}  # tcgen05.cp per issuing thread not committed yet
+        self.tc_seq = 0  # tcgen05.cp and tcgen05.commit issues so far (their order, for the uncommitted report)
+        #: every tcgen05.commit issue: (its tc_seq, the committing threads, its span) — the uncommitted-copy
+        #: report names a commit another thread issued after the copy (:meth:`_uncommitted_text`)
+        self.tc_commits: list[tuple[int, np.ndarray, Span | None]] = []
         self._bases: dict[str, int] | None = None  # the shared window (ir.shared_bases), when a cp needs it
 
     # ------------------------------------------------------------------ names
@@ -1015,7 +1023,7 @@ class AsyncModel:
         us = hb.unit(s.smem)
         off = (rel[:, :, None] + np.arange(0, 16, us, dtype=np.int64)).reshape(-1)  # (the units read)
         for t in ts.tolist():
-            hb.proxy_read(s.smem, off, us, s.span, "the tcgen05.cp", issuer=t)
+            hb.proxy_read(s.smem, off, us, s.span, "the tcgen05.cp", issuer=t, why=CP_PROXY_WHY)
             ini = np.asarray(hb.read(s.smem, off, t, s.span, us)).reshape(-1)
             words: np.ndarray  # (rows, chunks, 4): the init bit of each 32-bit word read
             if ini.all():
@@ -1024,6 +1032,7 @@ class AsyncModel:
                 byte = np.repeat(ini, us).reshape(rel.shape + (16,))
                 words = np.asarray(byte.reshape(rel.shape + (4, 4)).all(-1))
             init = np.broadcast_to(words[:, None], cells.shape)
+            hb.tmem_async_write(cells, t, s.span, "tcgen05.cp")  # (cells a tcgen05.st has in flight: write after write)
             hb.issuing = "the tcgen05.cp"  # (a race of this write is the copy's: two copies in flight on one cell)
             try:
                 hb.write(None, cells.reshape(-1) * 4, np.full(cells.size, t, np.int64), s.span,
@@ -1038,7 +1047,9 @@ class AsyncModel:
             hb.in_flight(s.smem, off, us, src_op, "src")
             rec = CpWrite(s.span.line if s.span else 0, s.key, t, np.unique(lanes), np.unique(cols), s.span)
             hb.report.cp_writes.append(rec)
-            self.tc_pending.setdefault(t, []).append(_TcCp(s, t, rel, lanes, cols, cells, init, op, src_op, rec))
+            self.tc_seq += 1
+            self.tc_pending.setdefault(t, []).append(_TcCp(s, t, rel, lanes, cols, cells, init, op, src_op, rec,
+                                                           self.tc_seq))
             hb.event("tcgen05.cp", np.array([t]), s.span, key=s.key, lane0=int(lanes.min()),
                      lanes=int(np.unique(lanes).size), col0=int(cols.min()), cols=int(cols.size),
                      bytes=shape.rows * shape.bits // 8)
@@ -1060,6 +1071,8 @@ class AsyncModel:
         ts = np.asarray(tids, np.int64).reshape(-1)
         if not ts.size or not self._usable(m, ts, s.span, "commits to"):
             return
+        self.tc_seq += 1
+        self.tc_commits.append((self.tc_seq, ts.copy(), s.span))
         for t in ts.tolist():
             cps = self.tc_pending.pop(t, [])
             rel = self.hb.release(np.array([t]))
@@ -1073,6 +1086,10 @@ class AsyncModel:
                 m.version += 1
             else:
                 self._land_commit(m, cm)
+
+    def _uncommitted_text(self, cp: _TcCp) -> tuple[str, str, Span | None]:
+        """:func:`_commit_mistake` of a copy never committed, in this CTA."""
+        return _commit_mistake(cp, self.tc_commits, self.who)
 
     def _land_commit(self, m: _Mbar, cm: _Commit) -> None:
         """A commit's copies complete, in issue order — each reads its source and writes TMEM (replicas included)
@@ -1094,7 +1111,8 @@ class AsyncModel:
             hb.land(s.smem, off, us, "src", cp.src_op)
             hb.read_observed(s.smem, off, us, col, s.span, f"the tcgen05.cp at {_line(s.span)} may still read (its "
                              f"completion is observed by a wait on mbarrier {self.bar_label(m)} only, PTX ISA 9.0 "
-                             f"§9.7.16.6.1); wait for the commit's phase before writing its source")
+                             f"§9.7.16.6.1); wait for the commit's phase (`wait {m.buf.name} phase "
+                             f"{m.phase & 1}`) before writing its source", reader=cp.thread)
             hb.cp_landed(flat, col, s.span)
             cp.record.landed, cp.record.phase = True, m.phase
             hb.event("tcgen05.cp.complete", np.array([cp.thread]), s.span, barrier=m.buf.name, phase=m.phase,
@@ -1172,11 +1190,11 @@ class AsyncModel:
                 self._land_commit(m, cm)
         for t, cps in sorted(self.tc_pending.items()):
             for cp in cps:
+                why, fix, other = self._uncommitted_text(cp)
                 self.hb.async_hazard("tcgen05-uncommitted", f"hazard: tcgen05.cp at {_line(cp.s.span)} was never "
-                                     f"committed by its issuing thread ({'CTA ' if self.C == 1 else ''}"
-                                     f"{self.who(t)}): no tcgen05.commit follows it, so nothing says when it "
-                                     f"completed (PTX ISA 9.0 §9.7.16.6.1, §9.7.16.12.1) — its TMEM cells are "
-                                     f"never known to be written", cp.s.span, None, "TMEM", (t, t))
+                                     f"committed by its issuing thread ({self.who(t)}): {why}, so nothing says "
+                                     f"when it completed (PTX ISA 9.0 §9.7.16.6.1, §9.7.16.12.1) and its TMEM "
+                                     f"cells are never known to be written{fix}", cp.s.span, other, "TMEM", (t, t))
         self.tc_pending.clear()
         for m in self.bars.values():
             while m.copies:
@@ -1200,6 +1218,24 @@ class AsyncModel:
 
 def _line(span: Span | None) -> str:
     return f"L{span.line}" if span else "the kernel's prologue"
+
+
+def _commit_mistake(cp: _TcCp, commits: list[tuple[int, np.ndarray, Span | None]], who
+                    ) -> tuple[str, str, Span | None]:
+    """Why ``cp`` was never committed, from the CTA's ``commits`` (:attr:`AsyncModel.tc_commits`; ``who`` names
+    threads): the first commit after it by other threads only — a commit covers the tcgen05.cp *its own* thread
+    issued before it (PTX ISA 9.0 §9.7.16.12.1) —, else the issuing thread's last commit before it, else none.  The
+    reason, the fix (`` — ...``, or empty) and the commit's span (None: no commit)."""
+    t = cp.thread
+    for seq, ts, span in commits:
+        if seq > cp.seq and not bool(np.isin(t, ts)):
+            return (f"the tcgen05.commit at {_line(span)} is {who(ts)}'s, and a commit covers only the tcgen05.cp "
+                    f"its own thread issued before it", f" — commit from {who(t)}, under the copy's guard", span)
+    before = [span for seq, ts, span in commits if seq < cp.seq and bool(np.isin(t, ts))]
+    if before:
+        return (f"its tcgen05.commit at {_line(before[-1])} comes before it, and a commit covers only the copies "
+                f"issued before it", " — commit after the copy", before[-1])
+    return "no tcgen05.commit follows it", "", None
 
 
 def exit_check(models: list[AsyncModel], end: Span | None) -> None:

@@ -31,7 +31,8 @@ independently of the order the executor happened to pick:
 * **Registers** (per thread, so never raced): an init bit and an in-flight state per unit: the
   destination of a ``tcgen05.ld`` until that thread's ``tcgen05.wait::ld``, the source of a
   ``tcgen05.st`` until ``tcgen05.wait::st`` (PTX ISA 9.0 §9.7.16.6, §9.7.16.8.5).  TMEM cells a
-  ``tcgen05.st`` writes stay in flight for every reader until the issuing thread's ``wait::st``.
+  ``tcgen05.st`` writes stay in flight for every reader, and for a ``tcgen05.cp`` writing them (write after write),
+  until the issuing thread's ``wait::st``.
 * **Poison.**  Shared memory, registers and TMEM start uninitialised (the simulator fills them with
   :data:`GARBAGE`, so a check against zeros cannot pass by luck); every unit carries an init bit,
   a store copies the init bits of what it stored (a copy that moves bytes as they are, byte by byte where a
@@ -95,6 +96,12 @@ TMEM_BYTES = tc.TMEM_LANES * tc.TMEM_COLS * 4
 
 _NONE, _SHARED = -1, -2  # reader states (>= 0: the one reader)
 _LD, _ST = 1, 2  # register in-flight states
+#: The rule a missing ``fence.proxy.async`` breaks before a TMA or bulk copy reads shared memory (the message of
+#: :meth:`Tracker.proxy_read`, after "PTX ISA 9.0 ").
+_TMA_PROXY_WHY = "§9.7.13.4: the TMA unit may read the old bytes"
+#: ... before a ``tcgen05.cp`` reads its source (PTX ISA 9.0 §9.7.16.6: tcgen05.cp reads through the async proxy).
+CP_PROXY_WHY = ("§9.7.13.4, §9.7.16.6: the tcgen05.cp reads shared memory through the async proxy and may read the "
+                "old bytes")
 #: Distinct writer sets one broadcast store may create before the tracker keeps only the last writer.
 MAX_WRITER_SETS = 1024
 #: Timeline entries kept (a kernel with a barrier in a long loop keeps a count of the rest).
@@ -1511,18 +1518,7 @@ class Tracker:
         if self._cp_landings:
             self._cp_fence(kind, cix, cthreads, span)
         if kind == "tcgen05.ld":
-            busy = _get(self.st_owner, cix) != _NONE
-            if busy.any():  # (one report per tcgen05.st still in flight: :func:`_first_per`)
-                for i in _first_per(_get(self.st_aid, cix), busy):
-                    cell = _at(cix, i)
-                    st = self._aid_span[int(self.st_aid[cell])]
-                    lane, col = divmod(cell, tc.TMEM_COLS)
-                    tci = int(np.broadcast_to(cthreads, busy.shape)[i])
-                    msg = (f"hazard: the tcgen05.ld at {_line(span)} reads TMEM columns the tcgen05.st at "
-                           f"{_line(st)} writes, before `wait st` (PTX ISA 9.0 §9.7.16.8.5) (thread {tci}, lane "
-                           f"{lane}, column {col})")
-                    self._hazard("st-read", ("st-read", st, span), msg, span, st, "TMEM", (lane, col),
-                                 (tci, int(self.st_owner[cell])))
+            self._st_in_flight(cix, cthreads, span, "tcgen05.ld")
             init = self.read(None, cel, None, span)
             # the registers are written at issue and in flight until wait::ld
             if init.size == regs.size:
@@ -1551,6 +1547,48 @@ class Tracker:
             _set(self.st_aid, cix, aid)
             if not any(c is cix for c in self._st_cells):
                 self._st_cells.append(cix)
+
+    def _st_in_flight(self, cix, cthreads, span: Span | None, what: str) -> None:
+        """Report the TMEM cells ``cix`` (cell indices ``lane * 512 + col``, as :meth:`_tcgen`'s; ``cthreads`` the
+        accessing thread of each) that a ``tcgen05.st`` still has in flight — its issuing thread has not run
+        ``tcgen05.wait::st`` (PTX ISA 9.0 §9.7.16.8.5: only that wait says the st's writes are done; a barrier
+        orders the threads, not the st's completion) — one report per st and accessing statement (:func:`_first_per`).
+        ``what``: the access, ``"tcgen05.ld"`` (it may read the old values: read after write) or ``"tcgen05.cp"``
+        (an asynchronous write of the cells: the two writes may land in either order, write after write)."""
+        busy = _get(self.st_owner, cix) != _NONE
+        if not busy.any():
+            return
+        for i in _first_per(_get(self.st_aid, cix), busy):
+            cell = _at(cix, i)
+            st = self._aid_span[int(self.st_aid[cell])]
+            lane, col = divmod(cell, tc.TMEM_COLS)
+            tci = int(np.broadcast_to(_arr(cthreads), busy.shape)[i])
+            owner = int(self.st_owner[cell])
+            if what == "tcgen05.ld":
+                kind = "st-read"
+                msg = (f"hazard: the tcgen05.ld at {_line(span)} reads TMEM columns the tcgen05.st at "
+                       f"{_line(st)} writes, before `wait st` (PTX ISA 9.0 §9.7.16.8.5) (thread {tci}, lane "
+                       f"{lane}, column {col})")
+            else:
+                kind = "st-write"
+                msg = (f"hazard: TMEM write after write: the {what} at {_line(span)} ({self.tname(tci)}) writes TMEM "
+                       f"lane {lane} column {col} that the tcgen05.st at {_line(st)} still has in flight: "
+                       f"{self.tname(owner)} has not run `wait st` since (PTX ISA 9.0 §9.7.16.8.5; a barrier "
+                       f"orders the threads, not the st's completion), so the two writes may land in either order "
+                       f"— add `wait st` after L{st.line if st else 0}, before the barrier that orders it before "
+                       f"L{span.line if span else 0}")
+            self._hazard(kind, (kind, st, span), msg, span, st, "TMEM", (lane, col), (tci, owner))
+
+    def tmem_async_write(self, cells: np.ndarray, thread: int, span: Span | None, what: str) -> None:
+        """An asynchronous write of the TMEM ``cells`` (indices ``lane * 512 + col``) issued by ``thread`` at
+        ``span`` (``what``: ``"tcgen05.cp"``, PTX ISA 9.0 §9.7.16.9.1): a cell a ``tcgen05.st`` still has in
+        flight is a write-after-write hazard at both lines (:meth:`_st_in_flight`), however the threads are
+        ordered; the race with earlier accesses is :meth:`write`'s.  (The converse, a st over cells the copy has
+        in flight, is :meth:`write`'s in-flight check, :meth:`in_flight`.)"""
+        if not self._st_cells:
+            return
+        cix = np.asarray(cells, np.int64).reshape(-1)
+        self._st_in_flight(cix, int(thread), span, what)
 
     def tcgen_fence(self, tids: np.ndarray, kind: str) -> None:
         """``tcgen05.fence::after_thread_sync`` (``kind`` ``"after_thread_sync"``) of ``tids``: their later tcgen05
@@ -1672,17 +1710,29 @@ class Tracker:
         sp.w_rng = _union(sp.w_rng, (int(u.min()), int(u.max()) + 1))
 
     def read_observed(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, col: int, span: Span | None,
-                      what: str) -> None:
+                      what: str, reader: int | None = None) -> None:
         """An asynchronous copy's read of the ``nbytes``-byte items at ``off`` of ``buf`` is complete, and only the
         threads ordered after the mbarrier clock column ``col`` (:attr:`agents`: the waiters of the phase it
         completes, and threads ordered after them) know it: a dsmem copy completes on the destination CTA's
         mbarrier alone (PTX ISA 9.0 §9.7.9.25.4.1), so its issuing CTA learns nothing of when its source was read.
         A later write of those units not ordered after ``col`` now is a hazard at its line and the copy's ``span``:
         ``what`` says who may still be reading and who observes it ("CTA 0 thread 0's dsmem copy (L11) may still be
-        reading: ...")."""
+        reading: ...").  ``reader``: the issuing thread, whose read at ``span`` the issue recorded as its own
+        (:meth:`read`); where that read is still a unit's last, it is dropped — the copy's read is the async
+        proxy's, and this check replaces the race check's write after read of it (a barrier with the issuing thread
+        after the issue orders nothing; the wait on the phase does)."""
         sp, u, _ = self._async_units(buf, off, nbytes)
         if sp is None or not u.size:
             return
+        if reader is not None and sp.has_r:
+            sp.flush_reads()
+            ra = sp.ra[u]
+            mine = sp.rt[u] == reader
+            if mine.any():
+                ids = np.unique(ra[mine])
+                ours = ids[np.array([self._aid_span[int(a)] is span for a in ids.tolist()], bool)]
+                mine &= np.isin(ra, ours)
+                sp.rt[u[mine]] = _NONE
         if sp.late_r is None:
             sp.late_r = np.full(sp.wt.size, -1, np.int32)
         self._late.append((int(col), self.G, span, what))
@@ -1734,12 +1784,14 @@ class Tracker:
             self._fence_known[t] = row
 
     def proxy_read(self, buf: ir.Buffer, off: np.ndarray, nbytes: int, span: Span | None, what: str,
-                   issuer: int | None = None) -> None:
+                   issuer: int | None = None, why: str = _TMA_PROXY_WHY) -> None:
         """An async-proxy read (``what``: a TMA store's source) of shared bytes: each generic-proxy write it reads
         must be followed by a ``fence.proxy.async`` of its writer, or of the issuing thread ``issuer`` once the write
         is ordered before it (the fence on the causality path from the write to the issue: PTX ISA 9.0 §9.7.13.4,
         §9.7.9.25.2; a barrier then the issuer's fence, as well as the writers' fences then a barrier); a missing
-        fence is a hazard at both lines (the barrier that orders the writer before the issue is the race check's)."""
+        fence is a hazard at both lines (the barrier that orders the writer before the issue is the race check's).
+        ``why``: the message's rule and reader after "PTX ISA 9.0 " (:data:`_TMA_PROXY_WHY` for the TMA and bulk
+        copies, the TMA unit's reads; a ``tcgen05.cp`` names itself, PTX ISA 9.0 §9.7.16.6)."""
         sp, u, _ = self._async_units(buf, off, nbytes)
         if sp is not None and sp.busy_w is not None:  # (bytes an async copy has in flight are written by no generic
             u = u[sp.busy_w[u] < 0]                   # store: their read before it landed is the race check's)
@@ -1769,9 +1821,8 @@ class Tracker:
             other = self._aid_span[int(a[i])]
             msg = (f"hazard: async-proxy read of generic writes on {sp.name}: {what} at {_line(span)} reads "
                    f"{sp.where(int(u[i]))} that {self.tname(writer)} wrote at {_line(other)} with no "
-                   f"`fence.proxy.async` by {self.tname(writer)} after that write (PTX ISA 9.0 §9.7.13.4: the TMA "
-                   f"unit may read the old "
-                   f"bytes) — add `fence.proxy.async` after L{other.line if other else 0} and a `cta_sync` before "
+                   f"`fence.proxy.async` by {self.tname(writer)} after that write (PTX ISA 9.0 {why}) — add "
+                   f"`fence.proxy.async` after L{other.line if other else 0} and a `cta_sync` before "
                    f"L{span.line if span else 0}")
             self._hazard("proxy", ("proxy", sp.name, other, span), msg, span, other, sp.name,
                          sp.element(int(u[i])), (writer, writer))
@@ -2218,6 +2269,9 @@ class ClusterView:
     def tcgen_access(self, local, regs, cells, tids):
         return self.base.tcgen_access(local, regs, cells, self.lin(_ids(tids)))
 
+    def tmem_async_write(self, cells, thread: int, span, what: str) -> None:
+        self.base.tmem_async_write(cells, self.lin(int(thread)), span, what)
+
     def async_op(self, what: str, span, until: str, reduce=None) -> int:
         return self.base.async_op(what, span, until, reduce)
 
@@ -2227,8 +2281,9 @@ class ClusterView:
     def land(self, buf, off, nbytes, role, op, who=None, span=None, reduce=None) -> None:
         self.base.land(self._mine(buf), off, nbytes, role, op, who=self._who(who), span=span, reduce=reduce)
 
-    def read_observed(self, buf, off, nbytes, col: int, span, what: str) -> None:
-        self.base.read_observed(self._mine(buf), off, nbytes, col, span, what)
+    def read_observed(self, buf, off, nbytes, col: int, span, what: str, reader: int | None = None) -> None:
+        self.base.read_observed(self._mine(buf), off, nbytes, col, span, what,
+                                None if reader is None else self.lin(int(reader)))
 
     def release(self, tids) -> np.ndarray:
         return self.base.release(self.lin(_ids(tids)))
@@ -2248,8 +2303,8 @@ class ClusterView:
     def tcgen_fence(self, tids, kind: str) -> None:
         self.base.tcgen_fence(self.lin(_ids(tids)), kind)
 
-    def proxy_read(self, buf, off, nbytes, span, what, issuer=None) -> None:
-        self.base.proxy_read(self._mine(buf), off, nbytes, span, what, issuer=self.lin(issuer))
+    def proxy_read(self, buf, off, nbytes, span, what, issuer=None, why: str = _TMA_PROXY_WHY) -> None:
+        self.base.proxy_read(self._mine(buf), off, nbytes, span, what, issuer=self.lin(issuer), why=why)
 
     def async_hazard(self, kind, message, span, other_span, buffer, threads=(-1, -1)) -> None:
         mine = self._bufs.get(buffer)  # (the CTA's copy of a shared buffer or mbarrier: one report per CTA)
