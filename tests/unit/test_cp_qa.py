@@ -74,11 +74,6 @@ check B == A
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tcgen05.cp to a TMEM column that is not a multiple of 4 is planned and simulated clean: the smem->tmem "
-    "variant's tmem_col_align rule checks only the region's column offset inside its buffer, not the buffer's own "
-    "column (consecutive placement after a 2-column buffer, or `at T + 2`); the simulator does not check it either, "
-    "while the emulation's tm_emu_cp fails with status 13 (arch.tcgen05.EMU_STATUS[13], CP_COL_ALIGN) at run time"))
 @pytest.mark.parametrize("tmem,dst", [
     ("tmem   X: float32[128, 2]\ntmem   T: float32[128, 4]", "T"),      # T placed at column 2
     ("tmem   T: float32[128, 8]\ntmem   U: float32[128, 4] at T + 2", "U"),  # an alias 2 columns in
@@ -86,8 +81,8 @@ check B == A
 def test_a_cp_to_a_tmem_column_not_a_multiple_of_4_is_refused_at_the_copy(tmem, dst):
     src = _COL2.format(tmem=tmem, dst=dst)
     line = src.splitlines().index(f"if tx == 0: thread.copy_async {dst} <- S") + 1
-    # today: the IR says `get_tmem_addr(tmem_addr[0], 0, 2)`, PASS and clean; the emulated source passes column 2 to
-    # tm_emu_cp, whose first check is `if (col0 % 4u) tm_emu_fail(e, 13, ...)`
+    # (it was planned as `get_tmem_addr(tmem_addr[0], 0, 2)` and simulated clean, while the emulation's tm_emu_cp
+    # fails with status 13 on it: `if (col0 % 4u) tm_emu_fail(e, 13, ...)`)
     with pytest.raises(TileMagicError) as e:
         run_sim(src)
     assert e.value.span is not None and e.value.span.line == line
@@ -121,10 +116,6 @@ def test_a_tcgen05_fence_without_tensor_memory_is_a_located_error(kind):
     assert e.value.span is not None and e.value.span.line == 6, str(e.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the 4x256b candidate's decline prints the layout's internals: `T has [Iter(extent=2, stride=1, "
-    "axis='TLane'), Iter(extent=8, stride=1, axis='TCol')]` instead of the layout language (`(2, 8) : (1@TLane, "
-    "1@TCol)`)"))
 def test_a_decline_names_the_tmem_layout_in_the_layout_language():
     src = _cell(_FILL + "if tx == 0: thread.copy_async T <- S[:, 8:16]\nif tx == 0: tcgen05.commit done\n"
                 + "wait done phase 0\n", tmem="tmem   T: {dt}[128, 8]")

@@ -792,6 +792,11 @@ class KernelBuilder:
         self._vars: list[ir.LoopVar] = []
         self.tensormaps: dict[tuple, ir.TensorMap] = {}
 
+    @property
+    def tmem_buffers(self) -> tuple[ir.Buffer, ...]:
+        """The kernel's TMEM buffers, in declaration order (aliases included)."""
+        return self.tp.by_scope("tmem")
+
     def tensormap(self, tmap: ir.TensorMap) -> ir.TensorMap:
         """One map per distinct :meth:`~tilemagic.ir.nodes.TensorMap.key` (TVM's descriptor cache): the
         registered one, or ``tmap`` named apart from the buffers, the kernel and the other maps."""
