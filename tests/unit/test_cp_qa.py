@@ -102,10 +102,6 @@ def test_a_cp_over_cells_a_tcgen05_st_has_in_flight_is_a_hazard():
 
 
 # ---- low: wording, a located error, pictures
-@pytest.mark.xfail(strict=True, reason=(
-    "a tcgen05.fence in a kernel without tensor memory is accepted (a tcgen05.commit there is a TileTypeError at "
-    "its line), and with --arch sm_90a the refusal is `tilecopy: LoweringError: this kernel uses tcgen05 (tensor "
-    "memory)` with no line, column or caret (a kernel with a tmem buffer gets it located at its first tcgen05 line)"))
 @pytest.mark.parametrize("kind", ["after_thread_sync", "before_thread_sync"])
 def test_a_tcgen05_fence_without_tensor_memory_is_a_located_error(kind):
     src = "\n".join(["kernel cpqa threads=128", "global A: float32[128, 4] = arange",
