@@ -122,9 +122,6 @@ def test_a_decline_names_the_tmem_layout_in_the_layout_language():
     assert "Iter(" not in text, [ln for ln in text.splitlines() if "Iter(" in ln]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the tcgen05_cp picture's 'descriptors' block lists the first 4 descriptors of an op with more (here 8) and "
-    "says nothing of the rest (widgets/figures.py `cps[:4]`), while the swatch legend above it says '… N more'"))
 def test_the_descriptor_picture_says_when_it_lists_only_some_descriptors():
     res = run_sim(_cell(_FILL + "if tx == 0: thread.copy_async T <- S shape=128x128b\nif tx == 0: tcgen05.commit done\n"
                         + "wait done phase 0\n" + _READ.replace("check B == A", "check B == A"),
