@@ -62,16 +62,21 @@ def intern_kernel(kernel: ir.Kernel) -> ir.Kernel:
     return kernel
 
 
-def _check_target(kernel, arch):
-    """A kernel with tcgen05 instructions needs a tensor-memory target (PTX ISA 9.0 §9.7.16)."""
+def _check_target(kernel, arch, kernel_span=None):
+    """A kernel with tcgen05 instructions needs a tensor-memory target (PTX ISA 9.0 §9.7.16): refused at the first
+    tcgen05 copy or commit, else the first tmem declaration, else the first tcgen05 wait or fence, else
+    ``kernel_span`` (the ``kernel`` line)."""
     from .arch.tcgen05 import TCGEN05_ARCHS
     from .codegen.cuda import uses_tcgen05
 
     if arch in TCGEN05_ARCHS or not uses_tcgen05(kernel):
         return
-    span = next((s.span for s in ir.walk(kernel.body) if isinstance(s, ir.TcgenLdSt) and s.span), None)
+    span = next((s.span for s in ir.walk(kernel.body)
+                 if isinstance(s, (ir.TcgenLdSt, ir.TcgenCp, ir.TcgenCommit)) and s.span), None)
     span = span or next((b.span for b in kernel.tmem if b.span), None)
-    span = span or next((s.span for s in ir.walk(kernel.body) if isinstance(s, ir.TcgenWait) and s.span), None)
+    span = span or next((s.span for s in ir.walk(kernel.body)
+                         if isinstance(s, (ir.TcgenWait, ir.TcgenFence)) and s.span), None)
+    span = span or kernel_span
     raise LoweringError(
         f"this kernel uses tcgen05 (tensor memory) but --arch {arch} has no TMEM; ptxas accepts tcgen05 only for "
         f"{', '.join(TCGEN05_ARCHS)}", span,
@@ -505,7 +510,7 @@ def tilecopy(
         tp = check(prog, opts.name, name_span=header[1] if header else None, arch=arch)
         kernel, records, warns = lower(tp, TargetSpec("cuda", arch))
         kernel = intern_kernel(kernel)
-        _check_target(kernel, arch)
+        _check_target(kernel, arch, tp.kernel_span)
         ir_text, ir_lines = print_ir(kernel, arch=arch)
         native = generate(kernel, "native", arch=arch)
         emulated = generate(kernel, "emulated", arch=arch, strict=strict) if uses_tcgen05(kernel) else None

@@ -74,11 +74,6 @@ check B == A
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "tcgen05.cp to a TMEM column that is not a multiple of 4 is planned and simulated clean: the smem->tmem "
-    "variant's tmem_col_align rule checks only the region's column offset inside its buffer, not the buffer's own "
-    "column (consecutive placement after a 2-column buffer, or `at T + 2`); the simulator does not check it either, "
-    "while the emulation's tm_emu_cp fails with status 13 (arch.tcgen05.EMU_STATUS[13], CP_COL_ALIGN) at run time"))
 @pytest.mark.parametrize("tmem,dst", [
     ("tmem   X: float32[128, 2]\ntmem   T: float32[128, 4]", "T"),      # T placed at column 2
     ("tmem   T: float32[128, 8]\ntmem   U: float32[128, 4] at T + 2", "U"),  # an alias 2 columns in
@@ -86,8 +81,8 @@ check B == A
 def test_a_cp_to_a_tmem_column_not_a_multiple_of_4_is_refused_at_the_copy(tmem, dst):
     src = _COL2.format(tmem=tmem, dst=dst)
     line = src.splitlines().index(f"if tx == 0: thread.copy_async {dst} <- S") + 1
-    # today: the IR says `get_tmem_addr(tmem_addr[0], 0, 2)`, PASS and clean; the emulated source passes column 2 to
-    # tm_emu_cp, whose first check is `if (col0 % 4u) tm_emu_fail(e, 13, ...)`
+    # (it was planned as `get_tmem_addr(tmem_addr[0], 0, 2)` and simulated clean, while the emulation's tm_emu_cp
+    # fails with status 13 on it: `if (col0 % 4u) tm_emu_fail(e, 13, ...)`)
     with pytest.raises(TileMagicError) as e:
         run_sim(src)
     assert e.value.span is not None and e.value.span.line == line
@@ -102,10 +97,6 @@ def test_a_cp_over_cells_a_tcgen05_st_has_in_flight_is_a_hazard():
 
 
 # ---- low: wording, a located error, pictures
-@pytest.mark.xfail(strict=True, reason=(
-    "a tcgen05.fence in a kernel without tensor memory is accepted (a tcgen05.commit there is a TileTypeError at "
-    "its line), and with --arch sm_90a the refusal is `tilecopy: LoweringError: this kernel uses tcgen05 (tensor "
-    "memory)` with no line, column or caret (a kernel with a tmem buffer gets it located at its first tcgen05 line)"))
 @pytest.mark.parametrize("kind", ["after_thread_sync", "before_thread_sync"])
 def test_a_tcgen05_fence_without_tensor_memory_is_a_located_error(kind):
     src = "\n".join(["kernel cpqa threads=128", "global A: float32[128, 4] = arange",
@@ -116,10 +107,6 @@ def test_a_tcgen05_fence_without_tensor_memory_is_a_located_error(kind):
     assert e.value.span is not None and e.value.span.line == 6, str(e.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the 4x256b candidate's decline prints the layout's internals: `T has [Iter(extent=2, stride=1, "
-    "axis='TLane'), Iter(extent=8, stride=1, axis='TCol')]` instead of the layout language (`(2, 8) : (1@TLane, "
-    "1@TCol)`)"))
 def test_a_decline_names_the_tmem_layout_in_the_layout_language():
     src = _cell(_FILL + "if tx == 0: thread.copy_async T <- S[:, 8:16]\nif tx == 0: tcgen05.commit done\n"
                 + "wait done phase 0\n", tmem="tmem   T: {dt}[128, 8]")
@@ -130,9 +117,6 @@ def test_a_decline_names_the_tmem_layout_in_the_layout_language():
     assert "Iter(" not in text, [ln for ln in text.splitlines() if "Iter(" in ln]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the tcgen05_cp picture's 'descriptors' block lists the first 4 descriptors of an op with more (here 8) and "
-    "says nothing of the rest (widgets/figures.py `cps[:4]`), while the swatch legend above it says '… N more'"))
 def test_the_descriptor_picture_says_when_it_lists_only_some_descriptors():
     res = run_sim(_cell(_FILL + "if tx == 0: thread.copy_async T <- S shape=128x128b\nif tx == 0: tcgen05.commit done\n"
                         + "wait done phase 0\n" + _READ.replace("check B == A", "check B == A"),

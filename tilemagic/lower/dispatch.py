@@ -81,9 +81,13 @@ class Builder(Protocol):
     """What variants use of the kernel's lowering state (:class:`tilemagic.lower.program.KernelBuilder`):
     the shared slot holding the TMEM base address (None without TMEM), ``n`` fresh loop variables, and the
     kernel's tensor maps (``tensormap(m)``: the map of ``m``'s :meth:`~tilemagic.ir.nodes.TensorMap.key` already
-    registered, else ``m`` under a name apart from the kernel's names)."""
+    registered, else ``m`` under a name apart from the kernel's names); ``tmem_buffers``, the kernel's TMEM buffers
+    in declaration order (their columns, for a decline that names the buffer before one)."""
 
     tmem_addr: ir.Buffer | None
+
+    @property
+    def tmem_buffers(self) -> tuple[ir.Buffer, ...]: ...
 
     def loop_vars(self, n: int) -> tuple[ir.LoopVar, ...]: ...
 

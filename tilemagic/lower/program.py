@@ -694,6 +694,13 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
                             hint="declare the destination (`tmem T: ...`) and copy into it with "
                                  "`if tx == 0: thread.copy_async T <- S`; an mbarrier for other copies takes "
                                  "`arrive BAR`")
+    fence = next((it for it in items if isinstance(it, TcgenFenceItem)), None)
+    if fence is not None and not tmem:
+        raise TileTypeError(f"`tcgen05.fence::{fence.kind}` in a kernel without tensor memory: it orders tcgen05 "
+                            "operations (tcgen05.cp, tcgen05.ld/st) across a thread synchronisation (PTX ISA 9.0 "
+                            "§9.7.16.6.4), and this kernel declares no tmem buffer", fence.span,
+                            hint="drop the fence (a `cta_sync` or `wait BAR` orders generic memory by itself), or "
+                                 "use `fence.proxy.async` to order generic stores before an async-proxy read")
     tmem_cols = 0
     if tmem:
         if threads % 32:
@@ -791,6 +798,11 @@ class KernelBuilder:
         self._taken = set(tp.buffers) | {tp.name}
         self._vars: list[ir.LoopVar] = []
         self.tensormaps: dict[tuple, ir.TensorMap] = {}
+
+    @property
+    def tmem_buffers(self) -> tuple[ir.Buffer, ...]:
+        """The kernel's TMEM buffers, in declaration order (aliases included)."""
+        return self.tp.by_scope("tmem")
 
     def tensormap(self, tmap: ir.TensorMap) -> ir.TensorMap:
         """One map per distinct :meth:`~tilemagic.ir.nodes.TensorMap.key` (TVM's descriptor cache): the

@@ -75,11 +75,16 @@ class TmemModel:
         columns ``(chunks, 4)``) must be inside TMEM and in allocated columns, as a tcgen05.ld/st's (the same
         message, :data:`tilemagic.arch.tcgen05.EMU_STATUS` 5, naming tcgen05.cp).
 
+        The first column must be a multiple of :data:`~tilemagic.arch.tcgen05.CP_COL_ALIGN` (the emulation's
+        status 13, checked first as ``tm_emu_cp`` does).
+
         Raises
         ------
         LaunchError
-            The first lane or column outside.
+            A first column not a multiple of 4, or the first lane or column outside.
         """
+        if int(cols.min()) % tc.CP_COL_ALIGN:
+            raise emu_error(13, int(cols.min()), span=span)
         lane_bad = lanes >= tc.TMEM_LANES
         col_bad = (cols >= tc.TMEM_COLS) | ~self.slots[np.minimum(cols, tc.TMEM_COLS - 1) // 32]
         if lane_bad.any() or col_bad.any():

@@ -1429,6 +1429,8 @@ MAX_CP_LINES: int = 64
 MAX_CP_LABEL_LINES: int = 16
 #: Most cp instructions joined to TMEM by an arrow (one per instruction, from its chunk (0, 0)).
 MAX_CP_ARROWS: int = 8
+#: descriptors the tcgen05.cp picture lists in full (the others are counted)
+_MAX_CP_DESCS = 4
 _REJECT = "#d62728"
 
 
@@ -1558,7 +1560,8 @@ def cp_figure(result):
         fig.text(0.76, y, f"… {len(cps) - _MAX_SWATCHES} more", fontsize=7, va="top", ha="left")
         y -= 0.04
     lay = f0.layout_name
-    desc_lines = [f"0x{c['desc']:016x}" for c in cps[:4]] + [
+    desc_lines = [f"0x{c['desc']:016x}" for c in cps[:_MAX_CP_DESCS]] + (
+        [f"… {len(cps) - _MAX_CP_DESCS} more (one per instruction)"] if len(cps) > _MAX_CP_DESCS else []) + [
         f"SBO {f0.sbo} B · LBO {f0.lbo} B" + (" (ignored)" if f0.swizzled else ""),
         f"layout {lay} ({f0.layout}) · v{f0.version}", f"base offset {f0.base_offset} · mode {f0.lbo_mode}"]
     _text_block(fig, 0.76, y - 0.01, "descriptors", desc_lines, width=30, budget=9)

@@ -177,8 +177,19 @@ def _shared_layout(buf: ir.Buffer) -> tuple[TileLayout, ComposeLayout | None]:
     return lay, None
 
 
-def _replica_text(reps: tuple[int, ...]) -> str:
-    return "" if len(reps) == 1 else f"R[{len(reps)} : {reps[1]}@TLane]"
+def _iters_text(iters) -> str:
+    """Iterators (outermost first) as the layout language writes them: ``(2, 8) : (1@TLane, 1@TCol)``, ``8 : 1@TCol``
+    (:meth:`TileLayout.__str__ <tilemagic.layout.tile.TileLayout.__str__>` without its ``S[...]``)."""
+    return str(TileLayout(tuple(iters)))[2:-1] if iters else "nothing"
+
+
+def _replica_text(reps) -> str:
+    """A replica as the language writes it, ``R[4 : 32@TLane]`` / ``R[(2, 2) : (64@TLane, 32@TLane)]``: ``reps`` is
+    a tuple of :class:`Iter`, or a shape's lane offsets (:attr:`CpShape.replicas <tilemagic.arch.tcgen05.CpShape>`,
+    ``(0, 32, 64, 96)``); ``""`` for none."""
+    if reps and not isinstance(reps[0], Iter):
+        reps = [Iter(len(reps), reps[1], "TLane")] if len(reps) > 1 else []
+    return f"R[{_iters_text(reps)}]" if reps else ""
 
 
 def plan_for_shape(op: CopyOp, ctx: DispatchContext, key: str) -> CpPlan:
@@ -210,7 +221,7 @@ def plan_for_shape(op: CopyOp, ctx: DispatchContext, key: str) -> CpPlan:
     # B: the replica
     want = [Iter(len(cps.replicas), cps.replicas[1], "TLane")] if len(cps.replicas) > 1 else []
     if list(t_sl.replica) != want:
-        got = " + ".join(f"R[{r.extent} : {r.stride}@{r.axis}]" for r in t_sl.replica) or "no replica"
+        got = _replica_text(_tmem_layout(t.buf).replica or t_sl.replica) or "no replica"
         fix = (f"declare {tname} with + {_replica_text(cps.replicas)}" if want
                else f"declare {tname} without + R[...] (a {cps.shape} copy writes each row once)")
         _decline("replica", f"tcgen05.cp.{key} writes every row at lane offsets "
@@ -259,27 +270,26 @@ def plan_for_shape(op: CopyOp, ctx: DispatchContext, key: str) -> CpPlan:
     s_col = _segment(sgl.shard[ss[2]:ss[3]])
     mids = _align_middles(t_mid, s_mid)
     if mids is None:
-        _decline("middle", f"the instructions of {tname} ({t_mid}) and of {sname} ({s_mid}) do not correspond "
-                 f"one to one", sname, key)
+        _decline("middle", f"the instructions of {tname} ({_iters_text(t_mid)}) and of {sname} "
+                 f"({_iters_text(s_mid)}) do not correspond one to one", sname, key)
     assert mids is not None
     t_mid, s_mid = mids
     # F.1: lanes and TMEM columns
     if any(it.axis != "TLane" for it in t_lane) or \
             not np.array_equal(_lanes_of(t_lane), np.asarray(cps.lane_of_row)):
-        lanes = ", ".join(f"{it.extent}:{it.stride}@{it.axis}" for it in _segment(t_lane))
         _decline("lanes", f"tcgen05.cp.{key} writes row r to lane {_lane_words(key)}; {tname}'s rows are "
-                 f"({lanes}): lay the TMEM rows out as the shape writes them, or pick the shape that matches",
-                 tname, key)
+                 f"({_iters_text(_segment(t_lane))}): lay the TMEM rows out as the shape writes them, or pick the "
+                 f"shape that matches", tname, key)
     if len(t_col) != 1 or t_col[0] != Iter(elem_per_atom, 1, "TCol"):
         _decline("tmem_col", f"one {cps.bits}-bit row must be {elem_per_atom} consecutive TMEM columns "
-                 f"({elem_per_atom}:1@TCol); {tname} has {t_col}", tname, key)
+                 f"({elem_per_atom} : 1@TCol); {tname} has {_iters_text(t_col)}", tname, key)
     # F.2: shared rows -> (SBO, atom_K)
     s_off = s_iso.offset_of("m") * eb
     if cps.rows <= 8:
         rows = _segment(s_lane)
         if len(rows) != 1:
             _decline("rows", f"the {cps.rows} rows of one {cps.shape} copy must sit at one stride in {sname}; "
-                     f"they are {rows}", sname, key)
+                     f"they are {_iters_text(rows)}", sname, key)
         sbo, atom_k = 0, rows[0].stride * eb
     else:
         lg = TileLayout(tuple(s_lane)).try_group([cps.rows // 8, 8])
@@ -287,8 +297,8 @@ def plan_for_shape(op: CopyOp, ctx: DispatchContext, key: str) -> CpPlan:
         blk8 = _segment(lg[0].shard[lg[1][1]:lg[1][2]]) if lg else []
         if len(blk) != 1 or len(blk8) != 1:
             _decline("rows", f"the rows of {sname} must form 8-row core matrices at one stride (SBO) with the rows "
-                     f"of each at one stride (atom_K); rows of one {cps.shape} copy are {_segment(s_lane)}",
-                     sname, key)
+                     f"of each at one stride (atom_K); rows of one {cps.shape} copy are "
+                     f"{_iters_text(_segment(s_lane))}", sname, key)
         sbo, atom_k = blk[0].stride * eb, blk8[0].stride * eb
         if sbo % 16:
             _decline("sbo", f"SBO {sbo} B is not a multiple of 16 B: rows 8..15 of {sname} start {sbo} B after "
@@ -315,7 +325,7 @@ def plan_for_shape(op: CopyOp, ctx: DispatchContext, key: str) -> CpPlan:
     if cps.bits == 128:
         if len(s_col) != 1 or s_col[0] != Iter(e128, 1, "m"):
             _decline("lbo", f"one 128-bit row of a {cps.shape} copy must be {e128} consecutive {s.buf.dtype} "
-                     f"elements (16 B) in {sname}; it is {s_col}", sname, key, s_off, 0, 0)
+                     f"elements (16 B) in {sname}; it is {_iters_text(s_col)}", sname, key, s_off, 0, 0)
         lbo = 0
     else:
         cg = TileLayout(tuple(s_col)).try_group([2, e128])
@@ -323,7 +333,8 @@ def plan_for_shape(op: CopyOp, ctx: DispatchContext, key: str) -> CpPlan:
         e = _segment(cg[0].shard[cg[1][1]:cg[1][2]]) if cg else []
         if len(u) != 1 or len(e) != 1 or e[0] != Iter(e128, 1, "m"):
             _decline("lbo", f"one 256-bit row of a {cps.shape} copy must be two 16-byte units of {e128} "
-                     f"consecutive {s.buf.dtype} elements in {sname}; it is {s_col}", sname, key, s_off, 0, 1)
+                     f"consecutive {s.buf.dtype} elements in {sname}; it is {_iters_text(s_col)}", sname, key,
+                     s_off, 0, 1)
         lbo = u[0].stride * eb
         if lbo % 16:
             _decline("lbo", f"the two 16-byte units of a row of {sname} are {lbo} B apart (LBO), not a multiple "
@@ -334,10 +345,8 @@ def plan_for_shape(op: CopyOp, ctx: DispatchContext, key: str) -> CpPlan:
                      sname, key, s_off + lbo, 0, 1, s_off + 16)
     # G: alignment
     t_coff = t_iso.offset_of("TCol")
-    if t_coff % (tc.CP_COL_ALIGN * epc):
-        _decline("tmem_col_align", f"TMEM column offset {t_coff} {t.buf.dtype} of {t} is not 128-bit aligned: "
-                 f"tcgen05.cp writes from a multiple of {tc.CP_COL_ALIGN} 32-bit columns "
-                 f"({tc.CP_COL_ALIGN * epc} elements); start the region there", tname, key)
+    if (t.buf.tmem_col * epc + t_coff) % (tc.CP_COL_ALIGN * epc):
+        _decline("tmem_col_align", _col_align_reason(t, t_coff, epc, ctx), tname, key, row=0, chunk=0)
     t_loff = t_iso.offset_of("TLane")
     span = 1 + sum((it.extent - 1) * it.stride for it in (*t_p.shard, *t_p.replica) if it.axis == "TLane")
     if t_loff + span > 128:
@@ -351,8 +360,8 @@ def plan_for_shape(op: CopyOp, ctx: DispatchContext, key: str) -> CpPlan:
                  sname, key, s_off, 0, 0, s_off // align * align)
     # H: middles
     if len(t_mid) != len(s_mid) or any(a.extent != b.extent for a, b in zip(t_mid, s_mid)):
-        _decline("middle", f"the instructions over {tname} ({t_mid}) and over {sname} ({s_mid}) do not "
-                 f"correspond one to one", sname, key)
+        _decline("middle", f"the instructions over {tname} ({_iters_text(t_mid)}) and over {sname} "
+                 f"({_iters_text(s_mid)}) do not correspond one to one", sname, key)
     steps: list[tuple[int, int, int, int]] = []  # (extent, shared bytes, lanes, columns)
     for ti, si in zip(t_mid, s_mid):
         if ti.extent == 1:
@@ -362,9 +371,11 @@ def plan_for_shape(op: CopyOp, ctx: DispatchContext, key: str) -> CpPlan:
             _decline("middle", f"consecutive tcgen05.cp sources in {sname} are {sb} B apart, not a multiple of "
                      f"16 B (the descriptor's start address counts 16-byte units)", sname, key, s_off + sb, 0, 0)
         if ti.axis == "TCol":
-            if ti.stride % epc:
-                _decline("middle", f"consecutive tcgen05.cp destinations are {ti.stride} {t.buf.dtype} apart in "
-                         f"{tname}, inside a 32-bit column", tname, key)
+            if ti.stride % (tc.CP_COL_ALIGN * epc):
+                _decline("tmem_col_align", f"consecutive tcgen05.cp destinations are {ti.stride} {t.buf.dtype} "
+                         f"apart in {tname}, not a multiple of {tc.CP_COL_ALIGN} 32-bit columns "
+                         f"({tc.CP_COL_ALIGN * epc} elements): every tcgen05.cp writes from a TMEM column that is a "
+                         f"multiple of {tc.CP_COL_ALIGN}", tname, key)
             steps.append((ti.extent, sb, 0, ti.stride // epc))
         elif ti.axis == "TLane":
             steps.append((ti.extent, sb, ti.stride, 0))
@@ -380,6 +391,35 @@ def plan_for_shape(op: CopyOp, ctx: DispatchContext, key: str) -> CpPlan:
             so, lo, co = so + i * sb, lo + i * ls, co + i * cs
         out.append((s_off + so, t_loff + lo, t.buf.tmem_col + t_coff // epc + co))
     return CpPlan(key, sw, _LAYOUT_OF_SW[sw], lbo, sbo, tuple(out))
+
+
+def _col_align_reason(t: RegionRef, t_coff: int, epc: int, ctx: DispatchContext) -> str:
+    """Why the first TMEM column of a copy into ``t`` (``t_coff`` elements into its buffer, ``epc`` elements per
+    32-bit column) is not a multiple of :data:`~tilemagic.arch.tcgen05.CP_COL_ALIGN`, with the fix: the region's
+    offset inside its buffer, or the buffer's own place in the allocation (after the buffers declared before it,
+    or ``at OTHER + COLS``)."""
+    a = tc.CP_COL_ALIGN
+    buf, name = t.buf, t.buf.name
+    rule = (f"tcgen05.cp writes 128-bit units, so its TMEM column must be a multiple of {a} (PTX ISA 9.0 "
+            f"§9.7.16.9.1; TVM 0.27's smem->tmem rule)")
+    if buf.tmem_col % a == 0:
+        return (f"TMEM column offset {t_coff} {buf.dtype} of {t} is not 128-bit aligned ({name} starts at TMEM "
+                f"column {buf.tmem_col}); {rule}: start the region at a multiple of {a * epc} {buf.dtype}")
+    col = buf.tmem_col + t_coff / epc
+    inner = f", and the region {t} {t_coff} {buf.dtype} into it" if t_coff else ""
+    if buf.alias_of is not None:
+        tgt = next((b for b in ctx.builder.tmem_buffers if b.name == buf.alias_of), None)
+        k = buf.tmem_col - (tgt.tmem_col if tgt is not None else 0)
+        alts = " or ".join(f"{buf.alias_of} + {c}" for c in dict.fromkeys((k - buf.tmem_col % a,
+                                                                             k - buf.tmem_col % a + a)) if c >= 0)
+        return (f"the copy's first TMEM column is {col:g}: {name} is at {buf.alias_of} + {k}, TMEM column "
+                f"{buf.tmem_col}{inner}; {rule}: alias {name} at {alts}")
+    before = [b for b in ctx.builder.tmem_buffers if b.alias_of is None and b.tmem_col < buf.tmem_col]
+    prev = max(before, key=lambda b: b.tmem_col, default=None)
+    after = f" (after {prev.name}, {prev.tmem_ncols} columns)" if prev is not None else ""
+    pad = f", or pad {prev.name} to {prev.tmem_ncols + a - buf.tmem_col % a} columns" if prev is not None else ""
+    return (f"the copy's first TMEM column is {col:g}: {name} starts at TMEM column {buf.tmem_col}{after}{inner}; "
+            f"{rule}: declare {name} first{pad}, or alias it at a multiple of {a} columns (`at OTHER + COLS`)")
 
 
 def _lane_words(key: str) -> str:
