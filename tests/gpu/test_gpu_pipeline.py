@@ -47,6 +47,7 @@ from cells import (  # noqa: E402
     tcgen05_slices_cell,
 )
 from tilemagic.cli import DEMOS, demo_source  # noqa: E402
+from tilemagic.codegen.cuda import uses_tcgen05  # noqa: E402
 from tilemagic.errors import LaunchError  # noqa: E402
 from tilemagic.ir import nodes as ir  # noqa: E402
 
@@ -72,7 +73,7 @@ def both(src, case, **kw):
 @pytest.mark.parametrize("name", DEMOS)
 def test_seed_demos(name):
     res = both(demo_source(name), f"demo {name}")
-    if name == "tmem_roundtrip":
+    if uses_tcgen05(res.kernel):  # tmem_roundtrip, tcgen05_cp_roundtrip: TMEM emulated on a GPU without it
         assert res.launch.backend == ("cupy" if BLACKWELL else "cupy-emulated")
     else:
         assert res.launch.backend == "cupy"
