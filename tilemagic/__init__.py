@@ -45,3 +45,11 @@ def unload_ipython_extension(ip):
         mm.magics[kind].pop(name, None)
     mm.registry.pop("TileMagics", None)
     ip.configurables[:] = [c for c in ip.configurables if type(c).__name__ != "TileMagics"]
+
+
+def _jupyter_labextension_paths():
+    """The prebuilt JupyterLab extension (``tilemagic/labextension``, the ``%%tilecopy`` cell language): for
+    ``jupyter labextension develop --overwrite .`` after an editable install (``pip install -e .`` installs no
+    setuptools ``data-files``, so JupyterLab would not find it; a plain ``pip install .`` installs it under
+    ``share/jupyter/labextensions``)."""
+    return [{"src": "labextension", "dest": "tilemagic-labextension"}]

@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 import io
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -48,7 +48,8 @@ from ..arch.tcgen05 import TMEM_LANES
 from ..caches import register_cache
 from ..ir import nodes as ir
 from ..options import COLOR_BY_CHOICES, HEATMAP_CHOICES
-from .format import cp_heading, format_value, instr_label, range_text, short_shape, tma_box_phrase
+from .format import (cp_heading, format_value, instr_label, instr_shape, range_text, short_shape,
+                     timeline_summary, tma_box_phrase)
 from .placement import (
     LINE_CHUNKS,
     RECEIPT_KINDS,
@@ -82,6 +83,7 @@ __all__ = [
     "MAX_PNG_BYTES",
     "MAX_PANELS",
     "cluster_figure",
+    "cp_caption",
     "cp_decline_figure",
     "cp_figure",
     "data_figure",
@@ -442,7 +444,7 @@ def _draw_tmem(fig, kernel, color_by: str, instr):
         if k > 1:
             ins = ins_list[p]
             sep = "\n" if k > 4 else " "  # narrow panels: the instruction on two lines, or the titles collide
-            ax.set_title(f"#{p} {ins['op']}{sep}.{ins['shape']}.x{ins['num']}\nrow {ins['row']} col {ins['col']}",
+            ax.set_title(f"#{p} {ins['op']}{sep}{instr_shape(ins)}\nrow {ins['row']} col {ins['col']}",
                          fontsize=7, pad=12)
     # title
     head = f"TMEM occupancy of {kernel.name} · {ncols} of 512 columns × 128 lanes allocated · coloured by {color_by}"
@@ -1063,6 +1065,8 @@ def timeline_figure(result):
         Not simulated (no timeline: the message advises ``--launch sim``), or simulated with no asynchronous
         event ("this kernel has no asynchronous events").
     """
+    from matplotlib.ticker import MaxNLocator
+
     from .placement import async_timeline, cluster_size
 
     launch = result.launch
@@ -1075,8 +1079,12 @@ def timeline_figure(result):
         raise ValueError(f"{result.name}: this kernel has no asynchronous events (no copy_async, arrive or wait "
                          "in the simulator's timeline)")
     fig = _new_figure()
-    ax = fig.add_axes((0.09 if tl["ctas"] == 1 else 0.12, 0.12, 0.70 if tl["ctas"] == 1 else 0.67, 0.66))
+    ax = fig.add_axes((0.11 if tl["ctas"] == 1 else 0.12, 0.12, 0.68 if tl["ctas"] == 1 else 0.67, 0.66))
     row, row_of_bar, labels = _timeline_rows(tl)
+    # a tcgen05.cp completes at the arrive of the issuing thread's tcgen05.commit (PTX ISA 9.0 §9.7.16.6.1):
+    # (cta, barrier, phase) -> that arrive's x, where the cp's bar ends and the commit's plus is drawn
+    commit_arrive = {(e["cta"], e["info"].get("barrier"), e["info"].get("phase")): e["x"] for e in tl["events"]
+                     if e["kind"] == "arrive" and e["info"].get("by") == "tcgen05.commit"}
     nrows = len(labels)
     end = tl["hang"]["x"] if tl["hang"] else tl["length"]
     from matplotlib.collections import LineCollection
@@ -1093,6 +1101,8 @@ def timeline_figure(result):
         own = [land for land in c["landings"] if land["cta"] == c["cta"]]
         # its own CTA's landing; a copy that lands only in other CTAs (dsmem) is a stub on the issuer's row
         stop = own[0]["x"] if own else c["issue"] if c["landings"] else end
+        if c["kind"] == "tcgen05.cp":
+            stop = commit_arrive.get((c["cta"], c["barrier"], c["phase"]), stop)
         solid.setdefault(c["kind"], []).append([(c["issue"], y), (max(stop, c["issue"] + 0.3), y)])
         wait = own[0]["wait"] if own else None
         if wait is not None and wait > stop:
@@ -1129,10 +1139,15 @@ def timeline_figure(result):
             continue
         ys = [row(r, w) for r, w in e["at"]]
         bar = e["info"].get("barrier")
+        x = e["x"]
+        if e["kind"] == "arrive" and e["info"].get("by") == "tcgen05.commit":
+            ys = []  # on the issuer's row the commit's plus stands for it (at the end of the cps' bars)
+        if e["kind"] == "tcgen05.commit":
+            x = commit_arrive.get((e["cta"], bar, e["info"].get("phase")), x)
         if e["kind"] == "arrive" and (e["cta"], bar) in row_of_bar:
             ys.append(row_of_bar[(e["cta"], bar)])
         xs_, ys_ = points.setdefault(e["kind"], ([], []))
-        xs_ += [e["x"]] * len(ys)
+        xs_ += [x] * len(ys)
         ys_ += ys
     for kind, (xs_, ys_) in points.items():
         ax.scatter(xs_, ys_, marker=marks[kind][0], s=34, color=marks[kind][1], zorder=4, linewidths=0.8)
@@ -1172,6 +1187,7 @@ def timeline_figure(result):
     ax.set_yticks(range(nrows), labels)
     ax.set_ylim(nrows - 0.4, -0.9)
     ax.set_xlim(-0.5, end + 0.8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # event numbers: whole ticks, none past the frame
     ax.tick_params(labelsize=7)
     if nrows > 24:  # (8 CTAs of 4 warps: the labels shrink with the rows)
         ax.tick_params(axis="y", labelsize=max(4.0, 7 * 24 / nrows))
@@ -1179,8 +1195,7 @@ def timeline_figure(result):
     who = "per warp" if tl["ctas"] == 1 else f"per CTA and warp ({tl['ctas']} CTAs)"
     head = f"Asynchronous events of {result.name} (simulator) · {who}: issue → completion → wait"
     fig.text(0.012, 0.985, head, fontsize=9.5, fontweight="bold", va="top", ha="left")
-    sub = (f"{len(tl['copies'])} copy issue(s) by warp, {len(tl['phases'])} mbarrier phase(s) completed, "
-           f"{len(tl['groups'])} commit group(s)")
+    sub = timeline_summary(tl)
     if tl["ctas"] > 1:
         sub += f", {len(tl['cluster_syncs'])} cluster_sync(s)"
     if tl["dropped"]:
@@ -1189,19 +1204,40 @@ def timeline_figure(result):
         sub = f"WOULD HANG at L{hang['line']}: {hang['message'].removeprefix('would hang: ')}"
     fig.text(0.012, 0.935, "\n".join(textwrap.wrap(sub, 140)[:3]), fontsize=8, va="top", ha="left",
              color=_HANG if hang else "black")
-    entries = [(_KIND_COLOUR["cp.async"], "cp.async (issue → land)"), (_KIND_COLOUR["tma.g2s"], "TMA load"),
-               (_KIND_COLOUR["tma.s2g"], "TMA store"), (_PALETTE[4], "mbarrier phase / arrive")]
-    if tl["ctas"] > 1:
-        entries.append((_KIND_COLOUR["dsmem"], "dsmem copy"))
-    tcp = any(c["kind"] == "tcgen05.cp" for c in tl["copies"])
-    if tcp:
-        entries.append((_KIND_COLOUR["tcgen05.cp"], "tcgen05.cp"))
-    y = _swatch_legend(fig, 0.81, 0.76, entries, step=0.045)
-    fig.text(0.81, y - 0.01, "▼ wait  ○ commit group  ▲ arrive\n··· landed, until its wait\n| cta_sync"
-             "\n◇ store's source read done" + ("\n✚ tcgen05.commit" if tcp else "")
-             + ("\n■ landed in another CTA\n┆ cluster_sync" if tl["ctas"] > 1 else "")
-             + ("\n✕ blocked wait" if hang else ""), fontsize=6.8, va="top", ha="left", linespacing=1.5)
+    y = _swatch_legend(fig, 0.81, 0.76, _timeline_legend(tl), step=0.045)
+    fig.text(0.81, y - 0.01, "\n".join(_timeline_marks(tl, points, remote=bool(remote))), fontsize=6.8, va="top",
+             ha="left", linespacing=1.5)
     return fig
+
+
+#: The colour key of the timeline, in this order: (copy kind or ``"mbarrier"``, label).
+_TIMELINE_KEY: tuple[tuple[str, str], ...] = (
+    ("cp.async", "cp.async (issue → land)"), ("tma.g2s", "TMA load"), ("tma.s2g", "TMA store"),
+    ("mbarrier", "mbarrier phase / arrive"), ("dsmem", "dsmem copy"), ("tcgen05.cp", "tcgen05.cp"))
+
+
+def _timeline_legend(tl) -> list[tuple[str, str]]:
+    """The timeline's colour swatches: only the copy kinds the timeline has, the mbarrier's if it has one."""
+    have = {c["kind"] for c in tl["copies"]} | ({"mbarrier"} if tl["barriers"] else set())
+    return [(_PALETTE[4] if k == "mbarrier" else _KIND_COLOUR[k], label) for k, label in _TIMELINE_KEY if k in have]
+
+
+def _timeline_marks(tl, points: Mapping[str, object], remote: bool) -> list[str]:
+    """The timeline's marker key: one line per marker drawn (``points``: the event kinds scattered)."""
+    waits = any(k in points for k in ("wait", "wait_group", "bulk_wait_group"))
+    first = "  ".join(m for m, on in (("▼ wait", waits), ("○ commit group", bool(tl["groups"])),
+                                      ("▲ arrive", "arrive" in points)) if on)
+    lines = [first] if first else []
+    landed_waits = any(land["wait"] is not None for c in tl["copies"] for land in c["landings"])
+    for text, on in (("··· landed, until its wait", landed_waits), ("| cta_sync", "cta_sync" in points),
+                     ("◆ fence.proxy.async", "fence.proxy.async" in points),
+                     ("◇ store's source read done", any(c["read"] is not None for c in tl["copies"])),
+                     ("✚ tcgen05.commit: its arrive,\n   the cps' completion", "tcgen05.commit" in points),
+                     ("■ landed in another CTA", remote), ("┆ cluster_sync", bool(tl.get("cluster_syncs"))),
+                     ("✕ blocked wait", "wait.blocked" in points)):
+        if on:
+            lines.append(text)
+    return lines
 
 
 #: Hatch of each receipt kind in the cluster picture (:data:`~tilemagic.widgets.placement.RECEIPT_KINDS`): a
@@ -1432,6 +1468,11 @@ MAX_CP_ARROWS: int = 8
 #: descriptors the tcgen05.cp picture lists in full (the others are counted)
 _MAX_CP_DESCS = 4
 _REJECT = "#d62728"
+#: Line width of the cp picture's arrows (points): at ``NEUTRAL`` they read on a light and on a dark page.
+_ARROW_WIDTH = 1.3
+#: The box behind white labels drawn over hatching or light swatches (replica labels): dark, so that the white
+#: reads in JupyterLab Light and Dark alike.
+_LABEL_BOX = {"boxstyle": "round,pad=0.15", "facecolor": "#333333", "alpha": 0.8, "edgecolor": "none"}
 
 
 def _cp_source_panel(ax, grid: np.ndarray, ncat: int, rows: int, lines: int, title: str) -> None:
@@ -1503,11 +1544,14 @@ def cp_figure(result):
     f0 = cps[0]["fields"]
     _cp_source_panel(ax, grid, len(cps), rows, lines,
                      f"{op['smem']} ({op['smem_bytes']} B at {op['smem_base']}): chunk → cp instruction")
+    sbo_lines = False
     if f0.sbo >= lc * CHUNK_BYTES:
         step = f0.sbo // (lc * CHUNK_BYTES)
         for y in range(step, rows, step):
             ax.axhline(y - 0.5, color="white", linewidth=1.2)
-    if rows <= MAX_CP_LABEL_LINES:
+            sbo_lines = True
+    labelled = rows <= MAX_CP_LABEL_LINES
+    if labelled:
         sub = grid[:rows]
         rr = np.full(lines * lc, -1, np.int64)
         rr[: m["nchunks"]] = m["row"]
@@ -1533,15 +1577,17 @@ def cp_figure(result):
             ax2.add_patch(Rectangle((m["col_lo"] - 0.5, run[0] - 0.5), m["ncols"], run.size, fill=False,
                                     hatch="///", edgecolor="white", linewidth=0.0, zorder=3))
             ax2.text(m["col_lo"] + m["ncols"] - 0.6, run[0] + 0.5, f"replica +{off}", ha="right", va="top",
-                     fontsize=6.5, color="white", zorder=4)
-    for q in range(1, 4):
-        ax2.axhline(32 * q - 0.5, color=NEUTRAL, linewidth=0.8)
+                     fontsize=6.5, color="white", zorder=4, bbox=_LABEL_BOX)
+    x0, x1 = m["col_lo"] - 0.5, m["col_lo"] + m["ncols"] - 0.5
+    ax2.hlines([32 * q - 0.5 for q in range(1, 4)], x0, x1, color=NEUTRAL, linewidth=0.8)  # inside the panel
+    ax2.set_xlim(x0, x1)
     ax2.set_yticks([32 * q for q in range(4)] + [127])
     ax2.xaxis.set_major_locator(MaxNLocator(integer=True))  # whole columns (a 4-column window: no 3.5, 4.5, ...)
     ax2.tick_params(labelsize=7)
     ax2.set_xlabel("TCol (32-bit column)", fontsize=8)
     ax2.set_ylabel("TLane", fontsize=8)
     ax2.set_title(f"TMEM {op['tmem'] or ''}: lane × column written (replicas hatched)", fontsize=7.5, loc="left")
+    arrows: list[tuple[int, int]] = []  # (instruction, row) of each arrow drawn
     for c in cps[:MAX_CP_ARROWS]:  # (rows 3, 11, 19, 27 of the instructions: arrows apart, in the lines drawn)
         r = min(c["rows"] - 1, 8 * (c["index"] % 4) + 3)
         b = int(c["rel"][r, 0])
@@ -1549,8 +1595,9 @@ def cp_figure(result):
             i = b // CHUNK_BYTES
             con = ConnectionPatch(xyA=(i % lc, i // lc), coordsA=ax.transData,
                                   xyB=(int(c["cols"][0, 0]), int(c["lanes"][r, 0])), coordsB=ax2.transData,
-                                  arrowstyle="->", color=NEUTRAL, linewidth=0.7, alpha=0.8)
+                                  arrowstyle="->", color=NEUTRAL, linewidth=_ARROW_WIDTH, mutation_scale=11)
             fig.add_artist(con)
+            arrows.append((int(c["index"]), r))
     # right column: the instructions with their colours, and the first descriptor in short
     cs = _colours(max(len(cps), 1))
     entries = [(cs[c["index"] % len(cs)], f"#{c['index']} lane {c['lane']} col {c['col']} · {op['smem']}+"
@@ -1568,10 +1615,38 @@ def cp_figure(result):
     more_ops = f" · {len(ops) - 1} more smem->tmem op(s) not drawn" if len(ops) > 1 else ""
     fig.text(0.012, 0.985, f"tcgen05.cp of {kernel.name} · L{op['line']}: {len(cps)} × {cps[0]['chain']}{more_ops}",
              fontsize=9.5, fontweight="bold", va="top", ha="left")
-    fig.text(0.012, 0.935, "\n".join(textwrap.wrap(
-        cp_heading(cps[0], op["smem"]) + " · label instruction:row,chunk · white lines: SBO (8-row core matrices)"
-        " · arrows: one row's first chunk per instruction", 150)[:2]), fontsize=7.5, va="top", ha="left")
+    fig.text(0.012, 0.935, "\n".join(textwrap.wrap(cp_caption(cps, op["smem"], labelled, sbo_lines, arrows), 140)[:3]),
+             fontsize=8, va="top", ha="left")
     return fig
+
+
+def cp_caption(cps: Sequence[Mapping], smem: str, labelled: bool, sbo_lines: bool,
+               arrows: Sequence[tuple[int, int]]) -> str:
+    """The subtitle of :func:`cp_figure`: what is drawn, and only that.
+
+    Parameters
+    ----------
+    cps : sequence of mapping
+        The instructions of one smem -> tmem op (:func:`~tilemagic.widgets.placement.cp_ops`'s ``cps``).
+    smem : str
+        The shared buffer's name.
+    labelled : bool
+        Whether the chunks carry ``instruction:row,chunk`` labels.
+    sbo_lines : bool
+        Whether white lines mark the SBO steps between 8-row core matrices.
+    arrows : sequence of (int, int)
+        ``(instruction, row)`` of each arrow drawn, from chunk 0 of that row of the instruction to its TMEM cell.
+    """
+    n = len(cps)
+    parts = [cp_heading(cps[0], smem) + (f" (cp #0 of {n}; every cp's start and TMEM place in the key)" if n > 1
+                                         else "")]
+    if labelled:
+        parts.append("label instruction:row,chunk")
+    if sbo_lines:
+        parts.append("white lines: SBO (8-row core matrices)")
+    if arrows:
+        parts.append("arrows: chunk 0 of " + ", ".join(f"cp #{i} row {r}" for i, r in arrows) + " → its TMEM cell")
+    return " · ".join(parts)
 
 
 def cp_decline_figure(decline, nbytes: int):

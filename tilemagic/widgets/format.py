@@ -307,11 +307,40 @@ def tma_box_phrase(op: Mapping[str, Any]) -> str:
     return text
 
 
+def timeline_summary(tl: Mapping[str, Any]) -> str:
+    """``4 copy issue(s) by thread 0 (warp 0), 1 mbarrier phase(s) completed, 0 commit group(s)``: the
+    simulator's timeline (:func:`tilemagic.widgets.placement.async_timeline`) in one line, for the text and
+    HTML reports and the timeline picture.  Copies issued by single threads (TMA, ``tcgen05.cp``) name them
+    (up to four, with their warps); copies issued by whole warps (``cp.async``) are counted per warp."""
+    copies = tl["copies"]
+    single = bool(copies) and all(len(c.get("threads", ())) == 1 for c in copies)
+    tids = sorted({c["threads"][0] for c in copies}) if single else []
+    if single and len(tids) <= 4:
+        warps = sorted({t // 32 for t in tids})
+        who = (f"by thread{'s' if len(tids) > 1 else ''} {', '.join(map(str, tids))} "
+               f"(warp{'s' if len(warps) > 1 else ''} {', '.join(map(str, warps))})")
+        if len({c["cta"] for c in copies}) > 1:
+            who += " of each issuing CTA"
+    elif single:
+        who = f"by {len(tids)} single threads"
+    else:
+        who = "by warp"
+    return (f"{len(copies)} copy issue(s) {who}, {len(tl['phases'])} mbarrier phase(s) completed, "
+            f"{len(tl['groups'])} commit group(s)")
+
+
+def instr_shape(ins: Mapping[str, object]) -> str:
+    """``.32x32b.x4`` of a tcgen05.ld/st, ``.128x256b`` of a ``tcgen05.cp`` (no ``.x{num}``: the cp
+    instruction has no repetition count, PTX ISA 9.0 §9.7.16.9.1), for one instruction of
+    :func:`tilemagic.widgets.placement.tmem_occupancy`."""
+    return f".{ins['shape']}" + ("" if ins["op"] == "cp" else f".x{ins['num']}")
+
+
 def instr_label(ins: Mapping[str, object]) -> str:
     """``#0 st .32x32b.x4 T row 0 col 0 (L9)`` of one instruction of
     :func:`tilemagic.widgets.placement.tmem_occupancy` (a ``tcgen05.cp``: ``#0 cp .128x256b T row 0 col 0
     (L12)``)."""
-    s = f"#{ins['index']} {ins['op']} .{ins['shape']}" + ("" if ins["op"] == "cp" else f".x{ins['num']}")
+    s = f"#{ins['index']} {ins['op']} {instr_shape(ins)}"
     if ins["buffer"]:
         s += f" {ins['buffer']}"
     s += f" row {ins['row']} col {ins['col']}"

@@ -76,6 +76,8 @@ from .placement import async_pictures, cp_declines, cp_ops
 from .png import picture_png
 from .text import (
     cp_decline_line,
+    cp_simulated_line,
+    timeline_line,
     cuda_title,
     execution_note,
     is_native_blackwell,
@@ -764,7 +766,13 @@ def async_html(result) -> str:
     ``data:`` images; '' without asynchronous copies or a cluster, or with ``--heatmap none``."""
     if result.kernel is None or "none" in result.options.heatmap:
         return ""
-    return "".join(_picture_html(result, kind) for kind in async_pictures(result.kernel, result.launch))
+    return "".join((_line_html(timeline_line(result)) if kind == "timeline" else "") + _picture_html(result, kind)
+                   for kind in async_pictures(result.kernel, result.launch))
+
+
+def _line_html(text: str) -> str:
+    """One line of the report's facts (the text report's same line), in the report's font."""
+    return f'<div class="tm-fact" style="{FONT};font-size:12px;margin-top:6px">{escape(text)}</div>'
 
 
 def cp_descriptors_html(result) -> str:
@@ -787,6 +795,9 @@ def cp_descriptors_html(result) -> str:
                      f"<tbody>{rows}</tbody></table>")
     if more:
         parts.append(_note(f"… {more} more tcgen05.cp not listed"))
+    sim = cp_simulated_line(result)
+    if sim is not None:
+        parts.append(_line_html(sim))
     parts += [f'<div class="tm-cp-decline" style="{FONT};font-size:12px;color:{ERROR_FG}">'
               f"{escape(cp_decline_line(d))}</div>" for d in cp_declines(getattr(result, "dispatch", ()))]
     return "".join(parts)

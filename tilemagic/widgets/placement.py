@@ -941,6 +941,12 @@ _BARRIER_KINDS = ("tma.g2s", "dsmem", "tcgen05.cp")
 _LATE_BARRIER = ("tcgen05.cp",)
 
 
+def _issue_threads(ev, threads: int, warp: int) -> list[int]:
+    """The CTA-local ids of an issue event's threads in warp ``warp`` (sorted)."""
+    ids = np.asarray(ev.threads, np.int64).reshape(-1) % max(1, threads)
+    return sorted({int(t) for t in ids.tolist() if int(t) // 32 == warp})
+
+
 def _event_at(ev, threads: int, cluster: int) -> tuple[int, list[tuple[int, int]]]:
     """The CTA an event takes effect in and its threads as sorted ``(CTA, warp)`` pairs.
 
@@ -991,7 +997,8 @@ def async_timeline(hb, threads: int, cluster: int = 1) -> dict[str, Any]:
         every CTA), ``events`` (list of dict: ``x`` (position in the timeline), ``kind``, ``warps`` (list of
         int, CTA-local), ``at`` (sorted ``(cta, warp)`` pairs of its threads), ``cta`` (where it takes
         effect), ``line``, ``info``), ``copies`` (list of dict: ``kind`` (``cp.async``/``tma.g2s``/
-        ``tma.s2g``/``dsmem``/``tcgen05.cp``), ``line``, ``cta`` and ``warp`` (the issuer), ``issue``,
+        ``tma.s2g``/``dsmem``/``tcgen05.cp``), ``line``, ``cta`` and ``warp`` (the issuer), ``threads`` (the
+        issuing threads of that warp, CTA-local ids), ``issue``,
         ``complete`` (x of its first landing, or None: never completed), ``read`` (x of an S2G's source read,
         or None), ``wait`` (x of the first wait that observed its first landing, or None), ``barrier``, ``phase``,
         ``landings``
@@ -1034,7 +1041,7 @@ def async_timeline(hb, threads: int, cluster: int = 1) -> dict[str, Any]:
             for r, w in at:
                 c: dict[str, Any] = {"kind": kind, "line": line, "cta": r, "warp": w, "issue": x, "complete": None,
                                      "read": None, "wait": None, "barrier": bar, "phase": info.get("phase"),
-                                     "landings": []}
+                                     "landings": [], "threads": _issue_threads(ev, int(threads), w)}
                 copies.append(c)
                 keyed = bar if kind in _BARRIER_KINDS and kind not in _LATE_BARRIER else None
                 pending.setdefault((kind, line, r, w, keyed), []).append(c)

@@ -24,12 +24,14 @@ from .format import (
     cp_descriptor_rows,
     cp_heading,
     cp_listing,
-    mismatch_lines, split_sections, tma_box_phrase)
+    mismatch_lines, split_sections, timeline_summary, tma_box_phrase)
 from .placement import (async_pictures, async_timeline, cluster_placement, cluster_receipts, cluster_size,
                         cluster_summary, cp_declines, cp_ops, cp_simulated, swizzle_chunks, tma_boxes, tmem_columns)
 
 __all__ = [
     "async_summary_lines",
+    "cp_simulated_line",
+    "timeline_line",
     "cp_decline_line",
     "cp_descriptor_lines",
     "cuda_title",
@@ -174,12 +176,7 @@ def async_summary_lines(result) -> list[str]:
         n = int((sw["physical"] >= 0).sum())
         out.append(f"{sw['buffer']}: {n} 16-byte chunks swizzled ({sw['via']}: {sw['how']})")
     if "timeline" in kinds:
-        tl = async_timeline(result.launch.hb, int(k.threads), cluster=cluster_size(k))
-        line = (f"timeline: {len(tl['copies'])} copy issue(s) by warp, {len(tl['phases'])} mbarrier phase(s) "
-                f"completed, {len(tl['groups'])} commit group(s)")
-        if tl["hang"]:
-            line += f"; would hang at L{tl['hang']['line']}"
-        out.append(line)
+        out.append(timeline_line(result))
     if "cluster" in kinds:
         try:
             out += cluster_summary(cluster_placement(k, cluster_receipts(result.launch)))
@@ -187,6 +184,33 @@ def async_summary_lines(result) -> list[str]:
             out.append(f"cluster receipts: {e}")
     out.append("pictures: " + ", ".join(f"result.heatmap(kind={kd!r})" for kd in kinds))
     return out
+
+
+def timeline_line(result) -> str:
+    """``timeline: 4 copy issue(s) by thread 0 (warp 0), …`` of a simulated result
+    (:func:`~tilemagic.widgets.format.timeline_summary`; ``; would hang at L12`` appended to a hang), for the text
+    and HTML reports."""
+    k = result.kernel
+    tl = async_timeline(result.launch.hb, int(k.threads), cluster=cluster_size(k))
+    line = f"timeline: {timeline_summary(tl)}"
+    if tl["hang"]:
+        line += f"; would hang at L{tl['hang']['line']}"
+    return line
+
+
+def cp_simulated_line(result) -> str | None:
+    """``simulator: L15 128x256b: 4 of 4 landed, 1024 cells each; the TMEM cells written are the ones drawn``
+    (:func:`~tilemagic.widgets.placement.cp_simulated`), for the text and HTML reports; None without a
+    simulated ``tcgen05.cp``."""
+    k = result.kernel
+    sim = cp_simulated(result.launch, k) if k is not None else None
+    if sim is None:
+        return None
+    done = ", ".join(f"L{line} {e['key']}: {e['landed']} of {e['executions']} landed, {e['cells']} cells each"
+                     for line, e in sorted(sim["by_line"].items()))
+    same = ("the TMEM cells written are the ones drawn" if sim["agrees"]
+            else "the TMEM cells written differ from the IR's (see the tcgen05_cp picture)")
+    return f"simulator: {done}; {same}"
 
 
 def cp_decline_line(decline: dict) -> str:
@@ -226,13 +250,9 @@ def cp_descriptor_lines(result) -> list[str]:
         out += _table([("field", "bits", "value")] + cp_descriptor_rows(cp, smem), "    ")
     if more:
         out.append(f"… {more} more tcgen05.cp not listed (all: result.heatmap(kind='tcgen05_cp'))")
-    sim = cp_simulated(result.launch, k) if k is not None else None
+    sim = cp_simulated_line(result)
     if sim is not None:
-        done = ", ".join(f"L{line} {e['key']}: {e['landed']} of {e['executions']} landed, {e['cells']} cells each"
-                         for line, e in sorted(sim["by_line"].items()))
-        same = ("the TMEM cells written are the ones drawn" if sim["agrees"]
-                else "the TMEM cells written differ from the IR's (see the tcgen05_cp picture)")
-        out.append(f"simulator: {done}; {same}")
+        out.append(sim)
     out += [cp_decline_line(d) for d in cp_declines(getattr(result, "dispatch", ()))]
     if out:
         out.append("pictures: result.heatmap(kind='tcgen05_cp')")
