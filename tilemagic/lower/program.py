@@ -150,6 +150,39 @@ class TypedProgram:
 
 
 # ----------------------------------------------------------------------------- layouts
+def _cp_shard_text(c, cols: int) -> str | None:
+    """The TMEM layout a tcgen05.cp shape ``c`` (:class:`tilemagic.arch.tcgen05.CpShape`) writes, in cell syntax:
+    its row -> lane map (one stride, or an outer and an inner one) and its replicas; None when the map is neither."""
+    lane, n = c.lane_of_row, c.rows
+    s1 = lane[1] if n > 1 else 1
+    k = next((i for i in range(1, n) if lane[i] != i * s1), n)
+    if k == n:
+        shard = f"S[({n}, {cols}) : ({s1}@TLane, 1@TCol)]"
+    elif n % k == 0 and all(lane[i] == (i // k) * lane[k] + (i % k) * s1 for i in range(n)):
+        shard = f"S[({n // k}, {k}, {cols}) : ({lane[k]}@TLane, {s1}@TLane, 1@TCol)]"
+    else:
+        return None
+    reps = c.replicas
+    return shard + (f" + R[{len(reps)} : {reps[1]}@TLane]" if len(reps) > 1 else "")
+
+
+def _tmem_layout_hint(rows: int, cols: int) -> str:
+    """A hint for a tmem buffer of ``rows`` lanes declared without a layout: the datapath layouts
+    (:func:`tilemagic.layout.tmem_datapath_layout`) and the tcgen05.cp layouts (:data:`tilemagic.arch.tcgen05.CP_SHAPES`)
+    of that many rows."""
+    from ..arch import tcgen05 as tc
+
+    ways = {64: ["`@ datapath(F, sub_slab=0)` or `@ datapath(B)` (tcgen05.ld/st)"],
+            32: ["`@ datapath(G)` (tcgen05.ld/st)"]}.get(rows, [])
+    for c in tc.CP_SHAPES.values():
+        text = _cp_shard_text(c, cols) if c.rows == rows else None
+        if text:
+            ways.append(f"`@ {text}` (tcgen05.cp {c.key})")
+    if not ways:
+        return f"declare its lanes, e.g. `@ S[({rows}, {cols}) : (1@TLane, 1@TCol)]`"
+    return f"for {rows} rows add " + "; or ".join(ways)
+
+
 def _layout_from_ast(decl: ast.BufferDecl):
     from ..layout import row_major, tcgen05_atom_layout, tmem_datapath_layout
 
@@ -165,7 +198,7 @@ def _layout_from_ast(decl: ast.BufferDecl):
             raise TileTypeError(
                 f"a {shape[0]}-row tmem buffer needs a layout; the default is datapath D for 128 rows",
                 decl.shape_span,
-                hint="add `@ datapath(F, sub_slab=0)` or `@ datapath(B)` for 64 rows",
+                hint=_tmem_layout_hint(shape[0], shape[1]),
             )
         return row_major(shape), None, 0
     try:
