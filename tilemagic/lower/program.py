@@ -717,6 +717,8 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
                 _check_guard_scope(it.guard, it.op.exec_scope, threads, rank=rk)
             elif isinstance(it, ast.WaitStmt) and it.guard is not None:  # tcgen05.wait::ld|st.sync.aligned: warps
                 _check_guard_scope(it.guard, "warp", threads, what=f"`wait {it.kind}` (.sync.aligned)", rank=rk)
+            elif isinstance(it, TcgenCommitItem):
+                _check_commit_threads(it, threads, rk)
 
     # ---- TMEM plan (PTX ISA 9.0 §9.7.16.7.1: power of two >= 32 columns, <= 512)
     tmem = [b for b in bufs.values() if b.scope == "tmem"]
@@ -742,6 +744,22 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
         tmem_cols = check_tmem_columns(max(b.tmem_col + b.tmem_ncols for b in tmem), tmem, lim)
     return TypedProgram(kname, threads, bufs, tmem_cols, items, prog.source,
                         prog.kernel.span if prog.kernel else None, cluster=cluster)
+
+
+def _check_commit_threads(it: TcgenCommitItem, threads: int, rank: int) -> None:
+    """More threads execute a ``tcgen05.commit BAR`` than ``BAR`` counts arrivals: every committing thread's commit
+    is one arrive (count 1) on ``BAR`` (PTX ISA 9.0 §9.7.16.12.1), so they complete several phases at once and a
+    ``wait BAR phase P`` no longer names one (§9.7.13.15.16).  Only the thread that issued the tcgen05.cp commits."""
+    n = guard_threads(it.guard, threads, rank)
+    count = it.bar.mbar_count or 1
+    if n <= count:
+        return
+    who = f"all {n} threads" if it.guard is None else f"{n} threads (`if {it.guard}`)"
+    raise TileTypeError(
+        f"{who} commit to mbarrier {it.bar.name}, a barrier of count {count}: each tcgen05.commit is one arrive "
+        f"(PTX ISA 9.0 §9.7.16.12.1), so {n} arrives complete {n // count} phase{'s' if n // count > 1 else ''} "
+        f"and `wait {it.bar.name} phase P` names none of them", it.span,
+        hint=f"only the thread that issued the tcgen05.cp commits: `if tx == 0: tcgen05.commit {it.bar.name}`")
 
 
 def _commit_item(item: ast.TcgenCommitStmt, bufs: dict[str, ir.Buffer], cluster: int) -> TcgenCommitItem:
@@ -912,7 +930,8 @@ def lower(tp: TypedProgram,
             body += stmts
         elif isinstance(item, CopyItem):
             op = item.op
-            ctx = DispatchContext(target, tp.threads, op.exec_scope, b, cluster=tp.cluster)
+            ctx = DispatchContext(target, tp.threads, op.exec_scope, b, cluster=tp.cluster,
+                                  guard=None if item.guard is None else guard_expr(item.guard))
             stmts, rec = run_dispatch(op, ctx)
             records.append(rec)
             warns += ctx.warnings
@@ -1008,7 +1027,8 @@ def _lower_ranked(item: CopyItem, target: TargetSpec, tp: TypedProgram,
     recs: list[DispatchRecord] = []
     warns: list[tuple[str, Span | None]] = []
     for op in item.ranked:
-        ctx = DispatchContext(target, tp.threads, op.exec_scope, b, cluster=tp.cluster)
+        ctx = DispatchContext(target, tp.threads, op.exec_scope, b, cluster=tp.cluster,
+                              guard=None if item.guard is None else guard_expr(item.guard))
         try:
             stmts, rec = run_dispatch(op, ctx)
         except DispatchError as e:

@@ -330,7 +330,7 @@ def plan_for_shape(op: CopyOp, ctx: DispatchContext, key: str) -> CpPlan:
                                                        or swz.atom_len != 3)):
         have = f"swizzle({swz.params_text()})" if swz is not None else "not swizzled"
         if sw:
-            msg = (f"{_SW_NAME[sw]} needs {family} over {bits}-bit rows of {atom_k} B, {sname} is {have}: "
+            msg = (f"{_SW_NAME[sw]} needs {family} over rows of {atom_k} B of {bits}-bit elements, {sname} is {have}: "
                    f"declare {sname} @ {family}")
         else:
             msg = (f"rows of {sname} are 16 B apart, which the descriptor reads without swizzle, but {sname} is "
@@ -520,8 +520,13 @@ def _choose(op: CopyOp, ctx: DispatchContext) -> CpPlan:
         return plan_for_shape(op, ctx, f"{shape}.{mc}" if mc else shape)
     reasons: list[str] = []
     first: DispatchFail | None = None
+    rows = op.dst.extents[0] if len(op.dst.extents) == 2 else None
     for key, c in tc.CP_SHAPES.items():
         if mc is not None and c.multicast != mc:
+            continue
+        if rows is not None and rows > c.rows and _fills_all_lanes(c):
+            reasons.append(f"{key}: cannot hold {rows} rows (one instruction reads {c.rows} rows and writes them "
+                           f"at lane offsets {', '.join(map(str, c.replicas))}: all {tc.TMEM_LANES} lanes)")
             continue
         try:
             return plan_for_shape(op, ctx, key)
@@ -533,6 +538,12 @@ def _choose(op: CopyOp, ctx: DispatchContext) -> CpPlan:
         fail(f"unknown multicast {mc}: use one of {', '.join(known)}")
     assert first is not None
     fail("no tcgen05.cp shape fits the layouts; candidates rejected:\n  " + "\n  ".join(reasons), first.detail)
+
+
+def _fills_all_lanes(c: tc.CpShape) -> bool:
+    """Whether one instruction of shape ``c`` writes every TMEM lane (its rows and their replicas): a copy of more
+    than ``c.rows`` distinct rows cannot be issued as several of them, the middle has no lane left to step to."""
+    return max(c.lane_of_row) + max(c.replicas) + 1 >= tc.TMEM_LANES
 
 
 def validate_smem_tmem_copy(op: CopyOp, ctx: DispatchContext) -> Verdict:
