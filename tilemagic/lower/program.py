@@ -168,8 +168,8 @@ def _cp_shard_text(c, cols: int) -> str | None:
 
 def _tmem_layout_hint(rows: int, cols: int) -> str:
     """A hint for a tmem buffer of ``rows`` lanes declared without a layout: the datapath layouts
-    (:func:`tilemagic.layout.tmem_datapath_layout`) and the tcgen05.cp layouts (:data:`tilemagic.arch.tcgen05.CP_SHAPES`)
-    of that many rows."""
+    (:func:`tilemagic.layout.tmem_datapath_layout`) and the tcgen05.cp layouts
+    (:data:`tilemagic.arch.tcgen05.CP_SHAPES`) of that many rows."""
     from ..arch import tcgen05 as tc
 
     ways = {64: ["`@ datapath(F, sub_slab=0)` or `@ datapath(B)` (tcgen05.ld/st)"],

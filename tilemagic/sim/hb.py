@@ -1084,7 +1084,8 @@ class Tracker:
             op = int(ops[i])
             what, at, until = self._async_ops[op]
             ti = int(np.broadcast_to(_arr(t), ops.shape)[i])
-            msg = async_race_text(sp.label, sp.owner(_at(ix, int(i))), self.tname(ti), verb, sp.where(_at(ix, int(i))), _line(span), what,
+            u = _at(ix, int(i))
+            msg = async_race_text(sp.label, sp.owner(u), self.tname(ti), verb, sp.where(u), _line(span), what,
                                   _line(at), until, self.issuing)
             kind = "async-read" if verb == "reads" else "async-write"
             self._hazard(kind, (kind, at, span, sp.name), msg, span, at, sp.name, sp.element(_at(ix, int(i))),

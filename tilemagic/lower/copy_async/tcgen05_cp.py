@@ -597,7 +597,7 @@ def _decline_many_issuers(op: CopyOp, ctx: DispatchContext) -> None:
     if n <= 1:
         return
     who = ("every thread of the CTA" if ctx.guard is None
-           else f"{n} threads (`if {expr_str(ctx.guard)}`)") + f" would issue these tcgen05.cp"
+           else f"{n} threads (`if {expr_str(ctx.guard)}`)") + " would issue these tcgen05.cp"
     fix = "no guard elects one" if ctx.guard is None else "the guard elects more than one"
     at = op.text.find("thread.copy_async")
     fail(f"{who} ({fix}; PTX ISA 9.0 §9.7.16.6: each issue is a copy of its own): write "
