@@ -10,12 +10,14 @@ on T``, ``shape=`` with swapped factors) and a tcgen05.cp over TMEM a tcgen05.ld
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import tilemagic
 from tilemagic.errors import DispatchError, TileSyntaxError, TileTypeError
 
-from cells import TMA_CELLS
+from cells import TMA_CELLS, cp_cell
 from helpers import hazard_messages, run_sim
 
 
@@ -96,31 +98,21 @@ def test_the_layout_hint_fits_the_rows(rows, needles):
         assert "64 rows" not in hint
 
 
-def test_the_32_row_hint_is_a_layout_that_copies():
-    """The warpx4 layout the hint offers, declared: the copy runs and lands in all four warps' lanes."""
-    src = """kernel hint32 threads=128
-global A: float32[32, 4] = arange
-global B: float32[128, 4] = zeros
-shared S: float32[32, 4]
-tmem   T: float32[32, 4] @ S[(32, 4) : (1@TLane, 1@TCol)] + R[4 : 32@TLane]
-tmem   all: float32[128, 4] at T
-local  r: float32[128, 4] @ S[(128, 4) : (1@tid_in_wg, 1)]
-mbarrier full
-wg.copy S <- A
-fence.proxy.async
-cta_sync
-if tx == 0: thread.copy_async T <- S
-if tx == 0: tcgen05.commit full
-wait full phase 0
-tcgen05.fence::after_thread_sync
-wg.copy_async r <- all
-wait ld
-wg.copy B <- r
-check B[32:64, :] == A
-check B[64:96, :] == A
-"""
-    res = run_sim(src)
+@pytest.mark.parametrize("key", ["4x256b", "64x128b.warpx2::02_13", "64x128b.warpx2::01_23", "32x128b.warpx4"])
+def test_the_hinted_layout_copies(key):
+    """The cp layout the hint offers, declared on the buffer: the copy dispatches to that shape and lands where the
+    cell's checks say (every row in every replica's lanes)."""
+    src = cp_cell(key, 0, "float32", force=key.startswith("64x128b"))
+    tline = next(ln for ln in src.splitlines() if ln.startswith("tmem   T:"))
+    bare = tline.split(" @ ")[0]
+    with pytest.raises(TileTypeError) as ei:
+        tilemagic.tilecopy(src.replace(tline, bare), launch=None)
+    m = re.search(r"`@ ([^`]*)` \(tcgen05\.cp " + re.escape(key) + r"\)", ei.value.hint or "")
+    assert m, ei.value.hint
+    res = run_sim(src.replace(tline, f"{bare} @ {m.group(1)}"))
     assert res.launch.passed and hazard_messages(res) == []
+    rec = next(r for r in res.dispatch if r.chosen == "smem->tmem")
+    assert f"tcgen05.cp.cta_group::1.{key} " in rec.emitted.text(), rec.emitted.text()
 
 
 # ----------------------------------------------------------------------------- 6. a commit by many threads

@@ -575,6 +575,16 @@ class _TcgenFlight:
         if not any(c is cix for c in self.cells):
             self.cells.append(cix)
 
+    def hits(self, cix, threads) -> list[tuple[int, int, int, int]]:
+        """The cells of ``cix`` in flight, the first one per instruction (:func:`_first_per`): ``(cell, accessing
+        thread, issuing thread, access id)``; ``threads``: the accessing thread of each cell (or one for all)."""
+        busy = _get(self.owner, cix) != _NONE
+        if not busy.any():
+            return []
+        th = np.broadcast_to(_arr(threads), busy.shape)
+        return [(c, int(th[i]), int(self.owner[c]), int(self.aid[c]))
+                for i in _first_per(_get(self.aid, cix), busy) for c in (_at(cix, i),)]
+
     def wait(self, tids: np.ndarray, t0: int, dense: bool) -> None:
         """The threads ``tids`` (``dense``: the range from ``t0``) ran the wait: their cells are done."""
         left = []
@@ -1589,15 +1599,9 @@ class Tracker:
         orders the threads, not the st's completion) — one report per st and accessing statement (:func:`_first_per`).
         ``what``: the access, ``"tcgen05.ld"`` (it may read the old values: read after write) or ``"tcgen05.cp"``
         (an asynchronous write of the cells: the two writes may land in either order, write after write)."""
-        busy = _get(self._st.owner, cix) != _NONE
-        if not busy.any():
-            return
-        for i in _first_per(_get(self._st.aid, cix), busy):
-            cell = _at(cix, i)
-            st = self._aid_span[int(self._st.aid[cell])]
+        for cell, tci, owner, aid in self._st.hits(cix, cthreads):
+            st = self._aid_span[aid]
             lane, col = divmod(cell, tc.TMEM_COLS)
-            tci = int(np.broadcast_to(_arr(cthreads), busy.shape)[i])
-            owner = int(self._st.owner[cell])
             if what == "tcgen05.ld":
                 kind = "st-read"
                 msg = (f"hazard: the tcgen05.ld at {_line(span)} reads TMEM columns the tcgen05.st at "
@@ -1631,14 +1635,9 @@ class Tracker:
         ``tcgen05.wait::ld`` (PTX ISA 9.0 §9.7.16.8.5: the ld's reads are complete only at the wait; a barrier
         orders the threads, not the ld's completion) — a write after read at both lines, one report per ld and
         writing statement."""
-        busy = _get(self._ld.owner, cix) != _NONE
-        if not busy.any():
-            return
-        for i in _first_per(_get(self._ld.aid, cix), busy):
-            cell = _at(cix, i)
-            ld = self._aid_span[int(self._ld.aid[cell])]
+        for cell, _, owner, aid in self._ld.hits(cix, thread):
+            ld = self._aid_span[aid]
             lane, col = divmod(cell, tc.TMEM_COLS)
-            owner = int(self._ld.owner[cell])
             msg = (f"hazard: TMEM write after read: the {what} at {_line(span)} ({self.tname(thread)}) writes TMEM "
                    f"lane {lane} column {col} that the tcgen05.ld at {_line(ld)} may still be reading: "
                    f"{self.tname(owner)} has not run `wait ld` since (PTX ISA 9.0 §9.7.16.8.5; a barrier orders "
