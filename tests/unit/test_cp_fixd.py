@@ -220,3 +220,13 @@ def test_a_copy_after_the_lds_wait_is_clean():
     src = _cell(pre_cp=_LD_FIRST + "wait ld\ncta_sync", post_wait="wg.copy B <- r\ncheck B == A")
     res = run_sim(src)
     assert hazard_messages(res) == [] and res.launch.passed
+
+
+def test_a_multicast_that_cannot_hold_the_rows_is_a_located_decline():
+    """``multicast=warpx4`` leaves one candidate, set aside for its rows: the decline says so, with no place to mark."""
+    with pytest.raises(DispatchError) as ei:
+        tilemagic.tilecopy(_cell(issue="if tx == 0: thread.copy_async T <- S multicast=warpx4", post_wait=_READ),
+                           launch=None)
+    assert ei.value.span.line == 11
+    row = next(c for c in ei.value.records[0].candidates if c.variant == "smem->tmem")
+    assert "32x128b.warpx4: cannot hold 128 rows" in str(row.declined) and row.detail is None

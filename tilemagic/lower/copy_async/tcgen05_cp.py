@@ -536,8 +536,9 @@ def _choose(op: CopyOp, ctx: DispatchContext) -> CpPlan:
     if not reasons:
         known = sorted({c.multicast for c in tc.CP_SHAPES.values()} - {""})
         fail(f"unknown multicast {mc}: use one of {', '.join(known)}")
-    assert first is not None
-    fail("no tcgen05.cp shape fits the layouts; candidates rejected:\n  " + "\n  ".join(reasons), first.detail)
+    # (every candidate may have been set aside for its rows: then no plan ran and there is no place to mark)
+    fail("no tcgen05.cp shape fits the layouts; candidates rejected:\n  " + "\n  ".join(reasons),
+         first.detail if first is not None else None)
 
 
 def _fills_all_lanes(c: tc.CpShape) -> bool:
