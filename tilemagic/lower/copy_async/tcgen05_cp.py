@@ -27,6 +27,11 @@ G. the TMEM column offset a multiple of 4 cells, the lane offset plus the footpr
 H. the middles correspond one to one; their strides are 16-byte multiples (shared) and whole columns or lanes
    (TMEM): one ``ir.TcgenCp`` per middle index, unrolled.
 
+Where TVM accepts silently, the emitter declines with the fix too: an option of another copy (``mbar=``, ``oob=``,
+``cache_hint=``, ``cta_mask=``, ``remote_cta_id=``, ``use_tma_reduce=``: :data:`FOREIGN_OPTIONS`), a
+``thread.copy_async`` that more than one thread executes (no guard, or one that elects several: ``ctx.guard``), and,
+without ``shape=``, a multicast shape that cannot hold the copy's rows is set aside with that reason.
+
 Every rule that fails declines with the rule and the fix (TVM raises bare ``ValueError``\\ s) and a
 :class:`~tilemagic.lower.dispatch.DeclineDetail` naming where it broke.  Before emitting, the plan is checked
 element by element: every cp is walked as the hardware reads its descriptor
@@ -576,8 +581,8 @@ def _decline_foreign_options(op: CopyOp) -> None:
     for key, why in FOREIGN_OPTIONS.items():
         v = op.option(key)
         if v is not None:
-            bar = v.name if isinstance(v, ir.Buffer) else "BAR"
-            fail(f"{key}={bar if isinstance(v, ir.Buffer) else v}: " + why.format(bar=bar)
+            shown = v.name if isinstance(v, ir.Buffer) else v
+            fail(f"{key}={shown}: " + why.format(bar=shown if isinstance(v, ir.Buffer) else "BAR")
                  + " (TVM 0.27 ignores a config key it does not read; tilemagic declines it)")
 
 
