@@ -130,10 +130,14 @@ def test_a_commit_by_more_threads_than_the_count_is_located(commit, who):
 
 
 def test_commits_as_many_as_the_count_are_accepted():
-    """Two issuers, each committing its own copy, on a barrier of count 2: one phase, no error."""
-    src = _cell(issue="if tx == 0: thread.copy_async T <- S\nif tx == 32: thread.copy_async T <- S",
-                commit="if tx == 0: tcgen05.commit full\nif tx == 32: tcgen05.commit full", post_wait=_READ)
-    tilemagic.tilecopy(src.replace("mbarrier full count=1", "mbarrier full count=2"), launch=None)
+    """Two issuers, each committing its own copy (into its own buffer), on a barrier of count 2: one phase."""
+    src = _cell(issue="if tx == 0: thread.copy_async T <- S\nif tx == 32: thread.copy_async V <- S",
+                commit="if tx == 0: tcgen05.commit full\nif tx == 32: tcgen05.commit full",
+                post_wait=_READ + "\nwg.copy_async r <- V\nwait ld\nwg.copy B <- r\ncheck B == A")
+    src = src.replace("mbarrier full count=1", "mbarrier full count=2").replace(
+        "tmem   T: float16[128, 64]\n", "tmem   T: float16[128, 64]\ntmem   V: float16[128, 64]\n")
+    res = run_sim(src)
+    assert res.launch.passed and hazard_messages(res) == []
 
 
 # ----------------------------------------------------------------------------- 8. phase 1 of a fresh barrier
