@@ -262,13 +262,16 @@ def cp_buffers(dtype: str, s_shape, s_layout, t_shape, t_layout, *, tmem_col: in
     return S, T
 
 
-def cp_dispatch(op, *buffers, threads: int = 128, arch: str = "sm_100a"):
-    """``run_dispatch`` of a smem->tmem CopyOp in a kernel with a TMEM allocation: ``(statements, record)``."""
+def cp_dispatch(op, *buffers, threads: int = 128, arch: str = "sm_100a", elect: bool = True):
+    """``run_dispatch`` of a smem->tmem CopyOp in a kernel with a TMEM allocation: ``(statements, record)``.
+    ``elect``: the op is written under ``if tx == 0:`` (one issuing thread); False: unguarded."""
+    from tilemagic.ir import nodes as ir
     from tilemagic.lower.dispatch import DispatchContext, TargetSpec, run_dispatch
     from tilemagic.lower.program import KernelBuilder, TypedProgram
 
     tp = TypedProgram("k", threads, {b.name: b for b in buffers}, 512, [])
-    ctx = DispatchContext(TargetSpec("cuda", arch), threads, op.exec_scope, KernelBuilder(tp))
+    cond = None if not elect else ir.Bin("==", ir.ThreadVar("tx"), ir.Const(0))
+    ctx = DispatchContext(TargetSpec("cuda", arch), threads, op.exec_scope, KernelBuilder(tp), guard=cond)
     return run_dispatch(op, ctx)
 
 

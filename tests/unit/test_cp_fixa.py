@@ -28,11 +28,14 @@ def _emitter_decline(src: str):
     from tilemagic.lang.parser import parse
     from tilemagic.lower.copy_async import tcgen05_cp
     from tilemagic.lower.dispatch import DispatchContext, DispatchFail, TargetSpec
-    from tilemagic.lower.program import KernelBuilder, check
+    from tilemagic.lower.program import CopyItem, KernelBuilder, check, guard_expr
 
     tp = check(parse(src))
-    op = next(o for o in tp.copy_ops if o.src.buf.scope == "shared" and o.dst.buf.scope == "tmem")
-    ctx = DispatchContext(TargetSpec("cuda", "sm_100a"), tp.threads, op.exec_scope, KernelBuilder(tp))
+    item = next(it for it in tp.items if isinstance(it, CopyItem) and it.op.src.buf.scope == "shared"
+                and it.op.dst.buf.scope == "tmem")
+    op = item.op
+    ctx = DispatchContext(TargetSpec("cuda", "sm_100a"), tp.threads, op.exec_scope, KernelBuilder(tp),
+                          guard=None if item.guard is None else guard_expr(item.guard))
     with pytest.raises(DispatchFail) as e:
         tcgen05_cp.copy_async_schedule_smem_tmem(op, ctx)
     return str(e.value), e.value.detail

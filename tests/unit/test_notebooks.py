@@ -229,11 +229,11 @@ ASYNC_FLAGGED = [
     ("copy_async_dsmem", "no_final_sync", "HazardError: CTA 0 may exit while its dsmem copy"),
     ("copy_async_dsmem", "no_fence", "HazardError: async-proxy read of generic writes on S@cta0"),
     ("copy_async_dsmem", "no_wait", "HazardError: shared-memory race on R@cta0"),
-    ("tcgen05_cp", "wrong_swizzle", "128B swizzle needs swizzle(3, 3, 3) over 16-bit rows of 128 B, S is swizzle(3, 2, 3)"),
+    ("tcgen05_cp", "wrong_swizzle", "128B swizzle needs swizzle(3, 3, 3) over rows of 128 B of 16-bit elements, S is swizzle(3, 2, 3)"),
     ("tcgen05_cp", "decompress", "TVM 0.27's planner does not support decompress"),
     ("tcgen05_cp", "no_fence", "HazardError: async-proxy read of generic writes on S: the tcgen05.cp at L11"),
     ("tcgen05_cp", "rewritten", "HazardError: shared-memory race on S: thread 0 writes S[0, 0] at L15 that the tcgen05.cp"),
-    ("tcgen05_cp", "early_read", "HazardError: TMEM race on TMEM: thread 0 reads TMEM lane 0 column 0 at L14 that the tcgen05.cp"),
+    ("tcgen05_cp", "early_read", "HazardError: TMEM race on T: thread 0 reads TMEM lane 0 column 0 at L14 that the tcgen05.cp"),
     ("tcgen05_cp", "no_after_fence", "but no tcgen05.fence::after_thread_sync orders the ld after it"),
     ("tcgen05_cp", "other_thread", "tcgen05.cp at L12 was never committed by its issuing thread"),
 ]

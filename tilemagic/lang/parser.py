@@ -839,6 +839,15 @@ def _closest(word: str, choices: Iterable[str]) -> str | None:
     return found[0] if found else None
 
 
+def _swapped_factors(word: str, choices: Iterable[str]) -> str | None:
+    """``AxBb`` -> ``BxAb`` when that is a choice (``shape=256x128b`` means ``128x256b``, not ``64x128b``)."""
+    m = re.fullmatch(r"([0-9]+)x([0-9]+)(b?)", word)
+    if not m:
+        return None
+    swapped = f"{m.group(2)}x{m.group(1)}{m.group(3)}"
+    return swapped if swapped in set(choices) else None
+
+
 def _copy_option(ln: _Line, tree: Tree, is_async: bool, seen: dict[str, A.CopyOption]) -> A.CopyOption:
     """One ``KEY=VALUE`` of a copy, validated: known key, given once, legal for the op, a legal value."""
     key_tok, v_tok = tree.children
@@ -897,7 +906,7 @@ def _copy_option(ln: _Line, tree: Tree, is_async: bool, seen: dict[str, A.CopyOp
         expr = int(value)
     elif allowed is not None:
         if value not in allowed:
-            close = _closest(value, allowed)
+            close = _swapped_factors(value, allowed) or _closest(value, allowed)
             ln.error(f"unknown {key} value '{_show(value)}'; expected {_join_or(list(allowed))}", vspan,
                      hint=f"did you mean `{key}={close}`?" if close else f"write `{key}={allowed[0]}`")
     elif not _IDENT.fullmatch(value):  # mbar: the name of a declared mbarrier

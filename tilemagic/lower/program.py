@@ -150,6 +150,39 @@ class TypedProgram:
 
 
 # ----------------------------------------------------------------------------- layouts
+def _cp_shard_text(c, cols: int) -> str | None:
+    """The TMEM layout a tcgen05.cp shape ``c`` (:class:`tilemagic.arch.tcgen05.CpShape`) writes, in cell syntax:
+    its row -> lane map (one stride, or an outer and an inner one) and its replicas; None when the map is neither."""
+    lane, n = c.lane_of_row, c.rows
+    s1 = lane[1] if n > 1 else 1
+    k = next((i for i in range(1, n) if lane[i] != i * s1), n)
+    if k == n:
+        shard = f"S[({n}, {cols}) : ({s1}@TLane, 1@TCol)]"
+    elif n % k == 0 and all(lane[i] == (i // k) * lane[k] + (i % k) * s1 for i in range(n)):
+        shard = f"S[({n // k}, {k}, {cols}) : ({lane[k]}@TLane, {s1}@TLane, 1@TCol)]"
+    else:
+        return None
+    reps = c.replicas
+    return shard + (f" + R[{len(reps)} : {reps[1]}@TLane]" if len(reps) > 1 else "")
+
+
+def _tmem_layout_hint(rows: int, cols: int) -> str:
+    """A hint for a tmem buffer of ``rows`` lanes declared without a layout: the datapath layouts
+    (:func:`tilemagic.layout.tmem_datapath_layout`) and the tcgen05.cp layouts
+    (:data:`tilemagic.arch.tcgen05.CP_SHAPES`) of that many rows."""
+    from ..arch import tcgen05 as tc
+
+    ways = {64: ["`@ datapath(F, sub_slab=0)` or `@ datapath(B)` (tcgen05.ld/st)"],
+            32: ["`@ datapath(G)` (tcgen05.ld/st)"]}.get(rows, [])
+    for c in tc.CP_SHAPES.values():
+        text = _cp_shard_text(c, cols) if c.rows == rows else None
+        if text:
+            ways.append(f"`@ {text}` (tcgen05.cp {c.key})")
+    if not ways:
+        return f"declare its lanes, e.g. `@ S[({rows}, {cols}) : (1@TLane, 1@TCol)]`"
+    return f"for {rows} rows add " + "; or ".join(ways)
+
+
 def _layout_from_ast(decl: ast.BufferDecl):
     from ..layout import row_major, tcgen05_atom_layout, tmem_datapath_layout
 
@@ -165,7 +198,7 @@ def _layout_from_ast(decl: ast.BufferDecl):
             raise TileTypeError(
                 f"a {shape[0]}-row tmem buffer needs a layout; the default is datapath D for 128 rows",
                 decl.shape_span,
-                hint="add `@ datapath(F, sub_slab=0)` or `@ datapath(B)` for 64 rows",
+                hint=_tmem_layout_hint(shape[0], shape[1]),
             )
         return row_major(shape), None, 0
     try:
@@ -684,6 +717,8 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
                 _check_guard_scope(it.guard, it.op.exec_scope, threads, rank=rk)
             elif isinstance(it, ast.WaitStmt) and it.guard is not None:  # tcgen05.wait::ld|st.sync.aligned: warps
                 _check_guard_scope(it.guard, "warp", threads, what=f"`wait {it.kind}` (.sync.aligned)", rank=rk)
+            elif isinstance(it, TcgenCommitItem):
+                _check_commit_threads(it, threads, rk)
 
     # ---- TMEM plan (PTX ISA 9.0 §9.7.16.7.1: power of two >= 32 columns, <= 512)
     tmem = [b for b in bufs.values() if b.scope == "tmem"]
@@ -709,6 +744,22 @@ def check(prog: ast.Program, name: str | None = None, *, name_span: Span | None 
         tmem_cols = check_tmem_columns(max(b.tmem_col + b.tmem_ncols for b in tmem), tmem, lim)
     return TypedProgram(kname, threads, bufs, tmem_cols, items, prog.source,
                         prog.kernel.span if prog.kernel else None, cluster=cluster)
+
+
+def _check_commit_threads(it: TcgenCommitItem, threads: int, rank: int) -> None:
+    """More threads execute a ``tcgen05.commit BAR`` than ``BAR`` counts arrivals: every committing thread's commit
+    is one arrive (count 1) on ``BAR`` (PTX ISA 9.0 §9.7.16.12.1), so they complete several phases at once and a
+    ``wait BAR phase P`` no longer names one (§9.7.13.15.16).  Only the thread that issued the tcgen05.cp commits."""
+    n = guard_threads(it.guard, threads, rank)
+    count = it.bar.mbar_count or 1
+    if n <= count:
+        return
+    who = f"all {n} threads" if it.guard is None else f"{n} threads (`if {it.guard}`)"
+    raise TileTypeError(
+        f"{who} commit to mbarrier {it.bar.name}, a barrier of count {count}: each tcgen05.commit is one arrive "
+        f"(PTX ISA 9.0 §9.7.16.12.1), so {n} arrives complete {n // count} phase{'s' if n // count > 1 else ''} "
+        f"and `wait {it.bar.name} phase P` names none of them", it.span,
+        hint=f"only the thread that issued the tcgen05.cp commits: `if tx == 0: tcgen05.commit {it.bar.name}`")
 
 
 def _commit_item(item: ast.TcgenCommitStmt, bufs: dict[str, ir.Buffer], cluster: int) -> TcgenCommitItem:
@@ -879,7 +930,8 @@ def lower(tp: TypedProgram,
             body += stmts
         elif isinstance(item, CopyItem):
             op = item.op
-            ctx = DispatchContext(target, tp.threads, op.exec_scope, b, cluster=tp.cluster)
+            ctx = DispatchContext(target, tp.threads, op.exec_scope, b, cluster=tp.cluster,
+                                  guard=None if item.guard is None else guard_expr(item.guard))
             stmts, rec = run_dispatch(op, ctx)
             records.append(rec)
             warns += ctx.warnings
@@ -975,7 +1027,8 @@ def _lower_ranked(item: CopyItem, target: TargetSpec, tp: TypedProgram,
     recs: list[DispatchRecord] = []
     warns: list[tuple[str, Span | None]] = []
     for op in item.ranked:
-        ctx = DispatchContext(target, tp.threads, op.exec_scope, b, cluster=tp.cluster)
+        ctx = DispatchContext(target, tp.threads, op.exec_scope, b, cluster=tp.cluster,
+                              guard=None if item.guard is None else guard_expr(item.guard))
         try:
             stmts, rec = run_dispatch(op, ctx)
         except DispatchError as e:

@@ -654,6 +654,8 @@ class AsyncModel:
             else:
                 break
         c = m.phase
+        if c == 0 and s.parity == 1 and (m.commits or m.copies or m.expect > 0):
+            self._fresh_parity(m, s, ts)
         # the phase each thread's wait names: the first one of this parity it has not seen complete
         q = m.seen[ts] + ((m.seen[ts] & 1) != s.parity)
         old = q <= c - 2
@@ -689,6 +691,18 @@ class AsyncModel:
                 m.remote_landed = left
         m.seen[ts] = np.maximum(m.seen[ts], c)
         self.hb.event("wait", ts, s.span, barrier=m.buf.name, phase=c - 1)
+
+    def _fresh_parity(self, m: _Mbar, s: ir.MbarWait, ts: np.ndarray) -> None:
+        """A ``wait BAR phase 1`` on a barrier that has completed no phase yet, while copies (TMA bytes, or a
+        tcgen05.commit's cps) are to complete its phase 0: ``try_wait.parity 1`` returns at once (the phase before
+        phase 0 counts as complete, PTX ISA 9.0 §9.7.13.15.16), so the wait observes nothing of them."""
+        what = "the tcgen05.commit's arrive completes" if m.commits else "the copies' bytes complete"
+        name = self.bar_label(m)
+        self.hb.async_hazard("mbarrier-parity", f"hazard: the wait at {_line(s.span)} on mbarrier {name} phase 1 "
+                             f"returned at once: {m.buf.name} had completed no phase yet, and `try_wait.parity 1` "
+                             f"passes on a fresh barrier (PTX ISA 9.0 §9.7.13.15.16); {what} phase 0: "
+                             f"`wait {m.buf.name} phase 0`", s.span, m.arrive_span, m.buf.name,
+                             (int(ts[0]), int(ts[0])))
 
     def missing(self, m: _Mbar) -> str:
         """What keeps the current phase of ``m`` from completing."""
@@ -1087,6 +1101,18 @@ class AsyncModel:
             else:
                 self._land_commit(m, cm)
 
+    def _uncommitted_hint(self, bar: str) -> str:
+        """For a hang on ``bar``: the tcgen05.cp issued but not committed yet (a missing ``tcgen05.commit``)."""
+        pending = sorted({(cp.s.span.line if cp.s.span else 0, t) for t, cps in self.tc_pending.items()
+                          for cp in cps})
+        if not pending:
+            return ""
+        lines = sorted({ln for ln, _ in pending})
+        who = sorted({t for _, t in pending})
+        at = ", ".join(f"L{ln}" for ln in lines)
+        return (f"; the tcgen05.cp at {at} has no tcgen05.commit by its issuing thread ({self.who(np.asarray(who))}):"
+                f" add `if tx == {who[0]}: tcgen05.commit {bar}` after it (PTX ISA 9.0 §9.7.16.12.1)")
+
     def _uncommitted_text(self, cp: _TcCp) -> tuple[str, str, Span | None]:
         """:func:`_commit_mistake` of a copy never committed, in this CTA."""
         return _commit_mistake(cp, self.tc_commits, self.who)
@@ -1163,7 +1189,8 @@ class AsyncModel:
             c = m.phase
             done = f"; it completed {c} phase{'s' if c != 1 else ''}" if c else ""
             parts.append(f"mbarrier {self.bar_label(m)} phase {c} never completes: {self.missing(m)}{done} — "
-                         f"{self.who(ts)} wait at {_line(w.span)} (`wait {m.buf.name} phase {w.parity}`)")
+                         f"{self.who(ts)} wait at {_line(w.span)} (`wait {m.buf.name} phase {w.parity}`)"
+                         + self._uncommitted_hint(m.buf.name))
             if first is None:
                 first = (w.span, m.arrive_span or m.copy_span or (m.init[2] if m.init else None), m.buf.name,
                          (int(ts[0]) + self.off, int(ts[0]) + self.off))

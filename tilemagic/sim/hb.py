@@ -131,7 +131,8 @@ class Hazard:
         ``"raw"``, ``"war"``, ``"waw"`` (races between threads, of one CTA or of two in a cluster), ``"ld-read"``,
         ``"ld-overwrite"``
         (registers of an in-flight ``tcgen05.ld``), ``"st-overwrite"`` (source registers of an
-        in-flight ``tcgen05.st``), ``"st-read"`` (TMEM an in-flight ``tcgen05.st`` writes),
+        in-flight ``tcgen05.st``), ``"st-read"`` (TMEM an in-flight ``tcgen05.st`` writes), ``"st-write"`` /
+        ``"ld-write"`` (a tcgen05.cp over TMEM an in-flight ``tcgen05.st`` writes / ``tcgen05.ld`` reads),
         ``"st-dealloc"``, ``"uninit"``; asynchronous copies (:mod:`tilemagic.sim.asyncmodel`): ``"async-read"``,
         ``"async-write"`` (bytes a copy has in flight; or a dsmem copy's source, written without being ordered after
         the destination's wait that observed the copy: :meth:`Tracker.read_observed`), ``"proxy"`` (an async-proxy
@@ -471,6 +472,7 @@ class _Space:
                  writes: bool, init: bool | None):
         self.name, self.label, self.elem_bytes, self.unit = name, label, elem_bytes, unit
         self.buf: ir.Buffer | None = None  # (set by the tracker: names elements by their logical index)
+        self.tmem_bufs: list[ir.Buffer] = []  # (TMEM: the kernel's tmem buffers, aliases last; :meth:`owner`)
         self.has_w, self.has_r, self.has_init = writes, reads and writes, init is not None
         n = nbytes // unit
         # (a side that is not tracked is an empty array)
@@ -522,6 +524,16 @@ class _Space:
             return (cell // tc.TMEM_COLS, cell % tc.TMEM_COLS)
         return byte // self.elem_bytes
 
+    def owner(self, u: int) -> str:
+        """The declared buffer unit ``u`` belongs to: a TMEM cell's buffer by its columns (a buffer before an
+        ``at OTHER`` alias of it), else the space's name (``TMEM`` for a cell no buffer declares)."""
+        if self.name == "TMEM":
+            col = self.element(u)[1]  # type: ignore[index]
+            for b in self.tmem_bufs:
+                if b.tmem_col <= col < b.tmem_col + max(b.tmem_ncols, 1):
+                    return b.name
+        return self.name
+
     def where(self, u: int) -> str:
         e = self.element(u)
         if isinstance(e, tuple):
@@ -545,6 +557,47 @@ def async_race_text(label: str, name: str, thread: str, verb: str, where: str, l
     tail = "" if issuing is None else " (each issue is a copy of its own: two copies in flight write one destination)"
     return (f"hazard: {label} race on {name}: {who} {verb} {where} at {line} that {what} at {at}, before "
             f"{until}{tail}")
+
+class _TcgenFlight:
+    """TMEM cells a ``tcgen05.ld`` (reads) or ``tcgen05.st`` (writes) still has in flight: per cell the issuing
+    thread (``owner``, ``_NONE``: none) and the access id, until that thread's ``tcgen05.wait::ld`` / ``::st``
+    (PTX ISA 9.0 §9.7.16.8.5: only the wait says the instruction's TMEM accesses are done).  ``cells``: the cell
+    sets (slice, block or index array) issued with cells in flight, in issue order."""
+
+    def __init__(self, ncells: int, tdt):
+        self.owner = np.full(ncells, _NONE, tdt)
+        self.aid = np.zeros(ncells, np.int32)
+        self.cells: list = []
+
+    def issue(self, cix, threads, aid: int) -> None:
+        _set(self.owner, cix, np.asarray(threads).astype(self.owner.dtype, copy=False))
+        _set(self.aid, cix, aid)
+        if not any(c is cix for c in self.cells):
+            self.cells.append(cix)
+
+    def hits(self, cix, threads) -> list[tuple[int, int, int, int]]:
+        """The cells of ``cix`` in flight, the first one per instruction (:func:`_first_per`): ``(cell, accessing
+        thread, issuing thread, access id)``; ``threads``: the accessing thread of each cell (or one for all)."""
+        busy = _get(self.owner, cix) != _NONE
+        if not busy.any():
+            return []
+        th = np.broadcast_to(_arr(threads), busy.shape)
+        return [(c, int(th[i]), int(self.owner[c]), int(self.aid[c]))
+                for i in _first_per(_get(self.aid, cix), busy) for c in (_at(cix, i),)]
+
+    def wait(self, tids: np.ndarray, t0: int, dense: bool) -> None:
+        """The threads ``tids`` (``dense``: the range from ``t0``) ran the wait: their cells are done."""
+        left = []
+        for cix in self.cells:
+            own = _get(self.owner, cix)
+            mine = ((own >= t0) & (own < t0 + tids.size)) if dense else np.isin(own, tids)
+            if mine.any():
+                own = np.where(mine, _NONE, own).astype(self.owner.dtype, copy=False)
+                _set(self.owner, cix, own)
+            if (own != _NONE).any():
+                left.append(cix)
+        self.cells = left
+
 
 class Tracker:
     """Happens-before state of one simulated CTA; the simulator calls it at every access point.
@@ -656,6 +709,7 @@ class Tracker:
             if b.name in self.spaces:
                 self.spaces[b.name].buf = b
         self.tmem = _Space("TMEM", "TMEM", TMEM_BYTES, 4, 4, self._tdt, reads=True, writes=True, init=False)
+        self.tmem.tmem_bufs = sorted(kernel.tmem, key=lambda b: b.alias_of is not None)
         # registers: init bit, in-flight state and the access id that set it, per (thread, unit)
         self.regs = {}
         for b in kernel.locals:
@@ -670,9 +724,8 @@ class Tracker:
         self._tc_fenced: dict[int, np.ndarray] = {}
         self._acq_span: list[Span | None] = [None] * nthreads
         self._cta_sync_span: Span | None = None
-        self.st_owner = np.full(TMEM_BYTES // 4, _NONE, self._tdt)  # TMEM cells an in-flight tcgen05.st writes
-        self.st_aid = np.zeros(TMEM_BYTES // 4, np.int32)
-        self._st_cells: list = []  # the cell sets (slice, block or index array) of the stores with cells in flight
+        self._st = _TcgenFlight(TMEM_BYTES // 4, self._tdt)  # TMEM cells an in-flight tcgen05.st writes
+        self._ld = _TcgenFlight(TMEM_BYTES // 4, self._tdt)  # TMEM cells an in-flight tcgen05.ld reads
         for reason, span in self.accesses.data_dependent:
             self.incomplete(reason, span)
 
@@ -1041,7 +1094,8 @@ class Tracker:
             op = int(ops[i])
             what, at, until = self._async_ops[op]
             ti = int(np.broadcast_to(_arr(t), ops.shape)[i])
-            msg = async_race_text(sp.label, sp.name, self.tname(ti), verb, sp.where(_at(ix, int(i))), _line(span), what,
+            u = _at(ix, int(i))
+            msg = async_race_text(sp.label, sp.owner(u), self.tname(ti), verb, sp.where(u), _line(span), what,
                                   _line(at), until, self.issuing)
             kind = "async-read" if verb == "reads" else "async-write"
             self._hazard(kind, (kind, at, span, sp.name), msg, span, at, sp.name, sp.element(_at(ix, int(i))),
@@ -1108,29 +1162,29 @@ class Tracker:
 
     def _race(self, kind, sp: _Space, u, t, span, other, other_span, same_call=False) -> None:
         a, b = _line(span), _line(other_span)
-        where = sp.where(u)
+        where, name = sp.where(u), sp.owner(u)
         if kind == "raw" and other in self._agent_name:
             copy, cite = ("tcgen05.cp", "§9.7.16.6.1") if sp.name == "TMEM" else ("TMA copy", "§9.7.13.15.16")
-            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} reads {where} at {a} that the {copy} at "
+            msg = (f"hazard: {sp.label} race on {name}: {self.tname(t)} reads {where} at {a} that the {copy} at "
                    f"{b} "
                    f"wrote, without a `wait {self._agent_bar[other]} phase P` that observed its completion "
                    f"(read after write; a `cta_sync` with the issuing thread does not order it, only the waiters "
                    f"of the phase see the bytes, PTX ISA 9.0 {cite})")
         elif kind == "raw":
-            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} reads {where} at {a} that "
+            msg = (f"hazard: {sp.label} race on {name}: {self.tname(t)} reads {where} at {a} that "
                    f"{self.tname(other)} "
                    f"wrote at {b} with no synchronisation in between (read after write)")
         elif kind == "war":
             who = self.tname(other) if other >= 0 else "other threads"
-            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} writes {where} at {a} that {who} "
+            msg = (f"hazard: {sp.label} race on {name}: {self.tname(t)} writes {where} at {a} that {who} "
                    f"read at {b} with no synchronisation in between (write after read)")
         elif same_call:
-            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(other, t)} write different values to "
+            msg = (f"hazard: {sp.label} race on {name}: {self.tname(other, t)} write different values to "
                    f"{where} at {a} (write after write)")
         else:
             who = self._who(other) if sp.name != "TMEM" or other not in self._agent_name else \
                 f"the tcgen05.cp completing on mbarrier {self._agent_name[other]}"
-            msg = (f"hazard: {sp.label} race on {sp.name}: {self.tname(t)} writes {where} at {a} that "
+            msg = (f"hazard: {sp.label} race on {name}: {self.tname(t)} writes {where} at {a} that "
                    f"{who} also wrote at {b} with no synchronisation in between (write after write)")
         if sp.name == "TMEM":
             msg += " — on a GPU the two tcgen05 operations may run in either order"
@@ -1466,21 +1520,13 @@ class Tracker:
                         p[tids] = rows
                 if not p.any():
                     self._in_flight_regs.discard(name)
-            if kind == "wait_st" and self._st_cells:  # the cells of the stores still in flight, by issue
-                left = []
-                for cix in self._st_cells:
-                    own = _get(self.st_owner, cix)
-                    mine = ((own >= t0) & (own < t0 + tids.size)) if dense else np.isin(own, tids)
-                    if mine.any():
-                        own = np.where(mine, _NONE, own).astype(self.st_owner.dtype, copy=False)
-                        _set(self.st_owner, cix, own)
-                    if (own != _NONE).any():
-                        left.append(cix)
-                self._st_cells = left
+            flight = self._ld if kind == "wait_ld" else self._st  # the cells still in flight, by issue
+            if flight.cells:
+                flight.wait(tids, t0, bool(dense))
         elif kind == "dealloc":
-            left = self.st_owner != _NONE
+            left = self._st.owner != _NONE
             if left.any():
-                st = self._aid_span[int(self.st_aid[int(np.argmax(left))])]
+                st = self._aid_span[int(self._st.aid[int(np.argmax(left))])]
                 msg = (f"hazard: TMEM is freed at {_line(span)} while the tcgen05.st at {_line(st)} has not been "
                        f"waited for (`wait st`)")
                 self._hazard("st-dealloc", ("st-dealloc", st), msg, span, st, "TMEM", 0, (-1, -1))
@@ -1529,6 +1575,7 @@ class Tracker:
             pend[at] = _LD
             paid[at] = aid
             self._in_flight_regs.add(local.name)
+            self._ld.issue(cix, cthreads, aid)
         else:
             init = self.read(local, reg, None, span)
             if init.size == cells.size:
@@ -1543,10 +1590,7 @@ class Tracker:
                 pend[at] = np.where(pend[at] == _LD, _LD, _ST)
             paid[at] = aid
             self._in_flight_regs.add(local.name)
-            _set(self.st_owner, cix, np.asarray(cthreads).astype(self.st_owner.dtype, copy=False))
-            _set(self.st_aid, cix, aid)
-            if not any(c is cix for c in self._st_cells):
-                self._st_cells.append(cix)
+            self._st.issue(cix, cthreads, aid)
 
     def _st_in_flight(self, cix, cthreads, span: Span | None, what: str) -> None:
         """Report the TMEM cells ``cix`` (cell indices ``lane * 512 + col``, as :meth:`_tcgen`'s; ``cthreads`` the
@@ -1555,15 +1599,9 @@ class Tracker:
         orders the threads, not the st's completion) — one report per st and accessing statement (:func:`_first_per`).
         ``what``: the access, ``"tcgen05.ld"`` (it may read the old values: read after write) or ``"tcgen05.cp"``
         (an asynchronous write of the cells: the two writes may land in either order, write after write)."""
-        busy = _get(self.st_owner, cix) != _NONE
-        if not busy.any():
-            return
-        for i in _first_per(_get(self.st_aid, cix), busy):
-            cell = _at(cix, i)
-            st = self._aid_span[int(self.st_aid[cell])]
+        for cell, tci, owner, aid in self._st.hits(cix, cthreads):
+            st = self._aid_span[aid]
             lane, col = divmod(cell, tc.TMEM_COLS)
-            tci = int(np.broadcast_to(_arr(cthreads), busy.shape)[i])
-            owner = int(self.st_owner[cell])
             if what == "tcgen05.ld":
                 kind = "st-read"
                 msg = (f"hazard: the tcgen05.ld at {_line(span)} reads TMEM columns the tcgen05.st at "
@@ -1585,10 +1623,28 @@ class Tracker:
         flight is a write-after-write hazard at both lines (:meth:`_st_in_flight`), however the threads are
         ordered; the race with earlier accesses is :meth:`write`'s.  (The converse, a st over cells the copy has
         in flight, is :meth:`write`'s in-flight check, :meth:`in_flight`.)"""
-        if not self._st_cells:
+        if not self._st.cells and not self._ld.cells:
             return
         cix = np.asarray(cells, np.int64).reshape(-1)
         self._st_in_flight(cix, int(thread), span, what)
+        self._ld_in_flight(cix, int(thread), span, what)
+
+    def _ld_in_flight(self, cix, thread: int, span: Span | None, what: str) -> None:
+        """Report the TMEM cells ``cix`` that an asynchronous write (``what``, a ``tcgen05.cp`` issued by
+        ``thread``) targets while a ``tcgen05.ld`` may still be reading them: its issuing thread has not run
+        ``tcgen05.wait::ld`` (PTX ISA 9.0 §9.7.16.8.5: the ld's reads are complete only at the wait; a barrier
+        orders the threads, not the ld's completion) — a write after read at both lines, one report per ld and
+        writing statement."""
+        for cell, _, owner, aid in self._ld.hits(cix, thread):
+            ld = self._aid_span[aid]
+            lane, col = divmod(cell, tc.TMEM_COLS)
+            msg = (f"hazard: TMEM write after read: the {what} at {_line(span)} ({self.tname(thread)}) writes TMEM "
+                   f"lane {lane} column {col} that the tcgen05.ld at {_line(ld)} may still be reading: "
+                   f"{self.tname(owner)} has not run `wait ld` since (PTX ISA 9.0 §9.7.16.8.5; a barrier orders "
+                   f"the threads, not the ld's completion), so the ld's registers may receive the copy's values "
+                   f"— add `wait ld` after L{ld.line if ld else 0}, before the barrier that orders it before "
+                   f"L{span.line if span else 0}")
+            self._hazard("ld-write", ("ld-write", ld, span), msg, span, ld, "TMEM", (lane, col), (thread, owner))
 
     def tcgen_fence(self, tids: np.ndarray, kind: str) -> None:
         """``tcgen05.fence::after_thread_sync`` (``kind`` ``"after_thread_sync"``) of ``tids``: their later tcgen05

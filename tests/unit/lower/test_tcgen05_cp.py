@@ -36,7 +36,8 @@ def _declined(op, *bufs, threads: int = 128) -> tuple[str, object]:
     with pytest.raises(DispatchError) as ei:
         cp_dispatch(op, *bufs, threads=threads)
     tp = TypedProgram("k", threads, {b.name: b for b in bufs}, 512, [])
-    ctx = DispatchContext(TargetSpec("cuda", "sm_100a"), threads, op.exec_scope, KernelBuilder(tp))
+    ctx = DispatchContext(TargetSpec("cuda", "sm_100a"), threads, op.exec_scope, KernelBuilder(tp),
+                          guard=ir.Bin("==", ir.ThreadVar("tx"), ir.Const(0)))  # (`if tx == 0:`, as cp_dispatch)
     with pytest.raises(DispatchFail) as fi:
         tcgen05_cp.copy_async_schedule_smem_tmem(op, ctx)
     why = str(fi.value)
@@ -226,9 +227,9 @@ def test_sbo_not_16_byte_multiple_names_the_chunk():
 
 
 @pytest.mark.parametrize("params,needle", [
-    ((3, 2, 3), "128B swizzle needs swizzle(3, 3, 3) over 16-bit rows of 128 B, S is swizzle(3, 2, 3)"),
-    ((2, 3, 3), "128B swizzle needs swizzle(3, 3, 3) over 16-bit rows of 128 B, S is swizzle(2, 3, 3)"),
-    ((3, 3, 4), "128B swizzle needs swizzle(3, 3, 3) over 16-bit rows of 128 B, S is swizzle(3, 3, 4)"),
+    ((3, 2, 3), "128B swizzle needs swizzle(3, 3, 3) over rows of 128 B of 16-bit elements, S is swizzle(3, 2, 3)"),
+    ((2, 3, 3), "128B swizzle needs swizzle(3, 3, 3) over rows of 128 B of 16-bit elements, S is swizzle(2, 3, 3)"),
+    ((3, 3, 4), "128B swizzle needs swizzle(3, 3, 3) over rows of 128 B of 16-bit elements, S is swizzle(3, 3, 4)"),
 ])
 def test_non_canonical_swizzle_family(params, needle):
     S, T = cp_buffers("bfloat16", (128, 64), ComposeLayout(*params, row_major((128, 64)), bare=True), (128, 64),
@@ -243,7 +244,7 @@ def test_sub_tile_a_32x128b_cp_cannot_read():
     not swizzled."""
     S, T = cp_buffers("float32", (32, 8), None, (32, 4), cp_tmem_layout("32x128b.warpx4", 4))
     why, det = _declined(copy_async_op(region(T), region(S, (0, 0), (32, 4)), shape="32x128b"), S, T)
-    assert "32B swizzle needs swizzle(2, 1, 3) over 32-bit rows of 32 B, S is not swizzled" in why
+    assert "32B swizzle needs swizzle(2, 1, 3) over rows of 32 B of 32-bit elements, S is not swizzled" in why
     assert det.rule == "swizzle"
 
 

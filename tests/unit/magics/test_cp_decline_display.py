@@ -66,7 +66,7 @@ def test_swizzle_decline_shows_the_picture_in_html(ip):
     err, shown = _run(ip, "--launch off", SWIZZLE_CELL)
     (bundle,) = shown  # one display: the decline, before the error
     line = ("L10 smem->tmem declined (128x256b, rule swizzle): S at byte 0: 128B swizzle needs swizzle(2, 3, 3) over "
-            "32-bit rows of 128 B, S is swizzle(1, 3, 3)")
+            "rows of 128 B of 32-bit elements, S is swizzle(1, 3, 3)")
     assert bundle["text/plain"].startswith(line) and "\n" not in bundle["text/plain"]
     html = bundle["text/html"]
     assert html.count(PNG_IMG) == 1 and 'src="data:image/png;base64,' in html

@@ -275,7 +275,7 @@ def test_source_rewritten_by_threads_that_did_not_wait():
 def test_tmem_read_before_the_wait():
     launch, hz = _cell_hazards(HB_CELL.replace(READ_BACK, "wg.copy_async r <- all\nwait ld\nwait done phase 0\n"
                                                "tcgen05.fence::after_thread_sync\n"))
-    assert any(h.startswith("hazard: TMEM race on TMEM: thread 0 reads TMEM lane 0 column 0 at L15 that the "
+    assert any(h.startswith("hazard: TMEM race on T: thread 0 reads TMEM lane 0 column 0 at L15 that the "
                             "tcgen05.cp writes at L13") for h in hz), hz
     assert not launch.passed  # (the simulator runs the ld before the copy lands: B is TMEM's garbage)
 
@@ -303,7 +303,7 @@ def test_a_cta_sync_after_one_threads_wait_orders_and_fences():
     assert _hazards(build(True))[2] == []
     # and without the cta_sync the other threads read TMEM they are not ordered after
     _, _, hz = _hazards(build(False))
-    assert any(h.startswith("hazard: TMEM race on TMEM: thread 1 reads TMEM lane 1 column 0 at L13 that the "
+    assert any(h.startswith("hazard: TMEM race on T: thread 1 reads TMEM lane 1 column 0 at L13 that the "
                             "tcgen05.cp at L90 wrote, without a `wait done phase P` that observed its completion")
                for h in hz), hz
 
@@ -322,7 +322,7 @@ def _commit_elsewhere():
 
 def test_commit_by_another_thread():
     sim, _, hz = _hazards(_commit_elsewhere())
-    assert any(h.startswith("hazard: TMEM race on TMEM: thread 0 reads TMEM lane 0 column 0 at L13 that the "
+    assert any(h.startswith("hazard: TMEM race on T: thread 0 reads TMEM lane 0 column 0 at L13 that the "
                             "tcgen05.cp writes at L90") for h in hz), hz
     assert any(h.startswith("hazard: tcgen05.cp at L90 was never committed by its issuing thread (thread 0): "
                             f"the tcgen05.commit at L{CP} is thread 1's") and h.endswith("commit from thread 0, "
@@ -366,7 +366,7 @@ def test_cp_then_st_on_the_same_cells_unordered():
     cell = CP_SPLICE_CELL.replace("cta_sync\nwait done", "cta_sync\nwg.copy_async T <- r\nwait st\nwait done")
     kernel = _move_issue_before(spliced_cp_kernel(_cell("float32", cell), _plain)[0], 12)
     _, _, hz = _hazards(kernel)
-    assert any(h.startswith("hazard: TMEM race on TMEM: thread 0 writes TMEM lane 0 column 0 at L12 that the "
+    assert any(h.startswith("hazard: TMEM race on T: thread 0 writes TMEM lane 0 column 0 at L12 that the "
                             "tcgen05.cp writes at L90") for h in hz), hz
 
 
@@ -374,7 +374,7 @@ def test_st_after_the_copy_landed_by_a_thread_that_did_not_wait():
     cell = CP_SPLICE_CELL.replace("wait done phase 0\n", "wait done phase 0\nwg.copy_async T <- r\nwait st\n")
     kernel = _guard_wait(spliced_cp_kernel(_cell("float32", cell), _plain)[0])
     _, _, hz = _hazards(kernel)
-    assert any(h.startswith("hazard: TMEM race on TMEM: thread 1 writes TMEM lane 1 column 0 at L13 that the "
+    assert any(h.startswith("hazard: TMEM race on T: thread 1 writes TMEM lane 1 column 0 at L13 that the "
                             "tcgen05.cp completing on mbarrier done also wrote at L90") for h in hz), hz
     assert not any("thread 0 writes TMEM" in h for h in hz), hz
 
@@ -382,7 +382,7 @@ def test_st_after_the_copy_landed_by_a_thread_that_did_not_wait():
 def test_two_cps_on_the_same_cells():
     kernel, _ = spliced_cp_kernel(_cell("float32"), lambda b, addr: _plain(b, addr) * 2)
     _, _, hz = _hazards(kernel)
-    assert hz == ["hazard: TMEM race on TMEM: the tcgen05.cp issued by thread 0 writes TMEM lane 0 column 0 at L90 "
+    assert hz == ["hazard: TMEM race on T: the tcgen05.cp issued by thread 0 writes TMEM lane 0 column 0 at L90 "
                   "that the tcgen05.cp writes at L90, before the commit of its thread arrived and a wait observed it "
                   "(PTX ISA 9.0 §9.7.16.6.1) (each issue is a copy of its own: two copies in flight write one "
                   "destination)"]

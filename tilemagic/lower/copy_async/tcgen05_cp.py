@@ -27,6 +27,11 @@ G. the TMEM column offset a multiple of 4 cells, the lane offset plus the footpr
 H. the middles correspond one to one; their strides are 16-byte multiples (shared) and whole columns or lanes
    (TMEM): one ``ir.TcgenCp`` per middle index, unrolled.
 
+Where TVM accepts silently, the emitter declines with the fix too: an option of another copy (``mbar=``, ``oob=``,
+``cache_hint=``, ``cta_mask=``, ``remote_cta_id=``, ``use_tma_reduce=``: :data:`FOREIGN_OPTIONS`), a
+``thread.copy_async`` that more than one thread executes (no guard, or one that elects several: ``ctx.guard``), and,
+without ``shape=``, a multicast shape that cannot hold the copy's rows is set aside with that reason.
+
 Every rule that fails declines with the rule and the fix (TVM raises bare ``ValueError``\\ s) and a
 :class:`~tilemagic.lower.dispatch.DeclineDetail` naming where it broke.  Before emitting, the plan is checked
 element by element: every cp is walked as the hardware reads its descriptor
@@ -46,6 +51,8 @@ from ...arch import smem_desc
 from ...arch import tcgen05 as tc
 from ...errors import InternalError
 from ...ir import nodes as ir
+from ...ir.evaluate import Undetermined, eval_static
+from ...ir.printer import expr_str
 from ...layout import TileLayout, row_major
 from ...layout.smem_matrix import cp_source_addresses
 from ...layout.swizzle import ComposeLayout
@@ -65,6 +72,20 @@ CTA_GROUP2_REASON = ("cta_group::2 needs TMEM in a cluster of CTA pairs, which t
                      "use cta_group=1")
 DECOMPRESS_REASON = ("TVM 0.27's planner does not support decompress; the ISA gives the bit placement only as "
                      "figures (PTX ISA 9.0 §9.7.16.9.1): copy the data undecompressed (no decompress=)")
+#: copy_async options of other variants that tcgen05.cp has no operand for, and why each is declined rather than
+#: dropped (TVM 0.27 ``copy_tcgen05_cp_impl`` ignores config keys it does not read): a dropped ``mbar=`` would
+#: leave the kernel waiting on an arrive that never comes.
+FOREIGN_OPTIONS = {
+    "mbar": ("tcgen05.cp takes no mbar=: its completion is the issuing thread's `tcgen05.commit {bar}` "
+             "(PTX ISA 9.0 §9.7.16.12.1): drop mbar= and write `if tx == 0: tcgen05.commit {bar}` after the copy"),
+    "oob": "tcgen05.cp reads shared memory only, it has no out-of-bounds fill (oob= is TMA's): drop oob=",
+    "cache_hint": "tcgen05.cp takes no cache hint (cache_hint= is TMA's and cp.async's): drop cache_hint=",
+    "cta_mask": ("tcgen05.cp has no multicast to CTAs (cta_mask= is TMA's; its multicast= is lanes): "
+                 "drop cta_mask="),
+    "remote_cta_id": ("tcgen05.cp writes the issuing CTA's TMEM (remote_cta_id= is the dsmem copy's): "
+                      "drop remote_cta_id="),
+    "use_tma_reduce": "tcgen05.cp does not reduce (use_tma_reduce= is TMA's): drop use_tma_reduce=",
+}
 
 
 @dataclass(frozen=True)
@@ -314,7 +335,7 @@ def plan_for_shape(op: CopyOp, ctx: DispatchContext, key: str) -> CpPlan:
                                                        or swz.atom_len != 3)):
         have = f"swizzle({swz.params_text()})" if swz is not None else "not swizzled"
         if sw:
-            msg = (f"{_SW_NAME[sw]} needs {family} over {bits}-bit rows of {atom_k} B, {sname} is {have}: "
+            msg = (f"{_SW_NAME[sw]} needs {family} over rows of {atom_k} B of {bits}-bit elements, {sname} is {have}: "
                    f"declare {sname} @ {family}")
         else:
             msg = (f"rows of {sname} are 16 B apart, which the descriptor reads without swizzle, but {sname} is "
@@ -504,8 +525,13 @@ def _choose(op: CopyOp, ctx: DispatchContext) -> CpPlan:
         return plan_for_shape(op, ctx, f"{shape}.{mc}" if mc else shape)
     reasons: list[str] = []
     first: DispatchFail | None = None
+    rows = op.dst.extents[0] if len(op.dst.extents) == 2 else None
     for key, c in tc.CP_SHAPES.items():
         if mc is not None and c.multicast != mc:
+            continue
+        if rows is not None and rows > c.rows and _fills_all_lanes(c):
+            reasons.append(f"{key}: cannot hold {rows} rows (one instruction reads {c.rows} rows and writes them "
+                           f"at lane offsets {', '.join(map(str, c.replicas))}: all {tc.TMEM_LANES} lanes)")
             continue
         try:
             return plan_for_shape(op, ctx, key)
@@ -515,8 +541,15 @@ def _choose(op: CopyOp, ctx: DispatchContext) -> CpPlan:
     if not reasons:
         known = sorted({c.multicast for c in tc.CP_SHAPES.values()} - {""})
         fail(f"unknown multicast {mc}: use one of {', '.join(known)}")
-    assert first is not None
-    fail("no tcgen05.cp shape fits the layouts; candidates rejected:\n  " + "\n  ".join(reasons), first.detail)
+    # (every candidate may have been set aside for its rows: then no plan ran and there is no place to mark)
+    fail("no tcgen05.cp shape fits the layouts; candidates rejected:\n  " + "\n  ".join(reasons),
+         first.detail if first is not None else None)
+
+
+def _fills_all_lanes(c: tc.CpShape) -> bool:
+    """Whether one instruction of shape ``c`` writes every TMEM lane (its rows and their replicas): a copy of more
+    than ``c.rows`` distinct rows cannot be issued as several of them, the middle has no lane left to step to."""
+    return max(c.lane_of_row) + max(c.replicas) + 1 >= tc.TMEM_LANES
 
 
 def validate_smem_tmem_copy(op: CopyOp, ctx: DispatchContext) -> Verdict:
@@ -543,6 +576,40 @@ def single_thread_exec(op: CopyOp, ctx: DispatchContext) -> Verdict:
     return ok, None if ok else f"expected thread exec_scope, got {ctx.scope_kind}"
 
 
+def _decline_foreign_options(op: CopyOp) -> None:
+    """Decline an option of :data:`FOREIGN_OPTIONS` (TVM 0.27 ignores it silently; we say so)."""
+    for key, why in FOREIGN_OPTIONS.items():
+        v = op.option(key)
+        if v is not None:
+            shown = v.name if isinstance(v, ir.Buffer) else v
+            fail(f"{key}={shown}: " + why.format(bar=shown if isinstance(v, ir.Buffer) else "BAR")
+                 + " (TVM 0.27 ignores a config key it does not read; tilemagic declines it)")
+
+
+def _decline_many_issuers(op: CopyOp, ctx: DispatchContext) -> None:
+    """Decline a ``thread.copy_async`` that more than one thread executes: each would issue every tcgen05.cp
+    of the copy (TVM's ``exec_scope`` thread accepts it, the guard being the caller's election).  A guard that
+    cannot be evaluated statically is the caller's to get right."""
+    tid = np.arange(max(ctx.threads, 1), dtype=np.int64)
+    if ctx.guard is None:
+        n = ctx.threads
+    else:
+        try:
+            rank = {ir.ThreadVar("cta_rank"): np.int64(op.rank or 0)}
+            n = int(np.count_nonzero(np.broadcast_to(np.asarray(eval_static(ctx.guard, tid, rank), bool),
+                                                     tid.shape)))
+        except Undetermined:
+            return
+    if n <= 1:
+        return
+    who = ("every thread of the CTA" if ctx.guard is None
+           else f"{n} threads (`if {expr_str(ctx.guard)}`)") + " would issue these tcgen05.cp"
+    fix = "no guard elects one" if ctx.guard is None else "the guard elects more than one"
+    at = op.text.find("thread.copy_async")
+    fail(f"{who} ({fix}; PTX ISA 9.0 §9.7.16.6: each issue is a copy of its own): write "
+         f"`if tx == 0: {op.text[at:] if at >= 0 else op.text}`")
+
+
 def _summary_text(plan: CpPlan) -> str:
     sw = {0: "no swizzle", 1: "32B swizzle", 2: "64B swizzle", 3: "128B swizzle"}[plan.swizzle]
     return f"LBO {plan.lbo} B, SBO {plan.sbo} B, {sw}"
@@ -560,6 +627,8 @@ def copy_async_schedule_smem_tmem(op: CopyOp, ctx: DispatchContext) -> Emitted:
     decline_past_edge(op)
     if op.option("decompress") is not None:
         fail(DECOMPRESS_REASON)
+    _decline_foreign_options(op)
+    _decline_many_issuers(op, ctx)
     cg = op.option("cta_group", 1)
     if str(cg) not in ("1", "2"):
         fail(f"cta_group={cg}: tcgen05.cp takes cta_group=1 or 2 (PTX ISA 9.0 §9.7.16.6.2)")
