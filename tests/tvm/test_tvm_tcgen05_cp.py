@@ -12,6 +12,7 @@ from helpers import (CP_MATRIX_DTYPES, copy_async_op, cp_buffers, cp_dispatch, c
                      region)
 
 from tilemagic.arch import tcgen05 as tc
+from tilemagic.cli import demo_source
 from tilemagic.errors import DispatchError
 from tilemagic.export.tvm_cp import CpFacts, compare_cp_plan, tvm_cp_plan
 from tilemagic.layout import TileLayout, row_major
@@ -171,26 +172,7 @@ def test_tvm_dispatched_tir_instructions(tvm, key, swizzle):
 
 # ----------------------------------------------------------------------------- whole cells: --export / --compare tvm
 #: docs/language.md's design cell (§"tcgen05.cp"): shared -> TMEM by tcgen05.cp, commit, fence, tcgen05.ld, check
-DESIGN_CELL = """%%tilecopy tcgen05_cp_roundtrip
-kernel tcgen05_cp_roundtrip threads=128
-global A: bfloat16[128, 64] = arange
-global B: bfloat16[128, 64] = zeros
-shared S: bfloat16[128, 64] @ swizzle(3, 3, 3)
-tmem   T: bfloat16[128, 64]
-local  r: bfloat16[128, 64] @ S[(128, 64) : (1@tid_in_wg, 1)]
-mbarrier done count=1
-wg.copy S <- A
-fence.proxy.async
-cta_sync
-if tx == 0: thread.copy_async T <- S
-if tx == 0: tcgen05.commit done
-wait done phase 0
-tcgen05.fence::after_thread_sync
-wg.copy_async r <- T
-wait ld
-wg.copy B <- r
-check B == A
-"""
+DESIGN_CELL = demo_source("tcgen05_cp_roundtrip")  # the design cell is the demo
 
 _COMMIT = '"commit", "cta_group::1", "mbarrier::arrive::one", "shared::cluster", "b64"'
 _AFTER = 'T.ptx.tcgen05("fence::after_thread_sync", "")'
