@@ -291,6 +291,16 @@ class TileLayout:
         s = 1 + sum((i.extent - 1) * abs(i.stride) for i in self.shard + self.replica if i.axis == axis)
         return s + self.offset_of(axis)
 
+    def replica_offsets(self, axis: str) -> np.ndarray:
+        """Every offset on ``axis`` the replica iters add to an element (TVM TIRx ``R[...]``: each element is placed
+        once per combination of the replica digits), ``0`` included: an int64 array of ``prod(extents)`` entries,
+        the first replica iter's digit varying slowest (a layout without replicas: ``[0]``)."""
+        offs = np.zeros(1, np.int64)
+        for it in self.replica:
+            step = it.stride if it.axis == axis else 0
+            offs = (offs[:, None] + np.arange(it.extent, dtype=np.int64)[None, :] * step).ravel()
+        return offs
+
     def thread_iters(self) -> tuple[Iter, ...]:
         """Shard iters on a thread axis (:data:`THREAD_AXES`), in order."""
         return tuple(i for i in self.shard if i.axis in THREAD_AXES)

@@ -369,7 +369,7 @@ def plan_for_shape(op: CopyOp, ctx: DispatchContext, key: str) -> CpPlan:
     if (t.buf.tmem_col * epc + t_coff) % (tc.CP_COL_ALIGN * epc):
         _decline("tmem_col_align", _col_align_reason(t, t_coff, epc, ctx), tname, key, row=0, chunk=0)
     t_loff = t_iso.offset_of("TLane")
-    span = 1 + sum((it.extent - 1) * it.stride for it in (*t_p.shard, *t_p.replica) if it.axis == "TLane")
+    span = TileLayout(t_p.shard, t_p.replica).span("TLane")  # (the offset is t_loff, added below)
     if t_loff + span > 128:
         _decline("lanes", f"TMEM lane offset {t_loff} plus the copy's footprint of {span} lanes overflows the "
                  f"128 lanes: start the region at lane {128 - span} or lower", tname, key)
@@ -486,9 +486,7 @@ def verify_plan(op: CopyOp, plan: CpPlan) -> None:
     ta = tl.apply(*_region_coords(t), shape=t.buf.shape)
     t_lane = ta.get("TLane", np.zeros_like(sm))
     tcol = ta.get("TCol", np.zeros_like(sm))
-    reps = np.zeros(1, np.int64)
-    for it in tl.replica:
-        reps = (reps[:, None] + np.arange(it.extent, dtype=np.int64)[None, :] * it.stride).ravel()
+    reps = tl.replica_offsets("TLane")
     b = np.arange(eb, dtype=np.int64)
     shape = (sm.size, reps.size, eb)
     wb = np.broadcast_to(sm[:, None, None] * eb + b, shape)
