@@ -39,6 +39,7 @@ __all__ = [
     "Iter",
     "TileLayout",
     "distinct",
+    "iters_text",
 ]
 
 _AXIS_RE = re.compile(r"^[A-Za-z_][A-Za-z_0-9]*$")
@@ -638,12 +639,18 @@ def _slice_group(iters: Sequence[Iter], begin: int, extent: int):
     return None
 
 
-def _spec_text(kind: str, iters: Sequence[Iter]) -> str:
+def iters_text(iters: Sequence[Iter]) -> str:
+    """Iterators (outermost first) as the layout language writes them inside ``S[...]`` / ``R[...]``:
+    ``8 : 1@TCol``, ``(2, 8) : (1@TLane, 1@TCol)``."""
     if len(iters) == 1:
-        return f"{kind}[{iters[0].extent} : {iters[0].stride_text()}]"
+        return f"{iters[0].extent} : {iters[0].stride_text()}"
     ext = ", ".join(str(i.extent) for i in iters)
     strd = ", ".join(i.stride_text() for i in iters)
-    return f"{kind}[({ext}) : ({strd})]"
+    return f"({ext}) : ({strd})"
+
+
+def _spec_text(kind: str, iters: Sequence[Iter]) -> str:
+    return f"{kind}[{iters_text(iters)}]"
 
 
 def distinct(values: np.ndarray) -> bool:

@@ -56,7 +56,7 @@ from ...ir.printer import expr_str
 from ...layout import TileLayout, row_major
 from ...layout.smem_matrix import cp_source_addresses
 from ...layout.swizzle import ComposeLayout
-from ...layout.tile import Iter
+from ...layout.tile import Iter, iters_text
 from ..common import decline_past_edge
 from ..dispatch import (DeclineDetail, DispatchContext, DispatchFail, EmitSummary, Emitted, Verdict, fail,
                         predicate, register_dispatch)
@@ -200,8 +200,8 @@ def _shared_layout(buf: ir.Buffer) -> tuple[TileLayout, ComposeLayout | None]:
 
 def _iters_text(iters) -> str:
     """Iterators (outermost first) as the layout language writes them: ``(2, 8) : (1@TLane, 1@TCol)``, ``8 : 1@TCol``
-    (:meth:`TileLayout.__str__ <tilemagic.layout.tile.TileLayout.__str__>` without its ``S[...]``)."""
-    return str(TileLayout(tuple(iters)))[2:-1] if iters else "nothing"
+    (:func:`tilemagic.layout.tile.iters_text`)."""
+    return iters_text(tuple(iters)) if iters else "nothing"
 
 
 def _replica_text(reps) -> str:
